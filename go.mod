@@ -1,0 +1,3 @@
+module github.com/agentpty/agentpty
+
+go 1.24.0
