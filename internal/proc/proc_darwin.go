@@ -1,0 +1,40 @@
+package proc
+
+import (
+	"context"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Members returns the pids of the processes whose session id is sid.
+func Members(sid int) []int {
+	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, p := range procs {
+		pid := int(p.Proc.P_pid)
+		if pid <= 0 || p.Proc.P_stat == 5 { // SZOMB
+			continue
+		}
+		if s, err := unix.Getsid(pid); err == nil && s == sid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitExit waits briefly for any of pids to exit; macOS has no pidfd, and
+// a kqueue per kill is more than this rare path needs.
+func waitExit(ctx context.Context, pids []int) error {
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,386 @@
+package agentpty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults applied where an Options field is zero.
+const (
+	DefaultCols            = 120
+	DefaultRows            = 32
+	DefaultMaxSessions     = 16
+	DefaultKillGrace       = 2 * time.Second
+	DefaultScrollbackBytes = 256 << 10
+	DefaultMaxOutputBytes  = 32 << 10
+)
+
+// Options configure a Manager. The zero value is ready to use; every zero
+// field means the default it documents.
+type Options struct {
+	// Shell runs each command as Shell followed by the command; nil means
+	// {"bash", "-lc"}, so the login profile sets up PATH as in a person's
+	// terminal.
+	Shell []string
+	// Env is added to the environment every session inherits from the
+	// host; TERM is always xterm-256color.
+	Env []string
+	// Approver is asked before anything starts; nil approves everything.
+	Approver Approver
+	// Sandbox adjusts every child before it starts; nil runs it as the
+	// host's own child.
+	Sandbox Sandbox
+	// MaxSessions caps the sessions alive at once, exited ones included
+	// until killed; 0 means 16. One more Start is ErrTooManySessions.
+	MaxSessions int
+	// KillGrace is how long Kill waits after SIGHUP and SIGTERM before
+	// SIGKILL; 0 means 2s.
+	KillGrace time.Duration
+	// ScrollbackBytes is how much raw output each session keeps; 0 means
+	// 256 KiB. Older output is dropped and counted as truncated.
+	ScrollbackBytes int
+	// MaxOutputBytes caps a result's output: head and tail are kept and the
+	// middle is replaced by one marker line; 0 means 32 KiB.
+	MaxOutputBytes int
+	// IdleTimeout kills a session that no call has touched for this long;
+	// 0 means never.
+	IdleTimeout time.Duration
+	// MaxLifetime kills a session this long after it started; 0 means
+	// never.
+	MaxLifetime time.Duration
+	// OnEvent is told when sessions are created, exit and end. It is called
+	// without any lock held, from the library's goroutines, in order for
+	// each session; it must not block for long.
+	OnEvent func(Event)
+}
+
+// withDefaults applies every default in one place.
+func (o Options) withDefaults() Options {
+	if o.Shell == nil {
+		o.Shell = []string{"bash", "-lc"}
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.KillGrace <= 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	if o.ScrollbackBytes <= 0 {
+		o.ScrollbackBytes = DefaultScrollbackBytes
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	return o
+}
+
+// EventKind says what happened to a session.
+type EventKind string
+
+// Event kinds.
+const (
+	EventCreated EventKind = "created" // the child started
+	EventExited  EventKind = "exited"  // the child exited (ExitCode or Signal set)
+	EventKilled  EventKind = "killed"  // Kill or Close ended the session
+	EventReaped  EventKind = "reaped"  // IdleTimeout or MaxLifetime ended the session
+)
+
+// Event reports a change in a session's life to Options.OnEvent.
+type Event struct {
+	Kind     EventKind
+	ID       string
+	PID      int
+	Command  string
+	ExitCode *int
+	Signal   string
+	Time     time.Time
+}
+
+// SessionInfo describes a session for List.
+type SessionInfo struct {
+	ID       string
+	PID      int
+	Command  string
+	Cols     int
+	Rows     int
+	Started  time.Time
+	Exited   bool
+	ExitCode *int
+	Signal   string
+}
+
+// Manager owns numbered sessions. Its methods are safe for concurrent use.
+type Manager struct {
+	opts Options
+
+	// mu guards the fields below; it is never held during I/O or while
+	// calling a hook.
+	mu       sync.Mutex
+	sessions map[string]*Session
+	pending  int // starts approved and under way, counted against MaxSessions
+	last     int // number of the newest session; ids are never reused
+	closed   bool
+
+	queue      []Event // events not yet handed to OnEvent
+	delivering bool    // a goroutine is draining queue
+	eventsWG   sync.WaitGroup
+}
+
+// NewManager returns a Manager with opts, defaults applied.
+func NewManager(opts Options) *Manager {
+	return &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}}
+}
+
+// Session returns the session with the given id, if the manager has it.
+func (m *Manager) Session(id string) (*Session, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	return s, ok
+}
+
+// List describes every session the manager holds, oldest first.
+func (m *Manager) List() []SessionInfo {
+	m.mu.Lock()
+	ss := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	sort.Slice(ss, func(i, j int) bool { return ss[i].num < ss[j].num })
+	out := make([]SessionInfo, len(ss))
+	for i, s := range ss {
+		out[i] = s.info()
+	}
+	return out
+}
+
+// Start approves, starts and waits for the first output of a command, as
+// the tool pty-start does.
+func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, error) {
+	if err := checkStart(req); err != nil {
+		return StartResult{}, err
+	}
+	cols, rows := orDefault(req.Cols, DefaultCols), orDefault(req.Rows, DefaultRows)
+	if m.opts.Approver != nil {
+		ar := ApprovalRequest{Tool: ToolStart, Command: req.Command, Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
+		if err := m.opts.Approver.Approve(ctx, ar); err != nil {
+			if errors.Is(err, ErrDenied) {
+				return StartResult{}, err
+			}
+			return StartResult{}, fmt.Errorf("%w: %s %q: %w", ErrDenied, ToolStart, req.Command, err)
+		}
+	}
+	if err := m.reserve(); err != nil {
+		return StartResult{}, err
+	}
+	s, err := startSession(m, req, cols, rows)
+	if err != nil {
+		m.mu.Lock()
+		m.pending--
+		m.mu.Unlock()
+		return StartResult{}, err
+	}
+	if !m.register(s) {
+		// Close ran while the child was starting: it must not outlive it.
+		s.kill(context.Background())
+		return StartResult{}, errorf(ErrClosed, "%s %q: the manager closed while it started", ToolStart, req.Command)
+	}
+	m.emit(Event{Kind: EventCreated, ID: s.id, PID: s.pid, Command: s.command, Time: s.started})
+	w, err := s.wait(ctx, req.WaitFor, req.WaitMS)
+	if err != nil {
+		return StartResult{ID: s.id}, err
+	}
+	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated}, nil
+}
+
+func checkStart(req StartRequest) error {
+	if strings.TrimSpace(req.Command) == "" {
+		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
+	}
+	if req.Cols < 0 || req.Cols > 1000 {
+		return errorf(ErrInvalid, "%s: cols %d is outside 1-1000", ToolStart, req.Cols)
+	}
+	if req.Rows < 0 || req.Rows > 500 {
+		return errorf(ErrInvalid, "%s: rows %d is outside 1-500", ToolStart, req.Rows)
+	}
+	if req.WaitMS != nil && *req.WaitMS < 0 {
+		return errorf(ErrInvalid, "%s: wait_ms %d is negative", ToolStart, *req.WaitMS)
+	}
+	return nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// reserve counts a start against MaxSessions before the child exists, so
+// concurrent starts cannot overshoot the cap.
+func (m *Manager) reserve() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errorf(ErrClosed, "%s: no new sessions after Close", ToolStart)
+	}
+	if n := len(m.sessions) + m.pending; n >= m.opts.MaxSessions {
+		return errorf(ErrTooManySessions, "%s: %d sessions are open, the limit is %d; kill one first", ToolStart, n, m.opts.MaxSessions)
+	}
+	m.pending++
+	return nil
+}
+
+// register numbers a started session and makes it visible. It reports
+// false when Close came first.
+func (m *Manager) register(s *Session) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending--
+	if m.closed {
+		return false
+	}
+	m.last++
+	s.num = m.last
+	s.id = "pty-" + strconv.Itoa(m.last)
+	m.sessions[s.id] = s
+	s.armTimers()
+	return true
+}
+
+// lookup finds a live session for a tool call.
+func (m *Manager) lookup(tool, id string) (*Session, error) {
+	if id == "" {
+		return nil, errorf(ErrInvalid, "%s: id is missing", tool)
+	}
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	closed := m.closed
+	m.mu.Unlock()
+	if !ok {
+		if closed {
+			return nil, errorf(ErrClosed, "%s %s: the manager is closed", tool, id)
+		}
+		return nil, errorf(ErrNoSession, "%s %s: no session with that id (killed, or never started)", tool, id)
+	}
+	return s, nil
+}
+
+// Write types input into a session and returns what it printed since the
+// last read, as the tool pty-write does.
+func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, error) {
+	if req.WaitMS != nil && *req.WaitMS < 0 {
+		return WriteResult{}, errorf(ErrInvalid, "%s %s: wait_ms %d is negative", ToolWrite, req.ID, *req.WaitMS)
+	}
+	s, err := m.lookup(ToolWrite, req.ID)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	input := decodeInput(req.Input)
+	if req.Submit {
+		input = append(input, '\r')
+	}
+	return s.write(ctx, input, req.WaitFor, req.WaitMS)
+}
+
+// Kill ends a session and everything it started, frees its terminal and
+// forgets its id, as the tool pty-kill does. It returns the output no
+// result had returned yet and how the program ended.
+func (m *Manager) Kill(ctx context.Context, id string) (KillResult, error) {
+	s, err := m.lookup(ToolKill, id)
+	if err != nil {
+		return KillResult{}, err
+	}
+	return m.end(ctx, s, EventKilled)
+}
+
+// end kills s, removes it, and reports it with kind.
+func (m *Manager) end(ctx context.Context, s *Session, kind EventKind) (KillResult, error) {
+	res, err := s.kill(ctx)
+	m.mu.Lock()
+	removed := m.sessions[s.id] == s
+	if removed {
+		delete(m.sessions, s.id)
+	}
+	m.mu.Unlock()
+	if removed {
+		m.emit(Event{Kind: kind, ID: s.id, PID: s.pid, Command: s.command, ExitCode: res.ExitCode, Signal: res.Signal, Time: time.Now()})
+	}
+	return res, err
+}
+
+// Close kills every session and refuses new ones; later calls return
+// ErrClosed. It is idempotent and returns the first error.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	ss := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+
+	errs := make([]error, len(ss))
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = m.end(context.Background(), s, EventKilled)
+		}()
+	}
+	wg.Wait()
+
+	m.eventsWG.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit queues e for OnEvent. One goroutine at a time delivers the queue,
+// so hooks see events in order and never run under a lock or on the
+// reader's path; it exits when the queue is empty.
+func (m *Manager) emit(e Event) {
+	if m.opts.OnEvent == nil {
+		return
+	}
+	m.mu.Lock()
+	m.queue = append(m.queue, e)
+	start := !m.delivering
+	if start {
+		m.delivering = true
+		m.eventsWG.Add(1)
+	}
+	m.mu.Unlock()
+	if start {
+		go m.deliver()
+	}
+}
+
+func (m *Manager) deliver() {
+	defer m.eventsWG.Done()
+	for {
+		m.mu.Lock()
+		if len(m.queue) == 0 {
+			m.delivering = false
+			m.queue = nil
+			m.mu.Unlock()
+			return
+		}
+		e := m.queue[0]
+		m.queue = m.queue[1:]
+		m.mu.Unlock()
+		m.opts.OnEvent(e)
+	}
+}

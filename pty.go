@@ -1,0 +1,247 @@
+package agentpty
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Tool names, as a model sees them.
+const (
+	ToolStart = "pty-start"
+	ToolWrite = "pty-write"
+	ToolKill  = "pty-kill"
+)
+
+// Errors returned by the library. Each returned error wraps one of these
+// for errors.Is and names the session and the value involved.
+var (
+	ErrNoSession       = errors.New("agentpty: no such session")
+	ErrExited          = errors.New("agentpty: session has exited")
+	ErrTooManySessions = errors.New("agentpty: too many sessions")
+	ErrDenied          = errors.New("agentpty: denied")
+	ErrClosed          = errors.New("agentpty: manager is closed")
+	ErrInvalid         = errors.New("agentpty: invalid argument")
+	ErrUnsupported     = errors.New("agentpty: unsupported on this platform")
+)
+
+// errorf wraps a sentinel with the particulars, so the message reads
+// "agentpty: invalid argument: pty-3: cols 5000 is outside 1-1000".
+func errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
+}
+
+// StartRequest is the argument of pty-start.
+type StartRequest struct {
+	// Command runs as `bash -lc Command` (see Options.Shell). Required.
+	Command string `json:"command"`
+	// Cols and Rows size the terminal; 0 means 120 columns by 32 rows.
+	Cols int `json:"cols,omitempty"`
+	Rows int `json:"rows,omitempty"`
+	// Cwd is the working directory; empty means the host's.
+	Cwd string `json:"cwd,omitempty"`
+	// Env is added to the environment the child inherits (Go only).
+	Env []string `json:"-"`
+	// WaitFor returns as soon as this literal appears in the output.
+	WaitFor string `json:"wait_for,omitempty"`
+	// WaitMS bounds the wait in milliseconds; nil means the default (10000
+	// with WaitFor; otherwise until the output has been quiet briefly, at
+	// most 700). Any wait is capped at 30000 and ends when the program exits.
+	WaitMS *int `json:"wait_ms,omitempty"`
+}
+
+// WriteRequest is the argument of pty-write.
+type WriteRequest struct {
+	// ID names the session ("pty-1"). Required.
+	ID string `json:"id"`
+	// Input is typed into the terminal after its backslash escapes
+	// (\r \n \t \e \xHH \uHHHH \\) are decoded. Empty input just reads.
+	Input string `json:"input,omitempty"`
+	// Submit appends a carriage return, the Enter key.
+	Submit bool `json:"submit,omitempty"`
+	// WaitFor returns as soon as this literal appears in the new output.
+	WaitFor string `json:"wait_for,omitempty"`
+	// WaitMS bounds the wait in milliseconds; nil means the default (10000
+	// with WaitFor, else 700) and 0 means do not wait. Capped at 30000;
+	// the wait ends early when the program exits.
+	WaitMS *int `json:"wait_ms,omitempty"`
+}
+
+// StartResult is the result of pty-start.
+type StartResult struct {
+	ID     string `json:"id"`
+	Output string `json:"output"`
+	// Matched is true when WaitFor appeared before the wait ran out.
+	Matched bool `json:"matched"`
+	// Exited is true once the program has exited; ExitCode is set when it
+	// exited normally, Signal ("SIGKILL") when a signal ended it.
+	Exited   bool   `json:"exited"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	// Truncated counts the bytes of output that were dropped from the
+	// scrollback before any result returned them, over the session's life.
+	Truncated int64 `json:"truncated,omitempty"`
+}
+
+// WriteResult is the result of pty-write.
+type WriteResult struct {
+	ID        string `json:"id"`
+	Output    string `json:"output"`
+	Matched   bool   `json:"matched"`
+	Exited    bool   `json:"exited"`
+	ExitCode  *int   `json:"exit_code,omitempty"`
+	Signal    string `json:"signal,omitempty"`
+	Truncated int64  `json:"truncated,omitempty"`
+	// InputHidden is true while the terminal does not echo what is typed
+	// in line mode: the program is most likely reading a password.
+	InputHidden bool `json:"input_hidden,omitempty"`
+}
+
+// KillResult is the result of pty-kill.
+type KillResult struct {
+	ID string `json:"id"`
+	// Output is what the program wrote that no result had returned yet.
+	Output   string `json:"output"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+}
+
+// KillRequest is the argument of pty-kill.
+type KillRequest struct {
+	ID string `json:"id"`
+}
+
+// Tool describes one tool for a model: its name, what it does, and the JSON
+// Schema of its arguments.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+var tools = []Tool{
+	{
+		Name: ToolStart,
+		Description: "Start a program in a new interactive terminal (a pseudo-terminal, like a person's). " +
+			"Use it for anything that needs a terminal: REPLs (python3, node), debuggers, ssh, sudo and other password prompts, " +
+			"watch-mode servers, full-screen programs (vim, less, htop). The command runs as `bash -lc COMMAND`. " +
+			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
+			"for a full-screen program, the screen as a person sees it.",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "Shell command to run, e.g. \"python3\" or \"vim notes.txt\"."},
+    "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Terminal width in columns (default 120)."},
+    "rows": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Terminal height in rows (default 32)."},
+    "cwd": {"type": "string", "description": "Working directory."},
+    "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the output, e.g. a prompt like \">>> \"."},
+    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else until output goes quiet, at most 700)."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`),
+	},
+	{
+		Name: ToolWrite,
+		Description: "Type into a terminal session and read what it printed since the last read, as plain text " +
+			"(colours and cursor movement removed, edited lines shown in their final form; for a full-screen program, the screen). " +
+			"Backslash escapes in input are decoded: \\r is Enter, \\x03 is Ctrl-C, \\x04 Ctrl-D, \\e[A arrow up, \\t Tab. " +
+			"Set submit to press Enter after the input. Use wait_for to return the moment some text (such as the next prompt) appears. " +
+			"Empty input just reads new output. input_hidden means the program is reading a password.",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "id": {"type": "string", "description": "Session id from pty-start, e.g. \"pty-1\"."},
+    "input": {"type": "string", "description": "Text to type; escapes like \\r, \\x03, \\e[A are decoded."},
+    "submit": {"type": "boolean", "description": "Press Enter after the input."},
+    "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the new output."},
+    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else 700)."}
+  },
+  "required": ["id"],
+  "additionalProperties": false
+}`),
+	},
+	{
+		Name: ToolKill,
+		Description: "End a terminal session: stop its program and everything it started, and free the terminal. " +
+			"Returns the output not yet read and how the program ended.",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "id": {"type": "string", "description": "Session id from pty-start, e.g. \"pty-1\"."}
+  },
+  "required": ["id"],
+  "additionalProperties": false
+}`),
+	},
+}
+
+// Tools returns the three tools with descriptions written for a model and
+// the JSON Schemas of their arguments. The slice is the caller's.
+func (m *Manager) Tools() []Tool {
+	out := make([]Tool, len(tools))
+	copy(out, tools)
+	return out
+}
+
+// Call runs the tool name with JSON arguments and returns its JSON result,
+// for hosts that dispatch tool calls by name.
+func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	var res any
+	var err error
+	switch name {
+	case ToolStart:
+		var req StartRequest
+		if err := decodeArgs(name, args, &req); err != nil {
+			return nil, err
+		}
+		res, err = m.Start(ctx, req)
+	case ToolWrite:
+		var req WriteRequest
+		if err := decodeArgs(name, args, &req); err != nil {
+			return nil, err
+		}
+		res, err = m.Write(ctx, req)
+	case ToolKill:
+		var req KillRequest
+		if err := decodeArgs(name, args, &req); err != nil {
+			return nil, err
+		}
+		res, err = m.Kill(ctx, req.ID)
+	default:
+		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s or %s)", name, ToolStart, ToolWrite, ToolKill)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+// decodeArgs is strict: a misspelt argument is an error the model can act
+// on, not a silently ignored field.
+func decodeArgs(tool string, args json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr):
+			return errorf(ErrInvalid, "%s: argument %q must be %s, not a JSON %s", tool, typeErr.Field, typeErr.Type, typeErr.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return errorf(ErrInvalid, "%s: unknown argument %s", tool, strings.TrimPrefix(err.Error(), "json: unknown field "))
+		default:
+			return errorf(ErrInvalid, "%s: malformed JSON arguments %.200q: %v", tool, args, err)
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errorf(ErrInvalid, "%s: malformed JSON arguments %.200q: trailing data", tool, args)
+	}
+	return nil
+}
