@@ -7,3 +7,5 @@ require (
 	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02
 	golang.org/x/sys v0.50.0
 )
+
+require go.uber.org/goleak v1.3.0 // indirect

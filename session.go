@@ -1,5 +1,3 @@
-//go:build !windows
-
 package agentpty
 
 import (
@@ -11,13 +9,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
-
-	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/screen"
 )
 
@@ -144,14 +137,7 @@ func startSession(m *Manager, req StartRequest, cols, rows int) (*Session, error
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}
-	// pty.Start's own attributes make the child a session leader with the
-	// terminal as its controlling tty; keep whatever else the sandbox set.
-	attrs := cmd.SysProcAttr
-	if attrs == nil {
-		attrs = &syscall.SysProcAttr{}
-	}
-	attrs.Setsid, attrs.Setctty, attrs.Setpgid = true, true, false
-	f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
+	f, err := startChild(cmd, cols, rows)
 	if err != nil {
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
@@ -231,7 +217,7 @@ func (s *Session) read() {
 			// reap set a deadline: the child has exited. Output it wrote
 			// before exiting arrives within exitDrain; a background job
 			// that keeps writing must not hold Wait forever.
-			if drains++; drains < exitDrainMax && s.pending() > 0 {
+			if drains++; drains < exitDrainMax && pendingInput(s.pty) > 0 {
 				_ = s.pty.SetReadDeadline(time.Now().Add(exitDrain))
 				continue
 			}
@@ -243,17 +229,6 @@ func (s *Session) read() {
 			return
 		}
 	}
-}
-
-// pending returns the bytes waiting in the terminal to be read.
-func (s *Session) pending() int {
-	n := 0
-	if rc, err := s.pty.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			n, _ = unix.IoctlGetInt(int(fd), ioctlInq)
-		})
-	}
-	return n
 }
 
 func (s *Session) feed(p []byte) {
@@ -309,16 +284,6 @@ func (s *Session) finishDrain(eof bool) {
 		close(s.done)
 		s.broadcast()
 	}
-}
-
-func exitStatus(ps *os.ProcessState, err error) ExitStatus {
-	if ps == nil {
-		return ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ExitStatus{Code: -1, Signal: unix.SignalName(ws.Signal())}
-	}
-	return ExitStatus{Code: ps.ExitCode()}
 }
 
 // syncScreen feeds the screen everything the ring holds that it has not
@@ -390,7 +355,7 @@ func (s *Session) Resize(cols, rows int) error {
 	if exited {
 		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, s.status)
 	}
-	if err := pty.Setsize(s.pty, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+	if err := setSize(s.pty, cols, rows); err != nil {
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
 	s.screen.Resize(cols, rows)
@@ -472,10 +437,19 @@ func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int) (waitRe
 	return s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet)
 }
 
-// waitUntil blocks until waitFor appears in new output, the child exits,
-// the deadline passes, or (quiet) output has appeared and paused; then it
-// collects the result. Only the reader wakes it: nothing polls.
+// waitUntil waits as await does, then collects the result.
 func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.Time, quiet bool) (waitResult, error) {
+	matched, err := s.await(ctx, waitFor, deadline, quiet)
+	if err != nil {
+		return waitResult{}, err
+	}
+	return s.collect(matched), nil
+}
+
+// await blocks until waitFor appears in new output, the child exits, the
+// deadline passes, or (quiet) output has appeared and paused. It reads
+// nothing. Only the reader wakes it: nothing polls.
+func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time, quiet bool) (bool, error) {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	var pause *time.Timer
@@ -502,7 +476,7 @@ func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.T
 			matched = s.screenMatch(waitFor)
 		}
 		if matched || drained || (hasOutput && since >= startQuiet) {
-			break
+			return matched, nil
 		}
 		if hasOutput {
 			if pause == nil {
@@ -516,12 +490,11 @@ func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.T
 		case <-ch:
 		case <-pauseC:
 		case <-timer.C:
-			return s.collect(matched), nil
+			return matched, nil
 		case <-ctx.Done():
-			return waitResult{}, fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
+			return false, fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
 		}
 	}
-	return s.collect(matched), nil
 }
 
 // screenMatch reports whether lit appears in a screen row that changed
@@ -568,21 +541,8 @@ func (s *Session) collect(matched bool) waitResult {
 		out += scr.Text()
 	}
 	w.output = out
-	w.inputHidden = s.echoOff()
+	w.inputHidden = echoOff(s.pty)
 	return w
-}
-
-// echoOff reports a terminal in line mode that does not echo: a password
-// prompt. Readline and full-screen programs turn echo off too, but they
-// also leave line mode, so they do not count.
-func (s *Session) echoOff() bool {
-	var t *unix.Termios
-	if rc, err := s.pty.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			t, _ = unix.IoctlGetTermios(int(fd), ioctlGetTermios)
-		})
-	}
-	return t != nil && t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON != 0
 }
 
 // touch restarts the idle clock.
@@ -626,21 +586,9 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	}
 	s.mu.Unlock()
 
-	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGCONT} {
-		proc.Signal(s.pid, sig)
-	}
-	grace, cancel := context.WithTimeout(ctx, s.m.opts.KillGrace)
-	err := proc.WaitGone(grace, s.pid)
-	cancel()
+	err := endProcesses(ctx, s.pid, s.m.opts.KillGrace)
 	if err != nil {
-		proc.Signal(s.pid, syscall.SIGKILL)
-		// SIGKILL cannot be caught; this only waits for the kernel.
-		final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = proc.WaitGone(final, s.pid)
-		cancel()
-		if err != nil {
-			err = fmt.Errorf("agentpty: %s %s: processes of the session survived SIGKILL: %v", ToolKill, s.id, proc.Members(s.pid))
-		}
+		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
 	<-s.reaped
 	closeErr := s.pty.Close()

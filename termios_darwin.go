@@ -6,5 +6,6 @@ import "golang.org/x/sys/unix"
 // (FIONREAD, from <sys/filio.h>).
 const (
 	ioctlGetTermios = unix.TIOCGETA
+	ioctlSetTermios = unix.TIOCSETA
 	ioctlInq        = 0x4004667f
 )

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 // Package proc finds and ends every process of a terminal session: the
 // child leads its own session, and its background jobs live in other
 // process groups of that session, so signalling one group is not enough.

@@ -1,0 +1,212 @@
+package agentpty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/agentpty/agentpty/internal/proc"
+)
+
+// Helper children come from re-running the test binary, so the tests need
+// no build step: AGENTPTY_TEST_CHILD names what the child does.
+const childModeEnv = "AGENTPTY_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childModeEnv); mode != "" {
+		runChild(mode)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func runChild(mode string) {
+	switch mode {
+	case "ignore-term":
+		// A program that will not go quietly: only SIGKILL ends it.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		fmt.Println("ready")
+		select {}
+	case "spawn":
+		// Grandchildren in process groups of their own, as an interactive
+		// shell's jobs are, that ignore the polite signals too.
+		for i := 0; i < 2; i++ {
+			c := exec.Command("sleep", "1000")
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := c.Start(); err != nil {
+				fmt.Println("spawn failed:", err)
+				os.Exit(1)
+			}
+			fmt.Printf("child %d\n", c.Process.Pid)
+		}
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		fmt.Println("ready")
+		select {}
+	case "query":
+		// Asks the terminal a question in raw mode, as curses programs and
+		// prompt toolkits do, and prints the answer it got.
+		query := os.Getenv("AGENTPTY_TEST_QUERY")
+		t, err := unix.IoctlGetTermios(0, ioctlGetTermios)
+		if err != nil {
+			fmt.Println("termios:", err)
+			os.Exit(1)
+		}
+		raw := *t
+		raw.Lflag &^= unix.ICANON | unix.ECHO
+		raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+		_ = unix.IoctlSetTermios(0, ioctlSetTermios, &raw)
+		os.Stdout.WriteString(query)
+		var got []byte
+		b := make([]byte, 1)
+		for {
+			if _, err := os.Stdin.Read(b); err != nil {
+				break
+			}
+			got = append(got, b[0])
+			if c := b[0]; c == 'R' || c == 'c' || c == 'n' {
+				break
+			}
+		}
+		_ = unix.IoctlSetTermios(0, ioctlSetTermios, t)
+		fmt.Printf("\r\nanswer %q\r\n", got)
+	case "winch":
+		// Prints the terminal's size each time it changes.
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGWINCH)
+		fmt.Println("ready")
+		for range ch {
+			ws, _ := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ)
+			fmt.Printf("size %dx%d\n", ws.Col, ws.Row)
+		}
+	default:
+		fmt.Println("unknown child mode", mode)
+		os.Exit(2)
+	}
+}
+
+// childCommand is the command line that runs this test binary as a helper
+// child in mode.
+func childCommand(mode string) (string, []string) {
+	return "exec " + strconv.Quote(os.Args[0]) + " -test.run=^$", []string{childModeEnv + "=" + mode}
+}
+
+// need skips a test whose program is missing, unless AGENTPTY_REQUIRE=all
+// asks for every test to run.
+func need(t *testing.T, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+				t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed: %v", p, err)
+			}
+			t.Skipf("%s is not installed", p)
+		}
+	}
+}
+
+// newManager returns a manager that the test closes at its end, checking
+// that nothing the sessions started is still running and that no file
+// descriptor leaked. Goroutines are checked for the whole run by TestMain.
+func newManager(t *testing.T, opts Options) *Manager {
+	t.Helper()
+	fds := openFDs(t)
+	var pids []int
+	m := NewManager(opts)
+	t.Cleanup(func() {
+		for _, info := range m.List() {
+			pids = append(pids, info.PID)
+		}
+		if err := m.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		for _, pid := range pids {
+			if left := proc.Members(pid); len(left) > 0 {
+				t.Errorf("session %d still has processes %v after Close", pid, left)
+			}
+		}
+		goleak.VerifyNone(t)
+		if now := openFDs(t); now > fds {
+			t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
+		}
+	})
+	return m
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count file descriptors: %v", err)
+	}
+	return len(ents)
+}
+
+func ms(n int) *int { return &n }
+
+// mustStart starts a session or fails the test.
+func mustStart(t *testing.T, m *Manager, req StartRequest) StartResult {
+	t.Helper()
+	res, err := m.Start(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Start(%q): %v", req.Command, err)
+	}
+	if req.WaitFor != "" && !res.Matched {
+		t.Fatalf("Start(%q): %q did not appear; output %q", req.Command, req.WaitFor, res.Output)
+	}
+	return res
+}
+
+// mustWrite writes or fails the test, and fails if wait_for did not match.
+func mustWrite(t *testing.T, m *Manager, req WriteRequest) WriteResult {
+	t.Helper()
+	res, err := m.Write(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Write(%q): %v", req.Input, err)
+	}
+	if req.WaitFor != "" && !res.Matched {
+		t.Fatalf("Write(%q): %q did not appear; output %q", req.Input, req.WaitFor, res.Output)
+	}
+	return res
+}
+
+// alive reports whether pid is a live process (not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
+}
+
+// waitCtx bounds a test's blocking call; far beyond any wait the library
+// makes, so it only turns a hang into a failure.
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func isErr(err, target error) bool { return errors.Is(err, target) }
+
+// awaitUnread waits until lit has arrived in output no result has returned
+// yet, without reading it.
+func awaitUnread(t *testing.T, s *Session, lit string) {
+	t.Helper()
+	matched, err := s.await(waitCtx(t), lit, time.Now().Add(maxWait), false)
+	if err != nil || !matched {
+		t.Fatalf("%q did not arrive: %v", lit, err)
+	}
+}

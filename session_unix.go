@@ -1,0 +1,94 @@
+//go:build linux || darwin
+
+package agentpty
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/agentpty/agentpty/internal/proc"
+)
+
+// startChild starts cmd under a new terminal of cols×rows as the leader of
+// its own session, with the terminal as its controlling tty, keeping
+// whatever else a sandbox set in SysProcAttr.
+func startChild(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
+	attrs := cmd.SysProcAttr
+	if attrs == nil {
+		attrs = &syscall.SysProcAttr{}
+	}
+	// pty's Setsid already makes the child its own process group; Setpgid
+	// as well would make the fork fail.
+	attrs.Setsid, attrs.Setctty, attrs.Setpgid = true, true, false
+	return pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
+}
+
+// setSize resizes the terminal; the kernel sends SIGWINCH to the program.
+func setSize(f *os.File, cols, rows int) error {
+	return pty.Setsize(f, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+}
+
+// pendingInput returns the bytes waiting in the terminal to be read.
+func pendingInput(f *os.File) int {
+	n := 0
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			n, _ = unix.IoctlGetInt(int(fd), ioctlInq)
+		})
+	}
+	return n
+}
+
+// echoOff reports a terminal in line mode that does not echo: a password
+// prompt. Readline and full-screen programs turn echo off too, but they
+// also leave line mode, so they do not count.
+func echoOff(f *os.File) bool {
+	var t *unix.Termios
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			t, _ = unix.IoctlGetTermios(int(fd), ioctlGetTermios)
+		})
+	}
+	return t != nil && t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON != 0
+}
+
+func exitStatus(ps *os.ProcessState, err error) ExitStatus {
+	if ps == nil {
+		return ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ExitStatus{Code: -1, Signal: unix.SignalName(ws.Signal())}
+	}
+	return ExitStatus{Code: ps.ExitCode()}
+}
+
+// endProcesses does what closing a terminal does, then makes sure: SIGHUP
+// and SIGTERM (and SIGCONT, so stopped jobs can act on them) to every
+// process group of session sid, then SIGKILL to whatever of the session is
+// left after grace, or at once when ctx ends.
+func endProcesses(ctx context.Context, sid int, grace time.Duration) error {
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGCONT} {
+		proc.Signal(sid, sig)
+	}
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	err := proc.WaitGone(gctx, sid)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	proc.Signal(sid, syscall.SIGKILL)
+	// SIGKILL cannot be caught; this only waits for the kernel.
+	kctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := proc.WaitGone(kctx, sid); err != nil {
+		return fmt.Errorf("processes %v of the session survived SIGKILL", proc.Members(sid))
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package agentpty
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// Terminals here are Unix pseudo-terminals; on Windows every start fails
+// with ErrUnsupported, so no session ever exists.
+
+func startChild(*exec.Cmd, int, int) (*os.File, error) {
+	return nil, errorf(ErrUnsupported, "%s: pseudo-terminal sessions need Linux or macOS", ToolStart)
+}
+
+func setSize(*os.File, int, int) error { return ErrUnsupported }
+
+func pendingInput(*os.File) int { return 0 }
+
+func echoOff(*os.File) bool { return false }
+
+func exitStatus(ps *os.ProcessState, err error) ExitStatus {
+	if ps == nil {
+		return ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
+	}
+	return ExitStatus{Code: ps.ExitCode()}
+}
+
+func endProcesses(context.Context, int, time.Duration) error { return ErrUnsupported }
