@@ -113,6 +113,25 @@ func TestRingWraparound(t *testing.T) {
 	}
 }
 
+// TestRingMixedSizes interleaves small writes, which leave the oldest byte
+// mid-buffer, with writes at or over the capacity, which replace everything.
+func TestRingMixedSizes(t *testing.T) {
+	for _, capacity := range []int{1, 5, 64, 100, ringFirstAlloc + 3, 10000} {
+		t.Run(fmt.Sprintf("cap%d", capacity), func(t *testing.T) {
+			r, m, d := newRing(capacity), &ringModel{capacity: capacity}, ringData{}
+			x := uint32(capacity)
+			for range 300 {
+				x = x*1664525 + 1013904223 // a fixed LCG: the same sizes every run
+				size := int(x>>8) % (capacity + 3)
+				p := d.take(size)
+				r.write(p)
+				m.write(p)
+				checkRingOffsets(t, r, m)
+			}
+		})
+	}
+}
+
 // TestRingGrowingWraparound covers capacities above the first allocation,
 // where the ring grows before it wraps, at the sizes around each boundary.
 func TestRingGrowingWraparound(t *testing.T) {
