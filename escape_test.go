@@ -142,9 +142,9 @@ func decodeInputReference(s string) []byte {
 	})
 }
 
-// escapeBytesHex writes every byte of s as \xHH, upper or lower case by
+// inputEscapeBytes writes every byte of s as \xHH, upper or lower case by
 // the byte's parity so both get exercised.
-func escapeBytesHex(s string) string {
+func inputEscapeBytes(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i]&1 == 0 {
@@ -156,9 +156,9 @@ func escapeBytesHex(s string) string {
 	return b.String()
 }
 
-// escapeRunesU writes every character of s as \uHHHH (a surrogate pair
+// inputEscapeRunes writes every character of s as \uHHHH (a surrogate pair
 // beyond the BMP) and every byte that is not UTF-8 as \xHH.
-func escapeRunesU(s string) string {
+func inputEscapeRunes(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -196,10 +196,10 @@ func FuzzDecodeInput(f *testing.F) {
 			t.Fatalf("decodeInput(%q) = %q, reference gives %q", s, got, ref)
 		}
 		// Any bytes survive being written out as escapes.
-		if e := escapeBytesHex(s); string(decodeInput(e)) != s {
+		if e := inputEscapeBytes(s); string(decodeInput(e)) != s {
 			t.Fatalf("decodeInput(%q) = %q, want %q", e, decodeInput(e), s)
 		}
-		if e := escapeRunesU(s); string(decodeInput(e)) != s {
+		if e := inputEscapeRunes(s); string(decodeInput(e)) != s {
 			t.Fatalf("decodeInput(%q) = %q, want %q", e, decodeInput(e), s)
 		}
 		// Doubling every backslash types the text literally.

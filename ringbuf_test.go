@@ -73,7 +73,7 @@ func checkRing(t *testing.T, r *ring, m *ringModel, off int64) {
 	got := append(slices.Clip(a), b...)
 	if !bytes.Equal(got, want) || lost != wantLost {
 		t.Fatalf("slices(%d) = %d+%d bytes, lost %d; want %d bytes, lost %d (start %d, end %d)\n got %v\nwant %v",
-			off, len(a), len(b), lost, len(want), wantLost, r.start(), r.end(), head(got), head(want))
+			off, len(a), len(b), lost, len(want), wantLost, r.start(), r.end(), ringHead(got), ringHead(want))
 	}
 	dst, lost := r.appendFrom([]byte("prefix"), off)
 	if !bytes.Equal(dst, append([]byte("prefix"), want...)) || lost != wantLost {
@@ -82,7 +82,7 @@ func checkRing(t *testing.T, r *ring, m *ringModel, off int64) {
 	}
 }
 
-func head(p []byte) []byte { return p[:min(len(p), 16)] }
+func ringHead(p []byte) []byte { return p[:min(len(p), 16)] }
 
 // checkRingOffsets checks the offsets where the arithmetic turns: before,
 // at and after the start and the end, the middle, and before 0.
