@@ -37,7 +37,7 @@ func runChild(mode string) {
 		// A program that will not go quietly: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
 		fmt.Println("ready")
-		select {}
+		idle()
 	case "spawn":
 		// Grandchildren in process groups of their own, as an interactive
 		// shell's jobs are, that ignore the polite signals too.
@@ -52,7 +52,7 @@ func runChild(mode string) {
 		}
 		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
 		fmt.Println("ready")
-		select {}
+		idle()
 	case "query":
 		// Asks the terminal a question in raw mode, as curses programs and
 		// prompt toolkits do, and prints the answer it got.
@@ -79,7 +79,7 @@ func runChild(mode string) {
 			}
 		}
 		_ = unix.IoctlSetTermios(0, ioctlSetTermios, t)
-		fmt.Printf("\r\nanswer %q\r\n", got)
+		fmt.Printf("\r\nanswer %q end\r\n", got)
 	case "winch":
 		// Prints the terminal's size each time it changes.
 		ch := make(chan os.Signal, 1)
@@ -92,6 +92,14 @@ func runChild(mode string) {
 	default:
 		fmt.Println("unknown child mode", mode)
 		os.Exit(2)
+	}
+}
+
+// idle blocks a helper child for good; select{} would trip the runtime's
+// deadlock check.
+func idle() {
+	for {
+		time.Sleep(time.Hour)
 	}
 }
 

@@ -23,6 +23,7 @@ const (
 	exitDrain      = 25 * time.Millisecond  // after exit, output still arriving within this is the program's
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
+	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
 
 // ExitStatus says how a program ended.
@@ -261,14 +262,16 @@ func (s *Session) reap() {
 	s.broadcast()
 	eof := s.eof
 	s.mu.Unlock()
+	// Emitted before kill can see the child reaped, so "exited" always
+	// comes before "killed".
+	code, sig := st.exitFields()
+	s.m.emit(Event{Kind: EventExited, ID: s.id, PID: s.pid, Command: s.command, ExitCode: code, Signal: sig, Time: time.Now()})
 	close(s.reaped)
 	if eof {
 		s.finishDrain(true)
 	} else {
 		_ = s.pty.SetReadDeadline(time.Now().Add(exitDrain))
 	}
-	code, sig := st.exitFields()
-	s.m.emit(Event{Kind: EventExited, ID: s.id, PID: s.pid, Command: s.command, ExitCode: code, Signal: sig, Time: time.Now()})
 }
 
 // finishDrain records that the output is complete: at end of file, or once
@@ -412,7 +415,12 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 	}
 	deadline := time.Now().Add(waitLimit(waitFor, waitMS))
 	if len(input) > 0 {
-		if n, err := s.writeTerminal(ctx, input, deadline); err != nil {
+		// Even a call that will not wait for output gets a moment to type.
+		typing := deadline
+		if least := time.Now().Add(minTyping); typing.Before(least) {
+			typing = least
+		}
+		if n, err := s.writeTerminal(ctx, input, typing); err != nil {
 			if ctx.Err() != nil {
 				return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolWrite, s.id, n, len(input), ctx.Err())
 			}

@@ -18,21 +18,68 @@ import (
 
 // startChild starts cmd under a new terminal of cols×rows as the leader of
 // its own session, with the terminal as its controlling tty, keeping
-// whatever else a sandbox set in SysProcAttr.
+// whatever else a sandbox set in SysProcAttr. It returns the master side.
 func startChild(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
-	attrs := cmd.SysProcAttr
-	if attrs == nil {
-		attrs = &syscall.SysProcAttr{}
+	master, tty, err := openTerminal()
+	if err != nil {
+		return nil, err
 	}
-	// pty's Setsid already makes the child its own process group; Setpgid
-	// as well would make the fork fail.
-	attrs.Setsid, attrs.Setctty, attrs.Setpgid = true, true, false
-	return pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
+	defer tty.Close() // the child holds its own copies
+	if err := setSize(master, cols, rows); err != nil {
+		master.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Setsid makes the child its own process group too; Setpgid as well
+	// would make the fork fail. Ctty 0 is the child's stdin, the terminal.
+	a := cmd.SysProcAttr
+	a.Setsid, a.Setctty, a.Setpgid, a.Ctty = true, true, false, 0
+	if err := cmd.Start(); err != nil {
+		master.Close()
+		return nil, err
+	}
+	return master, nil
+}
+
+// openTerminal opens a pseudo-terminal whose master is in non-blocking
+// mode, so reads and writes go through the runtime poller: deadlines work
+// and Close unblocks a pending Read. creack/pty's ioctls call Fd(), which
+// leaves the master blocking; a duplicate made non-blocking replaces it.
+func openTerminal() (master, tty *os.File, err error) {
+	m, tty, err := pty.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	fd, err := unix.Dup(int(m.Fd()))
+	m.Close()
+	if err == nil {
+		unix.CloseOnExec(fd)
+		err = unix.SetNonblock(fd, true)
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		tty.Close()
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty, nil
 }
 
 // setSize resizes the terminal; the kernel sends SIGWINCH to the program.
 func setSize(f *os.File, cols, rows int) error {
-	return pty.Setsize(f, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	ws := &unix.Winsize{Col: uint16(cols), Row: uint16(rows)}
+	if cerr := rc.Control(func(fd uintptr) { err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, ws) }); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // pendingInput returns the bytes waiting in the terminal to be read.

@@ -35,12 +35,3 @@ func (s *settler) read(max int) string {
 func (s *settler) unread() bool          { return s.readPos < len(s.buf) }
 func (s *settler) match(lit string) bool { return bytes.Contains(s.buf[s.readPos:], []byte(lit)) }
 
-type ring struct{ b []byte }
-
-func newRing(int) *ring          { return &ring{} }
-func (r *ring) write(p []byte)   { r.b = append(r.b, p...) }
-func (r *ring) end() int64       { return int64(len(r.b)) }
-func (r *ring) start() int64     { return 0 }
-func (r *ring) appendFrom(dst []byte, off int64) ([]byte, int64) { return append(dst, r.b[off:]...), 0 }
-
-func decodeInput(s string) []byte { return []byte(s) }
