@@ -29,8 +29,15 @@ type result struct {
 // Manager.Call with JSON arguments, and prints each call and its result as
 // the model would write and read them.
 type caller struct {
-	m   *agentpty.Manager
-	out io.Writer
+	m     *agentpty.Manager
+	out   io.Writer
+	noted bool // a note heads the next call
+}
+
+// note prints a line of narration before the next call.
+func (c *caller) note(text string) {
+	fmt.Fprintf(c.out, "\n# %s\n", text)
+	c.noted = true
 }
 
 // call runs tool with args marshalled to JSON. The bytes printed are the
@@ -43,7 +50,11 @@ func (c *caller) call(ctx context.Context, tool string, args any) (result, error
 		return result{}, fmt.Errorf("%s: marshal arguments: %w", tool, err)
 	}
 	raw := bytes.TrimSpace(buf.Bytes())
-	fmt.Fprintf(c.out, "\n→ %s %s\n", tool, raw)
+	if !c.noted {
+		fmt.Fprintln(c.out)
+	}
+	c.noted = false
+	fmt.Fprintf(c.out, "→ %s %s\n", tool, raw)
 
 	res, err := c.m.Call(ctx, tool, raw)
 	if err != nil {

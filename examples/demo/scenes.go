@@ -30,11 +30,13 @@ var scenes = []scene{
 const prompt = "demo$ "
 
 func python(ctx context.Context, c *caller, _ string) error {
+	c.note("Start the REPL and wait for its prompt.")
 	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "python3 -q", WaitFor: ">>> "})
 	if err := check(r, err, matched(">>> ")); err != nil {
 		return err
 	}
 	id := r.ID
+	c.note("Waiting for the next prompt is waiting for the answer.")
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sum(i*i for i in range(10))", Submit: true, WaitFor: ">>> "})
 	if err := check(r, err, matched(">>> "), contains("285")); err != nil {
 		return err
@@ -43,11 +45,12 @@ func python(ctx context.Context, c *caller, _ string) error {
 	if err := check(r, err, matched(">>> "), contains("18446744073709551616")); err != nil {
 		return err
 	}
-	// Ctrl-D at the prompt ends the REPL; the wait ends when it exits.
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x04`})
+	c.note(`Ctrl-D (\x04) at the prompt ends the REPL; the wait ends when it exits.`)
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x04`, WaitMS: ms(5000)})
 	if err := check(r, err, exitCode(0)); err != nil {
 		return err
 	}
+	c.note("An exited session keeps its id and output until pty-kill frees it.")
 	_, err = c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id})
 	return err
 }
@@ -55,11 +58,13 @@ func python(ctx context.Context, c *caller, _ string) error {
 func shell(ctx context.Context, c *caller, dir string) error {
 	// --norc keeps the host's .bashrc out; an empty HISTFILE keeps the
 	// demo out of the host's history.
+	c.note("An interactive bash with a prompt of its own to wait for.")
 	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "HISTFILE= PS1='" + prompt + "' bash --norc", WaitFor: prompt})
 	if err := check(r, err, matched(prompt)); err != nil {
 		return err
 	}
 	id := r.ID
+	c.note("Every write goes to the same shell: variables and the directory carry over.")
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "greeting=hello; cd " + dir, Submit: true, WaitFor: prompt})
 	if err := check(r, err, matched(prompt)); err != nil {
 		return err
@@ -68,21 +73,22 @@ func shell(ctx context.Context, c *caller, dir string) error {
 	if err := check(r, err, matched(prompt), contains("hello from "+dir)); err != nil {
 		return err
 	}
-	// A command that would block a one-shot shell tool: the write returns
-	// after its wait with the command still running.
+	c.note("A command that would block a one-shot shell tool: the write returns after its wait, the command still running.")
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sleep 30", Submit: true, WaitMS: ms(300)})
 	if err := check(r, err, running()); err != nil {
 		return err
 	}
+	c.note(`Ctrl-C (\x03) interrupts it, and the prompt is back.`)
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x03`, WaitFor: prompt})
 	if err := check(r, err, matched(prompt)); err != nil {
 		return err
 	}
-	// 130 is 128 + SIGINT: the sleep was interrupted, the shell was not.
+	c.note("130 is 128 + SIGINT: the sleep was interrupted, the shell was not.")
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "echo $? $PWD", Submit: true, WaitFor: prompt})
 	if err := check(r, err, matched(prompt), contains("130 "+dir)); err != nil {
 		return err
 	}
+	c.note("pty-kill ends the shell and everything it started.")
 	_, err = c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id})
 	return err
 }
@@ -93,19 +99,19 @@ func vim(ctx context.Context, c *caller, dir string) error {
 		return err
 	}
 	// -u NONE -N: no vimrc and no plugins, so the screen is the same on
-	// every machine. The file's last line shows once vim has drawn it.
+	// every machine.
+	c.note("vim shows the alternate screen, so the output is the screen as a person sees it. Wait for the file's last line.")
 	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "vim -u NONE -N notes.txt", Cols: 60, Rows: 8, Cwd: dir, WaitFor: "line two"})
 	if err := check(r, err, matched("line two")); err != nil {
 		return err
 	}
 	id := r.ID
-	// gg O opens a line above the first, \x1b (Esc) leaves insert mode and
-	// :w saves: vim says "written" when the file is on disk.
+	c.note(`gg O opens a line above the first, Esc (\x1b) leaves insert mode, :w saves; vim says "written" when it is on disk.`)
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `ggOhello from the model\x1b:w\r`, WaitFor: "written"})
 	if err := check(r, err, matched("written"), contains("hello from the model")); err != nil {
 		return err
 	}
-	// The wait ends when vim exits.
+	c.note("Quit; the wait ends when vim exits.")
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `:q\r`, WaitMS: ms(5000)})
 	if err := check(r, err, exitCode(0)); err != nil {
 		return err
@@ -113,8 +119,8 @@ func vim(ctx context.Context, c *caller, dir string) error {
 	if _, err := c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id}); err != nil {
 		return err
 	}
-	// A new session shows what vim saved.
-	r, err = c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "cat notes.txt", Cwd: dir})
+	c.note("A new session shows what vim saved; wait_ms bounds the wait, which ends when cat exits.")
+	r, err = c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "cat notes.txt", Cwd: dir, WaitMS: ms(10000)})
 	if err := check(r, err, exitCode(0), contains("hello from the model\nline one\nline two")); err != nil {
 		return err
 	}
@@ -134,17 +140,19 @@ func vim(ctx context.Context, c *caller, dir string) error {
 func password(ctx context.Context, c *caller, _ string) error {
 	// read -s turns echo off before it prints its prompt, as sudo, ssh and
 	// getpass do, so once the prompt shows what is typed is not echoed.
+	c.note("A program asks for a password.")
 	const cmd = `read -s -p 'Password: ' pw; echo; echo "got ${#pw} characters"`
 	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: cmd, WaitFor: "Password: "})
 	if err := check(r, err, matched("Password: ")); err != nil {
 		return err
 	}
 	id := r.ID
-	// An empty write reads, and says whether the terminal echoes.
+	c.note("An empty write just reads; input_hidden says the terminal is not echoing: a password prompt.")
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, WaitMS: ms(0)})
 	if err := check(r, err, hidden(true)); err != nil {
 		return err
 	}
+	c.note("What the model types there is not echoed back into its output.")
 	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "hunter2", Submit: true, WaitFor: "characters"})
 	if err := check(r, err, matched("characters"), contains("got 7 characters"), lacks("hunter2")); err != nil {
 		return err

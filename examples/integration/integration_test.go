@@ -101,7 +101,7 @@ func TestPythonREPL(t *testing.T) {
 	}
 
 	// Ctrl-D at the prompt: the write's wait ends when python exits.
-	res, err = m.Write(ctx, agentpty.WriteRequest{ID: id, Input: "\x04"})
+	res, err = m.Write(ctx, agentpty.WriteRequest{ID: id, Input: "\x04", WaitMS: new(10000)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +122,9 @@ func TestShellPipeline(t *testing.T) {
 	m := newManager(t)
 
 	// The command is a shell command line, run as `bash -lc COMMAND`, so a
-	// pipeline is fine. Start returns when it exits, with all its output.
-	res, err := m.Start(ctx, agentpty.StartRequest{Command: `printf 'a\nb\n' | wc -l`})
+	// pipeline is fine. WaitMS bounds the wait; Start returns as soon as the
+	// command exits, with all its output.
+	res, err := m.Start(ctx, agentpty.StartRequest{Command: `printf 'a\nb\n' | wc -l`, WaitMS: new(10000)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,9 @@ func TestStdio(t *testing.T) {
 		t.Errorf("the server lists %d tools (%v), want %d", len(required), required, len(want))
 	}
 
-	start := call(t, ctx, cs, "pty-start", map[string]any{"command": "echo hello"})
+	// wait_for, not the default wait: on a loaded machine the login
+	// profile alone can outlast the 700 ms a start waits without it.
+	start := call(t, ctx, cs, "pty-start", map[string]any{"command": "echo hello", "wait_for": "hello"})
 	if !strings.Contains(start.text, "hello") {
 		t.Errorf("pty-start output %q does not contain hello", start.text)
 	}
