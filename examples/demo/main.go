@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentpty/agentpty"
@@ -33,9 +34,13 @@ func main() {
 }
 
 func run(only []string) int {
+	var names []string
+	for _, s := range scenes {
+		names = append(names, s.name)
+	}
 	for _, name := range only {
-		if !slices.ContainsFunc(scenes, func(s scene) bool { return s.name == name }) {
-			fmt.Fprintf(os.Stderr, "demo: no scene %q (have python3, bash, vim, password)\n", name)
+		if !slices.Contains(names, name) {
+			fmt.Fprintf(os.Stderr, "demo: no scene %q (have %s)\n", name, strings.Join(names, ", "))
 			return 2
 		}
 	}

@@ -14,7 +14,7 @@ import (
 type scene struct {
 	name  string
 	title string
-	needs string // a program the scene cannot run without, if any
+	needs string // the program the scene cannot run without
 	run   func(ctx context.Context, c *caller, dir string) error
 }
 

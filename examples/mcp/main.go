@@ -5,9 +5,11 @@
 // arguments as they arrived, and the manager is closed on shutdown, so no
 // program a model started outlives the server.
 //
-// Register it with an MCP client as a stdio server, for example:
+// Build it from the examples module and register the binary with an MCP
+// client as a stdio server:
 //
-//	{"mcpServers": {"agentpty": {"command": "go", "args": ["run", "github.com/agentpty/agentpty/examples/mcp"]}}}
+//	go build -o agentpty-mcp ./mcp
+//	{"mcpServers": {"agentpty": {"command": "/path/to/agentpty-mcp"}}}
 //
 // It stops when the client closes its stdin, or on SIGINT or SIGTERM.
 package main
