@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentpty/agentpty"
+)
+
+// scene is one program driven through the tools, as a model would.
+type scene struct {
+	name  string
+	title string
+	needs string // the program the scene cannot run without
+	run   func(ctx context.Context, c *caller, dir string) error
+}
+
+var scenes = []scene{
+	{"python3", "a Python REPL, driven by its prompt", "python3", python},
+	{"bash", "an interactive shell keeps its state; Ctrl-C interrupts", "bash", shell},
+	{"vim", "a full-screen editor: the model reads the screen", "vim", vim},
+	{"password", "a password prompt: input_hidden tells the model", "bash", password},
+}
+
+// The prompt the shell scene sets, distinct enough that typed commands
+// never contain it.
+const prompt = "demo$ "
+
+func python(ctx context.Context, c *caller, _ string) error {
+	c.note("Start the REPL and wait for its prompt.")
+	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "python3 -q", WaitFor: ">>> "})
+	if err := check(r, err, matched(">>> ")); err != nil {
+		return err
+	}
+	id := r.ID
+	c.note("Waiting for the next prompt is waiting for the answer.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sum(i*i for i in range(10))", Submit: true, WaitFor: ">>> "})
+	if err := check(r, err, matched(">>> "), contains("285")); err != nil {
+		return err
+	}
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "2**64", Submit: true, WaitFor: ">>> "})
+	if err := check(r, err, matched(">>> "), contains("18446744073709551616")); err != nil {
+		return err
+	}
+	c.note(`Ctrl-D (\x04) at the prompt ends the REPL; the wait ends when it exits.`)
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x04`, WaitMS: ms(5000)})
+	if err := check(r, err, exitCode(0)); err != nil {
+		return err
+	}
+	c.note("An exited session keeps its id and output until pty-kill frees it.")
+	_, err = c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id})
+	return err
+}
+
+func shell(ctx context.Context, c *caller, dir string) error {
+	// --norc keeps the host's .bashrc out; an empty HISTFILE keeps the
+	// demo out of the host's history.
+	c.note("An interactive bash with a prompt of its own to wait for.")
+	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "HISTFILE= PS1='" + prompt + "' bash --norc", WaitFor: prompt})
+	if err := check(r, err, matched(prompt)); err != nil {
+		return err
+	}
+	id := r.ID
+	c.note("Every write goes to the same shell: variables and the directory carry over.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "greeting=hello; cd " + dir, Submit: true, WaitFor: prompt})
+	if err := check(r, err, matched(prompt)); err != nil {
+		return err
+	}
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `echo "$greeting from $PWD"`, Submit: true, WaitFor: prompt})
+	if err := check(r, err, matched(prompt), contains("hello from "+dir)); err != nil {
+		return err
+	}
+	c.note("A command that would block a one-shot shell tool: the write returns after its wait, the command still running.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sleep 30", Submit: true, WaitMS: ms(300)})
+	if err := check(r, err, running()); err != nil {
+		return err
+	}
+	c.note(`Ctrl-C (\x03) interrupts it, and the prompt is back.`)
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x03`, WaitFor: prompt})
+	if err := check(r, err, matched(prompt)); err != nil {
+		return err
+	}
+	c.note("130 is 128 + SIGINT: the sleep was interrupted, the shell was not.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "echo $? $PWD", Submit: true, WaitFor: prompt})
+	if err := check(r, err, matched(prompt), contains("130 "+dir)); err != nil {
+		return err
+	}
+	c.note("pty-kill ends the shell and everything it started.")
+	_, err = c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id})
+	return err
+}
+
+func vim(ctx context.Context, c *caller, dir string) error {
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("line one\nline two\n"), 0o644); err != nil {
+		return err
+	}
+	// -u NONE -N: no vimrc and no plugins, so the screen is the same on
+	// every machine.
+	c.note("vim shows the alternate screen, so the output is the screen as a person sees it. Wait for the file's last line.")
+	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "vim -u NONE -N notes.txt", Cols: 60, Rows: 8, Cwd: dir, WaitFor: "line two"})
+	if err := check(r, err, matched("line two")); err != nil {
+		return err
+	}
+	id := r.ID
+	c.note(`gg O opens a line above the first, Esc (\x1b) leaves insert mode, :w saves; vim says "written" when it is on disk.`)
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `ggOhello from the model\x1b:w\r`, WaitFor: "written"})
+	if err := check(r, err, matched("written"), contains("hello from the model")); err != nil {
+		return err
+	}
+	c.note("Quit; the wait ends when vim exits.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `:q\r`, WaitMS: ms(5000)})
+	if err := check(r, err, exitCode(0)); err != nil {
+		return err
+	}
+	if _, err := c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id}); err != nil {
+		return err
+	}
+	c.note("A new session shows what vim saved; wait_ms bounds the wait, which ends when cat exits.")
+	r, err = c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "cat notes.txt", Cwd: dir, WaitMS: ms(10000)})
+	if err := check(r, err, exitCode(0), contains("hello from the model\nline one\nline two")); err != nil {
+		return err
+	}
+	if _, err := c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: r.ID}); err != nil {
+		return err
+	}
+	got, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if want := "hello from the model\nline one\nline two\n"; string(got) != want {
+		return fmt.Errorf("%s holds %q, want %q", file, got, want)
+	}
+	return nil
+}
+
+func password(ctx context.Context, c *caller, _ string) error {
+	// read -s turns echo off before it prints its prompt, as sudo, ssh and
+	// getpass do, so once the prompt shows what is typed is not echoed.
+	c.note("A program asks for a password.")
+	const cmd = `read -s -p 'Password: ' pw; echo; echo "got ${#pw} characters"`
+	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: cmd, WaitFor: "Password: "})
+	if err := check(r, err, matched("Password: ")); err != nil {
+		return err
+	}
+	id := r.ID
+	c.note("An empty write just reads; input_hidden says the terminal is not echoing: a password prompt.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, WaitMS: ms(0)})
+	if err := check(r, err, hidden(true)); err != nil {
+		return err
+	}
+	c.note("What the model types there is not echoed back into its output.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "hunter2", Submit: true, WaitFor: "characters"})
+	if err := check(r, err, matched("characters"), contains("got 7 characters"), lacks("hunter2")); err != nil {
+		return err
+	}
+	_, err = c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id})
+	return err
+}
+
+func ms(n int) *int { return &n }
+
+// A want checks one thing about a result and says what was wrong.
+type want func(result) error
+
+// check returns the call's error, or the first failed want.
+func check(r result, err error, wants ...want) error {
+	if err != nil {
+		return err
+	}
+	for _, w := range wants {
+		if err := w(r); err != nil {
+			return fmt.Errorf("%s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+func matched(lit string) want {
+	return func(r result) error {
+		if !r.Matched {
+			return fmt.Errorf("wait_for %q did not match; output was %q", lit, r.Output)
+		}
+		return nil
+	}
+}
+
+func contains(s string) want {
+	return func(r result) error {
+		if !strings.Contains(r.Output, s) {
+			return fmt.Errorf("output %q does not contain %q", r.Output, s)
+		}
+		return nil
+	}
+}
+
+func lacks(s string) want {
+	return func(r result) error {
+		if strings.Contains(r.Output, s) {
+			return fmt.Errorf("output %q shows %q", r.Output, s)
+		}
+		return nil
+	}
+}
+
+func exitCode(code int) want {
+	return func(r result) error {
+		switch {
+		case !r.Exited:
+			return fmt.Errorf("still running, want exit code %d; output was %q", code, r.Output)
+		case r.ExitCode == nil:
+			return fmt.Errorf("ended by %s, want exit code %d", r.Signal, code)
+		case *r.ExitCode != code:
+			return fmt.Errorf("exit code %d, want %d", *r.ExitCode, code)
+		}
+		return nil
+	}
+}
+
+func running() want {
+	return func(r result) error {
+		if r.Exited {
+			return fmt.Errorf("exited, want it still running; output was %q", r.Output)
+		}
+		return nil
+	}
+}
+
+func hidden(h bool) want {
+	return func(r result) error {
+		if r.InputHidden != h {
+			return fmt.Errorf("input_hidden is %t, want %t", r.InputHidden, h)
+		}
+		return nil
+	}
+}
