@@ -292,7 +292,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"kill unknown", func() error { _, err := m.Kill(ctx, "pty-98"); return err }, ErrNoSession, "pty-98"},
 		{"resize", func() error { return s.Resize(0, 10) }, ErrInvalid, "0x10"},
 		{"malformed json", func() error { _, err := m.Call(ctx, ToolWrite, []byte(`{"id":`)); return err }, ErrInvalid, "malformed"},
-		{"wrong type", func() error { _, err := m.Call(ctx, ToolWrite, []byte(`{"id":"`+res.ID+`","wait_ms":"soon"}`)); return err }, ErrInvalid, "wait_ms"},
+		{"wrong type", func() error {
+			_, err := m.Call(ctx, ToolWrite, []byte(`{"id":"`+res.ID+`","wait_ms":"soon"}`))
+			return err
+		}, ErrInvalid, "wait_ms"},
 		{"unknown field", func() error { _, err := m.Call(ctx, ToolWrite, []byte(`{"id":"`+res.ID+`","inptu":"x"}`)); return err }, ErrInvalid, "inptu"},
 		{"unknown tool", func() error { _, err := m.Call(ctx, "pty-exec", []byte(`{}`)); return err }, ErrInvalid, "pty-exec"},
 	}

@@ -1,0 +1,45 @@
+# agentpty: the two commands people run first are `make demo` and `make test`.
+GO ?= go
+STATICCHECK_VERSION ?= 2026.2.2
+FUZZTIME ?= 10s
+CONFORMANCE ?= ../shared/conformance
+
+.PHONY: test demo bench lint cross fuzz conformance
+
+# test: vet, the race-checked tests of the library and of the examples module.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+	cd examples && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+# demo: drives python3, bash and vim through the library and prints each
+# tool call with what the model gets back.
+demo:
+	cd examples && $(GO) run ./demo
+
+# bench: the library beside the bare creack/pty floor, measured in one run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+lint: cross
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd examples && $(GO) vet ./...
+
+# cross: every OS builds; Windows builds and reports ErrUnsupported.
+cross:
+	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) build ./...
+
+# fuzz: a short run of every fuzz target, one at a time.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+# conformance: the screen against 76 screens captured from real xterm.
+conformance:
+	AGENTPTY_CONFORMANCE=$(abspath $(CONFORMANCE)) $(GO) test -count=1 -run 'Conformance' -v ./internal/screen/
