@@ -19,7 +19,7 @@ demo:
 
 # bench: the library beside the bare creack/pty floor, measured in one run.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+	AGENTPTY_BENCH=1 $(GO) test -count=1 -run TestBenchReport -v -timeout 30m .
 
 lint: cross
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }

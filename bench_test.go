@@ -1,0 +1,419 @@
+package agentpty
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// The library is measured beside the floor: the same command line under a
+// bare creack/pty read loop, in the same run, because these machines are
+// noisy and only the ratio means anything.
+
+// benchShell skips the login profile where the profile is not what is
+// measured; both sides run the same command line either way.
+var benchShell = []string{"bash", "-c"}
+
+// benchFile writes a text file of about size bytes of typical output lines.
+func benchFile(tb testing.TB, size int) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "out.txt")
+	var b bytes.Buffer
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "%6d  the quick brown fox jumps over the lazy dog  \x1b[32mok\x1b[0m  %x\n", i, i*2654435761)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// bareStart starts argv under a bare creack/pty terminal.
+func bareStart(tb testing.TB, argv ...string) (*os.File, *exec.Cmd) {
+	tb.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = childEnv(nil)
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: DefaultCols, Rows: DefaultRows})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f, cmd
+}
+
+// bareDrain is the floor's read loop: read until the terminal reports EIO.
+func bareDrain(f *os.File, cmd *exec.Cmd) int64 {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := f.Read(buf)
+		n += int64(k)
+		if err != nil {
+			break
+		}
+	}
+	_ = cmd.Wait()
+	f.Close()
+	return n
+}
+
+// bareUntil reads until lit has appeared in what was read since the call.
+func bareUntil(f *os.File, lit []byte, buf []byte, seen *[]byte) error {
+	*seen = (*seen)[:0]
+	for !bytes.Contains(*seen, lit) {
+		k, err := f.Read(buf)
+		if err != nil {
+			return err
+		}
+		*seen = append(*seen, buf[:k]...)
+	}
+	return nil
+}
+
+func throughputBare(tb testing.TB, file string) int64 {
+	f, cmd := bareStart(tb, append(benchShell, "cat "+file)...)
+	return bareDrain(f, cmd)
+}
+
+// throughputLibrary runs until every byte is in the ring, the settled
+// text and the screen.
+func throughputLibrary(tb testing.TB, m *Manager, file string) int64 {
+	ctx := context.Background()
+	res, err := m.Start(ctx, StartRequest{Command: "cat " + file, WaitMS: ms(0)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, _ := m.Session(res.ID)
+	if _, err := s.Wait(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	s.Screen()
+	s.mu.Lock()
+	n := s.ring.end()
+	s.mu.Unlock()
+	if _, err := m.Kill(ctx, res.ID); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+func BenchmarkThroughput(b *testing.B) {
+	const size = 20 << 20
+	file := benchFile(b, size)
+	b.Run("bare", func(b *testing.B) {
+		b.SetBytes(size)
+		for i := 0; i < b.N; i++ {
+			throughputBare(b, file)
+		}
+	})
+	b.Run("library", func(b *testing.B) {
+		m := NewManager(Options{Shell: benchShell})
+		defer m.Close()
+		b.SetBytes(size)
+		for i := 0; i < b.N; i++ {
+			throughputLibrary(b, m, file)
+		}
+	})
+}
+
+// roundTrip types a line into `tr a-z A-Z` and waits for its answer.
+type roundTrip interface {
+	trip(i int) error
+	close()
+}
+
+type bareTrip struct {
+	f    *os.File
+	cmd  *exec.Cmd
+	buf  []byte
+	seen []byte
+}
+
+func newBareTrip(tb testing.TB) *bareTrip {
+	f, cmd := bareStart(tb, append(benchShell, "tr a-z A-Z")...)
+	return &bareTrip{f: f, cmd: cmd, buf: make([]byte, 32<<10)}
+}
+
+func (t *bareTrip) trip(i int) error {
+	if _, err := fmt.Fprintf(t.f, "ping%d\r", i); err != nil {
+		return err
+	}
+	return bareUntil(t.f, []byte("PING"+strconv.Itoa(i)), t.buf, &t.seen)
+}
+
+func (t *bareTrip) close() {
+	_ = t.cmd.Process.Kill()
+	_ = t.cmd.Wait()
+	t.f.Close()
+}
+
+type libTrip struct {
+	m  *Manager
+	id string
+}
+
+func newLibTrip(tb testing.TB) *libTrip {
+	m := NewManager(Options{Shell: benchShell})
+	res, err := m.Start(context.Background(), StartRequest{Command: "tr a-z A-Z", WaitMS: ms(0)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &libTrip{m: m, id: res.ID}
+}
+
+func (t *libTrip) trip(i int) error {
+	n := strconv.Itoa(i)
+	res, err := t.m.Write(context.Background(), WriteRequest{ID: t.id, Input: "ping" + n, Submit: true, WaitFor: "PING" + n})
+	if err == nil && !res.Matched {
+		err = fmt.Errorf("no answer: %q", res.Output)
+	}
+	return err
+}
+
+func (t *libTrip) close() { t.m.Close() }
+
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		open func(testing.TB) roundTrip
+	}{
+		{"bare", func(tb testing.TB) roundTrip { return newBareTrip(tb) }},
+		{"library", func(tb testing.TB) roundTrip { return newLibTrip(tb) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rt := c.open(b)
+			defer rt.close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := rt.trip(i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// startCommand is an interactive bash whose prompt marks it ready.
+const startCommand = "PS1='ready$ ' exec bash --norc -i"
+
+func startBare(tb testing.TB) {
+	f, cmd := bareStart(tb, "bash", "-lc", startCommand)
+	var seen []byte
+	if err := bareUntil(f, []byte("ready$ "), make([]byte, 4096), &seen); err != nil {
+		tb.Fatal(err)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	bareDrain(f, cmd)
+}
+
+func startLibrary(tb testing.TB, m *Manager) {
+	ctx := context.Background()
+	res, err := m.Start(ctx, StartRequest{Command: startCommand, WaitFor: "ready$ "})
+	if err != nil || !res.Matched {
+		tb.Fatalf("start: %v %q", err, res.Output)
+	}
+	if _, err := m.Kill(ctx, res.ID); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func BenchmarkStart(b *testing.B) {
+	b.Run("bare", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			startBare(b)
+		}
+	})
+	b.Run("library", func(b *testing.B) {
+		m := NewManager(Options{})
+		defer m.Close()
+		for i := 0; i < b.N; i++ {
+			startLibrary(b, m)
+		}
+	})
+}
+
+// idleSessions starts n sessions that print a line and then wait for input.
+func idleSessions(tb testing.TB, m *Manager, n int) {
+	for i := 0; i < n; i++ {
+		if _, err := m.Start(context.Background(), StartRequest{Command: "echo idle; exec cat", WaitFor: "idle"}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// heapPerSession is the live heap an idle session holds.
+func heapPerSession(tb testing.TB, n int) float64 {
+	m := NewManager(Options{Shell: benchShell, MaxSessions: n})
+	defer m.Close()
+	before := liveHeap()
+	idleSessions(tb, m, n)
+	after := liveHeap()
+	return float64(after-before) / float64(n)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// idleCPU is the CPU the process spends per second of wall time with n
+// idle sessions open.
+func idleCPU(tb testing.TB, n int, window time.Duration) time.Duration {
+	m := NewManager(Options{Shell: benchShell, MaxSessions: n})
+	defer m.Close()
+	idleSessions(tb, m, n)
+	before := cpuTime()
+	time.Sleep(window) // a measurement window, not synchronisation
+	return (cpuTime() - before) * time.Second / window
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func BenchmarkIdleSessionHeap(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.ReportMetric(heapPerSession(b, 20)/1024, "KiB/session")
+	}
+}
+
+// rssGrowth pushes total bytes through one session and returns how much
+// the process's resident set grew.
+func rssGrowth(tb testing.TB, total int64) int64 {
+	m := NewManager(Options{Shell: benchShell})
+	defer m.Close()
+	before := rss()
+	cmd := fmt.Sprintf("yes 'a line of output that goes on for a while, like logs do' | head -c %d", total)
+	res, err := m.Start(context.Background(), StartRequest{Command: cmd, WaitMS: ms(0)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, _ := m.Session(res.ID)
+	if _, err := s.Wait(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	s.Screen()
+	if _, err := m.Write(context.Background(), WriteRequest{ID: res.ID, WaitMS: ms(0)}); err != nil {
+		tb.Fatal(err)
+	}
+	return rss() - before
+}
+
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// TestBenchReport prints every figure of the performance goals beside the
+// floor and the ratio (make bench). It measures, it does not assert: speed
+// is for benchmarks, not timed tests.
+func TestBenchReport(t *testing.T) {
+	if os.Getenv("AGENTPTY_BENCH") == "" {
+		t.Skip("set AGENTPTY_BENCH=1 (make bench) to measure")
+	}
+	runs := envInt("AGENTPTY_BENCH_RUNS", 5)
+	file := benchFile(t, 20<<20)
+	m := NewManager(Options{Shell: benchShell})
+	defer m.Close()
+
+	var rows [][]string
+	row := func(name string, floor, lib float64, unit, goal string, ok bool) {
+		verdict := "met"
+		if !ok {
+			verdict = "MISSED"
+		}
+		rows = append(rows, []string{name, fmt.Sprintf("%.3g %s", floor, unit), fmt.Sprintf("%.3g %s", lib, unit), fmt.Sprintf("%.2f×", lib/floor), goal, verdict})
+	}
+
+	bare := median(runs, func() float64 { return timeIt(func() { throughputBare(t, file) }) })
+	lib := median(runs, func() float64 { return timeIt(func() { throughputLibrary(t, m, file) }) })
+	row("cat 20 MB (s)", bare, lib, "s", "≤ 1.10×", lib <= 1.10*bare)
+
+	bt, lt := newBareTrip(t), newLibTrip(t)
+	i := 0
+	trip := func(rt roundTrip) float64 {
+		return timeIt(func() {
+			for k := 0; k < 50; k++ {
+				i++
+				if err := rt.trip(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}) / 50 * 1e6
+	}
+	bare = median(runs, func() float64 { return trip(bt) })
+	lib = median(runs, func() float64 { return trip(lt) })
+	bt.close()
+	lt.close()
+	row("round trip (µs)", bare, lib, "µs", "≤ 1.5×", lib <= 1.5*bare)
+
+	sm := NewManager(Options{})
+	bare = median(runs, func() float64 { return timeIt(func() { startBare(t) }) * 1e3 })
+	lib = median(runs, func() float64 { return timeIt(func() { startLibrary(t, sm) }) * 1e3 })
+	sm.Close()
+	row("start bash -i (ms)", bare, lib, "ms", "≤ 1.3×", lib <= 1.3*bare)
+
+	cpu := idleCPU(t, 50, 2*time.Second)
+	heap := heapPerSession(t, 50)
+	growth := rssGrowth(t, int64(envInt("AGENTPTY_BENCH_FLOOD_MB", 1024))<<20)
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n%-22s %-12s %-12s %-8s %-9s %s\n", "figure", "bare pty", "agentpty", "ratio", "goal", "")
+	for _, r := range rows {
+		fmt.Fprintf(&out, "%-22s %-12s %-12s %-8s %-9s %s\n", r[0], r[1], r[2], r[3], r[4], r[5])
+	}
+	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "50 idle sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
+	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "idle session heap", fmt.Sprintf("%.1f KiB", heap/1024), "< 200 KiB", verdict(heap < 200<<10))
+	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", fmt.Sprintf("RSS after %d MiB", envInt("AGENTPTY_BENCH_FLOOD_MB", 1024)), fmt.Sprintf("+%.1f MiB", float64(growth)/(1<<20)), "< 32 MiB", verdict(growth < 32<<20))
+	t.Log(out.String())
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func timeIt(f func()) float64 {
+	start := time.Now()
+	f()
+	return time.Since(start).Seconds()
+}
+
+func median(n int, f func() float64) float64 {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = f()
+	}
+	sort.Float64s(xs)
+	return xs[n/2]
+}
