@@ -97,10 +97,13 @@ func (a *csiArgs) hasSub() bool {
 // itself, answers queries, and drops the rest.
 func (s *Screen) csiDispatch(f byte) {
 	var a csiArgs
+	lastOK, phantom := s.lastOK, s.phantom
+	s.lastOK, s.phantom = false, false
 	if !parseCSI(s.seq, &a) {
 		return
 	}
 	if f == 'm' && a.prefix == 0 && a.inter == 0 {
+		s.phantom = phantom
 		s.sgr(&a)
 		return
 	}
@@ -139,11 +142,14 @@ func (s *Screen) csiDispatch(f byte) {
 	cols, rows := s.cols, s.rows
 	switch f {
 	case '@': // ICH
+		s.clearWrap()
 		s.out = appendCSI(s.out, '@', min(a.count(0), cols))
 	case 'A': // CUU
 		s.vmove(-min(a.count(0), rows), false)
-	case 'B', 'e': // CUD, VPR
+	case 'B': // CUD
 		s.vmove(min(a.count(0), rows), false)
+	case 'e': // VPR: not held by the margins
+		s.out = appendCSI(s.out, 'B', min(a.count(0), rows))
 	case 'C', 'a': // CUF, HPR
 		s.out = appendCSI(s.out, 'C', min(a.count(0), cols))
 	case 'D': // CUB
@@ -158,10 +164,16 @@ func (s *Screen) csiDispatch(f byte) {
 		s.out = appendCSI(s.out, 'H', min(a.count(0), rows), min(a.count(1), cols))
 	case 'd': // VPA
 		s.out = appendCSI(s.out, 'd', min(a.count(0), rows))
-	case 'I': // CHT
-		s.out = appendCSI(s.out, 'I', min(a.count(0), cols))
+	case 'I': // CHT: like HT, nothing while a wrap is pending
+		s.phantom = phantom
+		if !phantom && !s.pendingWrap() {
+			s.out = appendCSI(s.out, f, min(a.count(0), cols))
+		}
 	case 'Z': // CBT
-		s.out = appendCSI(s.out, 'Z', min(a.count(0), cols))
+		// xterm moves back but keeps a pending wrap: the next character
+		// still goes to the start of the next line.
+		s.phantom = phantom || s.pendingWrap()
+		s.out = appendCSI(s.out, f, min(a.count(0), cols))
 	case 'J', 'K':
 		s.erase(f, a.arg(0))
 	case 'L', 'M': // IL, DL: xterm also moves to the first column
@@ -171,15 +183,20 @@ func (s *Screen) csiDispatch(f byte) {
 			s.out = append(s.out, '\r')
 		}
 	case 'P': // DCH
+		s.clearWrap()
 		s.out = appendCSI(s.out, 'P', min(a.count(0), cols))
 	case 'X': // ECH
+		s.clearWrap()
 		s.out = appendCSI(s.out, 'X', min(a.count(0), cols))
 	case 'S', 'T': // SU, SD (with more parameters, T is mouse tracking)
 		if a.n <= 1 {
 			s.out = appendCSI(s.out, f, min(a.count(0), rows))
 		}
 	case 'b': // REP
-		s.rep(a.count(0))
+		if lastOK {
+			s.lastOK = true
+			s.rep(a.count(0))
+		}
 	case 'c': // DA1
 		if a.arg(0) <= 0 {
 			s.reply(da1)
@@ -197,6 +214,7 @@ func (s *Screen) csiDispatch(f byte) {
 			case 4: // IRM: vt10x only records it; done in put
 				s.insert = f == 'h'
 			case 20: // LNM
+				s.lnm = f == 'h'
 				s.out = appendCSI(s.out, f, 20)
 			}
 		}
@@ -311,6 +329,7 @@ func (s *Screen) erase(f byte, mode int) {
 	if mode > 2 {
 		return
 	}
+	s.clearWrap()
 	s.out = appendCSI(s.out, f, mode)
 	if f == 'J' && mode == 1 {
 		c := s.cursor()
@@ -332,13 +351,10 @@ func (s *Screen) cpr() (row, col int) {
 	return row, c.X + 1
 }
 
-// rep expands REP: the last graphic character again, n times. Past a full
+// rep expands REP (xterm repeats only a character printed just before): the last graphic character again, n times. Past a full
 // screen of repeats only the cursor's place within a row still changes, so
 // n is cut to a screen plus the remainder of a row.
 func (s *Screen) rep(n int) {
-	if !s.lastOK {
-		return // xterm repeats only a character printed just before
-	}
 	full := s.cols * s.rows
 	if period := max(s.cols/s.lastW, 1); n > full {
 		n = full + (n-full)%period
@@ -493,7 +509,7 @@ func (s *Screen) ris() {
 		s.out = append(s.out, "\x1b[?1047l"...)
 	}
 	s.out = append(s.out, "\x1bc\x1b[2J"...)
-	s.alt, s.insert, s.origin, s.autowrap = false, false, false, true
+	s.alt, s.insert, s.origin, s.autowrap, s.lnm = false, false, false, true, false
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 	s.lastOK = false

@@ -75,13 +75,14 @@ func (s *Screen) ground(p []byte, i int) int {
 		for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
 			j++
 		}
-		if s.insert {
+		if s.insert || s.phantom {
 			for _, c := range p[i:j] {
 				s.put(rune(c), 1)
 			}
 		} else {
 			s.out = append(s.out, p[i:j]...)
 			s.last, s.lastW, s.lastOK = rune(p[j-1]), 1, true
+			s.mayWrap = true
 		}
 		return j
 	case b < 0x20 || b == 0x7f:
@@ -121,17 +122,24 @@ func (s *Screen) drainRune(end bool) {
 // control executes a C0 control in ground state or inside a sequence.
 func (s *Screen) control(b byte) {
 	switch b {
-	case '\b', '\t', '\n', '\v', '\f', '\r':
-		s.out = append(s.out, b)
+	case '\t':
+		// At the last column with a wrap pending, xterm's tab stays put
+		// and keeps the wrap; vt10x's would cancel it.
+		if !s.pendingWrap() {
+			s.out = append(s.out, b)
+		}
 		s.lastOK = false
+	case '\b', '\n', '\v', '\f', '\r':
+		s.out = append(s.out, b)
+		s.lastOK, s.mayWrap, s.phantom = false, false, false
 	case 0x1b:
+		// lastOK survives until the sequence is known: REP needs it.
 		s.st = sEsc
 		s.seq = s.seq[:0]
 		s.over = false
-		s.lastOK = false
 	case 0x18, 0x1a: // CAN, SUB: abort any sequence
 		s.st = sGround
-		s.lastOK = false
+		s.lastOK, s.phantom = false, false
 	case 0x07, 0x00, 0x7f:
 		// BEL, NUL and DEL change nothing on screen.
 	default:
@@ -223,13 +231,17 @@ func (s *Screen) collect(b byte, limit int) {
 func (s *Screen) escDispatch(f byte) {
 	inter := s.seq
 	if s.over {
+		s.lastOK, s.phantom = false, false
 		return
 	}
+	if len(inter) == 0 && f == '[' {
+		s.st = sCSI
+		s.seq = s.seq[:0]
+		return
+	}
+	s.lastOK, s.phantom = false, false
 	if len(inter) == 0 {
 		switch f {
-		case '[':
-			s.st = sCSI
-			s.seq = s.seq[:0]
 		case ']':
 			s.st = sOSC
 			s.seq = s.seq[:0]
@@ -239,7 +251,20 @@ func (s *Screen) escDispatch(f byte) {
 			s.saveCursor()
 		case '8':
 			s.restoreCursor()
-		case 'D', 'E', 'M', 'H', '=', '>':
+		case 'D':
+			// IND: vt10x keeps a pending wrap when it scrolls; a line
+			// feed (without LNM) is the same move and cancels it.
+			if s.lnm {
+				s.clearWrap()
+				s.out = append(s.out, 0x1b, f)
+			} else {
+				s.out = append(s.out, '\n')
+			}
+			s.mayWrap = false
+		case 'M':
+			s.clearWrap()
+			s.out = append(s.out, 0x1b, f)
+		case 'E', 'H', '=', '>':
 			s.out = append(s.out, 0x1b, f)
 		case 'c':
 			s.ris()
@@ -271,6 +296,7 @@ func (s *Screen) escDispatch(f byte) {
 // oscDispatch passes the OSC commands vt10x implements (titles, colours and
 // their queries); others (hyperlinks, clipboard, shell marks) are dropped.
 func (s *Screen) oscDispatch() {
+	s.lastOK = false
 	if s.over {
 		return
 	}
@@ -325,6 +351,10 @@ func (s *Screen) printRune(r rune) {
 // put prints r, w cells wide, at the cursor. A wide rune is followed by the
 // wideTail placeholder so vt10x, which has no widths, advances two cells.
 func (s *Screen) put(r rune, w int) {
+	if s.phantom {
+		s.out = append(s.out, '\r', '\n')
+		s.phantom = false
+	}
 	tail := w == 2
 	if s.insert || w == 2 {
 		c := s.cursor()
@@ -352,6 +382,27 @@ func (s *Screen) put(r rune, w int) {
 		s.out = utf8.AppendRune(s.out, wideTail)
 	}
 	s.last, s.lastW, s.lastOK = r, w, true
+	s.mayWrap = true
+}
+
+// pendingWrap reports whether vt10x has a wrap pending: the last column was
+// just written and the next character goes to the next line.
+func (s *Screen) pendingWrap() bool {
+	if !s.mayWrap {
+		return false
+	}
+	c := s.cursor()
+	s.mayWrap = c.State&cursorWrapNext != 0
+	return s.mayWrap
+}
+
+// clearWrap cancels a pending wrap without moving the cursor, as xterm's
+// erase, insert and index functions do and vt10x's don't.
+func (s *Screen) clearWrap() {
+	if s.pendingWrap() {
+		s.out = append(s.out, "\x1b[C"...) // at the last column: stays
+		s.mayWrap = false
+	}
 }
 
 // combine attaches a zero-width rune to the character printed just before
@@ -385,4 +436,5 @@ func (s *Screen) combine(mark rune) {
 		s.out = utf8.AppendRune(s.out, wideTail)
 	}
 	s.last = cl
+	s.mayWrap = true
 }

@@ -54,6 +54,7 @@ type Screen struct {
 	alt         bool
 	insert      bool // IRM
 	autowrap    bool // DECAWM
+	lnm         bool // LNM: line feed also returns the carriage
 	origin      bool // DECOM
 	top, bottom int  // scroll region, zero-based, inclusive
 	saved       [2]savedCursor
@@ -64,6 +65,12 @@ type Screen struct {
 	last   rune
 	lastW  int
 	lastOK bool
+	// mayWrap is false when vt10x surely has no wrap pending, which
+	// saves asking it.
+	mayWrap bool
+	// phantom is a wrap xterm keeps pending after CBT moved the cursor
+	// away from the last column, where vt10x can't keep one.
+	phantom bool
 
 	clusters clusterTable
 
@@ -112,7 +119,7 @@ func (s *Screen) reset() {
 	s.out = s.out[:0]
 	s.vtOut.Reset()
 	s.parser = parser{}
-	s.alt, s.insert, s.origin, s.autowrap = false, false, false, true
+	s.alt, s.insert, s.origin, s.autowrap, s.lnm = false, false, false, true, false
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 	s.lastOK = false
