@@ -76,6 +76,12 @@ type Screen struct {
 
 	prevLines []string // what Changed last reported against
 
+	// Plain-text skipping (skip.go): scratch space, a switch for tests,
+	// and how many bytes were skipped.
+	lfRing    []lfMark
+	noSkip    bool
+	skipped   int
+
 	// panics counts panics recovered from vt10x, for tests.
 	panics int
 }
