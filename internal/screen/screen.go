@@ -78,9 +78,9 @@ type Screen struct {
 
 	// Plain-text skipping (skip.go): scratch space, a switch for tests,
 	// and how many bytes were skipped.
-	lfRing    []lfMark
-	noSkip    bool
-	skipped   int
+	lfRing  []lfMark
+	noSkip  bool
+	skipped int
 
 	// panics counts panics recovered from vt10x, for tests.
 	panics int
