@@ -78,6 +78,16 @@ func TestConformance(t *testing.T) {
 		s := New(80, 25)
 		s.Write(nil, c.in)
 		got := s.Lines()
+		// Split anywhere, the input must render the same.
+		for _, chunk := range []int{1, 2, 3, 7, 64} {
+			sc := New(80, 25)
+			for i := 0; i < len(c.in); i += chunk {
+				sc.Write(nil, c.in[i:min(i+chunk, len(c.in))])
+			}
+			if sc.Text() != s.Text() {
+				t.Errorf("%s: fed in chunks of %d, the screen differs from fed whole", c.name, chunk)
+			}
+		}
 		var diffs []string
 		for i := range c.wantRows {
 			if got[i] != c.wantRows[i] {

@@ -65,6 +65,11 @@ func (t *clusterTable) add(base, mark rune, w int) (rune, bool) {
 // character appears once, and combining marks stay with their base.
 func (s *Screen) Lines() []string {
 	s.flush()
+	return s.readLines()
+}
+
+// readLines reads the rows from vt10x without flushing.
+func (s *Screen) readLines() []string {
 	lines := make([]string, s.rows)
 	s.guard(func() {
 		s.vt.Lock()

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"strconv"
 
-	"github.com/agentpty/agentpty/internal/width"
 	"github.com/hinshun/vt10x"
 )
 
@@ -82,8 +81,12 @@ type Screen struct {
 	noSkip  bool
 	skipped int
 
-	// panics counts panics recovered from vt10x, for tests.
+	rebuilding bool
+
+	// panics counts panics recovered from vt10x and fed the bytes given
+	// to it, for tests and the fuzz target's bound on work.
 	panics int
+	fed    int
 }
 
 // savedCursor is a DECSC slot. vt10x has one slot shared by both screen
@@ -157,6 +160,7 @@ func (s *Screen) Write(dst, p []byte) []byte {
 // flush hands the queued bytes to vt10x and collects its replies.
 func (s *Screen) flush() {
 	if len(s.out) > 0 {
+		s.fed += len(s.out)
 		s.guard(func() { s.vt.Write(s.out) })
 		s.out = s.out[:0]
 	}
@@ -181,42 +185,36 @@ func (s *Screen) guard(f func()) (ok bool) {
 }
 
 // rebuild replaces a vt10x whose state may be corrupt with a fresh one that
-// shows the same text and cursor.
+// shows the same text and cursor. The bytes that caused the panic are
+// dropped, and a panic while rebuilding is not retried.
 func (s *Screen) rebuild() {
-	var lines []string
-	func() {
-		defer func() { _ = recover() }()
-		lines = s.Lines()
-	}()
-	alt := s.alt
-	dst := s.dst
+	if s.rebuilding {
+		return
+	}
+	s.rebuilding = true
+	defer func() { s.rebuilding = false }()
+	s.out = s.out[:0]
+	lines := s.readLines()
+	var cur vt10x.Cursor
+	s.guard(func() {
+		s.vt.Lock()
+		defer s.vt.Unlock()
+		cur = s.vt.Cursor()
+	})
+	alt, dst := s.alt, s.dst
 	s.reset()
 	s.dst = dst
 	if alt {
-		s.out = append(s.out, "\x1b[?1047h"...)
-		s.alt = true
+		s.switchScreen(true)
 	}
 	for y, l := range lines {
-		if l == "" {
-			continue
-		}
-		s.out = append(s.out, "\x1b["...)
-		s.out = strconv.AppendInt(s.out, int64(y+1), 10)
-		s.out = append(s.out, 'H')
-		for _, r := range l {
-			if r >= 0x20 && width.Rune(r) > 0 {
-				s.out = append(s.out, string(r)...)
-			}
+		if l != "" {
+			s.moveAbs(y, 0)
+			s.feed([]byte(l))
 		}
 	}
-	s.out = append(s.out, "\x1b[H"...)
-	// Not through guard: a second panic here must not recurse.
-	func() {
-		defer func() { _ = recover() }()
-		s.vt.Write(s.out)
-	}()
-	s.out = s.out[:0]
-	s.vtOut.Reset()
+	s.moveAbs(clamp(cur.Y, 0, s.rows-1), clamp(cur.X, 0, s.cols-1))
+	s.flush()
 }
 
 // cursor returns vt10x's cursor after flushing what is queued.
