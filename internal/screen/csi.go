@@ -268,6 +268,8 @@ func (s *Screen) csiInter(a *csiArgs, f byte) {
 		s.shiftColumns(n, true, '@')
 	case a.inter == '\'' && f == '~': // DECDC
 		s.shiftColumns(n, true, 'P')
+	case a.inter == '!' && f == 'p': // DECSTR
+		s.softReset()
 	}
 }
 
@@ -500,6 +502,17 @@ func appendColor(b []byte, sel int, c vt10x.Color) []byte {
 		b = strconv.AppendInt(b, int64(c&0xff), 10)
 	}
 	return b
+}
+
+// softReset is DECSTR: modes, margins, attributes and saved cursors back
+// to their defaults, the screen and the cursor's place left alone.
+func (s *Screen) softReset() {
+	c := s.cursor()
+	s.out = append(s.out, "\x1b[?6l\x1b[r\x1b[m\x1b(B\x1b[?7h\x1b>\x1b[?1l\x1b[?25h"...)
+	s.out = appendCSI(s.out, 'H', c.Y+1, c.X+1)
+	s.insert, s.origin, s.autowrap = false, false, true
+	s.top, s.bottom = 0, s.rows-1
+	s.saved = [2]savedCursor{}
 }
 
 // ris is a full reset. vt10x's own leaves the alternate screen's rows in

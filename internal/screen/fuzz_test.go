@@ -42,7 +42,7 @@ func FuzzScreen(f *testing.F) {
 		c, r := int(cols%100)+1, int(rows%40)+1
 		// A generous deadline, only here: a hang must show up as a crash
 		// with its input, not as a fuzzer that stops making progress.
-		watchdog := time.AfterFunc(5*time.Second+time.Duration(len(p))*time.Millisecond, func() {
+		watchdog := time.AfterFunc(30*time.Second+time.Duration(len(p))*time.Millisecond, func() {
 			panic(fmt.Sprintf("Write of %d bytes at %dx%d still running: %q", len(p), c, r, p))
 		})
 		defer watchdog.Stop()
