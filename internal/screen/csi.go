@@ -255,6 +255,10 @@ func (s *Screen) csiDispatch(f byte) {
 // the screen: scroll left/right and insert/delete columns, which vt10x
 // would misread as ICH or CUU.
 func (s *Screen) csiInter(a *csiArgs, f byte) {
+	if a.inter == '$' && f == 'p' && (a.prefix == 0 || a.prefix == '?') {
+		s.decrqm(a.arg(0), a.prefix == '?')
+		return
+	}
 	if a.prefix != 0 {
 		return
 	}
@@ -271,6 +275,50 @@ func (s *Screen) csiInter(a *csiArgs, f byte) {
 	case a.inter == '!' && f == 'p': // DECSTR
 		s.softReset()
 	}
+}
+
+// decrqm answers a mode query (DECRQM): 1 set, 2 reset, 0 for modes this
+// screen doesn't know. Libraries probing for features wait for the answer.
+func (s *Screen) decrqm(mode int, private bool) {
+	state := 0
+	set := func(b bool) {
+		state = 2
+		if b {
+			state = 1
+		}
+	}
+	if private {
+		switch mode {
+		case 1, 25:
+			s.flush()
+			var m vt10x.ModeFlag
+			s.guard(func() {
+				s.vt.Lock()
+				defer s.vt.Unlock()
+				m = s.vt.Mode()
+			})
+			if mode == 1 {
+				set(m&vt10x.ModeAppCursor != 0)
+			} else {
+				set(m&vt10x.ModeHide == 0)
+			}
+		case 6:
+			set(s.origin)
+		case 7:
+			set(s.autowrap)
+		case 47, 1047, 1049:
+			set(s.alt)
+		}
+		s.reply("\x1b[?" + strconv.Itoa(mode) + ";" + strconv.Itoa(state) + "$y")
+		return
+	}
+	switch mode {
+	case 4:
+		set(s.insert)
+	case 20:
+		set(s.lnm)
+	}
+	s.reply("\x1b[" + strconv.Itoa(mode) + ";" + strconv.Itoa(state) + "$y")
 }
 
 // shiftColumns inserts ('@') or deletes ('P') n columns at the cursor's
