@@ -53,6 +53,12 @@ func FuzzScreen(f *testing.F) {
 		gotReply := parts.Write(nil, p[:cut])
 		gotReply = parts.Write(gotReply, p[cut:])
 
+		ref := New(c, r)
+		ref.noSkip = true
+		ref.Write(nil, p)
+		if w, g := ref.Text(), whole.Text(); w != g {
+			t.Fatalf("skipping changed the screen:\n%s\n----\n%s", w, g)
+		}
 		if whole.panics != 0 || parts.panics != 0 {
 			t.Fatalf("vt10x panicked (recovered) on %q", p)
 		}

@@ -145,7 +145,8 @@ func sgrEnd(p []byte, j int) int {
 	}
 	for e++; e < len(p) && p[e] >= '0' && p[e] <= ';'; e++ {
 	}
-	if e >= len(p) || p[e] != 'm' {
+	// One too long for the parser is dropped there, so it isn't plain.
+	if e >= len(p) || p[e] != 'm' || e-(j+2) > maxSeq {
 		return -1
 	}
 	return e + 1

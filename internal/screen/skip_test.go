@@ -110,3 +110,18 @@ func TestSkipInvisible(t *testing.T) {
 	}
 	t.Logf("skipped %d bytes", skipped)
 }
+
+// TestSkipLongSGR checks that an SGR too long for the parser, which drops
+// it, ends a plain run instead of being replayed.
+func TestSkipLongSGR(t *testing.T) {
+	long := "\x1b[1" + strings.Repeat(";1", maxSeq) + "m"
+	p := []byte("x" + long + strings.Repeat("line\r\n", 50))
+	ref := New(20, 5)
+	ref.noSkip = true
+	ref.Write(nil, p)
+	s := New(20, 5)
+	s.Write(nil, p)
+	if state(s) != state(ref) {
+		t.Fatal("a long SGR was replayed")
+	}
+}
