@@ -140,7 +140,11 @@ func (s *Screen) reset() {
 
 // Write feeds program output, split anywhere, and returns dst with the
 // replies the terminal owes the program for the queries in p appended in
-// order. It never panics and takes time proportional to len(p).
+// order: DSR and CPR (from the cursor after everything before the query),
+// DA1 and DECID as a VT220-class terminal with ANSI colour (CSI ?62;22c),
+// DA2 (CSI >1;10;0c), DECRQM, the text area size (CSI 18 t), and the OSC
+// colour queries vt10x answers. It never panics and takes time
+// proportional to len(p).
 func (s *Screen) Write(dst, p []byte) []byte {
 	s.dst = dst
 	defer func() {

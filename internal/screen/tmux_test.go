@@ -147,6 +147,8 @@ curses.wrapper(main)
 		{"less", env + "LESS= less -X -E +G " + file},
 		{"ls-color", env + "ls --color=always -la /usr/bin | head -40"},
 		{"top", env + "top -n 1 -w 80"},
+		// tmux repeats (REP) only ASCII, so REP follows an ASCII x here.
+		{"wide-and-combining", env + `printf '%079d日x\n%078d日本\ne\314\201\314\210 \360\237\221\215|\tz\n\033[4h\033[3;3H中\033[4l\033[5;79H\033[31m字x\033[2b'`},
 		{"python-curses", env + "python3 " + curses},
 	}
 	if _, err := exec.LookPath("python3"); err != nil {
