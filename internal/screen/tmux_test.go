@@ -35,8 +35,11 @@ func newTmux(t *testing.T) *tmuxServer {
 			t.Skipf("%s is not installed", tool)
 		}
 	}
-	x := &tmuxServer{t: t, socket: fmt.Sprintf("agentpty-screen-%d", os.Getpid()), dir: t.TempDir()}
-	t.Cleanup(func() { exec.Command("tmux", "-L", x.socket, "kill-server").Run() })
+	// A socket of its own per test: a server another test killed may
+	// still be exiting.
+	dir := t.TempDir()
+	x := &tmuxServer{t: t, socket: filepath.Join(dir, "tmux"), dir: dir}
+	t.Cleanup(func() { exec.Command("tmux", "-S", x.socket, "kill-server").Run() })
 	// A session that outlives the others, so the server never exits
 	// between two panes.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -47,7 +50,7 @@ func newTmux(t *testing.T) *tmuxServer {
 
 func (x *tmuxServer) tmux(ctx context.Context, args ...string) string {
 	x.t.Helper()
-	out, err := exec.CommandContext(ctx, "tmux", append([]string{"-u", "-L", x.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "tmux", append([]string{"-u", "-S", x.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
 	if err != nil {
 		x.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -63,7 +66,7 @@ func (x *tmuxServer) run(cols, rows int, shell string) (lines []string, row, col
 	x.n++
 	ch := fmt.Sprintf("done-%d", x.n)
 	name := fmt.Sprintf("w%d", x.n)
-	cmd := fmt.Sprintf(`%s; stty -echo -icanon; printf '\033[6n'; read -rsdR _; tmux -L %s wait-for -S %s; exec cat >/dev/null`, shell, x.socket, ch)
+	cmd := fmt.Sprintf(`%s; stty -echo -icanon; printf '\033[6n'; read -rsdR _; tmux -S %s wait-for -S %s; exec cat >/dev/null`, shell, shellQuote(x.socket), ch)
 	x.tmux(ctx, "new-session", "-d", "-s", name, "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows), "bash", "-c", cmd)
 	x.tmux(ctx, "wait-for", ch)
 	text := x.tmux(ctx, "capture-pane", "-p", "-t", name)
