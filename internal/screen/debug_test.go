@@ -5,12 +5,18 @@ import (
 	"testing"
 )
 
-func TestDebugCase(t *testing.T) {
+// TestShowCase prints the screen one conformance case leaves, row by row:
+//
+//	CASE=t0084-CBT go test -run TestShowCase -v ./internal/screen
+func TestShowCase(t *testing.T) {
 	name := os.Getenv("CASE")
 	if name == "" {
-		t.Skip()
+		t.Skip("set CASE to a conformance case name to print its screen")
 	}
-	in, _ := os.ReadFile(conformanceDir + "/" + name + ".in")
+	in, err := os.ReadFile(conformanceDir + "/" + name + ".in")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := New(80, 25)
 	s.Write(nil, onlcr(in))
 	for i, l := range s.Lines() {
