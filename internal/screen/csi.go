@@ -153,7 +153,11 @@ func (s *Screen) csiDispatch(f byte) {
 	case 'C', 'a': // CUF, HPR
 		s.out = appendCSI(s.out, 'C', min(a.count(0), cols))
 	case 'D': // CUB
-		s.out = appendCSI(s.out, 'D', min(a.count(0), cols))
+		if s.revWrap && s.autowrap {
+			s.cursorBack(min(a.count(0), cols*rows))
+		} else {
+			s.out = appendCSI(s.out, 'D', min(a.count(0), cols))
+		}
 	case 'E': // CNL
 		s.vmove(min(a.count(0), rows), true)
 	case 'F': // CPL
@@ -349,6 +353,27 @@ func (s *Screen) moveAbs(y, x int) {
 	s.out = appendCSI(s.out, 'H', y+1, x+1)
 }
 
+// cursorBack is BS and CUB with reverse wraparound (and autowrap) on, as
+// the xterm that recorded the corpus does it: a pending wrap takes one
+// step, and the cursor moves back through the rows, from the top-left
+// corner to the bottom-right one.
+func (s *Screen) cursorBack(n int) {
+	c := s.cursor()
+	if c.State&cursorWrapNext != 0 {
+		n--
+	}
+	if n == 0 {
+		s.clearWrap()
+		return
+	}
+	i := c.Y*s.cols + c.X - n
+	if k := s.cols * s.rows; i < 0 {
+		i = (i%k + k) % k
+	}
+	s.moveAbs(i/s.cols, i%s.cols)
+	s.mayWrap = false
+}
+
 // vmove moves the cursor n rows (up when negative), stopping at the scroll
 // region's margin when it starts inside it, as xterm does; vt10x stops only
 // at the screen's edge.
@@ -436,6 +461,8 @@ func (s *Screen) decset(mode int, set bool) {
 		s.origin = set
 		s.out = append(s.out, "\x1b[?6"...)
 		s.out = append(s.out, f)
+	case 45: // reverse wraparound, done in cursorBack
+		s.revWrap = set
 	case 7: // DECAWM
 		s.autowrap = set
 		s.out = append(s.out, "\x1b[?7"...)
@@ -558,7 +585,7 @@ func (s *Screen) softReset() {
 	c := s.cursor()
 	s.out = append(s.out, "\x1b[?6l\x1b[r\x1b[m\x1b(B\x1b[?7h\x1b>\x1b[?1l\x1b[?25h"...)
 	s.out = appendCSI(s.out, 'H', c.Y+1, c.X+1)
-	s.insert, s.origin, s.autowrap = false, false, true
+	s.insert, s.origin, s.autowrap, s.revWrap = false, false, true, false
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 }
@@ -570,7 +597,7 @@ func (s *Screen) ris() {
 		s.out = append(s.out, "\x1b[?1047l"...)
 	}
 	s.out = append(s.out, "\x1bc\x1b[2J"...)
-	s.alt, s.insert, s.origin, s.autowrap, s.lnm = false, false, false, true, false
+	s.alt, s.insert, s.origin, s.autowrap, s.lnm, s.revWrap = false, false, false, true, false, false
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 	s.lastOK = false

@@ -129,7 +129,14 @@ func (s *Screen) control(b byte) {
 			s.out = append(s.out, b)
 		}
 		s.lastOK = false
-	case '\b', '\n', '\v', '\f', '\r':
+	case '\b':
+		if s.revWrap && s.autowrap {
+			s.cursorBack(1)
+		} else {
+			s.out = append(s.out, b)
+		}
+		s.lastOK, s.mayWrap, s.phantom = false, false, false
+	case '\n', '\v', '\f', '\r':
 		s.out = append(s.out, b)
 		s.lastOK, s.mayWrap, s.phantom = false, false, false
 	case 0x1b:

@@ -54,6 +54,7 @@ type Screen struct {
 	insert      bool // IRM
 	autowrap    bool // DECAWM
 	lnm         bool // LNM: line feed also returns the carriage
+	revWrap     bool // reverse wraparound (DEC private mode 45)
 	origin      bool // DECOM
 	top, bottom int  // scroll region, zero-based, inclusive
 	saved       [2]savedCursor
@@ -128,7 +129,7 @@ func (s *Screen) reset() {
 	s.out = s.out[:0]
 	s.vtOut.Reset()
 	s.parser = parser{}
-	s.alt, s.insert, s.origin, s.autowrap, s.lnm = false, false, false, true, false
+	s.alt, s.insert, s.origin, s.autowrap, s.lnm, s.revWrap = false, false, false, true, false, false
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 	s.lastOK = false
