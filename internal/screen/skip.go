@@ -15,8 +15,8 @@ import (
 // A plain run holds only printable text, CR, LF (and VT, FF), BS, HT, BEL,
 // NUL, DEL and complete SGR sequences. Such bytes change only cells, the
 // cursor and the current attributes; no mode, margin, tab stop, charset or
-// saved cursor. With the scroll region the whole screen on the main screen,
-// nothing in a plain run moves the cursor up, and the only moves down are
+// saved cursor. With the scroll region the whole screen on the main screen
+// (and reverse wraparound off), nothing in a plain run moves the cursor up, and the only moves down are
 // line feeds and wraps.
 //
 // Split a run R into R1 R2 where R2 starts at a CR and holds at least
@@ -48,7 +48,7 @@ import (
 // cannot be seen, replays that part's attributes and returns the index to
 // go on from; otherwise it returns i.
 func (s *Screen) skipPlain(p []byte, i int) int {
-	if s.noSkip || s.alt || s.top != 0 || s.bottom != s.rows-1 || s.un != 0 || s.phantom {
+	if s.noSkip || s.alt || s.top != 0 || s.bottom != s.rows-1 || s.un != 0 || s.phantom || s.revWrap {
 		return i
 	}
 	k := 2*s.rows - 1

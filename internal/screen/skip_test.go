@@ -16,7 +16,7 @@ func randomStream(r *rand.Rand, n, cols int) []byte {
 		"\x1b[3;7H", "\x1b[2;5r", "\x1b[r", "\x1b[?1049h", "\x1b[?1049l", "\x1b7", "\x1b8",
 		"\x1b[3b", "\x1b[K", "\x1b(0", "\x1b(B", "\x1b[4h", "\x1b[4l", "\x1bD", "\x1bM",
 		"\x1b[?7l", "\x1b[?7h", "\x1b[20h", "\x1b[20l", "\x1b[A", "\x1b[2J", "\x1b[5Z",
-		"\x1b]0;t\a", "\x1b[@", "\x1b[L", "\x1b[?6h", "\x1b[?6l",
+		"\x1b]0;t\a", "\x1b[@", "\x1b[L", "\x1b[?6h", "\x1b[?6l", "\x1b[?45h", "\x1b[?45l",
 	}
 	words := []string{"日本", "é", "e\u0301", "👍", "x\u0308", "abc", "\u00ff"}
 	var b strings.Builder
@@ -123,5 +123,20 @@ func TestSkipLongSGR(t *testing.T) {
 	s.Write(nil, p)
 	if state(s) != state(ref) {
 		t.Fatal("a long SGR was replayed")
+	}
+}
+
+// TestSkipReverseWrap checks that reverse wraparound, which lets BS move
+// the cursor up, turns skipping off.
+func TestSkipReverseWrap(t *testing.T) {
+	up := strings.Repeat("\b", 80) // from column 0 of the bottom row to the top
+	p := []byte("\x1b[?45h" + strings.Repeat("AAAA\r\n", 9) + "AAAA\r\n\n\n\n" + up + "\n\n\n\n" + up + "\nZ")
+	ref := New(20, 5)
+	ref.noSkip = true
+	ref.Write(nil, p)
+	s := New(20, 5)
+	s.Write(nil, p)
+	if state(s) != state(ref) {
+		t.Fatalf("skipping changed the screen:\n%s\nwant\n%s", s.Text(), ref.Text())
 	}
 }
