@@ -8,4 +8,4 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require go.uber.org/goleak v1.3.0 // indirect
+require go.uber.org/goleak v1.3.0

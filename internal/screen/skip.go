@@ -1,0 +1,199 @@
+package screen
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// Skipping plain text that cannot be seen.
+//
+// The session catches the screen up lazily, so one Write may carry hundreds
+// of KiB, most of it long scrolled away. vt10x costs about 125 ns a byte, so
+// the part of a run of plain text that cannot reach the final screen is not
+// fed at all.
+//
+// A plain run holds only printable text, CR, LF (and VT, FF), BS, HT, BEL,
+// NUL, DEL and complete SGR sequences. Such bytes change only cells, the
+// cursor and the current attributes; no mode, margin, tab stop, charset or
+// saved cursor. With the scroll region the whole screen on the main screen
+// (and reverse wraparound off), nothing in a plain run moves the cursor up, and the only moves down are
+// line feeds and wraps.
+//
+// Split a run R into R1 R2 where R2 starts at a CR and holds at least
+// 2·rows−1 line feeds. Count lines as an endless sheet: each line feed or
+// wrap advances the cursor's line L by one, and the window shows lines
+// S..S+rows−1 with S = max(S, L−rows+1). If R2 starts with the cursor on
+// screen row y (0 ≤ y < rows) at line L0 = S0+y, after n ≥ 2·rows−1
+// advances S ≥ L0+n−rows+1 ≥ S0+rows: every line on screen at the end was
+// scrolled in, blank, during R2, and its content is what R2 wrote on it.
+// R2 starts at a CR, so column 0 with no wrap pending, whatever R1 did; it
+// writes the same cells relative to its start, and its final window sits at
+// the same offset from its start, whether R1 ran or not. What R1 leaves
+// behind beyond cells and the cursor is the current attributes, and those
+// come from its SGRs after the last one that resets them (a reset SGR sets
+// everything SGR can set); those are replayed. REP and combining marks only
+// look at the character just before them, and a CR stands between R1 and
+// anything after it.
+//
+// Fewer line feeds suffice when the cursor's row is known in both cases:
+// if R1 holds rows−1 line feeds, R2 starts on the bottom row when R1 is
+// fed, and if the cursor is now on row y it starts on row y when R1 is
+// skipped; R2 then needs max(rows, 2·rows−1−y) line feeds.
+//
+// So feeding SGRs(R1) R2 leaves the same screen, cursor
+// and attributes as feeding R1 R2; TestSkipInvisible checks it on random
+// streams.
+
+// skipPlain looks for a plain run starting at p[i] and, when part of it
+// cannot be seen, replays that part's attributes and returns the index to
+// go on from; otherwise it returns i.
+func (s *Screen) skipPlain(p []byte, i int) int {
+	if s.noSkip || s.alt || s.top != 0 || s.bottom != s.rows-1 || s.un != 0 || s.phantom || s.revWrap {
+		return i
+	}
+	k := 2*s.rows - 1
+	if cap(s.lfRing) < k {
+		s.lfRing = make([]lfMark, k)
+	}
+	ring := s.lfRing[:k]
+	nLF, next := 0, 0
+	// At the latest CR and as of now: where the last resetting SGR and
+	// the first SGR of the run start (-1: none yet).
+	cr, reset, first := lfMark{-1, -1, -1, 0}, -1, -1
+	j := i
+scan:
+	for j < len(p) {
+		// Eight bytes at a time while none is a control.
+		for j+8 <= len(p) && !hasControl(binary.LittleEndian.Uint64(p[j:])) {
+			j += 8
+		}
+		if j >= len(p) {
+			break
+		}
+		b := p[j]
+		if b >= 0x20 {
+			j++
+			continue
+		}
+		switch b {
+		case '\r':
+			cr = lfMark{j, reset, first, nLF}
+		case '\n', '\v', '\f':
+			ring[next] = cr
+			if next++; next == k {
+				next = 0
+			}
+			nLF++
+		case '\b', '\t', 0x07, 0x00:
+		case 0x1b:
+			e := sgrEnd(p, j)
+			if e < 0 {
+				break scan
+			}
+			if first < 0 {
+				first = j
+			}
+			if sgrResets(p[j+2:]) {
+				reset = j
+			}
+			j = e
+			continue
+		default:
+			break scan
+		}
+		j++
+	}
+	s.scanEnd = j
+	if nLF < s.rows {
+		return i
+	}
+	// The oldest of the last k marks: its CR has k line feeds after it.
+	m := ring[next]
+	if nLF < k {
+		m.cr = -1
+	}
+	// Fewer will do when this run already brings the cursor to the bottom
+	// row before the CR (then rows line feeds clear the screen) and the
+	// cursor starts low enough now (skipping) too.
+	y0 := s.cursor().Y
+	if k2 := max(s.rows, 2*s.rows-1-y0); nLF >= k2 {
+		if m2 := ring[(next-k2+k)%k]; m2.lfs >= s.rows-1 && m2.cr > m.cr {
+			m = m2
+		}
+	}
+	if m.cr <= i {
+		return i
+	}
+	s.replaySGR(p, m)
+	s.lastOK = false
+	s.mayWrap = true
+	s.skipped += m.cr - i
+	return m.cr
+}
+
+// lfMark describes the skippable prefix ending at a CR: the CR's index,
+// the starts of the last resetting SGR and the first SGR before it, and the
+// number of line feeds before it.
+type lfMark struct{ cr, reset, first, lfs int }
+
+// sgrEnd returns the index after the complete SGR sequence at p[j] (an
+// ESC), or -1 if there is none: other sequences end a plain run.
+func sgrEnd(p []byte, j int) int {
+	e := j + 1
+	if e >= len(p) || p[e] != '[' {
+		return -1
+	}
+	for e++; e < len(p) && p[e] >= '0' && p[e] <= ';'; e++ {
+	}
+	// One too long for the parser is dropped there, so it isn't plain.
+	if e >= len(p) || p[e] != 'm' || e-(j+2) > maxSeq {
+		return -1
+	}
+	return e + 1
+}
+
+// replaySGR feeds the SGR sequences before m.cr from the last one that
+// resets all attributes on: they leave the attributes the skipped text
+// would have.
+func (s *Screen) replaySGR(p []byte, m lfMark) {
+	from := m.reset
+	if from < 0 {
+		from = m.first
+	}
+	if from < 0 {
+		return
+	}
+	for from < m.cr {
+		e := bytes.IndexByte(p[from:m.cr], 0x1b)
+		if e < 0 {
+			return
+		}
+		e += from
+		end := sgrEnd(p, e)
+		s.seq = append(s.seq[:0], p[e+2:end-1]...)
+		s.csiDispatch('m')
+		from = end
+	}
+}
+
+// sgrResets reports whether the SGR whose parameters start q resets all
+// attributes first: no parameters, or a first one that is 0 or empty.
+func sgrResets(q []byte) bool {
+	for _, b := range q {
+		switch b {
+		case '0':
+		case ';', ':', 'm':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// hasControl reports whether any of the eight bytes in x is below 0x20
+// (bytes of 0x80 and up never count).
+func hasControl(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (x-0x20*ones)&^x&highs != 0
+}

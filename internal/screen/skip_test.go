@@ -1,0 +1,142 @@
+package screen
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// randomStream builds output that is mostly plain text (lines, wide and
+// combining characters, tabs, backspaces, SGR) with other sequences mixed
+// in, so plain runs start and end in every kind of state.
+func randomStream(r *rand.Rand, n, cols int) []byte {
+	sgrs := []string{"", "0", "1", "31", "38;5;100", "4:3", "0;1;32", ";7", "38;2;1;2;3", "7", "22", "38;5", "00;4", "48;5;3", "38:2::9:8:7"}
+	others := []string{
+		"\x1b[3;7H", "\x1b[2;5r", "\x1b[r", "\x1b[?1049h", "\x1b[?1049l", "\x1b7", "\x1b8",
+		"\x1b[3b", "\x1b[K", "\x1b(0", "\x1b(B", "\x1b[4h", "\x1b[4l", "\x1bD", "\x1bM",
+		"\x1b[?7l", "\x1b[?7h", "\x1b[20h", "\x1b[20l", "\x1b[A", "\x1b[2J", "\x1b[5Z",
+		"\x1b]0;t\a", "\x1b[@", "\x1b[L", "\x1b[?6h", "\x1b[?6l", "\x1b[?45h", "\x1b[?45l",
+	}
+	words := []string{"日本", "é", "e\u0301", "👍", "x\u0308", "abc", "\u00ff"}
+	var b strings.Builder
+	for b.Len() < n {
+		switch k := r.Intn(100); {
+		case k < 30:
+			for i := r.Intn(cols * 2); i > 0; i-- {
+				b.WriteByte(byte(' ' + r.Intn(95)))
+			}
+		case k < 55:
+			b.WriteString("\r\n")
+		case k < 60:
+			b.WriteString("\n")
+		case k < 63:
+			b.WriteString("\r")
+		case k < 73:
+			b.WriteString("\x1b[" + sgrs[r.Intn(len(sgrs))] + "m")
+		case k < 80:
+			b.WriteString(words[r.Intn(len(words))])
+		case k < 83:
+			b.WriteString("\t")
+		case k < 85:
+			b.WriteString("\b")
+		case k < 87:
+			b.WriteString("\xe3\x81") // a rune cut short
+		default:
+			if r.Intn(4) == 0 {
+				b.WriteString(others[r.Intn(len(others))])
+			} else {
+				b.WriteString("\r\n")
+			}
+		}
+	}
+	return []byte(b.String())
+}
+
+// state is everything skipping must preserve: cells, cursor, attributes.
+func state(s *Screen) string {
+	s.flush()
+	s.vt.Lock()
+	defer s.vt.Unlock()
+	var b strings.Builder
+	c := s.vt.Cursor()
+	fmt.Fprintf(&b, "cursor %d,%d state %d attr %+v alt %v\n", c.X, c.Y, c.State, c.Attr, s.alt)
+	for y := 0; y < s.rows; y++ {
+		for x := 0; x < s.cols; x++ {
+			g := s.vt.Cell(x, y)
+			// Cluster runes are numbered in the order met: compare text.
+			fmt.Fprintf(&b, "%q/%d/%d/%d ", s.clusters.str(g.Char), g.Mode, g.FG, g.BG)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TestSkipInvisible checks that skipping plain text changes nothing:
+// random streams fed with and without it, whole and in random pieces,
+// leave the same cells, cursor and attributes.
+func TestSkipInvisible(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	skipped := 0
+	for iter := 0; iter < 300; iter++ {
+		cols, rows := 5+r.Intn(30), 2+r.Intn(10)
+		p := randomStream(r, 200+r.Intn(6000), cols)
+		ref := New(cols, rows)
+		ref.noSkip = true
+		refReply := ref.Write(nil, p)
+		whole := New(cols, rows)
+		wholeReply := whole.Write(nil, p)
+		pieces := New(cols, rows)
+		var piecesReply []byte
+		for i := 0; i < len(p); {
+			n := 1 + r.Intn(len(p)/3+1)
+			piecesReply = pieces.Write(piecesReply, p[i:min(i+n, len(p))])
+			i += n
+		}
+		want := state(ref)
+		if got := state(whole); got != want {
+			t.Fatalf("iteration %d (%dx%d): skipping changed the screen\nstream %q\nwant\n%s\ngot\n%s", iter, cols, rows, p, want, got)
+		}
+		if got := state(pieces); got != want {
+			t.Fatalf("iteration %d (%dx%d): split input changed the screen\nwant\n%s\ngot\n%s", iter, cols, rows, want, got)
+		}
+		if string(wholeReply) != string(refReply) || string(piecesReply) != string(refReply) {
+			t.Fatalf("iteration %d: replies differ: %q %q %q", iter, refReply, wholeReply, piecesReply)
+		}
+		skipped += whole.skipped
+	}
+	if skipped == 0 {
+		t.Fatal("the streams never exercised skipping")
+	}
+	t.Logf("skipped %d bytes", skipped)
+}
+
+// TestSkipLongSGR checks that an SGR too long for the parser, which drops
+// it, ends a plain run instead of being replayed.
+func TestSkipLongSGR(t *testing.T) {
+	long := "\x1b[1" + strings.Repeat(";1", maxSeq) + "m"
+	p := []byte("x" + long + strings.Repeat("line\r\n", 50))
+	ref := New(20, 5)
+	ref.noSkip = true
+	ref.Write(nil, p)
+	s := New(20, 5)
+	s.Write(nil, p)
+	if state(s) != state(ref) {
+		t.Fatal("a long SGR was replayed")
+	}
+}
+
+// TestSkipReverseWrap checks that reverse wraparound, which lets BS move
+// the cursor up, turns skipping off.
+func TestSkipReverseWrap(t *testing.T) {
+	up := strings.Repeat("\b", 80) // from column 0 of the bottom row to the top
+	p := []byte("\x1b[?45h" + strings.Repeat("AAAA\r\n", 9) + "AAAA\r\n\n\n\n" + up + "\n\n\n\n" + up + "\nZ")
+	ref := New(20, 5)
+	ref.noSkip = true
+	ref.Write(nil, p)
+	s := New(20, 5)
+	s.Write(nil, p)
+	if state(s) != state(ref) {
+		t.Fatalf("skipping changed the screen:\n%s\nwant\n%s", s.Text(), ref.Text())
+	}
+}
