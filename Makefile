@@ -2,7 +2,6 @@
 GO ?= go
 STATICCHECK_VERSION ?= 2026.2.2
 FUZZTIME ?= 10s
-CONFORMANCE ?= ../shared/conformance
 
 .PHONY: test demo bench lint cross fuzz conformance
 
@@ -42,4 +41,4 @@ fuzz:
 
 # conformance: the screen against 76 screens captured from real xterm.
 conformance:
-	AGENTPTY_CONFORMANCE=$(abspath $(CONFORMANCE)) $(GO) test -count=1 -run 'Conformance' -v ./internal/screen/
+	$(GO) test -count=1 -run 'Conformance' -v ./internal/screen/
