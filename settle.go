@@ -1,0 +1,1456 @@
+package agentpty
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentpty/agentpty/internal/width"
+)
+
+// settleEvents reports what a write saw that the session must act on.
+type settleEvents uint8
+
+const (
+	evQuery    settleEvents = 1 << iota // a terminal query (DSR, CPR, DA1-3, DECID) waits for an answer
+	evAltEnter                          // the program switched to the alternate screen
+	evAltLeave                          // the program switched back to the primary screen
+)
+
+const (
+	settleDefaultMax = 256 << 10
+	settleMaxCells   = 64 << 10 // a line this long is ended as if by LF, so `yes | tr -d '\n'` stays bounded
+	settleMaxUp      = 500      // how far above the last line the cursor may go, bounding what one edit can touch
+	settleLineCost   = 16       // bookkeeping charged per line, so floods of blank lines are bounded too
+	settleNone       = math.MaxInt
+)
+
+// cell is one column of the cursor's line: a rune, or one of the values below.
+type cell uint32
+
+const (
+	cellEmpty cell = 0        // never written, or erased: a space between written cells, trimmed at the end
+	cellCont  cell = 0x110000 // the right half of a wide character
+	cellGroup cell = 0x110001 // cellGroup+i is clusters[i], a character with its combining marks
+)
+
+// settleLine is one line of settled text. Except on the cursor's line, the
+// text lives in the arena as UTF-8 with NUL for an empty cell between
+// written ones, so a later edit can still tell it from a written space.
+type settleLine struct {
+	off, n   int32  // the text: arena[off : off+n]
+	width    int32  // cells up to the last written one, as of the last flush
+	seen     int32  // leading cells an earlier read returned, unchanged since; valid while touched
+	epoch    uint32 // the read epoch in which the line was last touched
+	mlo, mhi int32  // cells changed since the last match call
+	flags    uint8
+}
+
+const (
+	lineHoles uint8 = 1 << iota // the text holds NUL for empty cells
+	lineHit                     // a new occurrence of the match literal starts in this line
+	linePend                    // changed or newly touched since the last match call
+)
+
+// Parser states. Ground is plain text; the rest are inside an escape sequence.
+const (
+	psGround    uint8 = iota
+	psEsc             // after ESC
+	psEscInter        // after ESC and an intermediate byte: waiting for the final byte
+	psCSI             // in a control sequence
+	psOSC             // in an OSC string, ended by BEL or ST
+	psString          // in a DCS, SOS, PM or APC string, ended by ST
+	psStringEsc       // after ESC inside a string: ST if a backslash follows
+)
+
+// settler turns raw terminal output into settled text, a line at a time.
+//
+// Only the cursor's line is kept as cells; every other line is UTF-8 in one
+// arena, so the scrollback costs about a byte a character. Reads are
+// tracked with epochs: a line is touched when its epoch is the current
+// one, and a read marks everything read by starting a new epoch.
+type settler struct {
+	max int // bound on the settled scrollback: text plus settleLineCost a line
+
+	// Parser.
+	state  uint8
+	need   uint8 // UTF-8 continuation bytes still expected
+	lo, hi byte  // the range the next continuation byte must lie in
+	cp     rune  // the code point decoded so far
+	priv   byte  // CSI private marker: one of < = > ?
+	inter  byte  // CSI intermediate byte
+	bad    bool  // CSI malformed: consume it, do nothing
+	sub    bool  // in a ':' sub-parameter, whose digits are ignored
+	any    bool  // CSI has parameter bytes
+	np     int   // index of the CSI parameter being read
+	params [16]int32
+
+	ev  settleEvents
+	alt bool // the alternate screen is showing: record nothing
+
+	// The cursor and its line.
+	col      int
+	cells    []cell
+	clusters []string // characters with combining marks on the cursor's line
+	changed  bool     // cells differ from the line's arena text
+	last     rune     // the last character printed, for REP
+	saved    bool     // DECSC ran: saveLine and saveCol are meaningful
+	saveLine int
+	saveCol  int
+
+	// Lines. lines[0] is line number base; cur is the cursor's line number.
+	lines   []settleLine
+	base    int
+	cur     int
+	arena   []byte
+	garbage int  // arena bytes no line uses
+	ordered bool // line slots lie in the arena in line order, so compaction can work in place
+	charge  int  // what the lines cost against max
+
+	// Unread text: the lines touched in the current epoch.
+	epoch       uint32
+	unreadLines int
+	unreadBytes int // their text plus one separator each
+	dirtyFrom   int // no touched line lies before this one
+	lostLines   int // touched lines evicted before anyone read them
+	lostBytes   int
+
+	// Match state for one literal, valid within one epoch.
+	mlit   string
+	mlitb  []byte   // mlit, for bytes.Index
+	mparts []string // mlit split at "\n" when it spans lines
+	mepoch uint32
+	mhits  int // lines with lineHit
+	mfrom  int // no pending line lies before this one
+	buf    []byte
+	cellOf []int32
+}
+
+// newSettler returns a settler keeping about maxBytes of settled scrollback
+// (256 KiB when maxBytes <= 0). It allocates nothing more until written to.
+func newSettler(maxBytes int) *settler {
+	if maxBytes <= 0 {
+		maxBytes = settleDefaultMax
+	}
+	return &settler{
+		max:       min(maxBytes, 1<<29), // arena offsets are int32
+		ordered:   true,
+		epoch:     1,
+		dirtyFrom: settleNone,
+		mfrom:     settleNone,
+	}
+}
+
+// write feeds program output and reports what the session must act on.
+func (s *settler) write(p []byte) settleEvents {
+	s.ev = 0
+	if s.lines == nil {
+		s.lines = append(s.lines, settleLine{})
+		s.charge = settleLineCost
+	}
+	for i := 0; i < len(p); {
+		switch s.state {
+		case psGround:
+			if s.need == 0 {
+				j := i
+				for j < len(p) && p[j]-0x20 < 0x5f { // printable ASCII
+					j++
+				}
+				if j > i {
+					s.printASCII(p[i:j])
+					i = j
+					continue
+				}
+			}
+			i = s.ground(p, i)
+		case psCSI:
+			i = s.csi(p, i)
+		case psOSC, psString:
+			i = s.skipString(p, i)
+		default:
+			if s.escape(p[i]) {
+				i++
+			}
+		}
+	}
+	return s.ev
+}
+
+// ground handles the byte at p[i] outside escape sequences, other than
+// printable ASCII, and returns where to continue.
+func (s *settler) ground(p []byte, i int) int {
+	b := p[i]
+	switch {
+	case s.need > 0:
+		if s.decode(b) {
+			return i + 1
+		}
+		return i // not a continuation byte: it starts afresh
+	case b < 0x20:
+		s.control(b)
+	case b >= 0x80:
+		if r, n := utf8.DecodeRune(p[i:]); n > 1 {
+			s.printRune(r)
+			return i + n
+		}
+		s.decode(b) // split across writes, or invalid
+	}
+	return i + 1
+}
+
+// decode feeds one byte to the UTF-8 decoder, which keeps its state across
+// writes. It reports false when b ended an invalid sequence and must be
+// handled again as a byte of its own. An invalid sequence prints one U+FFFD.
+func (s *settler) decode(b byte) bool {
+	if s.need == 0 {
+		switch {
+		case b >= 0xC2 && b <= 0xDF:
+			s.need, s.cp, s.lo, s.hi = 1, rune(b&0x1F), 0x80, 0xBF
+		case b == 0xE0:
+			s.need, s.cp, s.lo, s.hi = 2, rune(b&0x0F), 0xA0, 0xBF
+		case b == 0xED:
+			s.need, s.cp, s.lo, s.hi = 2, rune(b&0x0F), 0x80, 0x9F
+		case b >= 0xE1 && b <= 0xEF:
+			s.need, s.cp, s.lo, s.hi = 2, rune(b&0x0F), 0x80, 0xBF
+		case b == 0xF0:
+			s.need, s.cp, s.lo, s.hi = 3, rune(b&0x07), 0x90, 0xBF
+		case b >= 0xF1 && b <= 0xF3:
+			s.need, s.cp, s.lo, s.hi = 3, rune(b&0x07), 0x80, 0xBF
+		case b == 0xF4:
+			s.need, s.cp, s.lo, s.hi = 3, rune(b&0x07), 0x80, 0x8F
+		default:
+			s.printRune(utf8.RuneError)
+		}
+		return true
+	}
+	if b < s.lo || b > s.hi {
+		s.need = 0
+		s.printRune(utf8.RuneError)
+		return false
+	}
+	s.cp = s.cp<<6 | rune(b&0x3F)
+	s.lo, s.hi = 0x80, 0xBF
+	if s.need--; s.need == 0 {
+		s.printRune(s.cp)
+	}
+	return true
+}
+
+// control acts on a C0 control byte, in text or inside a sequence.
+func (s *settler) control(b byte) {
+	switch b {
+	case 0x1b:
+		s.state = psEsc
+		return
+	case 0x18, 0x1a: // CAN, SUB
+		s.state = psGround
+		return
+	}
+	if s.alt {
+		return
+	}
+	switch b {
+	case '\b':
+		s.col = max(s.col-1, 0)
+	case '\t':
+		s.tab(1)
+	case '\n', '\v', '\f':
+		s.lineFeed()
+	case '\r':
+		s.col = 0
+	}
+}
+
+// escape handles one byte after ESC, or after ESC inside a string. It
+// reports false when b is not part of the sequence and must be handled again.
+func (s *settler) escape(b byte) bool {
+	if s.state == psStringEsc {
+		if b == '\\' { // ST
+			s.state = psGround
+			return true
+		}
+		s.state = psEsc // ESC ended the string and starts a sequence
+	}
+	switch {
+	case b < 0x20:
+		s.control(b)
+		return true
+	case b == 0x7f:
+		return true
+	case b >= 0x80:
+		s.state = psGround // ESC then a non-ASCII character: drop the ESC
+		return false
+	case s.state == psEscInter: // charset designations and the like: consume the final byte
+		if b >= 0x30 {
+			s.state = psGround
+		}
+		return true
+	}
+	if b <= 0x2f {
+		s.state = psEscInter
+		return true
+	}
+	s.state = psGround
+	switch b {
+	case '[':
+		s.state = psCSI
+		s.params = [16]int32{}
+		s.np, s.priv, s.inter, s.bad, s.sub, s.any = 0, 0, 0, false, false, false
+	case ']':
+		s.state = psOSC
+	case 'P', 'X', '^', '_': // DCS, SOS, PM, APC
+		s.state = psString
+	case 'Z': // DECID
+		s.ev |= evQuery
+	case 'c': // RIS
+		s.leaveAlt()
+		s.col = 0
+	}
+	if s.alt {
+		return true
+	}
+	switch b {
+	case 'D', 'E': // IND, NEL
+		s.lineFeed()
+	case 'M': // RI
+		s.up(1)
+	case '7':
+		s.saveCursor()
+	case '8':
+		s.restoreCursor()
+	}
+	return true
+}
+
+// skipString consumes string bytes from p[i:] up to and including the terminator.
+func (s *settler) skipString(p []byte, i int) int {
+	for ; i < len(p); i++ {
+		switch p[i] {
+		case 0x1b:
+			s.state = psStringEsc
+			return i + 1
+		case 0x07:
+			if s.state == psOSC {
+				s.state = psGround
+				return i + 1
+			}
+		case 0x18, 0x1a:
+			s.state = psGround
+			return i + 1
+		}
+	}
+	return i
+}
+
+// csi consumes control-sequence bytes from p[i:] up to and including the final byte.
+func (s *settler) csi(p []byte, i int) int {
+	for ; i < len(p); i++ {
+		b := p[i]
+		switch {
+		case b >= '0' && b <= '9':
+			s.any = true
+			if s.inter != 0 {
+				s.bad = true
+			} else if !s.sub {
+				s.params[s.np] = min(s.params[s.np]*10+int32(b-'0'), 1<<16)
+			}
+		case b == ';':
+			s.any, s.sub = true, false
+			if s.np < len(s.params)-1 {
+				s.np++
+			}
+		case b == ':':
+			s.any, s.sub = true, true
+		case b >= '<' && b <= '?':
+			if s.any || s.priv != 0 || s.inter != 0 {
+				s.bad = true
+			}
+			s.priv = b
+		case b >= 0x20 && b <= 0x2f:
+			s.inter = b
+		case b >= 0x40 && b <= 0x7e:
+			s.state = psGround
+			if !s.bad {
+				s.dispatch(b)
+			}
+			return i + 1
+		case b < 0x20:
+			s.control(b)
+			if s.state != psCSI { // ESC, CAN or SUB ended it
+				return i + 1
+			}
+		}
+		// DEL and bytes from 0x80 are ignored.
+	}
+	return i
+}
+
+// dispatch acts on a complete control sequence with final byte f.
+func (s *settler) dispatch(f byte) {
+	p0 := int(s.params[0])
+	if s.inter != 0 {
+		return
+	}
+	switch s.priv {
+	case '?':
+		switch f {
+		case 'h', 'l':
+			s.privateModes(f == 'h')
+		case 'n':
+			if p0 == 6 {
+				s.ev |= evQuery
+			}
+		}
+		return
+	case '>', '=': // DA2, DA3
+		if f == 'c' && p0 == 0 && s.np == 0 {
+			s.ev |= evQuery
+		}
+		return
+	case '<':
+		return
+	}
+	switch {
+	case f == 'n' && (p0 == 5 || p0 == 6), f == 'c' && p0 == 0:
+		s.ev |= evQuery
+	}
+	if s.alt {
+		return
+	}
+	n := max(p0, 1)
+	switch f {
+	case '@':
+		s.insertCells(n)
+	case 'A':
+		s.up(n)
+	case 'B':
+		s.down(n)
+	case 'C', 'a':
+		s.setCol(s.col + n)
+	case 'D':
+		s.setCol(s.col - n)
+	case 'E':
+		s.down(n)
+		s.col = 0
+	case 'F':
+		s.up(n)
+		s.col = 0
+	case 'G', '`':
+		s.setCol(n - 1)
+	case 'H', 'f': // the row is meaningless in settled text
+		s.setCol(max(int(s.params[1]), 1) - 1)
+	case 'I':
+		s.tab(n)
+	case 'Z':
+		for ; n > 0 && s.col > 0; n-- {
+			s.col = (s.col - 1) / 8 * 8
+		}
+	case 'J':
+		if p0 == 0 {
+			s.eraseBelow()
+		}
+	case 'K':
+		s.eraseInLine(p0)
+	case 'P':
+		s.deleteCells(n)
+	case 'X':
+		s.eraseCells(n)
+	case 'b':
+		s.repeat(n)
+	case 's':
+		if !s.any {
+			s.saveCursor()
+		}
+	case 'u':
+		s.restoreCursor()
+	}
+}
+
+// privateModes applies DECSET or DECRST; only the alternate screen matters here.
+func (s *settler) privateModes(set bool) {
+	for _, m := range s.params[:s.np+1] {
+		if m != 1049 && m != 1047 && m != 47 {
+			continue
+		}
+		if set && !s.alt {
+			s.alt = true
+			s.ev |= evAltEnter
+		} else if !set {
+			s.leaveAlt()
+		}
+	}
+}
+
+// altScreen reports whether the alternate screen is showing now.
+func (s *settler) altScreen() bool { return s.alt }
+
+// leaveAlt returns to the primary screen. Nothing moved while the alternate
+// screen showed, so recording resumes where the cursor was.
+func (s *settler) leaveAlt() {
+	if s.alt {
+		s.alt = false
+		s.ev |= evAltLeave
+	}
+}
+
+// printASCII prints a run of printable ASCII bytes.
+func (s *settler) printASCII(run []byte) {
+	if s.alt {
+		return
+	}
+	s.last = rune(run[len(run)-1])
+	for len(run) > 0 {
+		if s.col >= settleMaxCells {
+			s.wrap()
+		}
+		n := min(len(run), settleMaxCells-s.col)
+		s.putASCII(run[:n])
+		run = run[n:]
+	}
+}
+
+// putASCII writes run at the cursor, which it fits in front of.
+func (s *settler) putASCII(run []byte) {
+	c, end := s.col, s.col+len(run)
+	s.col = end
+	if c >= len(s.cells) { // the common case: appending
+		old := len(s.cells)
+		s.cells = slices.Grow(s.cells, end-old)[:end]
+		clear(s.cells[old:c])
+		dst := s.cells[c:end]
+		for k, b := range run {
+			dst[k] = cell(b)
+		}
+		s.modified(c, end)
+		return
+	}
+	s.extend(end)
+	lo, hi := -1, 0
+	if s.cells[c] == cellCont {
+		s.cells[c-1] = cellEmpty
+		lo, hi = c-1, c
+	}
+	dst := s.cells[c:end]
+	for k, b := range run {
+		if dst[k] != cell(b) {
+			dst[k] = cell(b)
+			if lo < 0 {
+				lo = c + k
+			}
+			hi = c + k + 1
+		}
+	}
+	if end < len(s.cells) && s.cells[end] == cellCont {
+		s.cells[end] = cellEmpty
+		if lo < 0 {
+			lo = end
+		}
+		hi = end + 1
+	}
+	if lo >= 0 {
+		s.modified(lo, hi)
+	}
+}
+
+// printRune prints a character that is not printable ASCII.
+func (s *settler) printRune(r rune) {
+	if r >= 0x80 && r < 0xa0 || s.alt { // C1 controls print nothing
+		return
+	}
+	w := width.Rune(r)
+	if w == 0 {
+		s.combine(r)
+		return
+	}
+	s.last = r
+	if s.col+w > settleMaxCells {
+		s.wrap()
+	}
+	c := s.col
+	s.extend(c + w)
+	lo, hi := c, c+w
+	if s.cells[c] == cellCont {
+		s.cells[c-1] = cellEmpty
+		lo = c - 1
+	}
+	if c+w < len(s.cells) && s.cells[c+w] == cellCont {
+		s.cells[c+w] = cellEmpty
+		hi = c + w + 1
+	}
+	changed := lo < c || hi > c+w || s.cells[c] != cell(r) || w == 2 && s.cells[c+1] != cellCont
+	s.cells[c] = cell(r)
+	if w == 2 {
+		s.cells[c+1] = cellCont
+	}
+	s.col = c + w
+	if changed {
+		s.modified(lo, hi)
+	}
+}
+
+// combine attaches a zero-width character to the one before the cursor, as
+// terminals do; with nothing there it is dropped.
+func (s *settler) combine(r rune) {
+	c := s.col - 1
+	if c >= len(s.cells) {
+		return
+	}
+	if c > 0 && s.cells[c] == cellCont {
+		c--
+	}
+	if c < 0 || s.cells[c] == cellEmpty || s.cells[c] == cellCont {
+		return
+	}
+	var b []byte
+	b = s.appendCell(b, s.cells[c], 0)
+	b = utf8.AppendRune(b, r)
+	if len(s.clusters) > 2*len(s.cells)+64 {
+		s.compactClusters()
+	}
+	s.clusters = append(s.clusters, string(b))
+	s.cells[c] = cellGroup + cell(len(s.clusters)-1)
+	s.modified(c, c+1)
+}
+
+// compactClusters drops the clusters no cell uses any more, so a line
+// rewritten in place forever stays bounded.
+func (s *settler) compactClusters() {
+	var live []string
+	for i, v := range s.cells {
+		if v >= cellGroup {
+			live = append(live, s.clusters[v-cellGroup])
+			s.cells[i] = cellGroup + cell(len(live)-1)
+		}
+	}
+	s.clusters = live
+}
+
+// repeat prints the last character n more times (REP).
+func (s *settler) repeat(n int) {
+	if s.last == 0 {
+		return
+	}
+	for range min(n, settleMaxCells) {
+		if s.last < 0x80 {
+			s.printASCII([]byte{byte(s.last)})
+		} else {
+			s.printRune(s.last)
+		}
+	}
+}
+
+// extend makes the cursor's line at least n cells long.
+func (s *settler) extend(n int) {
+	if old := len(s.cells); n > old {
+		s.cells = slices.Grow(s.cells, n-old)[:n]
+		clear(s.cells[old:])
+	}
+}
+
+func (s *settler) setCol(c int) { s.col = min(max(c, 0), settleMaxCells-1) }
+
+func (s *settler) tab(n int) {
+	for ; n > 0; n-- {
+		s.setCol((s.col/8 + 1) * 8)
+	}
+}
+
+// splitWide blanks both halves of a wide character that cell c cuts in two,
+// and reports the first cell it changed (or c).
+func (s *settler) splitWide(c int) int {
+	if c > 0 && c < len(s.cells) && s.cells[c] == cellCont {
+		s.cells[c-1], s.cells[c] = cellEmpty, cellEmpty
+		return c - 1
+	}
+	return c
+}
+
+// eraseInLine applies EL: 0 cursor to end, 1 start to cursor, 2 the whole line.
+func (s *settler) eraseInLine(mode int) {
+	switch mode {
+	case 0:
+		c := s.col
+		if c >= extent(s.cells) {
+			return
+		}
+		lo := s.splitWide(c)
+		s.cells = s.cells[:c]
+		s.modified(lo, settleMaxCells)
+	case 1:
+		end := min(s.col+1, len(s.cells))
+		hi := end
+		if end < len(s.cells) && s.cells[end] == cellCont {
+			s.cells[end] = cellEmpty
+			hi = end + 1
+		}
+		if hi > end || written(s.cells[:end]) {
+			clear(s.cells[:end])
+			s.modified(0, hi)
+		}
+	case 2:
+		if extent(s.cells) > 0 {
+			s.cells = s.cells[:0]
+			s.modified(0, settleMaxCells)
+		}
+	}
+}
+
+// eraseCells applies ECH: n cells from the cursor become empty.
+func (s *settler) eraseCells(n int) {
+	c := s.col
+	end := min(c+n, len(s.cells))
+	if c >= end {
+		return
+	}
+	lo, hi := c, end
+	if s.cells[c] == cellCont {
+		lo = c - 1
+	}
+	if end < len(s.cells) && s.cells[end] == cellCont {
+		hi = end + 1
+	}
+	if lo == c && hi == end && !written(s.cells[c:end]) {
+		return
+	}
+	clear(s.cells[lo:hi])
+	s.modified(lo, hi)
+}
+
+// deleteCells applies DCH: n cells at the cursor go, the rest shift left.
+func (s *settler) deleteCells(n int) {
+	c := s.col
+	if c >= extent(s.cells) {
+		return
+	}
+	lo := s.splitWide(c)
+	n = min(n, len(s.cells)-c)
+	s.cells = append(s.cells[:c], s.cells[c+n:]...)
+	if c < len(s.cells) && s.cells[c] == cellCont { // its left half was deleted
+		s.cells[c] = cellEmpty
+	}
+	s.modified(lo, settleMaxCells)
+}
+
+// insertCells applies ICH: n empty cells at the cursor push the rest right.
+func (s *settler) insertCells(n int) {
+	c := s.col
+	old := extent(s.cells)
+	if c >= old {
+		return
+	}
+	lo := s.splitWide(c)
+	n = min(n, settleMaxCells-c)
+	end := min(old+n, settleMaxCells)
+	cut := old+n > end && s.cells[end-n] == cellCont // a wide character loses its right half off the end
+	s.extend(end)
+	copy(s.cells[c+n:end], s.cells[c:old])
+	clear(s.cells[c : c+n])
+	if cut {
+		s.cells[end-1] = cellEmpty
+	}
+	s.modified(lo, settleMaxCells)
+}
+
+// written reports whether any cell is written.
+func written(cells []cell) bool {
+	for _, v := range cells {
+		if v != cellEmpty {
+			return true
+		}
+	}
+	return false
+}
+
+// extent returns the number of cells up to the last written one.
+func extent(cells []cell) int {
+	n := len(cells)
+	for n > 0 && cells[n-1] == cellEmpty {
+		n--
+	}
+	return n
+}
+
+// Lines.
+
+func (s *settler) line(i int) *settleLine { return &s.lines[i-s.base] }
+
+func (s *settler) lastLine() int { return s.base + len(s.lines) - 1 }
+
+// touch marks line i touched in this epoch, starting its seen and match
+// state when it is the first touch since the last read.
+func (s *settler) touch(i int) *settleLine {
+	l := s.line(i)
+	if l.epoch != s.epoch {
+		l.epoch = s.epoch
+		l.seen = l.width // whatever it showed was read, or it is new and empty
+		l.mlo, l.mhi = math.MaxInt32, 0
+		l.flags = l.flags&lineHoles | linePend // it joins the text: new neighbours
+		s.unreadLines++
+		s.unreadBytes += int(l.n) + 1
+		s.dirtyFrom = min(s.dirtyFrom, i)
+		s.mfrom = min(s.mfrom, i)
+	}
+	return l
+}
+
+// modified records that cells [lo, hi) of the cursor's line changed.
+func (s *settler) modified(lo, hi int) {
+	s.changed = true
+	l := s.touch(s.cur)
+	if lo < int(l.seen) {
+		hi = max(hi, int(l.seen)) // what was seen there is no longer known to be
+		l.seen = int32(lo)
+	}
+	if l.flags&linePend == 0 {
+		l.flags |= linePend
+		s.mfrom = min(s.mfrom, s.cur)
+	}
+	l.mlo = min(l.mlo, int32(lo))
+	l.mhi = max(l.mhi, int32(min(hi, settleMaxCells)))
+}
+
+// lineFeed ends the line on the last line, and moves down a line elsewhere.
+func (s *settler) lineFeed() {
+	if s.cur < s.lastLine() {
+		s.moveTo(s.cur + 1)
+		s.col = 0
+		return
+	}
+	s.touch(s.cur) // ended by a line feed
+	s.flush()
+	if cap(s.cells) > 8<<10 && len(s.cells) < 1<<10 {
+		s.cells = nil // give back what one very long line needed
+	}
+	s.lines = append(s.lines, settleLine{})
+	s.charge += settleLineCost
+	s.cur++
+	s.cells, s.clusters, s.col = s.cells[:0], s.clusters[:0], 0
+	s.evict()
+}
+
+// wrap ends a line that reached settleMaxCells.
+func (s *settler) wrap() { s.lineFeed() }
+
+// up moves the cursor n lines up, no further than settleMaxUp above the
+// last line and never into evicted lines.
+func (s *settler) up(n int) {
+	s.moveTo(min(s.cur, max(s.cur-n, s.lastLine()-settleMaxUp, s.base)))
+}
+
+// down moves the cursor n lines down among the lines there are.
+func (s *settler) down(n int) {
+	s.moveTo(min(s.cur+n, s.lastLine()))
+}
+
+func (s *settler) saveCursor() {
+	s.saved, s.saveLine, s.saveCol = true, s.cur, s.col
+}
+
+func (s *settler) restoreCursor() {
+	if !s.saved {
+		return
+	}
+	if i := s.saveLine; i >= s.base && i >= s.lastLine()-settleMaxUp && i <= s.lastLine() {
+		s.moveTo(i)
+	}
+	s.col = s.saveCol
+}
+
+// moveTo makes line i the cursor's line.
+func (s *settler) moveTo(i int) {
+	if i == s.cur {
+		return
+	}
+	s.flush()
+	s.cur = i
+	s.load()
+}
+
+// eraseBelow applies ED 0: the rest of the cursor's line is erased, and the
+// lines below, now empty at the end of the text, are dropped.
+func (s *settler) eraseBelow() {
+	s.eraseInLine(0)
+	last := s.lastLine()
+	if s.cur == last {
+		return
+	}
+	for i := s.cur + 1; i <= last; i++ {
+		l := s.line(i)
+		if l.epoch == s.epoch {
+			s.unreadLines--
+			s.unreadBytes -= int(l.n) + 1
+			if l.flags&lineHit != 0 {
+				s.mhits--
+			}
+		}
+		s.charge -= int(l.n) + settleLineCost
+		s.garbage += int(l.n)
+	}
+	s.lines = s.lines[:s.cur-s.base+1]
+	s.pendBefore(s.cur) // text that ran on into the dropped lines ends here now
+}
+
+// pendBefore marks the last touched line at or before i pending, so a
+// match spanning lines is checked again around it.
+func (s *settler) pendBefore(i int) {
+	if j := s.prevTouched(i + 1); j >= 0 {
+		l := s.line(j)
+		l.flags |= linePend
+		s.mfrom = min(s.mfrom, j)
+	}
+}
+
+// evict drops the oldest lines while the scrollback is over its bound.
+// Touched ones nobody read are counted as lost, for the next read to say so.
+func (s *settler) evict() {
+	k := 0
+	for s.charge > s.max && s.base+k < s.cur {
+		l := &s.lines[k]
+		s.charge -= int(l.n) + settleLineCost
+		s.garbage += int(l.n)
+		if l.epoch == s.epoch {
+			s.unreadLines--
+			s.unreadBytes -= int(l.n) + 1
+			s.lostLines++
+			s.lostBytes += int(l.n) + 1
+			if l.flags&lineHit != 0 {
+				s.mhits--
+			}
+		}
+		k++
+	}
+	s.lines = s.lines[k:]
+	s.base += k
+}
+
+// flush stores the cursor's line in the arena, in place when it fits.
+func (s *settler) flush() {
+	if !s.changed {
+		return
+	}
+	s.changed = false
+	ext := extent(s.cells)
+	need := 0
+	for _, c := range s.clusters {
+		need += len(c)
+	}
+	s.reserve(4*ext + need)
+	l := s.line(s.cur)
+	start := len(s.arena)
+	var holes bool
+	s.arena, holes = s.appendCells(s.arena, s.cells[:ext])
+	n := int32(len(s.arena) - start)
+	switch {
+	case l.n > 0 && int(l.off+l.n) == start: // last in the arena: grow or shrink in place
+		s.arena = append(s.arena[:l.off], s.arena[start:]...)
+	case n <= l.n: // fits where it was
+		copy(s.arena[l.off:], s.arena[start:])
+		s.arena = s.arena[:start]
+		s.garbage += int(l.n - n)
+	default:
+		if s.cur != s.lastLine() {
+			s.ordered = false
+		}
+		s.garbage += int(l.n)
+		l.off = int32(start)
+	}
+	if l.epoch == s.epoch {
+		s.unreadBytes += int(n - l.n)
+	}
+	s.charge += int(n - l.n)
+	l.n, l.width = n, int32(ext)
+	l.flags &^= lineHoles
+	if holes {
+		l.flags |= lineHoles
+	}
+}
+
+// reserve makes room for need more arena bytes, compacting first so the
+// arena stays within about twice the live text.
+func (s *settler) reserve(need int) {
+	if len(s.arena)+need <= cap(s.arena) {
+		return
+	}
+	live := len(s.arena) - s.garbage
+	size := max(cap(s.arena), 2*(live+need), 4096)
+	if s.ordered && size == cap(s.arena) {
+		w := int32(0)
+		for i := range s.lines {
+			l := &s.lines[i]
+			copy(s.arena[w:], s.arena[l.off:l.off+l.n])
+			l.off = w
+			w += l.n
+		}
+		s.arena = s.arena[:w]
+	} else {
+		arena := make([]byte, 0, size)
+		for i := range s.lines {
+			l := &s.lines[i]
+			arena = append(arena, s.arena[l.off:l.off+l.n]...)
+			l.off = int32(len(arena)) - l.n
+		}
+		s.arena = arena
+	}
+	s.garbage = 0
+	s.ordered = true
+}
+
+// load makes the cursor's line cells again, from its arena text.
+func (s *settler) load() {
+	l := s.line(s.cur)
+	s.cells, s.clusters, s.changed = s.cells[:0], s.clusters[:0], false
+	text := s.arena[l.off : l.off+l.n]
+	for i := 0; i < len(text); {
+		if b := text[i]; b < 0x80 {
+			s.cells = append(s.cells, cell(b)) // NUL is cellEmpty
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(text[i:])
+		i += size
+		switch width.Rune(r) {
+		case 0: // a combining mark: flush wrote it after its base
+			k := len(s.cells) - 1
+			for k > 0 && s.cells[k] == cellCont {
+				k--
+			}
+			if k < 0 || s.cells[k] == cellEmpty {
+				continue
+			}
+			b := utf8.AppendRune(s.appendCell(nil, s.cells[k], 0), r)
+			s.clusters = append(s.clusters, string(b))
+			s.cells[k] = cellGroup + cell(len(s.clusters)-1)
+		case 2:
+			s.cells = append(s.cells, cell(r), cellCont)
+		default:
+			s.cells = append(s.cells, cell(r))
+		}
+	}
+}
+
+// appendCells appends the text of cells, NUL for each empty cell, and
+// reports whether there was one.
+func (s *settler) appendCells(dst []byte, cells []cell) ([]byte, bool) {
+	holes := false
+	for _, v := range cells {
+		if v < 0x80 {
+			dst = append(dst, byte(v))
+			holes = holes || v == cellEmpty
+			continue
+		}
+		dst = s.appendCell(dst, v, 0)
+	}
+	return dst, holes
+}
+
+// appendCell appends the text of one cell, empty as the byte given.
+func (s *settler) appendCell(dst []byte, v cell, empty byte) []byte {
+	switch {
+	case v == cellEmpty:
+		return append(dst, empty)
+	case v < 0x80:
+		return append(dst, byte(v))
+	case v < cellCont:
+		return utf8.AppendRune(dst, rune(v))
+	case v == cellCont:
+		return dst
+	}
+	return append(dst, s.clusters[v-cellGroup]...)
+}
+
+// sync brings the cursor's line up to date in the arena.
+func (s *settler) sync() {
+	if s.lines != nil {
+		s.flush()
+	}
+}
+
+// text returns line i's text as read shows it, empty cells as spaces. The
+// result may share memory the next call reuses.
+func (s *settler) text(i int) []byte {
+	l := s.line(i)
+	t := s.arena[l.off : l.off+l.n]
+	if l.flags&lineHoles == 0 {
+		return t
+	}
+	s.buf = append(s.buf[:0], t...)
+	for k, b := range s.buf {
+		if b == 0 {
+			s.buf[k] = ' '
+		}
+	}
+	return s.buf
+}
+
+func (s *settler) touched(i int) bool { return s.line(i).epoch == s.epoch }
+
+// nextTouched returns the first touched line after i, or -1.
+func (s *settler) nextTouched(i int) int {
+	for i = max(i+1, s.base); i <= s.lastLine(); i++ {
+		if s.touched(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// prevTouched returns the last touched line before i, or -1.
+func (s *settler) prevTouched(i int) int {
+	for i = min(i, s.lastLine()+1) - 1; i >= s.base; i-- {
+		if s.touched(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *settler) firstTouched() int {
+	if s.lines == nil || s.unreadLines == 0 {
+		return -1
+	}
+	return s.nextTouched(max(s.dirtyFrom, s.base) - 1)
+}
+
+// Reading.
+
+// read returns the text of every line touched since the last read, joined
+// with "\n", and marks everything read. Over max bytes (max > 0), a head
+// and a tail are kept around one marker line saying what was left out.
+func (s *settler) read(max int) string {
+	if s.lines == nil {
+		return ""
+	}
+	s.sync()
+	defer s.markRead()
+	if s.unreadLines == 0 && s.lostLines == 0 {
+		return ""
+	}
+	total := max0(s.unreadBytes - 1) // joined: no separator after the last line
+	if s.lostLines == 0 && (max <= 0 || total <= max) {
+		var b strings.Builder
+		b.Grow(total)
+		for i, first := s.firstTouched(), true; i >= 0; i, first = s.nextTouched(i), false {
+			if !first {
+				b.WriteByte('\n')
+			}
+			b.Write(s.text(i))
+		}
+		return b.String()
+	}
+	return s.elide(max, total)
+}
+
+func max0(n int) int { return max(n, 0) }
+
+// elide builds a read's result when it is over max, or lines were lost.
+// Only the lines kept are visited; the figures come from the counters.
+func (s *settler) elide(max, total int) string {
+	allBytes, allLines := s.lostBytes+total, s.lostLines+s.unreadLines
+	room := total
+	if max > 0 {
+		room = max - len(elisionMarker(allBytes, allLines)) - 2
+	}
+	headRoom := room / 2
+	if s.lostLines > 0 { // the oldest text is gone: say so first, then the newest
+		headRoom = 0
+	}
+	var b strings.Builder
+	b.Grow(max0(room) + 64)
+	h, headLines, stop := 0, 0, s.firstTouched()
+	for ; stop >= 0 && headRoom > 0; stop = s.nextTouched(stop) {
+		t := s.text(stop)
+		sep := min(headLines, 1)
+		if h+sep+len(t) > headRoom {
+			if cut := headRoom - h - sep; cut > 0 && cut >= headRoom/4 {
+				for cut > 0 && !utf8.RuneStart(t[cut]) {
+					cut--
+				}
+				b.WriteString("\n"[:sep])
+				b.Write(t[:cut])
+				h += sep + cut
+			}
+			break
+		}
+		b.WriteString("\n"[:sep])
+		b.Write(t)
+		h += sep + len(t)
+		headLines++
+	}
+
+	// The tail, newest first: whole lines, then part of one if that is most of the room.
+	tailRoom := room - headRoom
+	type piece struct{ line, from int }
+	var tail []piece
+	t := 0
+	for i := s.lastLine() + 1; ; {
+		if i = s.prevTouched(i); i < 0 || i < stop || tailRoom <= 0 {
+			break
+		}
+		text := s.text(i)
+		sep := min(len(tail), 1)
+		if t+sep+len(text) > tailRoom {
+			if cut := tailRoom - t - sep; cut > 0 && cut >= tailRoom/4 {
+				from := len(text) - cut
+				for from < len(text) && !utf8.RuneStart(text[from]) {
+					from++
+				}
+				tail = append(tail, piece{i, from})
+				t += sep + len(text) - from
+			}
+			break
+		}
+		tail = append(tail, piece{i, 0})
+		t += sep + len(text)
+	}
+	tailLines := len(tail)
+	if tailLines > 0 && tail[tailLines-1].from > 0 {
+		tailLines--
+	}
+
+	if h > 0 || headLines > 0 {
+		b.WriteByte('\n')
+	}
+	b.WriteString(elisionMarker(allBytes-h-t, allLines-headLines-tailLines))
+	for k := len(tail) - 1; k >= 0; k-- {
+		b.WriteByte('\n')
+		b.Write(s.text(tail[k].line)[tail[k].from:])
+	}
+	return b.String()
+}
+
+// elisionMarker is the line that stands for text a read left out.
+func elisionMarker(bytes, lines int) string {
+	return "[... " + strconv.Itoa(bytes) + " bytes in " + strconv.Itoa(lines) + " lines elided ...]"
+}
+
+// markRead starts a new epoch: nothing is touched, everything is seen.
+func (s *settler) markRead() {
+	s.epoch++
+	s.unreadLines, s.unreadBytes = 0, 0
+	s.lostLines, s.lostBytes = 0, 0
+	s.dirtyFrom, s.mfrom = settleNone, settleNone
+	s.mhits = 0
+}
+
+// unread reports whether read would return anything.
+func (s *settler) unread() bool {
+	switch {
+	case s.lostLines > 0 || s.unreadLines > 1:
+		return true
+	case s.unreadLines == 0:
+		return false
+	}
+	if i := s.firstTouched(); i == s.cur {
+		return extent(s.cells) > 0
+	} else {
+		return i >= 0 && s.line(i).n > 0
+	}
+}
+
+// tail returns the last n lines of the settled scrollback, read or not; the
+// last line is left out while it is empty.
+func (s *settler) tail(n int) []string {
+	if s.lines == nil || n <= 0 {
+		return nil
+	}
+	s.sync()
+	last := s.lastLine()
+	if s.line(last).n == 0 {
+		last--
+	}
+	var out []string
+	for i := max(last-n+1, s.base); i <= last; i++ {
+		out = append(out, string(s.text(i)))
+	}
+	return out
+}
+
+// scrollback returns every settled line kept, joined with "\n".
+func (s *settler) scrollback() string {
+	return strings.Join(s.tail(len(s.lines)), "\n")
+}
+
+// Matching.
+
+// match reports whether lit occurs in the text read would return now, not
+// counting an occurrence that lies wholly in what an earlier read returned.
+// Occurrences are tracked per line, and a call rescans only what changed
+// since the previous call for the same literal. An occurrence spanning
+// lines is always new: no read returned that line break next to those lines.
+func (s *settler) match(lit string) bool {
+	if lit == "" {
+		return s.unread()
+	}
+	if s.lines == nil {
+		return false
+	}
+	if lit != s.mlit || s.mepoch != s.epoch {
+		s.mlit, s.mlitb, s.mparts, s.mepoch, s.mhits = lit, []byte(lit), nil, s.epoch, 0
+		if strings.Contains(lit, "\n") {
+			s.mparts = strings.Split(lit, "\n")
+		}
+		for i := s.firstTouched(); i >= 0; i = s.nextTouched(i) {
+			l := s.line(i)
+			l.flags &^= lineHit | linePend
+			l.mlo, l.mhi = math.MaxInt32, 0
+			s.setHit(i, s.occurs(i, 0, settleMaxCells))
+		}
+		s.mfrom = settleNone
+		return s.mhits > 0
+	}
+	checked := s.base - 1 // lines before this one are done, for literals spanning lines
+	for i := s.nextTouched(max(s.mfrom, s.base) - 1); i >= 0; i = s.nextTouched(i) {
+		l := s.line(i)
+		if l.flags&linePend == 0 {
+			continue
+		}
+		lo, hi := int(l.mlo), int(l.mhi)
+		l.flags &^= linePend
+		l.mlo, l.mhi = math.MaxInt32, 0
+		if s.mparts == nil {
+			if l.flags&lineHit != 0 {
+				lo, hi = 0, settleMaxCells
+			}
+			s.setHit(i, s.occurs(i, lo, hi))
+			continue
+		}
+		// An occurrence starting up to len(mparts)-1 touched lines back may have changed.
+		j := i
+		for k := 1; k < len(s.mparts); k++ {
+			p := s.prevTouched(j)
+			if p <= checked {
+				break
+			}
+			j = p
+		}
+		for ; j >= 0 && j <= i; j = s.nextTouched(j) {
+			s.setHit(j, s.spans(j))
+		}
+		checked = i
+	}
+	s.mfrom = settleNone
+	return s.mhits > 0
+}
+
+func (s *settler) setHit(i int, hit bool) {
+	l := s.line(i)
+	if was := l.flags&lineHit != 0; was != hit {
+		l.flags ^= lineHit
+		if hit {
+			s.mhits++
+		} else {
+			s.mhits--
+		}
+	}
+}
+
+// occurs reports whether a new occurrence of a one-line literal lies in
+// line i near cells [lo, hi); when it did not hold one before, any new
+// one must be there.
+func (s *settler) occurs(i, lo, hi int) bool {
+	if s.mparts != nil {
+		return s.spans(i)
+	}
+	lit := s.mlit
+	if i == s.cur {
+		return s.occursInCells(max(lo-len(lit), 0), min(hi+len(lit), settleMaxCells))
+	}
+	l := s.line(i)
+	t := s.text(i)
+	seen := seenBytes(t, int(l.seen))
+	for off := 0; ; off++ {
+		k := bytes.Index(t[off:], s.mlitb)
+		if k < 0 {
+			return false
+		}
+		if off += k; off+len(lit) > seen {
+			return true
+		}
+	}
+}
+
+// seenBytes returns how many bytes of text the first n cells take,
+// combining marks on the last of them included.
+func seenBytes(text []byte, n int) int {
+	i := 0
+	for i < len(text) && i < n && text[i] < 0x80 {
+		i++
+	}
+	for cells := i; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		w := width.Rune(r)
+		if r < 0x20 {
+			w = 1 // NUL, an empty cell
+		}
+		if cells >= n && w > 0 {
+			break
+		}
+		cells += w
+		i += size
+	}
+	return i
+}
+
+// occursInCells looks for a new occurrence of the literal in cells [lo, hi)
+// of the cursor's line, rendering only those.
+func (s *settler) occursInCells(lo, hi int) bool {
+	hi = min(hi, extent(s.cells))
+	for lo > 0 && lo < hi && s.cells[lo] == cellCont {
+		lo--
+	}
+	if lo >= hi {
+		return false
+	}
+	s.buf, s.cellOf = s.buf[:0], s.cellOf[:0]
+	for c := lo; c < hi; c++ {
+		s.buf = s.appendCell(s.buf, s.cells[c], ' ')
+		for len(s.cellOf) < len(s.buf) {
+			s.cellOf = append(s.cellOf, int32(c))
+		}
+	}
+	seen := s.line(s.cur).seen
+	for off := 0; ; off++ {
+		k := bytes.Index(s.buf[off:], s.mlitb)
+		if k < 0 {
+			return false
+		}
+		if off += k; s.cellOf[off+len(s.mlit)-1] >= seen {
+			return true
+		}
+	}
+}
+
+// spans reports whether an occurrence of a literal spanning lines starts
+// in line i: it ends with the first part, the next touched lines are the
+// middle parts, and the one after starts with the last part.
+func (s *settler) spans(i int) bool {
+	parts := s.mparts
+	if !bytes.HasSuffix(s.lineText(i), []byte(parts[0])) {
+		return false
+	}
+	for k, p := range parts[1:] {
+		if i = s.nextTouched(i); i < 0 {
+			return false
+		}
+		t := s.lineText(i)
+		if k < len(parts)-2 && len(t) != len(p) || !bytes.HasPrefix(t, []byte(p)) {
+			return false
+		}
+	}
+	return true
+}
+
+// lineText is text for any line, the cursor's rendered from its cells.
+func (s *settler) lineText(i int) []byte {
+	if i != s.cur || !s.changed {
+		return s.text(i)
+	}
+	s.buf = s.buf[:0]
+	for _, v := range s.cells[:extent(s.cells)] {
+		s.buf = s.appendCell(s.buf, v, ' ')
+	}
+	return s.buf
+}
