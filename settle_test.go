@@ -745,7 +745,7 @@ func FuzzSettle(f *testing.F) {
 		split.write(in[:cut])
 		split.match(lit)
 		first := split.read(rng.IntN(64))
-		split.match(lit)
+		got = split.match(lit)
 		for i := cut; i < len(in); i++ {
 			split.write(in[i : i+1])
 			got = split.match(lit)
