@@ -96,6 +96,7 @@ type settler struct {
 	cells    []cell
 	clusters []string // characters with combining marks on the cursor's line
 	changed  bool     // cells differ from the line's arena text
+	plain    bool     // cells are all printable ASCII: the usual line, stored by a plain copy
 	last     rune     // the last character printed, for REP
 	saved    bool     // DECSC ran: saveLine and saveCol are meaningful
 	saveLine int
@@ -103,6 +104,7 @@ type settler struct {
 
 	// Lines. lines[0] is line number base; cur is the cursor's line number.
 	lines   []settleLine
+	linesAt []settleLine // the array lines lies in, from its start: evicted lines leave room at the front
 	base    int
 	cur     int
 	arena   []byte
@@ -148,8 +150,8 @@ func newSettler(maxBytes int) *settler {
 func (s *settler) write(p []byte) settleEvents {
 	s.ev = 0
 	if s.lines == nil {
-		s.lines = append(s.lines, settleLine{})
-		s.charge = settleLineCost
+		s.addLine()
+		s.plain = true
 	}
 	for i := 0; i < len(p); {
 		switch s.state {
@@ -162,6 +164,11 @@ func (s *settler) write(p []byte) settleEvents {
 				if j > i {
 					s.printASCII(p[i:j])
 					i = j
+					continue
+				}
+				if p[i] == 0x1b && i+1 < len(p) && p[i+1] == '[' { // the usual escape, in one step
+					s.startCSI()
+					i = s.csi(p, i+2)
 					continue
 				}
 			}
@@ -296,9 +303,7 @@ func (s *settler) escape(b byte) bool {
 	s.state = psGround
 	switch b {
 	case '[':
-		s.state = psCSI
-		s.params = [16]int32{}
-		s.np, s.priv, s.inter, s.bad, s.sub, s.any = 0, 0, 0, false, false, false
+		s.startCSI()
 	case ']':
 		s.state = psOSC
 	case 'P', 'X', '^', '_': // DCS, SOS, PM, APC
@@ -325,6 +330,12 @@ func (s *settler) escape(b byte) bool {
 	return true
 }
 
+func (s *settler) startCSI() {
+	s.state = psCSI
+	s.params = [16]int32{}
+	s.np, s.priv, s.inter, s.bad, s.sub, s.any = 0, 0, 0, false, false, false
+}
+
 // skipString consumes string bytes from p[i:] up to and including the terminator.
 func (s *settler) skipString(p []byte, i int) int {
 	for ; i < len(p); i++ {
@@ -345,23 +356,35 @@ func (s *settler) skipString(p []byte, i int) int {
 	return i
 }
 
-// csi consumes control-sequence bytes from p[i:] up to and including the final byte.
+// csi consumes control-sequence bytes from p[i:] up to and including the
+// final byte. The parameter being read is kept in locals, stored back when
+// p runs out in the middle of the sequence.
 func (s *settler) csi(p []byte, i int) int {
+	np, v := s.np, s.params[s.np]
 	for ; i < len(p); i++ {
 		b := p[i]
 		switch {
-		case b >= '0' && b <= '9':
+		case b-'0' <= 9:
 			s.any = true
 			if s.inter != 0 {
 				s.bad = true
 			} else if !s.sub {
-				s.params[s.np] = min(s.params[s.np]*10+int32(b-'0'), 1<<16)
+				v = min(v*10+int32(b-'0'), 1<<16)
 			}
 		case b == ';':
 			s.any, s.sub = true, false
-			if s.np < len(s.params)-1 {
-				s.np++
+			if np < len(s.params)-1 {
+				s.params[np] = v
+				np++
+				v = 0
 			}
+		case b >= 0x40 && b <= 0x7e:
+			s.params[np], s.np = v, np
+			s.state = psGround
+			if !s.bad {
+				s.dispatch(b)
+			}
+			return i + 1
 		case b == ':':
 			s.any, s.sub = true, true
 		case b >= '<' && b <= '?':
@@ -371,13 +394,8 @@ func (s *settler) csi(p []byte, i int) int {
 			s.priv = b
 		case b >= 0x20 && b <= 0x2f:
 			s.inter = b
-		case b >= 0x40 && b <= 0x7e:
-			s.state = psGround
-			if !s.bad {
-				s.dispatch(b)
-			}
-			return i + 1
 		case b < 0x20:
+			s.params[np], s.np = v, np
 			s.control(b)
 			if s.state != psCSI { // ESC, CAN or SUB ended it
 				return i + 1
@@ -385,6 +403,7 @@ func (s *settler) csi(p []byte, i int) int {
 		}
 		// DEL and bytes from 0x80 are ignored.
 	}
+	s.params[np], s.np = v, np
 	return i
 }
 
@@ -519,7 +538,10 @@ func (s *settler) putASCII(run []byte) {
 	if c >= len(s.cells) { // the common case: appending
 		old := len(s.cells)
 		s.cells = slices.Grow(s.cells, end-old)[:end]
-		clear(s.cells[old:c])
+		if c > old {
+			clear(s.cells[old:c])
+			s.plain = false
+		}
 		dst := s.cells[c:end]
 		for k, b := range run {
 			dst[k] = cell(b)
@@ -561,6 +583,7 @@ func (s *settler) printRune(r rune) {
 		return
 	}
 	w := width.Rune(r)
+	s.plain = false
 	if w == 0 {
 		s.combine(r)
 		return
@@ -688,11 +711,12 @@ func (s *settler) eraseInLine(mode int) {
 		}
 		if hi > end || written(s.cells[:end]) {
 			clear(s.cells[:end])
+			s.plain = false
 			s.modified(0, hi)
 		}
 	case 2:
 		if extent(s.cells) > 0 {
-			s.cells = s.cells[:0]
+			s.cells, s.plain = s.cells[:0], true
 			s.modified(0, settleMaxCells)
 		}
 	}
@@ -716,6 +740,7 @@ func (s *settler) eraseCells(n int) {
 		return
 	}
 	clear(s.cells[lo:hi])
+	s.plain = false
 	s.modified(lo, hi)
 }
 
@@ -751,6 +776,7 @@ func (s *settler) insertCells(n int) {
 	if cut {
 		s.cells[end-1] = cellEmpty
 	}
+	s.plain = false
 	s.modified(lo, settleMaxCells)
 }
 
@@ -824,11 +850,26 @@ func (s *settler) lineFeed() {
 	if cap(s.cells) > 8<<10 && len(s.cells) < 1<<10 {
 		s.cells = nil // give back what one very long line needed
 	}
+	s.evict()
+	s.addLine()
+	s.cur++
+	s.cells, s.clusters, s.col, s.plain = s.cells[:0], s.clusters[:0], 0, true
+}
+
+// addLine appends an empty line, reusing the room evicted lines left at the
+// front of the array before growing it.
+func (s *settler) addLine() {
+	if len(s.lines) == cap(s.lines) {
+		if all := s.linesAt[:cap(s.linesAt)]; 2*len(s.lines) <= len(all) {
+			s.lines = all[:copy(all, s.lines)]
+		} else {
+			s.linesAt = make([]settleLine, len(s.lines), 2*len(s.lines)+64)
+			copy(s.linesAt, s.lines)
+			s.lines = s.linesAt
+		}
+	}
 	s.lines = append(s.lines, settleLine{})
 	s.charge += settleLineCost
-	s.cur++
-	s.cells, s.clusters, s.col = s.cells[:0], s.clusters[:0], 0
-	s.evict()
 }
 
 // wrap ends a line that reached settleMaxCells.
@@ -941,7 +982,11 @@ func (s *settler) flush() {
 	l := s.line(s.cur)
 	start := len(s.arena)
 	var holes bool
-	s.arena, holes = s.appendCells(s.arena, s.cells[:ext])
+	if s.plain {
+		s.arena = appendPlain(s.arena, s.cells[:ext])
+	} else {
+		s.arena, holes = s.appendCells(s.arena, s.cells[:ext])
+	}
 	n := int32(len(s.arena) - start)
 	switch {
 	case l.n > 0 && int(l.off+l.n) == start: // last in the arena: grow or shrink in place
@@ -1003,6 +1048,7 @@ func (s *settler) load() {
 	l := s.line(s.cur)
 	s.cells, s.clusters, s.changed = s.cells[:0], s.clusters[:0], false
 	text := s.arena[l.off : l.off+l.n]
+	s.plain = l.flags&lineHoles == 0
 	for i := 0; i < len(text); {
 		if b := text[i]; b < 0x80 {
 			s.cells = append(s.cells, cell(b)) // NUL is cellEmpty
@@ -1011,6 +1057,7 @@ func (s *settler) load() {
 		}
 		r, size := utf8.DecodeRune(text[i:])
 		i += size
+		s.plain = false
 		switch width.Rune(r) {
 		case 0: // a combining mark: flush wrote it after its base
 			k := len(s.cells) - 1
@@ -1031,17 +1078,34 @@ func (s *settler) load() {
 	}
 }
 
+// appendPlain appends the text of cells that are all printable ASCII, the
+// hot path of every line feed.
+func appendPlain(dst []byte, cells []cell) []byte {
+	n := len(dst)
+	dst = dst[:n+len(cells)]
+	out := dst[n:]
+	for i, v := range cells {
+		out[i] = byte(v)
+	}
+	return dst
+}
+
 // appendCells appends the text of cells, NUL for each empty cell, and
 // reports whether there was one.
 func (s *settler) appendCells(dst []byte, cells []cell) ([]byte, bool) {
 	holes := false
-	for _, v := range cells {
-		if v < 0x80 {
-			dst = append(dst, byte(v))
-			holes = holes || v == cellEmpty
-			continue
+	for i := 0; i < len(cells); {
+		j := i
+		for j < len(cells) && cells[j]-1 < 0x7f { // printable ASCII, in a run
+			j++
 		}
-		dst = s.appendCell(dst, v, 0)
+		dst = appendPlain(dst, cells[i:j])
+		if j == len(cells) {
+			break
+		}
+		holes = holes || cells[j] == cellEmpty
+		dst = s.appendCell(dst, cells[j], 0)
+		i = j + 1
 	}
 	return dst, holes
 }
