@@ -93,6 +93,8 @@ type settler struct {
 
 	// The cursor and its line.
 	col      int
+	w        int  // columns in a screen row: the terminal's width, or settleMaxCells when unknown
+	pending  bool // the last character printed filled its row: the terminal's cursor waits at the row's end
 	cells    []cell
 	clusters []string // characters with combining marks on the cursor's line
 	changed  bool     // cells differ from the line's arena text
@@ -101,6 +103,7 @@ type settler struct {
 	saved    bool     // DECSC ran: saveLine and saveCol are meaningful
 	saveLine int
 	saveCol  int
+	savePend bool
 
 	// Lines. lines[0] is line number base; cur is the cursor's line number.
 	lines   []settleLine
@@ -139,11 +142,24 @@ func newSettler(maxBytes int) *settler {
 	}
 	return &settler{
 		max:       min(maxBytes, 1<<29), // arena offsets are int32
+		w:         settleMaxCells,
 		ordered:   true,
 		epoch:     1,
 		dirtyFrom: settleNone,
 		mfrom:     settleNone,
 	}
+}
+
+// setCols tells the settler the terminal's width, so that cursor motion in
+// a line the terminal wrapped (readline editing a long command) lands where
+// it did on the screen. Zero or less means unknown, the default: no line
+// wraps before settleMaxCells.
+func (s *settler) setCols(n int) {
+	if n <= 0 || n > settleMaxCells {
+		n = settleMaxCells
+	}
+	s.w = n
+	s.pending = s.pending && s.col%n == 0
 }
 
 // write feeds program output and reports what the session must act on.
@@ -261,13 +277,15 @@ func (s *settler) control(b byte) {
 	}
 	switch b {
 	case '\b':
-		s.col = max(s.col-1, 0)
+		s.unpend()
+		s.col = max(s.col-1, s.rowStart())
 	case '\t':
 		s.tab(1)
 	case '\n', '\v', '\f':
 		s.lineFeed()
 	case '\r':
-		s.col = 0
+		s.unpend()
+		s.col = s.rowStart()
 	}
 }
 
@@ -312,7 +330,7 @@ func (s *settler) escape(b byte) bool {
 		s.ev |= evQuery
 	case 'c': // RIS
 		s.leaveAlt()
-		s.col = 0
+		s.col, s.pending = 0, false
 	}
 	if s.alt {
 		return true
@@ -453,19 +471,20 @@ func (s *settler) dispatch(f byte) {
 		s.setCol(s.col - n)
 	case 'E':
 		s.down(n)
-		s.col = 0
+		s.col = s.rowStart()
 	case 'F':
 		s.up(n)
-		s.col = 0
+		s.col = s.rowStart()
 	case 'G', '`':
-		s.setCol(n - 1)
+		s.setCol(s.rowStart() + n - 1)
 	case 'H', 'f': // the row is meaningless in settled text
-		s.setCol(max(int(s.params[1]), 1) - 1)
+		s.setCol(s.rowStart() + max(int(s.params[1]), 1) - 1)
 	case 'I':
 		s.tab(n)
 	case 'Z':
-		for ; n > 0 && s.col > 0; n-- {
-			s.col = (s.col - 1) / 8 * 8
+		s.unpend()
+		for rs := s.rowStart(); n > 0 && s.col > rs; n-- {
+			s.col = rs + (s.col-rs-1)/8*8
 		}
 	case 'J':
 		if p0 == 0 {
@@ -535,6 +554,7 @@ func (s *settler) printASCII(run []byte) {
 func (s *settler) putASCII(run []byte) {
 	c, end := s.col, s.col+len(run)
 	s.col = end
+	s.pending = end%s.w == 0
 	if c >= len(s.cells) { // the common case: appending
 		old := len(s.cells)
 		s.cells = slices.Grow(s.cells, end-old)[:end]
@@ -589,6 +609,9 @@ func (s *settler) printRune(r rune) {
 		return
 	}
 	s.last = r
+	if w == 2 && s.col%s.w == s.w-1 { // no room in this row: the terminal wraps it whole
+		s.col++
+	}
 	if s.col+w > settleMaxCells {
 		s.wrap()
 	}
@@ -609,6 +632,7 @@ func (s *settler) printRune(r rune) {
 		s.cells[c+1] = cellCont
 	}
 	s.col = c + w
+	s.pending = s.col%s.w == 0
 	if changed {
 		s.modified(lo, hi)
 	}
@@ -673,11 +697,29 @@ func (s *settler) extend(n int) {
 	}
 }
 
-func (s *settler) setCol(c int) { s.col = min(max(c, 0), settleMaxCells-1) }
+// unpend leaves the pending-wrap state: the cursor is on the last column of
+// the row it filled, as the terminal's is, for anything but printing.
+func (s *settler) unpend() {
+	if s.pending {
+		s.col--
+		s.pending = false
+	}
+}
+
+// rowStart and rowEnd bound the screen row the cursor is on.
+func (s *settler) rowStart() int { return s.col / s.w * s.w }
+func (s *settler) rowEnd() int   { return min(s.rowStart()+s.w, settleMaxCells) }
+
+// setCol moves the cursor to column c of its line, kept within its row.
+func (s *settler) setCol(c int) {
+	s.unpend()
+	s.col = min(max(c, s.rowStart()), s.rowEnd()-1)
+}
 
 func (s *settler) tab(n int) {
-	for ; n > 0; n-- {
-		s.setCol((s.col/8 + 1) * 8)
+	s.unpend()
+	for rs := s.rowStart(); n > 0; n-- {
+		s.setCol(rs + ((s.col-rs)/8+1)*8)
 	}
 }
 
@@ -691,93 +733,95 @@ func (s *settler) splitWide(c int) int {
 	return c
 }
 
-// eraseInLine applies EL: 0 cursor to end, 1 start to cursor, 2 the whole line.
+// eraseInLine applies EL: 0 cursor to end of row, 1 row start to cursor, 2 the row.
 func (s *settler) eraseInLine(mode int) {
+	s.unpend()
 	switch mode {
 	case 0:
-		c := s.col
-		if c >= extent(s.cells) {
-			return
-		}
-		lo := s.splitWide(c)
-		s.cells = s.cells[:c]
-		s.modified(lo, settleMaxCells)
+		s.erase(s.col, s.rowEnd())
 	case 1:
-		end := min(s.col+1, len(s.cells))
-		hi := end
-		if end < len(s.cells) && s.cells[end] == cellCont {
-			s.cells[end] = cellEmpty
-			hi = end + 1
-		}
-		if hi > end || written(s.cells[:end]) {
-			clear(s.cells[:end])
-			s.plain = false
-			s.modified(0, hi)
-		}
+		s.erase(s.rowStart(), s.col+1)
 	case 2:
-		if extent(s.cells) > 0 {
-			s.cells, s.plain = s.cells[:0], true
-			s.modified(0, settleMaxCells)
-		}
+		s.erase(s.rowStart(), s.rowEnd())
 	}
 }
 
 // eraseCells applies ECH: n cells from the cursor become empty.
 func (s *settler) eraseCells(n int) {
-	c := s.col
-	end := min(c+n, len(s.cells))
-	if c >= end {
-		return
-	}
-	lo, hi := c, end
-	if s.cells[c] == cellCont {
-		lo = c - 1
-	}
-	if end < len(s.cells) && s.cells[end] == cellCont {
-		hi = end + 1
-	}
-	if lo == c && hi == end && !written(s.cells[c:end]) {
-		return
-	}
-	clear(s.cells[lo:hi])
-	s.plain = false
-	s.modified(lo, hi)
+	s.unpend()
+	s.erase(s.col, min(s.col+n, s.rowEnd()))
 }
 
-// deleteCells applies DCH: n cells at the cursor go, the rest shift left.
+// erase empties cells [lo, hi) of the cursor's line, and both halves of a
+// wide character either end cuts.
+func (s *settler) erase(lo, hi int) {
+	hi = min(hi, len(s.cells))
+	if lo >= hi {
+		return
+	}
+	from, to := lo, hi
+	if s.cells[lo] == cellCont {
+		from--
+	}
+	if hi < len(s.cells) && s.cells[hi] == cellCont {
+		to++
+	}
+	if from == lo && to == hi && !written(s.cells[lo:hi]) {
+		return
+	}
+	if to >= extent(s.cells) {
+		s.cells = s.cells[:from]
+	} else {
+		clear(s.cells[from:to])
+		s.plain = false
+	}
+	s.modified(from, to)
+}
+
+// deleteCells applies DCH: n cells at the cursor go, the rest of the row
+// shifts left. On the line's last row that is the rest of the line.
 func (s *settler) deleteCells(n int) {
-	c := s.col
-	if c >= extent(s.cells) {
+	s.unpend()
+	c, re, ext := s.col, s.rowEnd(), extent(s.cells)
+	if c >= ext {
 		return
 	}
 	lo := s.splitWide(c)
-	n = min(n, len(s.cells)-c)
-	s.cells = append(s.cells[:c], s.cells[c+n:]...)
+	if re >= ext {
+		n = min(n, len(s.cells)-c)
+		s.cells = append(s.cells[:c], s.cells[c+n:]...)
+	} else {
+		n = min(n, re-c)
+		copy(s.cells[c:re], s.cells[c+n:re])
+		clear(s.cells[re-n : re])
+		s.plain = false
+	}
 	if c < len(s.cells) && s.cells[c] == cellCont { // its left half was deleted
 		s.cells[c] = cellEmpty
 	}
-	s.modified(lo, settleMaxCells)
+	s.modified(lo, re)
 }
 
-// insertCells applies ICH: n empty cells at the cursor push the rest right.
+// insertCells applies ICH: n empty cells at the cursor push the rest of the
+// row right; what goes past the row's end is lost.
 func (s *settler) insertCells(n int) {
-	c := s.col
-	old := extent(s.cells)
+	s.unpend()
+	c, re, old := s.col, s.rowEnd(), extent(s.cells)
 	if c >= old {
 		return
 	}
 	lo := s.splitWide(c)
-	n = min(n, settleMaxCells-c)
-	end := min(old+n, settleMaxCells)
-	cut := old+n > end && s.cells[end-n] == cellCont // a wide character loses its right half off the end
+	n = min(n, re-c)
+	end := min(old+n, re)
 	s.extend(end)
-	copy(s.cells[c+n:end], s.cells[c:old])
+	cut := s.cells[end-n] == cellCont // a wide character loses its right half off the end
+	copy(s.cells[c+n:end], s.cells[c:end-n])
 	clear(s.cells[c : c+n])
 	if cut {
 		s.cells[end-1] = cellEmpty
 	}
 	s.plain = false
-	s.modified(lo, settleMaxCells)
+	s.modified(lo, re)
 }
 
 // written reports whether any cell is written.
@@ -840,6 +884,11 @@ func (s *settler) modified(lo, hi int) {
 
 // lineFeed ends the line on the last line, and moves down a line elsewhere.
 func (s *settler) lineFeed() {
+	s.unpend()
+	if next := s.rowStart() + s.w; next < extent(s.cells) { // the line goes on below: down a row of it
+		s.col = next
+		return
+	}
 	if s.cur < s.lastLine() {
 		s.moveTo(s.cur + 1)
 		s.col = 0
@@ -875,19 +924,63 @@ func (s *settler) addLine() {
 // wrap ends a line that reached settleMaxCells.
 func (s *settler) wrap() { s.lineFeed() }
 
-// up moves the cursor n lines up, no further than settleMaxUp above the
-// last line and never into evicted lines.
+// up moves the cursor n rows up, in the column it is in, no further than
+// settleMaxUp lines above the last line and never into evicted lines.
 func (s *settler) up(n int) {
-	s.moveTo(min(s.cur, max(s.cur-n, s.lastLine()-settleMaxUp, s.base)))
+	s.unpend()
+	row, c := s.col/s.w, s.col%s.w
+	if n <= row {
+		s.col -= n * s.w
+		return
+	}
+	n -= row
+	i, top := s.cur, max(s.lastLine()-settleMaxUp, s.base)
+	for row = 0; n > 0 && i > top; {
+		i--
+		if rows := s.rows(i); n <= rows {
+			row, n = rows-n, 0
+		} else {
+			n -= rows
+		}
+	}
+	s.moveTo(i)
+	s.col = row*s.w + c
 }
 
-// down moves the cursor n lines down among the lines there are.
+// down moves the cursor n rows down among the lines there are.
 func (s *settler) down(n int) {
-	s.moveTo(min(s.cur+n, s.lastLine()))
+	s.unpend()
+	row, c := s.col/s.w, s.col%s.w
+	rows := max(s.rows(s.cur), row+1)
+	if n < rows-row {
+		s.col += n * s.w
+		return
+	}
+	n -= rows - 1 - row
+	i := s.cur
+	for n > 0 && i < s.lastLine() {
+		i++
+		if rows := s.rows(i); n <= rows {
+			row, n = n-1, 0
+		} else {
+			row, n = rows-1, n-rows
+		}
+	}
+	s.moveTo(i)
+	s.col = row*s.w + c
+}
+
+// rows returns the screen rows line i takes.
+func (s *settler) rows(i int) int {
+	n := int(s.line(i).width)
+	if i == s.cur {
+		n = extent(s.cells)
+	}
+	return max((n+s.w-1)/s.w, 1)
 }
 
 func (s *settler) saveCursor() {
-	s.saved, s.saveLine, s.saveCol = true, s.cur, s.col
+	s.saved, s.saveLine, s.saveCol, s.savePend = true, s.cur, s.col, s.pending
 }
 
 func (s *settler) restoreCursor() {
@@ -897,7 +990,7 @@ func (s *settler) restoreCursor() {
 	if i := s.saveLine; i >= s.base && i >= s.lastLine()-settleMaxUp && i <= s.lastLine() {
 		s.moveTo(i)
 	}
-	s.col = s.saveCol
+	s.col, s.pending = s.saveCol, s.savePend
 }
 
 // moveTo makes line i the cursor's line.
@@ -913,7 +1006,8 @@ func (s *settler) moveTo(i int) {
 // eraseBelow applies ED 0: the rest of the cursor's line is erased, and the
 // lines below, now empty at the end of the text, are dropped.
 func (s *settler) eraseBelow() {
-	s.eraseInLine(0)
+	s.unpend()
+	s.erase(s.col, settleMaxCells)
 	last := s.lastLine()
 	if s.cur == last {
 		return

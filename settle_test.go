@@ -151,6 +151,59 @@ func TestSettleTable(t *testing.T) {
 	}
 }
 
+// settleWrapCases run with a terminal 10 columns wide: the cursor moves
+// among the screen rows of a line the terminal wrapped.
+var settleWrapCases = []struct {
+	name, in, want string
+}{
+	{"cr to row start", "0123456789abc\rX", "0123456789Xbc"},
+	{"cr when the row is full", "0123456789\rX", "X123456789"},
+	{"readline wrap", "0123456789 \rabc", "0123456789abc"},
+	{"sgr keeps the wrap pending", "0123456789\x1b[0mab", "0123456789ab"},
+	{"bs when the row is full", "0123456789\bX", "01234567X9"},
+	{"bs stops at row start", "0123456789ab\b\b\bX", "0123456789Xb"},
+	{"cha within row", "0123456789ab\x1b[1GX", "0123456789Xb"},
+	{"cuf stops at row end", "0123456789ab\x1b[A\x1b[20CX", "012345678Xab"},
+	{"tab within row", "ab\tX\r\n123456789\tY", "ab      X\n123456789Y"},
+	{"up a row", "0123456789abcd\x1b[AX", "0123X56789abcd"},
+	{"down a row", "0123456789abcdef\x1b[A\x1b[BX", "0123456789abcdefX"},
+	{"lf down a row", "0123456789abcd\x1b[A\r\nX", "0123456789Xbcd"},
+	{"lf on the last row ends the line", "0123456789abc\nX", "0123456789abc\nX"},
+	{"lf when the row is full", "0123456789\nab", "0123456789\nab"},
+	{"crlf when the row is full", "0123456789\r\nab", "0123456789\nab"},
+	{"up into a wrapped line", "0123456789abcd\nxy\x1b[AZ", "0123456789abZd\nxy"},
+	{"up two rows", "0123456789abcd\nxy\x1b[2AZ", "01Z3456789abcd\nxy"},
+	{"down into the next line", "0123456789ab\nxy\x1b[2A\x1b[2BZ", "0123456789ab\nxyZ"},
+	{"el within row", "0123456789abcd\x1b[A\r\x1b[5C\x1b[K", "01234     abcd"},
+	{"el 1 within row", "0123456789abcd\x1b[2D\x1b[1K", "0123456789   d"},
+	{"el 2 on a row", "0123456789abc\x1b[2K", "0123456789"},
+	{"ech stops at row end", "0123456789abcd\x1b[A\r\x1b[8C\x1b[5X", "01234567  abcd"},
+	{"dch within row", "0123456789abcd\x1b[A\r\x1b[2C\x1b[P", "013456789 abcd"},
+	{"ich within row", "0123456789abcd\x1b[A\r\x1b[2C\x1b[@X", "01X2345678abcd"},
+	{"ich on the last row", "0123456789abcd\x1b[3D\x1b[2@", "0123456789a  bcd"},
+	{"wide char wraps whole", "012345678日", "012345678 日"},
+	{"decsc keeps the wrap pending", "0123456789\x1b7\x1b[3D\x1b8X", "0123456789X"},
+}
+
+func TestSettleWrap(t *testing.T) {
+	for _, c := range settleWrapCases {
+		t.Run(c.name, func(t *testing.T) {
+			for chunk := 1; chunk <= len(c.in); chunk++ {
+				s := newSettler(0)
+				s.setCols(10)
+				for in := c.in; len(in) > 0; {
+					n := min(chunk, len(in))
+					s.write([]byte(in[:n]))
+					in = in[n:]
+				}
+				if got := s.read(0); got != c.want {
+					t.Fatalf("%q in chunks of %d:\n got %q\nwant %q", c.in, chunk, got, c.want)
+				}
+			}
+		})
+	}
+}
+
 func TestSettleNoEscOrCR(t *testing.T) {
 	for _, c := range settleCases {
 		if strings.ContainsAny(c.want, "\x1b\r") {
@@ -632,7 +685,8 @@ func TestSettleWriteAllocs(t *testing.T) {
 }
 
 // Golden files: testdata/settle/NAME.in holds bytes real programs wrote to
-// a terminal, NAME.golden what reading them all at once returns.
+// an 80-column terminal, NAME.golden what reading them all at once returns
+// when the settler is told the width, as the session does.
 func TestSettleGolden(t *testing.T) {
 	ins, _ := filepath.Glob(filepath.Join("testdata", "settle", "*.in"))
 	if len(ins) == 0 {
@@ -645,7 +699,7 @@ func TestSettleGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := feed(string(raw), len(raw)).read(0)
+			got := feed80(raw, len(raw)).read(0)
 			path := strings.TrimSuffix(in, ".in") + ".golden"
 			if *update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -660,12 +714,23 @@ func TestSettleGolden(t *testing.T) {
 				t.Errorf("settled text differs from %s:\n%s", path, lineDiff(string(want), got))
 			}
 			for _, chunk := range []int{1, 2, 3, 7, 64, 4095} {
-				if got := feed(string(raw), chunk).read(0); got != string(want) {
+				if got := feed80(raw, chunk).read(0); got != string(want) {
 					t.Errorf("in chunks of %d:\n%s", chunk, lineDiff(string(want), got))
 				}
 			}
 		})
 	}
+}
+
+func feed80(in []byte, chunk int) *settler {
+	s := newSettler(0)
+	s.setCols(80)
+	for len(in) > 0 {
+		n := min(chunk, len(in))
+		s.write(in[:n])
+		in = in[n:]
+	}
+	return s
 }
 
 // lineDiff shows the lines that differ, quoted so control bytes show.
@@ -689,7 +754,8 @@ func lineDiff(want, got string) string {
 
 // FuzzSettle checks the parser's invariants: nothing panics, no ESC or CR
 // comes out, and the text does not depend on how the bytes were split.
-// The literal checks that incremental matching agrees with a plain search.
+// The literal checks that incremental matching agrees with a plain search;
+// the seed picks the chunks and the terminal's width (0: unknown).
 func FuzzSettle(f *testing.F) {
 	for _, c := range settleCases {
 		f.Add([]byte(c.in), uint64(len(c.in)), "a")
@@ -703,6 +769,12 @@ func FuzzSettle(f *testing.F) {
 		f.Add(raw, uint64(len(raw)), "$ ")
 	}
 	f.Fuzz(func(t *testing.T, in []byte, seed uint64, lit string) {
+		cols := int(seed % 97)
+		newSettler := func(max int) *settler {
+			s := newSettler(max)
+			s.setCols(cols)
+			return s
+		}
 		whole := newSettler(0)
 		whole.write(in)
 		wantMatch := whole.match(lit)
