@@ -29,12 +29,12 @@ const (
 )
 
 // cell is one column of the cursor's line: a rune, or one of the values below.
-type cell uint32
+type settleCell uint32
 
 const (
-	cellEmpty cell = 0        // never written, or erased: a space between written cells, trimmed at the end
-	cellCont  cell = 0x110000 // the right half of a wide character
-	cellGroup cell = 0x110001 // cellGroup+i is clusters[i], a character with its combining marks
+	settleEmpty settleCell = 0        // never written, or erased: a space between written cells, trimmed at the end
+	settleCont  settleCell = 0x110000 // the right half of a wide character
+	settleGroup settleCell = 0x110001 // settleGroup+i is clusters[i], a character with its combining marks
 )
 
 // settleLine is one line of settled text. Except on the cursor's line, the
@@ -50,20 +50,20 @@ type settleLine struct {
 }
 
 const (
-	lineHoles uint8 = 1 << iota // the text holds NUL for empty cells
-	lineHit                     // a new occurrence of the match literal starts in this line
-	linePend                    // changed or newly touched since the last match call
+	settleHoles uint8 = 1 << iota // the text holds NUL for empty cells
+	settleHit                     // a new occurrence of the match literal starts in this line
+	settlePend                    // changed or newly touched since the last match call
 )
 
 // Parser states. Ground is plain text; the rest are inside an escape sequence.
 const (
-	psGround    uint8 = iota
-	psEsc             // after ESC
-	psEscInter        // after ESC and an intermediate byte: waiting for the final byte
-	psCSI             // in a control sequence
-	psOSC             // in an OSC string, ended by BEL or ST
-	psString          // in a DCS, SOS, PM or APC string, ended by ST
-	psStringEsc       // after ESC inside a string: ST if a backslash follows
+	settleGround    uint8 = iota
+	settleEsc             // after ESC
+	settleEscInter        // after ESC and an intermediate byte: waiting for the final byte
+	settleCSI             // in a control sequence
+	settleOSC             // in an OSC string, ended by BEL or ST
+	settleString          // in a DCS, SOS, PM or APC string, ended by ST
+	settleStringEsc       // after ESC inside a string: ST if a backslash follows
 )
 
 // settler turns raw terminal output into settled text, a line at a time.
@@ -95,7 +95,7 @@ type settler struct {
 	col      int
 	w        int  // columns in a screen row: the terminal's width, or settleMaxCells when unknown
 	pending  bool // the last character printed filled its row: the terminal's cursor waits at the row's end
-	cells    []cell
+	cells    []settleCell
 	clusters []string // characters with combining marks on the cursor's line
 	changed  bool     // cells differ from the line's arena text
 	plain    bool     // cells are all printable ASCII: the usual line, stored by a plain copy
@@ -128,7 +128,7 @@ type settler struct {
 	mlitb  []byte   // mlit, for bytes.Index
 	mparts []string // mlit split at "\n" when it spans lines
 	mepoch uint32
-	mhits  int // lines with lineHit
+	mhits  int // lines with settleHit
 	mfrom  int // no pending line lies before this one
 	buf    []byte
 	cellOf []int32
@@ -171,7 +171,7 @@ func (s *settler) write(p []byte) settleEvents {
 	}
 	for i := 0; i < len(p); {
 		switch s.state {
-		case psGround:
+		case settleGround:
 			if s.need == 0 {
 				j := i
 				for j < len(p) && p[j]-0x20 < 0x5f { // printable ASCII
@@ -189,9 +189,9 @@ func (s *settler) write(p []byte) settleEvents {
 				}
 			}
 			i = s.ground(p, i)
-		case psCSI:
+		case settleCSI:
 			i = s.csi(p, i)
-		case psOSC, psString:
+		case settleOSC, settleString:
 			i = s.skipString(p, i)
 		default:
 			if s.escape(p[i]) {
@@ -266,10 +266,10 @@ func (s *settler) decode(b byte) bool {
 func (s *settler) control(b byte) {
 	switch b {
 	case 0x1b:
-		s.state = psEsc
+		s.state = settleEsc
 		return
 	case 0x18, 0x1a: // CAN, SUB
-		s.state = psGround
+		s.state = settleGround
 		return
 	}
 	if s.alt {
@@ -292,12 +292,12 @@ func (s *settler) control(b byte) {
 // escape handles one byte after ESC, or after ESC inside a string. It
 // reports false when b is not part of the sequence and must be handled again.
 func (s *settler) escape(b byte) bool {
-	if s.state == psStringEsc {
+	if s.state == settleStringEsc {
 		if b == '\\' { // ST
-			s.state = psGround
+			s.state = settleGround
 			return true
 		}
-		s.state = psEsc // ESC ended the string and starts a sequence
+		s.state = settleEsc // ESC ended the string and starts a sequence
 	}
 	switch {
 	case b < 0x20:
@@ -306,26 +306,26 @@ func (s *settler) escape(b byte) bool {
 	case b == 0x7f:
 		return true
 	case b >= 0x80:
-		s.state = psGround // ESC then a non-ASCII character: drop the ESC
+		s.state = settleGround // ESC then a non-ASCII character: drop the ESC
 		return false
-	case s.state == psEscInter: // charset designations and the like: consume the final byte
+	case s.state == settleEscInter: // charset designations and the like: consume the final byte
 		if b >= 0x30 {
-			s.state = psGround
+			s.state = settleGround
 		}
 		return true
 	}
 	if b <= 0x2f {
-		s.state = psEscInter
+		s.state = settleEscInter
 		return true
 	}
-	s.state = psGround
+	s.state = settleGround
 	switch b {
 	case '[':
 		s.startCSI()
 	case ']':
-		s.state = psOSC
+		s.state = settleOSC
 	case 'P', 'X', '^', '_': // DCS, SOS, PM, APC
-		s.state = psString
+		s.state = settleString
 	case 'Z': // DECID
 		s.ev |= evQuery
 	case 'c': // RIS
@@ -349,7 +349,7 @@ func (s *settler) escape(b byte) bool {
 }
 
 func (s *settler) startCSI() {
-	s.state = psCSI
+	s.state = settleCSI
 	s.params = [16]int32{}
 	s.np, s.priv, s.inter, s.bad, s.sub, s.any = 0, 0, 0, false, false, false
 }
@@ -359,15 +359,15 @@ func (s *settler) skipString(p []byte, i int) int {
 	for ; i < len(p); i++ {
 		switch p[i] {
 		case 0x1b:
-			s.state = psStringEsc
+			s.state = settleStringEsc
 			return i + 1
 		case 0x07:
-			if s.state == psOSC {
-				s.state = psGround
+			if s.state == settleOSC {
+				s.state = settleGround
 				return i + 1
 			}
 		case 0x18, 0x1a:
-			s.state = psGround
+			s.state = settleGround
 			return i + 1
 		}
 	}
@@ -398,7 +398,7 @@ func (s *settler) csi(p []byte, i int) int {
 			}
 		case b >= 0x40 && b <= 0x7e:
 			s.params[np], s.np = v, np
-			s.state = psGround
+			s.state = settleGround
 			if !s.bad {
 				s.dispatch(b)
 			}
@@ -415,7 +415,7 @@ func (s *settler) csi(p []byte, i int) int {
 		case b < 0x20:
 			s.params[np], s.np = v, np
 			s.control(b)
-			if s.state != psCSI { // ESC, CAN or SUB ended it
+			if s.state != settleCSI { // ESC, CAN or SUB ended it
 				return i + 1
 			}
 		}
@@ -564,29 +564,29 @@ func (s *settler) putASCII(run []byte) {
 		}
 		dst := s.cells[c:end]
 		for k, b := range run {
-			dst[k] = cell(b)
+			dst[k] = settleCell(b)
 		}
 		s.modified(c, end)
 		return
 	}
 	s.extend(end)
 	lo, hi := -1, 0
-	if s.cells[c] == cellCont {
-		s.cells[c-1] = cellEmpty
+	if s.cells[c] == settleCont {
+		s.cells[c-1] = settleEmpty
 		lo, hi = c-1, c
 	}
 	dst := s.cells[c:end]
 	for k, b := range run {
-		if dst[k] != cell(b) {
-			dst[k] = cell(b)
+		if dst[k] != settleCell(b) {
+			dst[k] = settleCell(b)
 			if lo < 0 {
 				lo = c + k
 			}
 			hi = c + k + 1
 		}
 	}
-	if end < len(s.cells) && s.cells[end] == cellCont {
-		s.cells[end] = cellEmpty
+	if end < len(s.cells) && s.cells[end] == settleCont {
+		s.cells[end] = settleEmpty
 		if lo < 0 {
 			lo = end
 		}
@@ -618,18 +618,18 @@ func (s *settler) printRune(r rune) {
 	c := s.col
 	s.extend(c + w)
 	lo, hi := c, c+w
-	if s.cells[c] == cellCont {
-		s.cells[c-1] = cellEmpty
+	if s.cells[c] == settleCont {
+		s.cells[c-1] = settleEmpty
 		lo = c - 1
 	}
-	if c+w < len(s.cells) && s.cells[c+w] == cellCont {
-		s.cells[c+w] = cellEmpty
+	if c+w < len(s.cells) && s.cells[c+w] == settleCont {
+		s.cells[c+w] = settleEmpty
 		hi = c + w + 1
 	}
-	changed := lo < c || hi > c+w || s.cells[c] != cell(r) || w == 2 && s.cells[c+1] != cellCont
-	s.cells[c] = cell(r)
+	changed := lo < c || hi > c+w || s.cells[c] != settleCell(r) || w == 2 && s.cells[c+1] != settleCont
+	s.cells[c] = settleCell(r)
 	if w == 2 {
-		s.cells[c+1] = cellCont
+		s.cells[c+1] = settleCont
 	}
 	s.col = c + w
 	s.pending = s.col%s.w == 0
@@ -645,10 +645,10 @@ func (s *settler) combine(r rune) {
 	if c >= len(s.cells) {
 		return
 	}
-	if c > 0 && s.cells[c] == cellCont {
+	if c > 0 && s.cells[c] == settleCont {
 		c--
 	}
-	if c < 0 || s.cells[c] == cellEmpty || s.cells[c] == cellCont {
+	if c < 0 || s.cells[c] == settleEmpty || s.cells[c] == settleCont {
 		return
 	}
 	var b []byte
@@ -658,7 +658,7 @@ func (s *settler) combine(r rune) {
 		s.compactClusters()
 	}
 	s.clusters = append(s.clusters, string(b))
-	s.cells[c] = cellGroup + cell(len(s.clusters)-1)
+	s.cells[c] = settleGroup + settleCell(len(s.clusters)-1)
 	s.modified(c, c+1)
 }
 
@@ -667,9 +667,9 @@ func (s *settler) combine(r rune) {
 func (s *settler) compactClusters() {
 	var live []string
 	for i, v := range s.cells {
-		if v >= cellGroup {
-			live = append(live, s.clusters[v-cellGroup])
-			s.cells[i] = cellGroup + cell(len(live)-1)
+		if v >= settleGroup {
+			live = append(live, s.clusters[v-settleGroup])
+			s.cells[i] = settleGroup + settleCell(len(live)-1)
 		}
 	}
 	s.clusters = live
@@ -726,8 +726,8 @@ func (s *settler) tab(n int) {
 // splitWide blanks both halves of a wide character that cell c cuts in two,
 // and reports the first cell it changed (or c).
 func (s *settler) splitWide(c int) int {
-	if c > 0 && c < len(s.cells) && s.cells[c] == cellCont {
-		s.cells[c-1], s.cells[c] = cellEmpty, cellEmpty
+	if c > 0 && c < len(s.cells) && s.cells[c] == settleCont {
+		s.cells[c-1], s.cells[c] = settleEmpty, settleEmpty
 		return c - 1
 	}
 	return c
@@ -760,16 +760,16 @@ func (s *settler) erase(lo, hi int) {
 		return
 	}
 	from, to := lo, hi
-	if s.cells[lo] == cellCont {
+	if s.cells[lo] == settleCont {
 		from--
 	}
-	if hi < len(s.cells) && s.cells[hi] == cellCont {
+	if hi < len(s.cells) && s.cells[hi] == settleCont {
 		to++
 	}
-	if from == lo && to == hi && !written(s.cells[lo:hi]) {
+	if from == lo && to == hi && !settleWritten(s.cells[lo:hi]) {
 		return
 	}
-	if to >= extent(s.cells) {
+	if to >= settleExtent(s.cells) {
 		s.cells = s.cells[:from]
 	} else {
 		clear(s.cells[from:to])
@@ -782,7 +782,7 @@ func (s *settler) erase(lo, hi int) {
 // shifts left. On the line's last row that is the rest of the line.
 func (s *settler) deleteCells(n int) {
 	s.unpend()
-	c, re, ext := s.col, s.rowEnd(), extent(s.cells)
+	c, re, ext := s.col, s.rowEnd(), settleExtent(s.cells)
 	if c >= ext {
 		return
 	}
@@ -796,8 +796,8 @@ func (s *settler) deleteCells(n int) {
 		clear(s.cells[re-n : re])
 		s.plain = false
 	}
-	if c < len(s.cells) && s.cells[c] == cellCont { // its left half was deleted
-		s.cells[c] = cellEmpty
+	if c < len(s.cells) && s.cells[c] == settleCont { // its left half was deleted
+		s.cells[c] = settleEmpty
 	}
 	s.modified(lo, re)
 }
@@ -806,7 +806,7 @@ func (s *settler) deleteCells(n int) {
 // row right; what goes past the row's end is lost.
 func (s *settler) insertCells(n int) {
 	s.unpend()
-	c, re, old := s.col, s.rowEnd(), extent(s.cells)
+	c, re, old := s.col, s.rowEnd(), settleExtent(s.cells)
 	if c >= old {
 		return
 	}
@@ -814,20 +814,20 @@ func (s *settler) insertCells(n int) {
 	n = min(n, re-c)
 	end := min(old+n, re)
 	s.extend(end)
-	cut := s.cells[end-n] == cellCont // a wide character loses its right half off the end
+	cut := s.cells[end-n] == settleCont // a wide character loses its right half off the end
 	copy(s.cells[c+n:end], s.cells[c:end-n])
 	clear(s.cells[c : c+n])
 	if cut {
-		s.cells[end-1] = cellEmpty
+		s.cells[end-1] = settleEmpty
 	}
 	s.plain = false
 	s.modified(lo, re)
 }
 
 // written reports whether any cell is written.
-func written(cells []cell) bool {
+func settleWritten(cells []settleCell) bool {
 	for _, v := range cells {
-		if v != cellEmpty {
+		if v != settleEmpty {
 			return true
 		}
 	}
@@ -835,9 +835,9 @@ func written(cells []cell) bool {
 }
 
 // extent returns the number of cells up to the last written one.
-func extent(cells []cell) int {
+func settleExtent(cells []settleCell) int {
 	n := len(cells)
-	for n > 0 && cells[n-1] == cellEmpty {
+	for n > 0 && cells[n-1] == settleEmpty {
 		n--
 	}
 	return n
@@ -857,7 +857,7 @@ func (s *settler) touch(i int) *settleLine {
 		l.epoch = s.epoch
 		l.seen = l.width // whatever it showed was read, or it is new and empty
 		l.mlo, l.mhi = math.MaxInt32, 0
-		l.flags = l.flags&lineHoles | linePend // it joins the text: new neighbours
+		l.flags = l.flags&settleHoles | settlePend // it joins the text: new neighbours
 		s.unreadLines++
 		s.unreadBytes += int(l.n) + 1
 		s.dirtyFrom = min(s.dirtyFrom, i)
@@ -874,8 +874,8 @@ func (s *settler) modified(lo, hi int) {
 		hi = max(hi, int(l.seen)) // what was seen there is no longer known to be
 		l.seen = int32(lo)
 	}
-	if l.flags&linePend == 0 {
-		l.flags |= linePend
+	if l.flags&settlePend == 0 {
+		l.flags |= settlePend
 		s.mfrom = min(s.mfrom, s.cur)
 	}
 	l.mlo = min(l.mlo, int32(lo))
@@ -885,7 +885,7 @@ func (s *settler) modified(lo, hi int) {
 // lineFeed ends the line on the last line, and moves down a line elsewhere.
 func (s *settler) lineFeed() {
 	s.unpend()
-	if next := s.rowStart() + s.w; next < extent(s.cells) { // the line goes on below: down a row of it
+	if next := s.rowStart() + s.w; next < settleExtent(s.cells) { // the line goes on below: down a row of it
 		s.col = next
 		return
 	}
@@ -974,7 +974,7 @@ func (s *settler) down(n int) {
 func (s *settler) rows(i int) int {
 	n := int(s.line(i).width)
 	if i == s.cur {
-		n = extent(s.cells)
+		n = settleExtent(s.cells)
 	}
 	return max((n+s.w-1)/s.w, 1)
 }
@@ -1017,7 +1017,7 @@ func (s *settler) eraseBelow() {
 		if l.epoch == s.epoch {
 			s.unreadLines--
 			s.unreadBytes -= int(l.n) + 1
-			if l.flags&lineHit != 0 {
+			if l.flags&settleHit != 0 {
 				s.mhits--
 			}
 		}
@@ -1033,7 +1033,7 @@ func (s *settler) eraseBelow() {
 func (s *settler) pendBefore(i int) {
 	if j := s.prevTouched(i + 1); j >= 0 {
 		l := s.line(j)
-		l.flags |= linePend
+		l.flags |= settlePend
 		s.mfrom = min(s.mfrom, j)
 	}
 }
@@ -1051,7 +1051,7 @@ func (s *settler) evict() {
 			s.unreadBytes -= int(l.n) + 1
 			s.lostLines++
 			s.lostBytes += int(l.n) + 1
-			if l.flags&lineHit != 0 {
+			if l.flags&settleHit != 0 {
 				s.mhits--
 			}
 		}
@@ -1067,7 +1067,7 @@ func (s *settler) flush() {
 		return
 	}
 	s.changed = false
-	ext := extent(s.cells)
+	ext := settleExtent(s.cells)
 	need := 0
 	for _, c := range s.clusters {
 		need += len(c)
@@ -1077,7 +1077,7 @@ func (s *settler) flush() {
 	start := len(s.arena)
 	var holes bool
 	if s.plain {
-		s.arena = appendPlain(s.arena, s.cells[:ext])
+		s.arena = settleAppendPlain(s.arena, s.cells[:ext])
 	} else {
 		s.arena, holes = s.appendCells(s.arena, s.cells[:ext])
 	}
@@ -1101,9 +1101,9 @@ func (s *settler) flush() {
 	}
 	s.charge += int(n - l.n)
 	l.n, l.width = n, int32(ext)
-	l.flags &^= lineHoles
+	l.flags &^= settleHoles
 	if holes {
-		l.flags |= lineHoles
+		l.flags |= settleHoles
 	}
 }
 
@@ -1142,10 +1142,10 @@ func (s *settler) load() {
 	l := s.line(s.cur)
 	s.cells, s.clusters, s.changed = s.cells[:0], s.clusters[:0], false
 	text := s.arena[l.off : l.off+l.n]
-	s.plain = l.flags&lineHoles == 0
+	s.plain = l.flags&settleHoles == 0
 	for i := 0; i < len(text); {
 		if b := text[i]; b < 0x80 {
-			s.cells = append(s.cells, cell(b)) // NUL is cellEmpty
+			s.cells = append(s.cells, settleCell(b)) // NUL is cellEmpty
 			i++
 			continue
 		}
@@ -1155,26 +1155,26 @@ func (s *settler) load() {
 		switch width.Rune(r) {
 		case 0: // a combining mark: flush wrote it after its base
 			k := len(s.cells) - 1
-			for k > 0 && s.cells[k] == cellCont {
+			for k > 0 && s.cells[k] == settleCont {
 				k--
 			}
-			if k < 0 || s.cells[k] == cellEmpty {
+			if k < 0 || s.cells[k] == settleEmpty {
 				continue
 			}
 			b := utf8.AppendRune(s.appendCell(nil, s.cells[k], 0), r)
 			s.clusters = append(s.clusters, string(b))
-			s.cells[k] = cellGroup + cell(len(s.clusters)-1)
+			s.cells[k] = settleGroup + settleCell(len(s.clusters)-1)
 		case 2:
-			s.cells = append(s.cells, cell(r), cellCont)
+			s.cells = append(s.cells, settleCell(r), settleCont)
 		default:
-			s.cells = append(s.cells, cell(r))
+			s.cells = append(s.cells, settleCell(r))
 		}
 	}
 }
 
-// appendPlain appends the text of cells that are all printable ASCII, the
+// settleAppendPlain appends the text of cells that are all printable ASCII, the
 // hot path of every line feed.
-func appendPlain(dst []byte, cells []cell) []byte {
+func settleAppendPlain(dst []byte, cells []settleCell) []byte {
 	n := len(dst)
 	dst = dst[:n+len(cells)]
 	out := dst[n:]
@@ -1186,18 +1186,18 @@ func appendPlain(dst []byte, cells []cell) []byte {
 
 // appendCells appends the text of cells, NUL for each empty cell, and
 // reports whether there was one.
-func (s *settler) appendCells(dst []byte, cells []cell) ([]byte, bool) {
+func (s *settler) appendCells(dst []byte, cells []settleCell) ([]byte, bool) {
 	holes := false
 	for i := 0; i < len(cells); {
 		j := i
 		for j < len(cells) && cells[j]-1 < 0x7f { // printable ASCII, in a run
 			j++
 		}
-		dst = appendPlain(dst, cells[i:j])
+		dst = settleAppendPlain(dst, cells[i:j])
 		if j == len(cells) {
 			break
 		}
-		holes = holes || cells[j] == cellEmpty
+		holes = holes || cells[j] == settleEmpty
 		dst = s.appendCell(dst, cells[j], 0)
 		i = j + 1
 	}
@@ -1205,18 +1205,18 @@ func (s *settler) appendCells(dst []byte, cells []cell) ([]byte, bool) {
 }
 
 // appendCell appends the text of one cell, empty as the byte given.
-func (s *settler) appendCell(dst []byte, v cell, empty byte) []byte {
+func (s *settler) appendCell(dst []byte, v settleCell, empty byte) []byte {
 	switch {
-	case v == cellEmpty:
+	case v == settleEmpty:
 		return append(dst, empty)
 	case v < 0x80:
 		return append(dst, byte(v))
-	case v < cellCont:
+	case v < settleCont:
 		return utf8.AppendRune(dst, rune(v))
-	case v == cellCont:
+	case v == settleCont:
 		return dst
 	}
-	return append(dst, s.clusters[v-cellGroup]...)
+	return append(dst, s.clusters[v-settleGroup]...)
 }
 
 // sync brings the cursor's line up to date in the arena.
@@ -1231,7 +1231,7 @@ func (s *settler) sync() {
 func (s *settler) text(i int) []byte {
 	l := s.line(i)
 	t := s.arena[l.off : l.off+l.n]
-	if l.flags&lineHoles == 0 {
+	if l.flags&settleHoles == 0 {
 		return t
 	}
 	s.buf = append(s.buf[:0], t...)
@@ -1275,9 +1275,9 @@ func (s *settler) firstTouched() int {
 // Reading.
 
 // read returns the text of every line touched since the last read, joined
-// with "\n", and marks everything read. Over max bytes (max > 0), a head
-// and a tail are kept around one marker line saying what was left out.
-func (s *settler) read(max int) string {
+// with "\n", and marks everything read. Over limit bytes (limit > 0), a
+// head and a tail are kept around one marker line saying what was left out.
+func (s *settler) read(limit int) string {
 	if s.lines == nil {
 		return ""
 	}
@@ -1286,8 +1286,8 @@ func (s *settler) read(max int) string {
 	if s.unreadLines == 0 && s.lostLines == 0 {
 		return ""
 	}
-	total := max0(s.unreadBytes - 1) // joined: no separator after the last line
-	if s.lostLines == 0 && (max <= 0 || total <= max) {
+	total := max(s.unreadBytes-1, 0) // joined: no separator after the last line
+	if s.lostLines == 0 && (limit <= 0 || total <= limit) {
 		var b strings.Builder
 		b.Grow(total)
 		for i, first := s.firstTouched(), true; i >= 0; i, first = s.nextTouched(i), false {
@@ -1298,25 +1298,23 @@ func (s *settler) read(max int) string {
 		}
 		return b.String()
 	}
-	return s.elide(max, total)
+	return s.elide(limit, total)
 }
 
-func max0(n int) int { return max(n, 0) }
-
-// elide builds a read's result when it is over max, or lines were lost.
+// elide builds a read's result when it is over limit, or lines were lost.
 // Only the lines kept are visited; the figures come from the counters.
-func (s *settler) elide(max, total int) string {
+func (s *settler) elide(limit, total int) string {
 	allBytes, allLines := s.lostBytes+total, s.lostLines+s.unreadLines
 	room := total
-	if max > 0 {
-		room = max - len(elisionMarker(allBytes, allLines)) - 2
+	if limit > 0 {
+		room = limit - len(settleMarker(allBytes, allLines)) - 2
 	}
 	headRoom := room / 2
 	if s.lostLines > 0 { // the oldest text is gone: say so first, then the newest
 		headRoom = 0
 	}
 	var b strings.Builder
-	b.Grow(max0(room) + 64)
+	b.Grow(max(room, 0) + 64)
 	h, headLines, stop := 0, 0, s.firstTouched()
 	for ; stop >= 0 && headRoom > 0; stop = s.nextTouched(stop) {
 		t := s.text(stop)
@@ -1371,7 +1369,7 @@ func (s *settler) elide(max, total int) string {
 	if h > 0 || headLines > 0 {
 		b.WriteByte('\n')
 	}
-	b.WriteString(elisionMarker(allBytes-h-t, allLines-headLines-tailLines))
+	b.WriteString(settleMarker(allBytes-h-t, allLines-headLines-tailLines))
 	for k := len(tail) - 1; k >= 0; k-- {
 		b.WriteByte('\n')
 		b.Write(s.text(tail[k].line)[tail[k].from:])
@@ -1379,8 +1377,8 @@ func (s *settler) elide(max, total int) string {
 	return b.String()
 }
 
-// elisionMarker is the line that stands for text a read left out.
-func elisionMarker(bytes, lines int) string {
+// settleMarker is the line that stands for text a read left out.
+func settleMarker(bytes, lines int) string {
 	return "[... " + strconv.Itoa(bytes) + " bytes in " + strconv.Itoa(lines) + " lines elided ...]"
 }
 
@@ -1402,7 +1400,7 @@ func (s *settler) unread() bool {
 		return false
 	}
 	if i := s.firstTouched(); i == s.cur {
-		return extent(s.cells) > 0
+		return settleExtent(s.cells) > 0
 	} else {
 		return i >= 0 && s.line(i).n > 0
 	}
@@ -1452,7 +1450,7 @@ func (s *settler) match(lit string) bool {
 		}
 		for i := s.firstTouched(); i >= 0; i = s.nextTouched(i) {
 			l := s.line(i)
-			l.flags &^= lineHit | linePend
+			l.flags &^= settleHit | settlePend
 			l.mlo, l.mhi = math.MaxInt32, 0
 			s.setHit(i, s.occurs(i, 0, settleMaxCells))
 		}
@@ -1462,14 +1460,14 @@ func (s *settler) match(lit string) bool {
 	checked := s.base - 1 // lines before this one are done, for literals spanning lines
 	for i := s.nextTouched(max(s.mfrom, s.base) - 1); i >= 0; i = s.nextTouched(i) {
 		l := s.line(i)
-		if l.flags&linePend == 0 {
+		if l.flags&settlePend == 0 {
 			continue
 		}
 		lo, hi := int(l.mlo), int(l.mhi)
-		l.flags &^= linePend
+		l.flags &^= settlePend
 		l.mlo, l.mhi = math.MaxInt32, 0
 		if s.mparts == nil {
-			if l.flags&lineHit != 0 {
+			if l.flags&settleHit != 0 {
 				lo, hi = 0, settleMaxCells
 			}
 			s.setHit(i, s.occurs(i, lo, hi))
@@ -1495,8 +1493,8 @@ func (s *settler) match(lit string) bool {
 
 func (s *settler) setHit(i int, hit bool) {
 	l := s.line(i)
-	if was := l.flags&lineHit != 0; was != hit {
-		l.flags ^= lineHit
+	if was := l.flags&settleHit != 0; was != hit {
+		l.flags ^= settleHit
 		if hit {
 			s.mhits++
 		} else {
@@ -1518,7 +1516,7 @@ func (s *settler) occurs(i, lo, hi int) bool {
 	}
 	l := s.line(i)
 	t := s.text(i)
-	seen := seenBytes(t, int(l.seen))
+	seen := settleSeenBytes(t, int(l.seen))
 	for off := 0; ; off++ {
 		k := bytes.Index(t[off:], s.mlitb)
 		if k < 0 {
@@ -1530,9 +1528,9 @@ func (s *settler) occurs(i, lo, hi int) bool {
 	}
 }
 
-// seenBytes returns how many bytes of text the first n cells take,
+// settleSeenBytes returns how many bytes of text the first n cells take,
 // combining marks on the last of them included.
-func seenBytes(text []byte, n int) int {
+func settleSeenBytes(text []byte, n int) int {
 	i := 0
 	for i < len(text) && i < n && text[i] < 0x80 {
 		i++
@@ -1555,8 +1553,8 @@ func seenBytes(text []byte, n int) int {
 // occursInCells looks for a new occurrence of the literal in cells [lo, hi)
 // of the cursor's line, rendering only those.
 func (s *settler) occursInCells(lo, hi int) bool {
-	hi = min(hi, extent(s.cells))
-	for lo > 0 && lo < hi && s.cells[lo] == cellCont {
+	hi = min(hi, settleExtent(s.cells))
+	for lo > 0 && lo < hi && s.cells[lo] == settleCont {
 		lo--
 	}
 	if lo >= hi {
@@ -1607,7 +1605,7 @@ func (s *settler) lineText(i int) []byte {
 		return s.text(i)
 	}
 	s.buf = s.buf[:0]
-	for _, v := range s.cells[:extent(s.cells)] {
+	for _, v := range s.cells[:settleExtent(s.cells)] {
 		s.buf = s.appendCell(s.buf, v, ' ')
 	}
 	return s.buf

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// benchText returns about n bytes of the output of a build or a log: lines
+// settleBenchText returns about n bytes of the output of a build or a log: lines
 // of words, with SGR colour codes around some of them when colour is set.
-func benchText(n int, colour bool) []byte {
+func settleBenchText(n int, colour bool) []byte {
 	words := strings.Fields("the quick brown fox jumps over the lazy dog compiling module src/main.go ok PASS 12.5s")
 	var b strings.Builder
 	for i := 0; b.Len() < n; i++ {
@@ -26,10 +26,10 @@ func benchText(n int, colour bool) []byte {
 	return []byte(b.String())
 }
 
-// benchRedraw returns about n bytes of what readline writes while a person
+// settleBenchRedraw returns about n bytes of what readline writes while a person
 // types commands: the prompt, each character echoed, corrections with
 // backspace and erase, a full redraw for history recall, then the output.
-func benchRedraw(n int) []byte {
+func settleBenchRedraw(n int) []byte {
 	var b strings.Builder
 	for i := 0; b.Len() < n; i++ {
 		b.WriteString("\x1b]0;user@host: ~/src\a\x1b[01;32muser@host\x1b[00m:\x1b[01;34m~/src\x1b[00m$ ")
@@ -51,9 +51,9 @@ func BenchmarkSettleWrite(b *testing.B) {
 		name string
 		data []byte
 	}{
-		{"plain", benchText(1<<20, false)},
-		{"sgr", benchText(1<<20, true)},
-		{"redraw", benchRedraw(1 << 20)},
+		{"plain", settleBenchText(1<<20, false)},
+		{"sgr", settleBenchText(1<<20, true)},
+		{"redraw", settleBenchRedraw(1 << 20)},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -73,7 +73,7 @@ func BenchmarkSettleWrite(b *testing.B) {
 
 // BenchmarkSettleMatch is a waiter checking for a prompt after every chunk.
 func BenchmarkSettleMatch(b *testing.B) {
-	data := benchText(1<<20, true)
+	data := settleBenchText(1<<20, true)
 	s := newSettler(0)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -92,7 +92,7 @@ func BenchmarkSettleMatch(b *testing.B) {
 // cost follows the output, not the backlog.
 func BenchmarkSettleReadBacklog(b *testing.B) {
 	s := newSettler(64 << 20)
-	chunk := benchText(1<<20, false)
+	chunk := settleBenchText(1<<20, false)
 	for range 20 {
 		s.write(chunk)
 	}

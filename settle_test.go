@@ -9,9 +9,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/settle")
+// settleUpdate reports whether -update asks for the golden files to be
+// rewritten. The flag is registered here unless another test file of the
+// package registered it first.
+func settleUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files under testdata")
+	}
+}
 
 // settleCases are raw bytes and the settled text a read returns after them.
 var settleCases = []struct {
@@ -26,7 +39,7 @@ var settleCases = []struct {
 	{"cub and el", "hello\x1b[2D\x1b[K", "hel"},
 	{"wide", "日本\b\bX", "日X"},
 
-	// Cells: empty between written ones is a space, trailing empty is trimmed, written spaces stay.
+	// Cells: empty between settleWritten ones is a space, trailing empty is trimmed, settleWritten spaces stay.
 	{"prompt keeps its space", ">>> ", ">>> "},
 	{"trailing tab trimmed", "a\t", "a"},
 	{"cuf leaves empty cells", "a\x1b[3Cb", "a   b"},
@@ -67,7 +80,7 @@ var settleCases = []struct {
 
 	// Applied.
 	{"bs stops at 0", "\b\bab\b\b\bc", "cb"},
-	{"tab stops", "abcdefgh\tx\x1b[3I|\ty", "abcdefgh" + sp(8) + "x" + sp(23) + "|" + sp(7) + "y"},
+	{"tab stops", "abcdefgh\tx\x1b[3I|\ty", "abcdefgh" + settleSpaces(8) + "x" + settleSpaces(23) + "|" + settleSpaces(7) + "y"},
 	{"cbt", "abcdefghijk\x1b[Zx", "abcdefghxjk"},
 	{"el 1", "abcdef\x1b[3D\x1b[1K", "    ef"},
 	{"el 2", "abcdef\x1b[2Kx", "      x"},
@@ -128,8 +141,8 @@ var settleCases = []struct {
 	{"alt ignores edits", "abc\x1b[?1049h\r\x1b[K\x1b[5A\x1b[J\x1b7\x1b[?1049ld", "abcd"},
 }
 
-// feed writes in to a new settler chunk bytes at a time.
-func feed(in string, chunk int) *settler {
+// settleFeed writes in to a new settler chunk bytes at a time.
+func settleFeed(in string, chunk int) *settler {
 	s := newSettler(0)
 	for len(in) > 0 {
 		n := min(chunk, len(in))
@@ -143,7 +156,7 @@ func TestSettleTable(t *testing.T) {
 	for _, c := range settleCases {
 		t.Run(c.name, func(t *testing.T) {
 			for chunk := 1; chunk <= max(len(c.in), 1); chunk++ {
-				if got := feed(c.in, chunk).read(0); got != c.want {
+				if got := settleFeed(c.in, chunk).read(0); got != c.want {
 					t.Fatalf("%q in chunks of %d:\n got %q\nwant %q", c.in, chunk, got, c.want)
 				}
 			}
@@ -301,7 +314,7 @@ func TestSettleTouched(t *testing.T) {
 		// The current line: returned unfinished, then whole once it changes.
 		{"\r>>> ", ">>> "},
 		{"2**64\r\n18446744073709551616\r\n>>> ", ">>> 2**64\n18446744073709551616\n>>> "},
-		// A line feed ends the line: it comes back once more, whole.
+		// A line settleFeed ends the line: it comes back once more, whole.
 		{"x", ">>> x"},
 		{"\n", ">>> x"},
 		// An empty current line nobody wrote is not included; one that was cleared is.
@@ -469,7 +482,7 @@ func TestSettleLongLine(t *testing.T) {
 func TestSettleUpBound(t *testing.T) {
 	s := newSettler(1 << 20)
 	for i := range 600 {
-		fmt.Fprintf(wr{s}, "line %d\n", i)
+		fmt.Fprintf(settleWriter{s}, "line %d\n", i)
 	}
 	s.read(0)
 	s.write([]byte("\x1b[9999A!"))
@@ -478,14 +491,14 @@ func TestSettleUpBound(t *testing.T) {
 	}
 }
 
-type wr struct{ s *settler }
+type settleWriter struct{ s *settler }
 
-func (w wr) Write(p []byte) (int, error) { w.s.write(p); return len(p), nil }
+func (w settleWriter) Write(p []byte) (int, error) { w.s.write(p); return len(p), nil }
 
 func TestSettleEvict(t *testing.T) {
 	s := newSettler(4096)
 	for i := range 1000 {
-		fmt.Fprintf(wr{s}, "line %04d\n", i)
+		fmt.Fprintf(settleWriter{s}, "line %04d\n", i)
 	}
 	if s.charge > 4096+64 {
 		t.Fatalf("charge %d over the bound", s.charge)
@@ -497,7 +510,7 @@ func TestSettleEvict(t *testing.T) {
 	got := s.read(0)
 	kept := len(sb)
 	lost := 1000 - kept
-	marker := elisionMarker(lost*10, lost)
+	marker := settleMarker(lost*10, lost)
 	if want := marker + "\n" + strings.Join(sb, "\n"); got != want {
 		t.Fatalf("read after eviction:\n got %.80q...\nwant %.80q...", got, want)
 	}
@@ -506,7 +519,7 @@ func TestSettleEvict(t *testing.T) {
 	}
 	// With a cap too: the marker counts the lost lines and what the cap left out.
 	for i := range 1000 {
-		fmt.Fprintf(wr{s}, "line %04d\n", i)
+		fmt.Fprintf(settleWriter{s}, "line %04d\n", i)
 	}
 	got = s.read(100)
 	lines := strings.Split(got, "\n")
@@ -514,7 +527,7 @@ func TestSettleEvict(t *testing.T) {
 		t.Fatalf("capped read after eviction: %q", got)
 	}
 	tail := len(lines) - 1
-	if want := elisionMarker((1000-tail)*10, 1000-tail); lines[0] != want {
+	if want := settleMarker((1000-tail)*10, 1000-tail); lines[0] != want {
 		t.Fatalf("marker %q, want %q", lines[0], want)
 	}
 }
@@ -542,7 +555,7 @@ func TestSettleReadCap(t *testing.T) {
 		t.Fatalf("read(100) = %q", got)
 	}
 	elided := 100 - len(head) - len(tail)
-	if want := elisionMarker(elided*8+1, elided); marker != want { // +1: both separators around the marker
+	if want := settleMarker(elided*8+1, elided); marker != want { // +1: both separators around the marker
 		t.Fatalf("marker %q, want %q", marker, want)
 	}
 	if s.unread() {
@@ -563,19 +576,17 @@ func TestSettleReadCapLongLines(t *testing.T) {
 		t.Fatalf("read(1000) = %q", got)
 	}
 	for _, l := range lines {
-		if !utf8Valid(l) {
+		if !utf8.ValidString(l) {
 			t.Fatalf("cut inside a character: %q", l)
 		}
 	}
 	elided := 2*9000 + 1 - len(lines[0]) - len(lines[2])
-	if want := elisionMarker(elided, 2); lines[1] != want {
+	if want := settleMarker(elided, 2); lines[1] != want {
 		t.Fatalf("marker %q, want %q", lines[1], want)
 	}
 }
 
-func sp(n int) string { return strings.Repeat(" ", n) }
-
-func utf8Valid(s string) bool { return !strings.Contains(strings.ToValidUTF8(s, "\x00"), "\x00") }
+func settleSpaces(n int) string { return strings.Repeat(" ", n) }
 
 // TestSettleFlood checks that a flood far beyond the scrollback is capped
 // and counted right, however it arrives.
@@ -595,7 +606,7 @@ func TestSettleFlood(t *testing.T) {
 	lines := strings.Split(got, "\n")
 	kept := len(lines) - 1
 	total := n / 100
-	if want := elisionMarker(n-kept*100, total-kept); lines[0] != want {
+	if want := settleMarker(n-kept*100, total-kept); lines[0] != want {
 		t.Fatalf("marker %q, want %q", lines[0], want)
 	}
 	if s.charge > settleDefaultMax+200 || cap(s.arena) > 3*settleDefaultMax {
@@ -628,7 +639,7 @@ func TestSettleTailScrollback(t *testing.T) {
 	}
 }
 
-// TestSettleEditAfterMove checks that a line keeps empty and written cells
+// TestSettleEditAfterMove checks that a line keeps empty and settleWritten cells
 // apart after it was stored and loaded again.
 func TestSettleEditAfterMove(t *testing.T) {
 	s := newSettler(0)
@@ -649,7 +660,7 @@ func TestSettleEditAfterMove(t *testing.T) {
 func TestSettleManyEdits(t *testing.T) {
 	s := newSettler(2048)
 	for i := range 3000 {
-		fmt.Fprintf(wr{s}, "\x1b[3A\x1b[2Ka %d\n\x1b[2Kb %d%s\n\x1b[2Kc\n", i, i, strings.Repeat("=", i%50))
+		fmt.Fprintf(settleWriter{s}, "\x1b[3A\x1b[2Ka %d\n\x1b[2Kb %d%s\n\x1b[2Kc\n", i, i, strings.Repeat("=", i%50))
 	}
 	want := fmt.Sprintf("a 2999\nb 2999%s\nc", strings.Repeat("=", 2999%50))
 	if got := s.scrollback(); !strings.HasSuffix(got, want) {
@@ -676,7 +687,7 @@ func TestSettleIdleSize(t *testing.T) {
 
 func TestSettleWriteAllocs(t *testing.T) {
 	s := newSettler(0)
-	chunk := benchText(32<<10, true)
+	chunk := settleBenchText(32<<10, true)
 	s.write(chunk)
 	allocs := testing.AllocsPerRun(200, func() { s.write(chunk) })
 	if allocs > 0.5 {
@@ -699,9 +710,9 @@ func TestSettleGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := feed80(raw, len(raw)).read(0)
+			got := settleFeed80(raw, len(raw)).read(0)
 			path := strings.TrimSuffix(in, ".in") + ".golden"
-			if *update {
+			if settleUpdate() {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -711,18 +722,18 @@ func TestSettleGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got != string(want) {
-				t.Errorf("settled text differs from %s:\n%s", path, lineDiff(string(want), got))
+				t.Errorf("settled text differs from %s:\n%s", path, settleDiff(string(want), got))
 			}
 			for _, chunk := range []int{1, 2, 3, 7, 64, 4095} {
-				if got := feed80(raw, chunk).read(0); got != string(want) {
-					t.Errorf("in chunks of %d:\n%s", chunk, lineDiff(string(want), got))
+				if got := settleFeed80(raw, chunk).read(0); got != string(want) {
+					t.Errorf("in chunks of %d:\n%s", chunk, settleDiff(string(want), got))
 				}
 			}
 		})
 	}
 }
 
-func feed80(in []byte, chunk int) *settler {
+func settleFeed80(in []byte, chunk int) *settler {
 	s := newSettler(0)
 	s.setCols(80)
 	for len(in) > 0 {
@@ -733,8 +744,8 @@ func feed80(in []byte, chunk int) *settler {
 	return s
 }
 
-// lineDiff shows the lines that differ, quoted so control bytes show.
-func lineDiff(want, got string) string {
+// settleDiff shows the lines that differ, quoted so control bytes show.
+func settleDiff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
 	var b strings.Builder
 	for i := range max(len(w), len(g)) {
