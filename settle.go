@@ -28,7 +28,7 @@ const (
 	settleNone       = math.MaxInt
 )
 
-// cell is one column of the cursor's line: a rune, or one of the values below.
+// settleCell is one column of the cursor's line: a rune, or one of the values below.
 type settleCell uint32
 
 const (
@@ -126,7 +126,7 @@ type settler struct {
 	// Match state for one literal, valid within one epoch.
 	mlit   string
 	mlitb  []byte   // mlit, for bytes.Index
-	mparts []string // mlit split at "\n" when it spans lines
+	mparts [][]byte // mlit split at "\n" when it spans lines
 	mepoch uint32
 	mhits  int // lines with settleHit
 	mfrom  int // no pending line lies before this one
@@ -677,15 +677,21 @@ func (s *settler) compactClusters() {
 
 // repeat prints the last character n more times (REP).
 func (s *settler) repeat(n int) {
-	if s.last == 0 {
-		return
-	}
-	for range min(n, settleMaxCells) {
-		if s.last < 0x80 {
-			s.printASCII([]byte{byte(s.last)})
-		} else {
+	n = min(n, settleMaxCells)
+	if s.last >= 0x80 {
+		for range n {
 			s.printRune(s.last)
 		}
+		return
+	}
+	var run [64]byte
+	for i := range run {
+		run[i] = byte(s.last)
+	}
+	for s.last != 0 && n > 0 {
+		k := min(n, len(run))
+		s.printASCII(run[:k])
+		n -= k
 	}
 }
 
@@ -824,7 +830,7 @@ func (s *settler) insertCells(n int) {
 	s.modified(lo, re)
 }
 
-// written reports whether any cell is written.
+// settleWritten reports whether any cell is written.
 func settleWritten(cells []settleCell) bool {
 	for _, v := range cells {
 		if v != settleEmpty {
@@ -834,7 +840,7 @@ func settleWritten(cells []settleCell) bool {
 	return false
 }
 
-// extent returns the number of cells up to the last written one.
+// settleExtent returns the number of cells up to the last written one.
 func settleExtent(cells []settleCell) int {
 	n := len(cells)
 	for n > 0 && cells[n-1] == settleEmpty {
@@ -957,7 +963,7 @@ func (s *settler) down(n int) {
 		return
 	}
 	n -= rows - 1 - row
-	i := s.cur
+	i, row := s.cur, rows-1
 	for n > 0 && i < s.lastLine() {
 		i++
 		if rows := s.rows(i); n <= rows {
@@ -1320,13 +1326,15 @@ func (s *settler) elide(limit, total int) string {
 		t := s.text(stop)
 		sep := min(headLines, 1)
 		if h+sep+len(t) > headRoom {
-			if cut := headRoom - h - sep; cut > 0 && cut >= headRoom/4 {
+			if cut := headRoom - h - sep; cut >= headRoom/4 {
 				for cut > 0 && !utf8.RuneStart(t[cut]) {
 					cut--
 				}
-				b.WriteString("\n"[:sep])
-				b.Write(t[:cut])
-				h += sep + cut
+				if cut > 0 {
+					b.WriteString("\n"[:sep])
+					b.Write(t[:cut])
+					h += sep + cut
+				}
 			}
 			break
 		}
@@ -1348,13 +1356,15 @@ func (s *settler) elide(limit, total int) string {
 		text := s.text(i)
 		sep := min(len(tail), 1)
 		if t+sep+len(text) > tailRoom {
-			if cut := tailRoom - t - sep; cut > 0 && cut >= tailRoom/4 {
+			if cut := tailRoom - t - sep; cut >= tailRoom/4 {
 				from := len(text) - cut
 				for from < len(text) && !utf8.RuneStart(text[from]) {
 					from++
 				}
-				tail = append(tail, piece{i, from})
-				t += sep + len(text) - from
+				if from < len(text) {
+					tail = append(tail, piece{i, from})
+					t += sep + len(text) - from
+				}
 			}
 			break
 		}
@@ -1399,11 +1409,11 @@ func (s *settler) unread() bool {
 	case s.unreadLines == 0:
 		return false
 	}
-	if i := s.firstTouched(); i == s.cur {
+	i := s.firstTouched() // the one touched line: is it empty?
+	if i == s.cur {
 		return settleExtent(s.cells) > 0
-	} else {
-		return i >= 0 && s.line(i).n > 0
 	}
+	return i >= 0 && s.line(i).n > 0
 }
 
 // tail returns the last n lines of the settled scrollback, read or not; the
@@ -1446,7 +1456,7 @@ func (s *settler) match(lit string) bool {
 	if lit != s.mlit || s.mepoch != s.epoch {
 		s.mlit, s.mlitb, s.mparts, s.mepoch, s.mhits = lit, []byte(lit), nil, s.epoch, 0
 		if strings.Contains(lit, "\n") {
-			s.mparts = strings.Split(lit, "\n")
+			s.mparts = bytes.Split(s.mlitb, []byte("\n"))
 		}
 		for i := s.firstTouched(); i >= 0; i = s.nextTouched(i) {
 			l := s.line(i)
@@ -1584,7 +1594,7 @@ func (s *settler) occursInCells(lo, hi int) bool {
 // middle parts, and the one after starts with the last part.
 func (s *settler) spans(i int) bool {
 	parts := s.mparts
-	if !bytes.HasSuffix(s.lineText(i), []byte(parts[0])) {
+	if !bytes.HasSuffix(s.lineText(i), parts[0]) {
 		return false
 	}
 	for k, p := range parts[1:] {
@@ -1592,7 +1602,7 @@ func (s *settler) spans(i int) bool {
 			return false
 		}
 		t := s.lineText(i)
-		if k < len(parts)-2 && len(t) != len(p) || !bytes.HasPrefix(t, []byte(p)) {
+		if k < len(parts)-2 && len(t) != len(p) || !bytes.HasPrefix(t, p) {
 			return false
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // settleUpdate reports whether -update asks for the golden files to be
@@ -95,6 +96,9 @@ var settleCases = []struct {
 	{"cup home", "abc\x1b[Hx", "xbc"},
 	{"hpr", "a\x1b[2ab", "a  b"},
 	{"rep", "ab\x1b[3bc", "abbbbc"},
+	{"rep wide", "日\x1b[2b", "日日日"},
+	{"rep many", "x\x1b[100b", strings.Repeat("x", 101)},
+	{"rep nothing yet", "\x1b[3ba", "a"},
 	{"decsc decrc", "abc\x1b7\rx\x1b8d", "xbcd"},
 	{"scosc scorc", "abc\x1b[s\r\x1b[K\x1b[u!", "   !"},
 	{"ris", "abc\x1bcx", "xbc"},
@@ -186,6 +190,7 @@ var settleWrapCases = []struct {
 	{"crlf when the row is full", "0123456789\r\nab", "0123456789\nab"},
 	{"up into a wrapped line", "0123456789abcd\nxy\x1b[AZ", "0123456789abZd\nxy"},
 	{"up two rows", "0123456789abcd\nxy\x1b[2AZ", "01Z3456789abcd\nxy"},
+	{"down stops on the last row", "0123456789abcd\x1b[A\x1b[5BX", "0123456789abcdX"},
 	{"down into the next line", "0123456789ab\nxy\x1b[2A\x1b[2BZ", "0123456789ab\nxyZ"},
 	{"el within row", "0123456789abcd\x1b[A\r\x1b[5C\x1b[K", "01234     abcd"},
 	{"el 1 within row", "0123456789abcd\x1b[2D\x1b[1K", "0123456789   d"},
@@ -563,6 +568,31 @@ func TestSettleReadCap(t *testing.T) {
 	}
 }
 
+func TestSettleReadTinyLimit(t *testing.T) {
+	s := newSettler(0)
+	s.write([]byte(strings.Repeat("some text\n", 10)))
+	if got, want := s.read(5), settleMarker(99, 10); got != want {
+		t.Fatalf("read(5) = %q, want just the marker %q", got, want)
+	}
+	s.write([]byte("abc"))
+	if got := s.read(3); got != "abc" {
+		t.Fatalf("read(3) of 3 bytes = %q", got)
+	}
+}
+
+func TestSettleResize(t *testing.T) {
+	s := newSettler(0)
+	s.setCols(10)
+	s.write([]byte("0123456789ab"))
+	s.setCols(0) // unknown again: the line is one row
+	s.write([]byte("\rX"))
+	s.setCols(5)
+	s.write([]byte("\x1b[AY"))
+	if got := s.read(0); got != "XY23456789ab" {
+		t.Fatalf("got %q", got)
+	}
+}
+
 func TestSettleReadCapLongLines(t *testing.T) {
 	s := newSettler(0)
 	long := strings.Repeat("日本語", 1000) // 9000 bytes
@@ -682,6 +712,9 @@ func TestSettleIdleSize(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Fatalf("an idle settler allocates %v times", allocs)
+	}
+	if size := unsafe.Sizeof(settler{}); size > 1024 {
+		t.Fatalf("an idle settler takes %d bytes", size)
 	}
 }
 
