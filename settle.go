@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"slices"
 	"strconv"
@@ -173,10 +174,7 @@ func (s *settler) write(p []byte) settleEvents {
 		switch s.state {
 		case settleGround:
 			if s.need == 0 {
-				j := i
-				for j < len(p) && p[j]-0x20 < 0x5f { // printable ASCII
-					j++
-				}
+				j := settlePrintable(p, i)
 				if j > i {
 					s.printASCII(p[i:j])
 					i = j
@@ -200,6 +198,24 @@ func (s *settler) write(p []byte) settleEvents {
 		}
 	}
 	return s.ev
+}
+
+// settlePrintable returns the end of the run of printable ASCII at p[i:],
+// testing eight bytes at a time while it can.
+func settlePrintable(p []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(p); i += 8 {
+		x := binary.LittleEndian.Uint64(p[i:])
+		below := (x - 0x20*ones) &^ x       // a byte under 0x20, or from 0x80
+		above := (x + (0x7f-0x7e)*ones) | x // a byte over 0x7e
+		if (below|above)&highs != 0 {
+			break
+		}
+	}
+	for i < len(p) && p[i]-0x20 < 0x5f {
+		i++
+	}
+	return i
 }
 
 // ground handles the byte at p[i] outside escape sequences, other than
@@ -378,42 +394,42 @@ func (s *settler) skipString(p []byte, i int) int {
 // final byte. The parameter being read is kept in locals, stored back when
 // p runs out in the middle of the sequence.
 func (s *settler) csi(p []byte, i int) int {
-	np, v := s.np, s.params[s.np]
+	np, v, any := s.np, s.params[s.np], s.any
 	for ; i < len(p); i++ {
 		b := p[i]
 		switch {
 		case b-'0' <= 9:
-			s.any = true
+			any = true
 			if s.inter != 0 {
 				s.bad = true
 			} else if !s.sub {
 				v = min(v*10+int32(b-'0'), 1<<16)
 			}
 		case b == ';':
-			s.any, s.sub = true, false
+			any, s.sub = true, false
 			if np < len(s.params)-1 {
 				s.params[np] = v
 				np++
 				v = 0
 			}
 		case b >= 0x40 && b <= 0x7e:
-			s.params[np], s.np = v, np
+			s.params[np], s.np, s.any = v, np, any
 			s.state = settleGround
 			if !s.bad {
 				s.dispatch(b)
 			}
 			return i + 1
 		case b == ':':
-			s.any, s.sub = true, true
+			any, s.sub = true, true
 		case b >= '<' && b <= '?':
-			if s.any || s.priv != 0 || s.inter != 0 {
+			if any || s.priv != 0 || s.inter != 0 {
 				s.bad = true
 			}
 			s.priv = b
 		case b >= 0x20 && b <= 0x2f:
 			s.inter = b
 		case b < 0x20:
-			s.params[np], s.np = v, np
+			s.params[np], s.np, s.any = v, np, any
 			s.control(b)
 			if s.state != settleCSI { // ESC, CAN or SUB ended it
 				return i + 1
@@ -421,14 +437,14 @@ func (s *settler) csi(p []byte, i int) int {
 		}
 		// DEL and bytes from 0x80 are ignored.
 	}
-	s.params[np], s.np = v, np
+	s.params[np], s.np, s.any = v, np, any
 	return i
 }
 
 // dispatch acts on a complete control sequence with final byte f.
 func (s *settler) dispatch(f byte) {
 	p0 := int(s.params[0])
-	if s.inter != 0 {
+	if f == 'm' || s.inter != 0 { // SGR, the sequence output is full of, changes no text
 		return
 	}
 	switch s.priv {
@@ -554,7 +570,7 @@ func (s *settler) printASCII(run []byte) {
 func (s *settler) putASCII(run []byte) {
 	c, end := s.col, s.col+len(run)
 	s.col = end
-	s.pending = end%s.w == 0
+	s.pending = s.rowFull()
 	if c >= len(s.cells) { // the common case: appending
 		old := len(s.cells)
 		s.cells = slices.Grow(s.cells, end-old)[:end]
@@ -609,7 +625,7 @@ func (s *settler) printRune(r rune) {
 		return
 	}
 	s.last = r
-	if w == 2 && s.col%s.w == s.w-1 { // no room in this row: the terminal wraps it whole
+	if w == 2 && s.col >= s.w-1 && s.col%s.w == s.w-1 { // no room in this row: the terminal wraps it whole
 		s.col++
 	}
 	if s.col+w > settleMaxCells {
@@ -632,7 +648,7 @@ func (s *settler) printRune(r rune) {
 		s.cells[c+1] = settleCont
 	}
 	s.col = c + w
-	s.pending = s.col%s.w == 0
+	s.pending = s.rowFull()
 	if changed {
 		s.modified(lo, hi)
 	}
@@ -712,9 +728,19 @@ func (s *settler) unpend() {
 	}
 }
 
+// rowFull reports whether printing just filled the cursor's row. The
+// divisions here and below are skipped on the first row, where most lines
+// stay: they cost more than the rest of printing a word.
+func (s *settler) rowFull() bool { return s.col >= s.w && s.col%s.w == 0 }
+
 // rowStart and rowEnd bound the screen row the cursor is on.
-func (s *settler) rowStart() int { return s.col / s.w * s.w }
-func (s *settler) rowEnd() int   { return min(s.rowStart()+s.w, settleMaxCells) }
+func (s *settler) rowStart() int {
+	if s.col < s.w {
+		return 0
+	}
+	return s.col / s.w * s.w
+}
+func (s *settler) rowEnd() int { return min(s.rowStart()+s.w, settleMaxCells) }
 
 // setCol moves the cursor to column c of its line, kept within its row.
 func (s *settler) setCol(c int) {
@@ -875,7 +901,13 @@ func (s *settler) touch(i int) *settleLine {
 // modified records that cells [lo, hi) of the cursor's line changed.
 func (s *settler) modified(lo, hi int) {
 	s.changed = true
-	l := s.touch(s.cur)
+	l := s.line(s.cur)
+	if l.epoch == s.epoch && l.flags&settlePend != 0 && lo >= int(l.seen) { // most writes: add to the range
+		l.mlo = min(l.mlo, int32(lo))
+		l.mhi = max(l.mhi, int32(min(hi, settleMaxCells)))
+		return
+	}
+	s.touch(s.cur)
 	if lo < int(l.seen) {
 		hi = max(hi, int(l.seen)) // what was seen there is no longer known to be
 		l.seen = int32(lo)

@@ -101,6 +101,8 @@ var settleCases = []struct {
 	{"rep nothing yet", "\x1b[3ba", "a"},
 	{"decsc decrc", "abc\x1b7\rx\x1b8d", "xbcd"},
 	{"scosc scorc", "abc\x1b[s\r\x1b[K\x1b[u!", "   !"},
+	{"csi with params is not scosc", "abc\x1b[0s\rX\x1b[u!", "X!c"},
+	{"private marker after a parameter", "ab\x1b[0?1049hc", "abc"},
 	{"ris", "abc\x1bcx", "xbc"},
 
 	// Wide characters and combining marks.
@@ -226,6 +228,27 @@ func TestSettleNoEscOrCR(t *testing.T) {
 	for _, c := range settleCases {
 		if strings.ContainsAny(c.want, "\x1b\r") {
 			t.Errorf("%s: the expected text itself holds ESC or CR", c.name)
+		}
+	}
+}
+
+func TestSettlePrintable(t *testing.T) {
+	naive := func(p []byte, i int) int {
+		for i < len(p) && p[i] >= 0x20 && p[i] <= 0x7e {
+			i++
+		}
+		return i
+	}
+	p := bytes.Repeat([]byte("x"), 24)
+	for b := range 256 {
+		for at := range 17 {
+			q := bytes.Clone(p)
+			q[at] = byte(b)
+			for i := range 9 {
+				if got, want := settlePrintable(q, i), naive(q, i); got != want {
+					t.Fatalf("byte %#x at %d, from %d: %d, want %d", b, at, i, got, want)
+				}
+			}
 		}
 	}
 }
