@@ -1116,6 +1116,8 @@ func (s *settler) flush() {
 	var holes bool
 	if s.plain {
 		s.arena = settleAppendPlain(s.arena, s.cells[:ext])
+	} else if arena, ok := settleAppendChecked(s.arena, s.cells[:ext]); ok {
+		s.arena, s.plain = arena, true // edits left it plain after all
 	} else {
 		s.arena, holes = s.appendCells(s.arena, s.cells[:ext])
 	}
@@ -1220,6 +1222,20 @@ func settleAppendPlain(dst []byte, cells []settleCell) []byte {
 		out[i] = byte(v)
 	}
 	return dst
+}
+
+// settleAppendChecked is settleAppendPlain for cells that may not be plain:
+// it reports false, having appended garbage, when they are not.
+func settleAppendChecked(dst []byte, cells []settleCell) ([]byte, bool) {
+	n := len(dst)
+	dst = dst[:n+len(cells)]
+	out := dst[n:]
+	var acc settleCell
+	for i, v := range cells {
+		out[i] = byte(v)
+		acc |= v - 1 // a byte out of 1..0x7f sets a bit above 0x7f
+	}
+	return dst, acc&^0x7f == 0
 }
 
 // appendCells appends the text of cells, NUL for each empty cell, and
