@@ -364,6 +364,7 @@ func (s *settler) escape(b byte) bool {
 	return true
 }
 
+// startCSI begins a control sequence with no parameters yet.
 func (s *settler) startCSI() {
 	s.state = settleCSI
 	s.params = [16]int32{}
@@ -748,6 +749,7 @@ func (s *settler) setCol(c int) {
 	s.col = min(max(c, s.rowStart()), s.rowEnd()-1)
 }
 
+// tab moves to the nth next tab stop, every 8 columns of the row.
 func (s *settler) tab(n int) {
 	s.unpend()
 	for rs := s.rowStart(); n > 0; n-- {
@@ -877,8 +879,10 @@ func settleExtent(cells []settleCell) int {
 
 // Lines.
 
+// line returns line number i; numbers count from the first line ever written.
 func (s *settler) line(i int) *settleLine { return &s.lines[i-s.base] }
 
+// lastLine returns the number of the last line, where output goes on.
 func (s *settler) lastLine() int { return s.base + len(s.lines) - 1 }
 
 // touch marks line i touched in this epoch, starting its seen and match
@@ -1017,10 +1021,13 @@ func (s *settler) rows(i int) int {
 	return max((n+s.w-1)/s.w, 1)
 }
 
+// saveCursor applies DECSC and SCOSC.
 func (s *settler) saveCursor() {
 	s.saved, s.saveLine, s.saveCol, s.savePend = true, s.cur, s.col, s.pending
 }
 
+// restoreCursor applies DECRC and SCORC, back to a line only if the cursor
+// may still go there.
 func (s *settler) restoreCursor() {
 	if !s.saved {
 		return
@@ -1185,7 +1192,7 @@ func (s *settler) load() {
 	s.plain = l.flags&settleHoles == 0
 	for i := 0; i < len(text); {
 		if b := text[i]; b < 0x80 {
-			s.cells = append(s.cells, settleCell(b)) // NUL is cellEmpty
+			s.cells = append(s.cells, settleCell(b)) // NUL is settleEmpty
 			i++
 			continue
 		}
@@ -1297,6 +1304,7 @@ func (s *settler) text(i int) []byte {
 	return s.buf
 }
 
+// touched reports whether line i changed or was ended since the last read.
 func (s *settler) touched(i int) bool { return s.line(i).epoch == s.epoch }
 
 // nextTouched returns the first touched line after i, or -1.
@@ -1319,6 +1327,7 @@ func (s *settler) prevTouched(i int) int {
 	return -1
 }
 
+// firstTouched returns the first touched line, or -1.
 func (s *settler) firstTouched() int {
 	if s.lines == nil || s.unreadLines == 0 {
 		return -1
@@ -1549,6 +1558,7 @@ func (s *settler) match(lit string) bool {
 	return s.mhits > 0
 }
 
+// setHit records whether a new occurrence starts in line i, keeping mhits.
 func (s *settler) setHit(i int, hit bool) {
 	l := s.line(i)
 	if was := l.flags&settleHit != 0; was != hit {

@@ -40,7 +40,7 @@ var settleCases = []struct {
 	{"cub and el", "hello\x1b[2D\x1b[K", "hel"},
 	{"wide", "日本\b\bX", "日X"},
 
-	// Cells: empty between settleWritten ones is a space, trailing empty is trimmed, settleWritten spaces stay.
+	// Cells: empty between written ones is a space, trailing empty is trimmed, written spaces stay.
 	{"prompt keeps its space", ">>> ", ">>> "},
 	{"trailing tab trimmed", "a\t", "a"},
 	{"cuf leaves empty cells", "a\x1b[3Cb", "a   b"},
@@ -342,12 +342,14 @@ func TestSettleTouched(t *testing.T) {
 		// The current line: returned unfinished, then whole once it changes.
 		{"\r>>> ", ">>> "},
 		{"2**64\r\n18446744073709551616\r\n>>> ", ">>> 2**64\n18446744073709551616\n>>> "},
-		// A line settleFeed ends the line: it comes back once more, whole.
+		// A line feed ends the line: it comes back once more, whole.
 		{"x", ">>> x"},
 		{"\n", ">>> x"},
 		// An empty current line nobody wrote is not included; one that was cleared is.
 		{"abc", "abc"},
 		{"\r\x1b[K", ""},
+		{"abc", "abc"},
+		{"\r\x1b[K\nxyz", "\nxyz"},
 	}
 	for i, st := range steps {
 		s.write([]byte(st.in))
@@ -519,6 +521,7 @@ func TestSettleUpBound(t *testing.T) {
 	}
 }
 
+// settleWriter lets fmt write to a settler.
 type settleWriter struct{ s *settler }
 
 func (w settleWriter) Write(p []byte) (int, error) { w.s.write(p); return len(p), nil }
@@ -545,6 +548,13 @@ func TestSettleEvict(t *testing.T) {
 	if s.unread() || s.read(0) != "" {
 		t.Fatal("evicted text reported twice")
 	}
+	// Cursor up stops at the oldest line kept.
+	s.write([]byte("\x1b[900A\r!"))
+	if got, want := s.read(0), "!"+sb[0][1:]; got != want {
+		t.Fatalf("cursor up past evicted lines: %q, want %q", got, want)
+	}
+	s.write([]byte("\x1b[900B\n"))
+	s.read(0)
 	// With a cap too: the marker counts the lost lines and what the cap left out.
 	for i := range 1000 {
 		fmt.Fprintf(settleWriter{s}, "line %04d\n", i)
@@ -692,7 +702,7 @@ func TestSettleTailScrollback(t *testing.T) {
 	}
 }
 
-// TestSettleEditAfterMove checks that a line keeps empty and settleWritten cells
+// TestSettleEditAfterMove checks that a line keeps empty and written cells
 // apart after it was stored and loaded again.
 func TestSettleEditAfterMove(t *testing.T) {
 	s := newSettler(0)
