@@ -1378,61 +1378,12 @@ func (s *settler) elide(limit, total int) string {
 	}
 	var b strings.Builder
 	b.Grow(max(room, 0) + 64)
-	h, headLines, stop := 0, 0, s.firstTouched()
-	for ; stop >= 0 && headRoom > 0; stop = s.nextTouched(stop) {
-		t := s.text(stop)
-		sep := min(headLines, 1)
-		if h+sep+len(t) > headRoom {
-			if cut := headRoom - h - sep; cut >= headRoom/4 {
-				for cut > 0 && !utf8.RuneStart(t[cut]) {
-					cut--
-				}
-				if cut > 0 {
-					b.WriteString("\n"[:sep])
-					b.Write(t[:cut])
-					h += sep + cut
-				}
-			}
-			break
-		}
-		b.WriteString("\n"[:sep])
-		b.Write(t)
-		h += sep + len(t)
-		headLines++
-	}
-
-	// The tail, newest first: whole lines, then part of one if that is most of the room.
-	tailRoom := room - headRoom
-	type piece struct{ line, from int }
-	var tail []piece
-	t := 0
-	for i := s.lastLine() + 1; ; {
-		if i = s.prevTouched(i); i < 0 || i < stop || tailRoom <= 0 {
-			break
-		}
-		text := s.text(i)
-		sep := min(len(tail), 1)
-		if t+sep+len(text) > tailRoom {
-			if cut := tailRoom - t - sep; cut >= tailRoom/4 {
-				from := len(text) - cut
-				for from < len(text) && !utf8.RuneStart(text[from]) {
-					from++
-				}
-				if from < len(text) {
-					tail = append(tail, piece{i, from})
-					t += sep + len(text) - from
-				}
-			}
-			break
-		}
-		tail = append(tail, piece{i, 0})
-		t += sep + len(text)
-	}
+	h, headLines, stop := s.head(&b, headRoom)
+	tail, t := s.tailPieces(room-headRoom, stop)
 	tailLines := len(tail)
 	if tailLines > 0 && tail[tailLines-1].from > 0 {
 		tailLines--
 	}
-
 	if h > 0 || headLines > 0 {
 		b.WriteByte('\n')
 	}
@@ -1442,6 +1393,68 @@ func (s *settler) elide(limit, total int) string {
 		b.Write(s.text(tail[k].line)[tail[k].from:])
 	}
 	return b.String()
+}
+
+// The cut rule for a read's head and tail: whole lines while they fit, then
+// part of the next one, cut at a character, if a quarter of the room or
+// more would otherwise go unused.
+
+// head writes the oldest touched lines that fit in room to b, and returns
+// the bytes written, the lines written whole, and the first line not.
+func (s *settler) head(b *strings.Builder, room int) (n, lines, stop int) {
+	for stop = s.firstTouched(); stop >= 0 && room > 0; stop = s.nextTouched(stop) {
+		t := s.text(stop)
+		sep := min(lines, 1)
+		if n+sep+len(t) > room {
+			if cut := room - n - sep; cut >= room/4 {
+				for cut > 0 && !utf8.RuneStart(t[cut]) {
+					cut--
+				}
+				if cut > 0 {
+					b.WriteString("\n"[:sep])
+					b.Write(t[:cut])
+					n += sep + cut
+				}
+			}
+			break
+		}
+		b.WriteString("\n"[:sep])
+		b.Write(t)
+		n += sep + len(t)
+		lines++
+	}
+	return n, lines, stop
+}
+
+// settlePiece is a line a read's tail ends with, from a byte on.
+type settlePiece struct{ line, from int }
+
+// tailPieces returns the newest touched lines from stop on that fit in
+// room, newest first, and their bytes.
+func (s *settler) tailPieces(room, stop int) (pieces []settlePiece, n int) {
+	for i := s.lastLine() + 1; room > 0; {
+		if i = s.prevTouched(i); i < 0 || i < stop {
+			break
+		}
+		t := s.text(i)
+		sep := min(len(pieces), 1)
+		if n+sep+len(t) > room {
+			if cut := room - n - sep; cut >= room/4 {
+				from := len(t) - cut
+				for from < len(t) && !utf8.RuneStart(t[from]) {
+					from++
+				}
+				if from < len(t) {
+					pieces = append(pieces, settlePiece{i, from})
+					n += sep + len(t) - from
+				}
+			}
+			break
+		}
+		pieces = append(pieces, settlePiece{i, 0})
+		n += sep + len(t)
+	}
+	return pieces, n
 }
 
 // settleMarker is the line that stands for text a read left out.
