@@ -1,0 +1,914 @@
+package agentpty
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// settleUpdate reports whether -update asks for the golden files to be
+// rewritten. The flag is registered here unless another test file of the
+// package registered it first.
+func settleUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files under testdata")
+	}
+}
+
+// settleCases are raw bytes and the settled text a read returns after them.
+var settleCases = []struct {
+	name, in, want string
+}{
+	// The examples in DESIGN.md.
+	{"cr", "abc\rxy\n", "xyc"},
+	{"progress", "p 10%\rp 50%\rp 100%\n", "p 100%"},
+	{"readline backspaces", "$ echo abcdef\b\x1b[K\b\x1b[K\b\x1b[KXYZ\r\n", "$ echo abcXYZ"},
+	{"sgr and osc", "\x1b[1;31mred\x1b[0m \x1b]0;title\a!", "red !"},
+	{"tab", "a\tb", "a       b"},
+	{"cub and el", "hello\x1b[2D\x1b[K", "hel"},
+	{"wide", "日本\b\bX", "日X"},
+
+	// Cells: empty between written ones is a space, trailing empty is trimmed, written spaces stay.
+	{"prompt keeps its space", ">>> ", ">>> "},
+	{"trailing tab trimmed", "a\t", "a"},
+	{"cuf leaves empty cells", "a\x1b[3Cb", "a   b"},
+	{"erased tail trimmed", "abc  \x1b[2D\x1b[K", "abc"},
+	{"empty lines", "a\n\nb\n", "a\n\nb"},
+	{"crlf", "one\r\ntwo\r\n", "one\ntwo"},
+	{"lf resets the column", "abc\ndef", "abc\ndef"},
+	{"vt and ff end lines", "a\vb\fc", "a\nb\nc"},
+	{"ind and nel", "a\x1bDb\x1bEc", "a\nb\nc"},
+
+	// Escapes are removed.
+	{"csi private", "a\x1b[?25lb\x1b[?2004hc", "abc"},
+	{"csi intermediates", "a\x1b[0 qb\x1b[!pc", "abc"},
+	{"csi gt and lt", "a\x1b[>4;1mb\x1b[<uc", "abc"},
+	{"sgr colon", "a\x1b[38:2:1:2:3mb", "ab"},
+	{"osc st", "a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", "alinkb"},
+	{"osc bel", "\x1b]2;t\x07x", "x"},
+	{"dcs", "a\x1bP1$r0m\x1b\\b", "ab"},
+	{"apc pm sos", "a\x1b_x\x1b\\b\x1b^y\x1b\\c\x1bXz\x1b\\d", "abcd"},
+	{"dcs bel does not end it", "a\x1bPq\x07b\x1b\\c", "ac"},
+	{"charsets", "a\x1b(Bb\x1b)0c\x1b*Ad\x1b+Be\x1b%Gf\x1b#8g", "abcdefg"},
+	{"two byte escapes", "a\x1b=b\x1b>c\x1bHd\x1bNe\x1bOf", "abcdef"},
+	{"esc in string starts a sequence", "\x1b]0;t\x1b[31mx", "x"},
+	{"can aborts csi", "a\x1b[31\x18b", "ab"},
+	{"sub aborts osc", "a\x1b]0;t\x1ab", "ab"},
+	{"can aborts esc", "a\x1b\x18b", "ab"},
+	{"esc esc", "a\x1b\x1b[31mb", "ab"},
+	{"unknown csi", "a\x1b[5;7~b\x1b[1;2;3zc", "abc"},
+	{"c0 inside csi acts", "ab\x1b[\r3Cc", "ab c"},
+	{"esc then utf8", "a\x1bé", "aé"},
+	{"del dropped", "a\x7fb", "ab"},
+	{"c0 dropped", "a\x00b\x07c\x0ed\x0fe\x01f", "abcdef"},
+	{"c1 dropped", "a\u0085b\u009bc\u0090d", "abcd"},
+	{"invalid utf8", "a\xffb\xe3\x81c\xed\xa0\x80d\xc0\xafe", "a\ufffdb\ufffdc\ufffd\ufffd\ufffdd\ufffd\ufffde"},
+	{"truncated utf8 waits", "a\xe3\x81", "a"},
+	{"utf8 before esc", "a\xe3\x1b[31mb", "a\ufffdb"},
+	{"real replacement char", "a\ufffdb", "a\ufffdb"},
+
+	// Applied.
+	{"bs stops at 0", "\b\bab\b\b\bc", "cb"},
+	{"tab stops", "abcdefgh\tx\x1b[3I|\ty", "abcdefgh" + settleSpaces(8) + "x" + settleSpaces(23) + "|" + settleSpaces(7) + "y"},
+	{"cbt", "abcdefghijk\x1b[Zx", "abcdefghxjk"},
+	{"el 1", "abcdef\x1b[3D\x1b[1K", "    ef"},
+	{"el 2", "abcdef\x1b[2Kx", "      x"},
+	{"ech", "abcdef\r\x1b[2Cx\x1b[2X", "abx  f"},
+	{"ech past end", "abc\r\x1b[2X", "  c"},
+	{"dch", "abcdef\r\x1b[2C\x1b[2P", "abef"},
+	{"ich", "abcdef\r\x1b[2C\x1b[2@XY", "abXYcdef"},
+	{"cub cuf", "abcdef\x1b[4Dx\x1b[2Cy", "abxdey"},
+	{"cha", "abcdef\x1b[3Gx", "abxdef"},
+	{"hpa", "abcdef\x1b[2`x", "axcdef"},
+	{"cup column only", "abcdef\x1b[7;4Hx\x1b[2;1fy", "ybcxef"},
+	{"cup home", "abc\x1b[Hx", "xbc"},
+	{"hpr", "a\x1b[2ab", "a  b"},
+	{"rep", "ab\x1b[3bc", "abbbbc"},
+	{"rep wide", "日\x1b[2b", "日日日"},
+	{"rep many", "x\x1b[100b", strings.Repeat("x", 101)},
+	{"rep nothing yet", "\x1b[3ba", "a"},
+	{"decsc decrc", "abc\x1b7\rx\x1b8d", "xbcd"},
+	{"scosc scorc", "abc\x1b[s\r\x1b[K\x1b[u!", "   !"},
+	{"csi with params is not scosc", "abc\x1b[0s\rX\x1b[u!", "X!c"},
+	{"private marker after a parameter", "ab\x1b[0?1049hc", "abc"},
+	{"ris", "abc\x1bcx", "xbc"},
+
+	// Wide characters and combining marks.
+	{"wide overwrite right half", "日本\bX", "日 X"},
+	{"wide overwritten by wide", "ab日\r日", "日日"},
+	{"narrow over half", "a日b\x1b[2DX", "a Xb"},
+	{"cjk and ascii", "日本語 text", "日本語 text"},
+	{"combining", "e\u0301a", "e\u0301a"},
+	{"combining twice", "e\u0301\u0302x", "e\u0301\u0302x"},
+	{"combining on wide", "日\u0301x", "日\u0301x"},
+	{"combining alone dropped", "\u0301a", "a"},
+	{"combining after gap dropped", "a\x1b[2C\u0301b", "a  b"},
+	{"overwrite cluster", "e\u0301\bx", "x"},
+	{"emoji", "a😀b", "a😀b"},
+	{"zwj sequence", "👨\u200d👩", "👨\u200d👩"},
+	{"dch in wide", "a日b\x1b[3D\x1b[P", "a b"},
+	{"dch splits wide at cursor", "a日b\x1b[2D\x1b[P", "a b"},
+	{"ich in wide", "a日b\x1b[2D\x1b[@", "a   b"},
+	{"ech on left half", "a日b\x1b[3D\x1b[X", "a  b"},
+	{"ech half wide", "a日b\x1b[2D\x1b[X", "a  b"},
+	{"el in wide", "a日b\x1b[2D\x1b[K", "a"},
+
+	// Lines above.
+	{"cursor up rewrite", "l1\nl2\nl3\n\x1b[2Ax\n\n", "l1\nx2\nl3"},
+	{"cpl", "aaa\nbbb\x1b[Fx", "xaa\nbbb"},
+	{"ri", "aaa\nbbb\x1bMx", "aaax\nbbb"},
+	{"cud among lines", "a\nb\nc\x1b[2A\x1b[9Bx", "a\nb\ncx"},
+	{"cnl", "a\nb\x1b[A\x1b[Ex", "a\nx"},
+	{"up stops at top", "a\nb\x1b[9Ax", "ax\nb"},
+	{"ed 0 drops lines below", "l1\nl2\nl3\n\x1b[3A\x1b[Jnew1\nnew2\n", "new1\nnew2"},
+	{"ed 0 from column", "abcdef\x1b[3D\x1b[J", "abc"},
+	{"ed 1 2 3 ignored", "abc\x1b[1J\x1b[2J\x1b[3Jd", "abcd"},
+	{"docker style", "a: 1%\nb: 1%\n\x1b[2A\x1b[2Ka: 50%\n\x1b[2Kb: 9%\n", "a: 50%\nb: 9%"},
+	{"pip style", "x\n[    ]\r[=   ]\r[====]\n", "x\n[====]"},
+	{"lf below existing moves down", "a\nb\nc\x1b[2A\rX\nY", "X\nY\nc"},
+
+	// The alternate screen.
+	{"alt screen hidden", "before\r\n\x1b[?1049hFULL\r\nSCREEN\x1b[?1049lafter\r\n", "before\nafter"},
+	{"alt screen resumes column", "$ vim\x1b[?1049h\x1b[Hxyz\x1b[2J\x1b[?1049l!", "$ vim!"},
+	{"alt 47 and 1047", "a\x1b[?47hX\x1b[?47lb\x1b[?1047hY\x1b[?1047lc", "abc"},
+	{"alt in param list", "a\x1b[?1;1049hX\nY\x1b[?1049;1lb", "ab"},
+	{"alt ignores edits", "abc\x1b[?1049h\r\x1b[K\x1b[5A\x1b[J\x1b7\x1b[?1049ld", "abcd"},
+}
+
+// settleFeed writes in to a new settler chunk bytes at a time.
+func settleFeed(in string, chunk int) *settler {
+	s := newSettler(0)
+	for len(in) > 0 {
+		n := min(chunk, len(in))
+		s.write([]byte(in[:n]))
+		in = in[n:]
+	}
+	return s
+}
+
+func TestSettleTable(t *testing.T) {
+	for _, c := range settleCases {
+		t.Run(c.name, func(t *testing.T) {
+			for chunk := 1; chunk <= max(len(c.in), 1); chunk++ {
+				if got := settleFeed(c.in, chunk).read(0); got != c.want {
+					t.Fatalf("%q in chunks of %d:\n got %q\nwant %q", c.in, chunk, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// settleWrapCases run with a terminal 10 columns wide: the cursor moves
+// among the screen rows of a line the terminal wrapped.
+var settleWrapCases = []struct {
+	name, in, want string
+}{
+	{"cr to row start", "0123456789abc\rX", "0123456789Xbc"},
+	{"cr when the row is full", "0123456789\rX", "X123456789"},
+	{"readline wrap", "0123456789 \rabc", "0123456789abc"},
+	{"sgr keeps the wrap pending", "0123456789\x1b[0mab", "0123456789ab"},
+	{"bs when the row is full", "0123456789\bX", "01234567X9"},
+	{"bs stops at row start", "0123456789ab\b\b\bX", "0123456789Xb"},
+	{"cha within row", "0123456789ab\x1b[1GX", "0123456789Xb"},
+	{"cuf stops at row end", "0123456789ab\x1b[A\x1b[20CX", "012345678Xab"},
+	{"tab within row", "ab\tX\r\n123456789\tY", "ab      X\n123456789Y"},
+	{"up a row", "0123456789abcd\x1b[AX", "0123X56789abcd"},
+	{"down a row", "0123456789abcdef\x1b[A\x1b[BX", "0123456789abcdefX"},
+	{"lf down a row", "0123456789abcd\x1b[A\r\nX", "0123456789Xbcd"},
+	{"lf on the last row ends the line", "0123456789abc\nX", "0123456789abc\nX"},
+	{"lf when the row is full", "0123456789\nab", "0123456789\nab"},
+	{"crlf when the row is full", "0123456789\r\nab", "0123456789\nab"},
+	{"up into a wrapped line", "0123456789abcd\nxy\x1b[AZ", "0123456789abZd\nxy"},
+	{"up two rows", "0123456789abcd\nxy\x1b[2AZ", "01Z3456789abcd\nxy"},
+	{"down stops on the last row", "0123456789abcd\x1b[A\x1b[5BX", "0123456789abcdX"},
+	{"down into the next line", "0123456789ab\nxy\x1b[2A\x1b[2BZ", "0123456789ab\nxyZ"},
+	{"el within row", "0123456789abcd\x1b[A\r\x1b[5C\x1b[K", "01234     abcd"},
+	{"el 1 within row", "0123456789abcd\x1b[2D\x1b[1K", "0123456789   d"},
+	{"el 2 on a row", "0123456789abc\x1b[2K", "0123456789"},
+	{"ech stops at row end", "0123456789abcd\x1b[A\r\x1b[8C\x1b[5X", "01234567  abcd"},
+	{"dch within row", "0123456789abcd\x1b[A\r\x1b[2C\x1b[P", "013456789 abcd"},
+	{"ich within row", "0123456789abcd\x1b[A\r\x1b[2C\x1b[@X", "01X2345678abcd"},
+	{"ich on the last row", "0123456789abcd\x1b[3D\x1b[2@", "0123456789a  bcd"},
+	{"wide char wraps whole", "012345678日", "012345678 日"},
+	{"decsc keeps the wrap pending", "0123456789\x1b7\x1b[3D\x1b8X", "0123456789X"},
+}
+
+func TestSettleWrap(t *testing.T) {
+	for _, c := range settleWrapCases {
+		t.Run(c.name, func(t *testing.T) {
+			for chunk := 1; chunk <= len(c.in); chunk++ {
+				s := newSettler(0)
+				s.setCols(10)
+				for in := c.in; len(in) > 0; {
+					n := min(chunk, len(in))
+					s.write([]byte(in[:n]))
+					in = in[n:]
+				}
+				if got := s.read(0); got != c.want {
+					t.Fatalf("%q in chunks of %d:\n got %q\nwant %q", c.in, chunk, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestSettleNoEscOrCR(t *testing.T) {
+	for _, c := range settleCases {
+		if strings.ContainsAny(c.want, "\x1b\r") {
+			t.Errorf("%s: the expected text itself holds ESC or CR", c.name)
+		}
+	}
+}
+
+func TestSettlePrintable(t *testing.T) {
+	naive := func(p []byte, i int) int {
+		for i < len(p) && p[i] >= 0x20 && p[i] <= 0x7e {
+			i++
+		}
+		return i
+	}
+	p := bytes.Repeat([]byte("x"), 24)
+	for b := range 256 {
+		for at := range 17 {
+			q := bytes.Clone(p)
+			q[at] = byte(b)
+			for i := range 9 {
+				if got, want := settlePrintable(q, i), naive(q, i); got != want {
+					t.Fatalf("byte %#x at %d, from %d: %d, want %d", b, at, i, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestSettleQueries(t *testing.T) {
+	cases := []struct {
+		in   string
+		want settleEvents
+	}{
+		{"\x1b[5n", evQuery},
+		{"\x1b[6n", evQuery},
+		{"\x1b[?6n", evQuery},
+		{"\x1b[c", evQuery},
+		{"\x1b[0c", evQuery},
+		{"\x1b[>c", evQuery},
+		{"\x1b[>0c", evQuery},
+		{"\x1b[=c", evQuery},
+		{"\x1bZ", evQuery},
+		{"text \x1b[6n more", evQuery},
+		{"\x1b[?1049h", evAltEnter},
+		{"\x1b[?1049h\x1b[6n", evAltEnter | evQuery},
+		{"\x1b[?1049h\x1b[?1049l", evAltEnter | evAltLeave},
+		{"\x1b[?1;1049;25h", evAltEnter},
+		{"\x1b[?47h", evAltEnter},
+		{"\x1b[?1047h", evAltEnter},
+		{"\x1b[?1049l", 0}, // not on the alternate screen: nothing changes
+		{"\x1b[1c", 0},
+		{"\x1b[>1c", 0},
+		{"\x1b[4n", 0},
+		{"\x1b[6 n", 0},
+		{"\x1b[?1048h", 0},
+		{"\x1b[6\x18n", 0},
+		{"\x1b]0;\x1b[6n", evQuery},
+		{"plain", 0},
+	}
+	for _, c := range cases {
+		for chunk := 1; chunk <= len(c.in); chunk++ {
+			s := newSettler(0)
+			var got settleEvents
+			for in := c.in; len(in) > 0; {
+				n := min(chunk, len(in))
+				got |= s.write([]byte(in[:n]))
+				in = in[n:]
+			}
+			if got != c.want {
+				t.Fatalf("%q in chunks of %d: events %b, want %b", c.in, chunk, got, c.want)
+			}
+		}
+	}
+}
+
+func TestSettleAltScreen(t *testing.T) {
+	s := newSettler(0)
+	if s.altScreen() {
+		t.Fatal("a new settler is on the alternate screen")
+	}
+	if ev := s.write([]byte("$ less f\r\n\x1b[?1049h\x1b[H\x1b[2Jpage 1\r\n")); ev != evAltEnter || !s.altScreen() {
+		t.Fatalf("entering: events %b, altScreen %v", ev, s.altScreen())
+	}
+	if s.write([]byte("\x1b[?1049h")) != 0 {
+		t.Fatal("entering twice reported twice")
+	}
+	if got := s.read(0); got != "$ less f" {
+		t.Fatalf("read while on the alternate screen = %q", got)
+	}
+	if ev := s.write([]byte("\x1b[?1049l$ ")); ev != evAltLeave || s.altScreen() {
+		t.Fatalf("leaving: events %b, altScreen %v", ev, s.altScreen())
+	}
+	if got := s.read(0); got != "$ " {
+		t.Fatalf("read after leaving = %q", got)
+	}
+	if ev := s.write([]byte("\x1b[?1049h\x1bc")); ev != evAltEnter|evAltLeave || s.altScreen() {
+		t.Fatalf("RIS: events %b, altScreen %v", ev, s.altScreen())
+	}
+}
+
+// TestSettleTouched checks which lines a read returns.
+func TestSettleTouched(t *testing.T) {
+	s := newSettler(0)
+	steps := []struct{ in, want string }{
+		{"l0\nl1\nl2\nl3\nl4\nl5\nl6\nl7\n", "l0\nl1\nl2\nl3\nl4\nl5\nl6\nl7"},
+		{"", ""},
+		// Lines 3 and 7 change: just those come back, in order.
+		{"\x1b[5AX\x1b[4B\rY\x1b[B", "X3\nY7"},
+		// Moving the cursor around touches nothing.
+		{"\x1b[3A\x1b[5C\x1b[B\r\x1b[2B\x1b[8G", ""},
+		// Writing what is already there is no change.
+		{"\x1b[5A\rX3\x1b[4B\rY7\x1b[B", ""},
+		// Erasing empty cells is no change either.
+		{"\x1b[9C\x1b[K\x1b[X\x1b[P", ""},
+		// The current line: returned unfinished, then whole once it changes.
+		{"\r>>> ", ">>> "},
+		{"2**64\r\n18446744073709551616\r\n>>> ", ">>> 2**64\n18446744073709551616\n>>> "},
+		// A line feed ends the line: it comes back once more, whole.
+		{"x", ">>> x"},
+		{"\n", ">>> x"},
+		// An empty current line nobody wrote is not included; one that was cleared is.
+		{"abc", "abc"},
+		{"\r\x1b[K", ""},
+		{"abc", "abc"},
+		{"\r\x1b[K\nxyz", "\nxyz"},
+	}
+	for i, st := range steps {
+		s.write([]byte(st.in))
+		if got := s.read(0); got != st.want {
+			t.Fatalf("step %d (%q): read %q, want %q", i, st.in, got, st.want)
+		}
+	}
+}
+
+func TestSettleUnread(t *testing.T) {
+	s := newSettler(0)
+	if s.unread() {
+		t.Fatal("new settler has unread text")
+	}
+	for _, st := range []struct {
+		in   string
+		want bool
+	}{
+		{"\x1b[31m", false},
+		{"a", true},
+		{"\r\x1b[K", false}, // read would return "" now
+		{"\n", false},       // one empty line: read returns ""
+		{"\n", true},        // two: "\n"
+	} {
+		s.write([]byte(st.in))
+		if got := s.unread(); got != st.want {
+			t.Fatalf("after %q: unread %v, want %v", st.in, got, st.want)
+		}
+	}
+}
+
+// TestSettleMatch follows the example in DESIGN.md and the seen model.
+func TestSettleMatch(t *testing.T) {
+	s := newSettler(0)
+	s.write([]byte(">>> "))
+	if !s.match(">>> ") {
+		t.Fatal("new prompt not matched")
+	}
+	if got := s.read(0); got != ">>> " {
+		t.Fatalf("read 1 = %q", got)
+	}
+	if s.match(">>> ") {
+		t.Fatal("matched a prompt already read")
+	}
+	s.write([]byte("2**64\r\n"))
+	if s.match(">>> ") {
+		t.Fatal("matched the already read prefix of the edited line")
+	}
+	if !s.match(">>> 2**64") {
+		t.Fatal("a match running into new text must count")
+	}
+	s.write([]byte("18446744073709551616\r\n"))
+	if s.match(">>> ") {
+		t.Fatal("matched before the new prompt arrived")
+	}
+	s.write([]byte(">>"))
+	if s.match(">>> ") {
+		t.Fatal("matched half a prompt")
+	}
+	s.write([]byte("> "))
+	if !s.match(">>> ") {
+		t.Fatal("new prompt not matched")
+	}
+	if !s.match("616\n>>>") {
+		t.Fatal("match spanning lines not found")
+	}
+	if s.match("\n\n") || s.match("2**65") {
+		t.Fatal("matched text that is not there")
+	}
+	if got := s.read(0); got != ">>> 2**64\n18446744073709551616\n>>> " {
+		t.Fatalf("read 2 = %q", got)
+	}
+	if s.match(">>> ") || s.match("") {
+		t.Fatal("matched after everything was read")
+	}
+}
+
+func TestSettleMatchSeen(t *testing.T) {
+	cases := []struct {
+		name          string
+		before, after string // read after before, then after arrives
+		lit           string
+		want          bool
+	}{
+		{"untouched", "abc abc\n", "", "abc", false},
+		{"appended", "abc", "def", "abc", false},
+		{"appended new", "abc", " abc", "abc", true},
+		{"overwrite same", "abc", "\rabc", "abc", false},
+		{"overwrite different", "abc", "\rabd\rabc", "abc", true},
+		{"edit before", "xx abc", "\rX", "abc", true},
+		{"edit inside", "abcdef", "\x1b[3DX", "abc", false},
+		{"edit inside new", "abcabc", "\x1b[4Dd", "abd", true},
+		{"erase and rewrite", "done 50%", "\r\x1b[Kdone 50%", "done", true},
+		{"ended line", "abc", "\n", "abc", false},
+		{"ended line span", "abc", "\n", "abc\n", false},
+		{"ended line span next", "abc", "\nd", "abc\nd", true},
+		{"seen with wide", "日本 ab", "\r日", "ab", false},
+		{"seen with wide changed", "日本 ab", "\r\x1b[CX", "ab", true},
+		{"line above edited", "l1 ok\nl2\n", "\x1b[2A\x1b[3COK\n\n", "ok", false},
+		{"line above edited new", "l1 ok\nl2\n", "\x1b[2A\x1b[3COK\n\n", "OK", true},
+		{"dropped", "a\n", "b\nc\x1b[A\x1b[J", "c", false},
+		{"dropped span", "x", "\nb\nc\x1b[A\x1b[J", "x\nb", true},
+		{"dropped span gone", "x", "\nb\nc\x1b[A\x1b[J", "b\nc", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for chunk := 1; chunk <= max(len(c.after), 1); chunk++ {
+				s := newSettler(0)
+				s.write([]byte(c.before))
+				s.match(c.lit) // the scan state the read must reset
+				s.read(0)
+				got := s.match(c.lit)
+				for in := c.after; len(in) > 0; {
+					n := min(chunk, len(in))
+					s.write([]byte(in[:n]))
+					in = in[n:]
+					got = s.match(c.lit)
+				}
+				if got != c.want {
+					t.Fatalf("chunks of %d: match(%q) = %v, want %v; text %q", chunk, c.lit, got, c.want, s.read(0))
+				}
+			}
+		})
+	}
+}
+
+// TestSettleMatchIncremental checks that the literal kept from call to call
+// gives what a fresh scan of the same text gives.
+func TestSettleMatchIncremental(t *testing.T) {
+	in := "$ make\r\nok 1\r\nbuilding [   ]\r\x1b[Kbuilding [== ]\r\x1b[Kdone\r\n\x1b[2A\x1b[2Kok 2\n\n$ "
+	for _, lit := range []string{"done", "ok 2", "ok 1", "building", "$ ", "\n$ ", "ok 2\ndone", "done\n$", "\n\n", "[== ]"} {
+		s := newSettler(0)
+		for i := range len(in) {
+			s.write([]byte{in[i]})
+			inc := s.match(lit)
+			fresh := newSettler(0)
+			fresh.write([]byte(in[:i+1]))
+			want := strings.Contains(fresh.read(0), lit)
+			if inc != want {
+				t.Fatalf("match(%q) after %q = %v, want %v", lit, in[:i+1], inc, want)
+			}
+		}
+	}
+}
+
+func TestSettleLongLine(t *testing.T) {
+	s := newSettler(1 << 20)
+	s.write(bytes.Repeat([]byte("y"), settleMaxCells+10))
+	got := s.read(0)
+	want := strings.Repeat("y", settleMaxCells) + "\n" + strings.Repeat("y", 10)
+	if got != want {
+		t.Fatalf("long line: got %d bytes, want %d (lines %d)", len(got), len(want), strings.Count(got, "\n")+1)
+	}
+	s.write([]byte("\x1b[99999G日本"))
+	if got := s.read(0); got != strings.Repeat("y", 10)+"\n日本" {
+		t.Fatalf("wide character at the limit: %q", got)
+	}
+}
+
+func TestSettleUpBound(t *testing.T) {
+	s := newSettler(1 << 20)
+	for i := range 600 {
+		fmt.Fprintf(settleWriter{s}, "line %d\n", i)
+	}
+	s.read(0)
+	s.write([]byte("\x1b[9999A!"))
+	if got := s.read(0); got != "!ine 100" {
+		t.Fatalf("cursor up 9999 lines from 600: %q", got)
+	}
+}
+
+// settleWriter lets fmt write to a settler.
+type settleWriter struct{ s *settler }
+
+func (w settleWriter) Write(p []byte) (int, error) { w.s.write(p); return len(p), nil }
+
+func TestSettleEvict(t *testing.T) {
+	s := newSettler(4096)
+	for i := range 1000 {
+		fmt.Fprintf(settleWriter{s}, "line %04d\n", i)
+	}
+	if s.charge > 4096+64 {
+		t.Fatalf("charge %d over the bound", s.charge)
+	}
+	sb := strings.Split(s.scrollback(), "\n")
+	if sb[len(sb)-1] != "line 0999" || len(sb) < 100 {
+		t.Fatalf("scrollback keeps %d lines ending %q", len(sb), sb[len(sb)-1])
+	}
+	got := s.read(0)
+	kept := len(sb)
+	lost := 1000 - kept
+	marker := settleMarker(lost*10, lost)
+	if want := marker + "\n" + strings.Join(sb, "\n"); got != want {
+		t.Fatalf("read after eviction:\n got %.80q...\nwant %.80q...", got, want)
+	}
+	if s.unread() || s.read(0) != "" {
+		t.Fatal("evicted text reported twice")
+	}
+	// Cursor up stops at the oldest line kept.
+	s.write([]byte("\x1b[900A\r!"))
+	if got, want := s.read(0), "!"+sb[0][1:]; got != want {
+		t.Fatalf("cursor up past evicted lines: %q, want %q", got, want)
+	}
+	s.write([]byte("\x1b[900B\n"))
+	s.read(0)
+	// With a cap too: the marker counts the lost lines and what the cap left out.
+	for i := range 1000 {
+		fmt.Fprintf(settleWriter{s}, "line %04d\n", i)
+	}
+	got = s.read(100)
+	lines := strings.Split(got, "\n")
+	if len(got) > 100 || lines[len(lines)-1] != "line 0999" {
+		t.Fatalf("capped read after eviction: %q", got)
+	}
+	tail := len(lines) - 1
+	if want := settleMarker((1000-tail)*10, 1000-tail); lines[0] != want {
+		t.Fatalf("marker %q, want %q", lines[0], want)
+	}
+}
+
+func TestSettleReadCap(t *testing.T) {
+	var in strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&in, "line %02d\n", i) // 7 bytes + LF
+	}
+	s := newSettler(0)
+	s.write([]byte(in.String()))
+	got := s.read(100)
+	if len(got) > 100 {
+		t.Fatalf("read(100) returned %d bytes", len(got))
+	}
+	lines := strings.Split(got, "\n")
+	var head, tail []string
+	var marker string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "[...") {
+			head, marker, tail = lines[:i], l, lines[i+1:]
+		}
+	}
+	if len(head) < 3 || len(tail) < 3 || head[0] != "line 00" || tail[len(tail)-1] != "line 99" {
+		t.Fatalf("read(100) = %q", got)
+	}
+	elided := 100 - len(head) - len(tail)
+	if want := settleMarker(elided*8+1, elided); marker != want { // +1: both separators around the marker
+		t.Fatalf("marker %q, want %q", marker, want)
+	}
+	if s.unread() {
+		t.Fatal("capped read left text unread")
+	}
+}
+
+func TestSettleReadTinyLimit(t *testing.T) {
+	s := newSettler(0)
+	s.write([]byte(strings.Repeat("some text\n", 10)))
+	if got, want := s.read(5), settleMarker(99, 10); got != want {
+		t.Fatalf("read(5) = %q, want just the marker %q", got, want)
+	}
+	s.write([]byte("abc"))
+	if got := s.read(3); got != "abc" {
+		t.Fatalf("read(3) of 3 bytes = %q", got)
+	}
+}
+
+func TestSettleResize(t *testing.T) {
+	s := newSettler(0)
+	s.setCols(10)
+	s.write([]byte("0123456789ab"))
+	s.setCols(0) // unknown again: the line is one row
+	s.write([]byte("\rX"))
+	s.setCols(5)
+	s.write([]byte("\x1b[AY"))
+	if got := s.read(0); got != "XY23456789ab" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestSettleReadCapLongLines(t *testing.T) {
+	s := newSettler(0)
+	long := strings.Repeat("日本語", 1000) // 9000 bytes
+	s.write([]byte(long + "\n" + long))
+	got := s.read(1000)
+	if len(got) > 1000 || len(got) < 800 {
+		t.Fatalf("read(1000) of two long lines: %d bytes", len(got))
+	}
+	lines := strings.Split(got, "\n")
+	if len(lines) != 3 || !strings.HasPrefix(long, lines[0]) || !strings.HasSuffix(long, lines[2]) {
+		t.Fatalf("read(1000) = %q", got)
+	}
+	for _, l := range lines {
+		if !utf8.ValidString(l) {
+			t.Fatalf("cut inside a character: %q", l)
+		}
+	}
+	elided := 2*9000 + 1 - len(lines[0]) - len(lines[2])
+	if want := settleMarker(elided, 2); lines[1] != want {
+		t.Fatalf("marker %q, want %q", lines[1], want)
+	}
+}
+
+func settleSpaces(n int) string { return strings.Repeat(" ", n) }
+
+// TestSettleFlood checks that a flood far beyond the scrollback is capped
+// and counted right, however it arrives.
+func TestSettleFlood(t *testing.T) {
+	s := newSettler(0)
+	line := []byte(strings.Repeat("x", 99) + "\n")
+	chunk := bytes.Repeat(line, 40)
+	n := 0
+	for n < 20<<20 {
+		s.write(chunk)
+		n += len(chunk)
+	}
+	got := s.read(32 << 10)
+	if len(got) > 32<<10 {
+		t.Fatalf("read(32K) returned %d bytes", len(got))
+	}
+	lines := strings.Split(got, "\n")
+	kept := len(lines) - 1
+	total := n / 100
+	if want := settleMarker(n-kept*100, total-kept); lines[0] != want {
+		t.Fatalf("marker %q, want %q", lines[0], want)
+	}
+	if s.charge > settleDefaultMax+200 || cap(s.arena) > 3*settleDefaultMax {
+		t.Fatalf("charge %d, arena cap %d", s.charge, cap(s.arena))
+	}
+}
+
+func TestSettleTailScrollback(t *testing.T) {
+	s := newSettler(0)
+	if s.tail(3) != nil || s.scrollback() != "" {
+		t.Fatal("new settler has scrollback")
+	}
+	s.write([]byte("a\nb\x1b[5Cc\nd\n"))
+	s.read(0)
+	if got := s.tail(2); strings.Join(got, "|") != "b     c|d" {
+		t.Fatalf("tail(2) = %q", got)
+	}
+	s.write([]byte("$ "))
+	if got := s.tail(2); strings.Join(got, "|") != "d|$ " {
+		t.Fatalf("tail(2) with a current line = %q", got)
+	}
+	if got := s.tail(10); len(got) != 4 {
+		t.Fatalf("tail(10) = %q", got)
+	}
+	if got := s.scrollback(); got != "a\nb     c\nd\n$ " {
+		t.Fatalf("scrollback = %q", got)
+	}
+	if got := s.read(0); got != "$ " {
+		t.Fatalf("tail and scrollback must not mark anything read: %q", got)
+	}
+}
+
+// TestSettleEditAfterMove checks that a line keeps empty and written cells
+// apart after it was stored and loaded again.
+func TestSettleEditAfterMove(t *testing.T) {
+	s := newSettler(0)
+	s.write([]byte("a\x1b[3Cb  \nnext\n"))
+	s.write([]byte("\x1b[2A\x1b[4C\x1b[K\n\n"))
+	if got := s.read(0); got != "a\nnext" {
+		t.Fatalf("got %q", got)
+	}
+	s.write([]byte("\x1b[2A\x1b[2Ce\u0301日\n\n"))
+	s.write([]byte("\x1b[2A\x1b[4CX\n\n"))
+	if got := s.scrollback(); got != "a e\u0301 X\nnext" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestSettleManyEdits rewrites lines above, as progress displays do, until
+// the arena must compact lines stored out of order.
+func TestSettleManyEdits(t *testing.T) {
+	s := newSettler(2048)
+	for i := range 3000 {
+		fmt.Fprintf(settleWriter{s}, "\x1b[3A\x1b[2Ka %d\n\x1b[2Kb %d%s\n\x1b[2Kc\n", i, i, strings.Repeat("=", i%50))
+	}
+	want := fmt.Sprintf("a 2999\nb 2999%s\nc", strings.Repeat("=", 2999%50))
+	if got := s.scrollback(); !strings.HasSuffix(got, want) {
+		t.Fatalf("scrollback ends %q", got[max(len(got)-100, 0):])
+	}
+	if got := s.read(0); got != want {
+		t.Fatalf("read %q", got)
+	}
+}
+
+// TestSettleIdleSize checks that a settler nobody wrote to stays small.
+func TestSettleIdleSize(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		s := newSettler(0)
+		s.read(0)
+		s.match("x")
+		s.unread()
+		s.tail(5)
+	})
+	if allocs > 1 {
+		t.Fatalf("an idle settler allocates %v times", allocs)
+	}
+	if size := unsafe.Sizeof(settler{}); size > 1024 {
+		t.Fatalf("an idle settler takes %d bytes", size)
+	}
+}
+
+func TestSettleWriteAllocs(t *testing.T) {
+	s := newSettler(0)
+	chunk := settleBenchText(32<<10, true)
+	s.write(chunk)
+	allocs := testing.AllocsPerRun(200, func() { s.write(chunk) })
+	if allocs > 0.5 {
+		t.Fatalf("write allocates %v times a 32 KiB chunk", allocs)
+	}
+}
+
+// Golden files: testdata/settle/NAME.in holds bytes real programs wrote to
+// an 80-column terminal, NAME.golden what reading them all at once returns
+// when the settler is told the width, as the session does.
+func TestSettleGolden(t *testing.T) {
+	ins, _ := filepath.Glob(filepath.Join("testdata", "settle", "*.in"))
+	if len(ins) == 0 {
+		t.Fatal("no golden inputs")
+	}
+	for _, in := range ins {
+		name := strings.TrimSuffix(filepath.Base(in), ".in")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := settleFeed80(raw, len(raw)).read(0)
+			path := strings.TrimSuffix(in, ".in") + ".golden"
+			if settleUpdate() {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("settled text differs from %s:\n%s", path, settleDiff(string(want), got))
+			}
+			for _, chunk := range []int{1, 2, 3, 7, 64, 4095} {
+				if got := settleFeed80(raw, chunk).read(0); got != string(want) {
+					t.Errorf("in chunks of %d:\n%s", chunk, settleDiff(string(want), got))
+				}
+			}
+		})
+	}
+}
+
+func settleFeed80(in []byte, chunk int) *settler {
+	s := newSettler(0)
+	s.setCols(80)
+	for len(in) > 0 {
+		n := min(chunk, len(in))
+		s.write(in[:n])
+		in = in[n:]
+	}
+	return s
+}
+
+// settleDiff shows the lines that differ, quoted so control bytes show.
+func settleDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl || i >= len(w) || i >= len(g) {
+			fmt.Fprintf(&b, "line %d:\n  want %q\n   got %q\n", i+1, wl, gl)
+		}
+	}
+	return b.String()
+}
+
+// FuzzSettle checks the parser's invariants: nothing panics, no ESC or CR
+// comes out, and the text does not depend on how the bytes were split.
+// The literal checks that incremental matching agrees with a plain search;
+// the seed picks the chunks and the terminal's width (0: unknown).
+func FuzzSettle(f *testing.F) {
+	for _, c := range settleCases {
+		f.Add([]byte(c.in), uint64(len(c.in)), "a")
+	}
+	ins, _ := filepath.Glob(filepath.Join("testdata", "settle", "*.in"))
+	for _, in := range ins {
+		raw, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw, uint64(len(raw)), "$ ")
+	}
+	f.Fuzz(func(t *testing.T, in []byte, seed uint64, lit string) {
+		cols := int(seed % 97)
+		newSettler := func(max int) *settler {
+			s := newSettler(max)
+			s.setCols(cols)
+			return s
+		}
+		whole := newSettler(0)
+		whole.write(in)
+		wantMatch := whole.match(lit)
+		want := whole.read(0)
+		if strings.ContainsAny(want, "\x1b\r") {
+			t.Fatalf("output holds ESC or CR: %q", want)
+		}
+		if lit != "" && wantMatch != strings.Contains(want, lit) {
+			t.Fatalf("match(%q) = %v on %q", lit, wantMatch, want)
+		}
+
+		bytewise := newSettler(0)
+		var got bool
+		for i := range in {
+			bytewise.write(in[i : i+1])
+			got = bytewise.match(lit)
+		}
+		if got != wantMatch {
+			t.Fatalf("incremental match(%q) = %v, whole %v", lit, got, wantMatch)
+		}
+		if got := bytewise.read(0); got != want {
+			t.Fatalf("one byte at a time:\n got %q\nwant %q", got, want)
+		}
+
+		rng := rand.New(rand.NewPCG(seed, 1))
+		chunks := newSettler(0)
+		for rest := in; len(rest) > 0; {
+			n := min(1+rng.IntN(16), len(rest))
+			chunks.write(rest[:n])
+			rest = rest[n:]
+		}
+		if got := chunks.read(0); got != want {
+			t.Fatalf("random chunks:\n got %q\nwant %q", got, want)
+		}
+
+		// Reading part way changes what is returned, but never the scrollback
+		// or its invariants; incremental matching still agrees with a fresh scan.
+		split := newSettler(0)
+		cut := int(seed % uint64(len(in)+1))
+		split.write(in[:cut])
+		split.match(lit)
+		first := split.read(rng.IntN(64))
+		got = split.match(lit)
+		for i := cut; i < len(in); i++ {
+			split.write(in[i : i+1])
+			got = split.match(lit)
+		}
+		split.match(lit + "\x00") // a different literal: the next call scans afresh
+		if fresh := split.match(lit); fresh != got {
+			t.Fatalf("incremental match(%q) = %v after a read, fresh scan %v", lit, got, fresh)
+		}
+		second := split.read(0)
+		if strings.ContainsAny(first+second, "\x1b\r") {
+			t.Fatalf("output holds ESC or CR: %q %q", first, second)
+		}
+		if split.scrollback() != whole.scrollback() {
+			t.Fatalf("scrollback differs after a read:\n got %q\nwant %q", split.scrollback(), whole.scrollback())
+		}
+	})
+}
