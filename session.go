@@ -150,7 +150,7 @@ func startSession(m *Manager, req StartRequest, cols, rows int) (*Session, error
 		pid:        cmd.Process.Pid,
 		started:    time.Now(),
 		ring:       newRing(m.opts.ScrollbackBytes),
-		settle:     newSettler(m.opts.ScrollbackBytes),
+		settle:     newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
 		changed:    make(chan struct{}),
 		cols:       cols,
 		rows:       rows,
@@ -327,6 +327,38 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	stop()
 	_ = s.pty.SetWriteDeadline(time.Time{})
 	return n, err
+}
+
+// Send types text into the terminal as it is (no escape decoding: a Go
+// string can hold control bytes itself) and returns without reading any
+// output. It is for Go code that drives a program directly.
+func (s *Session) Send(text string) error {
+	s.touch()
+	s.mu.Lock()
+	exited, st := s.exited, s.status
+	s.mu.Unlock()
+	if exited {
+		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
+	}
+	if n, err := s.writeTerminal(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
+		return fmt.Errorf("agentpty: %s: send: typed %d of %d bytes: %w", s.id, n, len(text), err)
+	}
+	return nil
+}
+
+// Signal sends sig to the program's foreground process group, as a key
+// such as Ctrl-C would, or to the session's leader when there is none.
+func (s *Session) Signal(sig os.Signal) error {
+	s.mu.Lock()
+	exited := s.exited
+	s.mu.Unlock()
+	if exited {
+		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, s.status)
+	}
+	if err := signalForeground(s.pty, s.pid, sig); err != nil {
+		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
+	}
+	return nil
 }
 
 // Screen returns what the terminal shows now.

@@ -139,3 +139,20 @@ func endProcesses(ctx context.Context, sid int, grace time.Duration) error {
 	}
 	return nil
 }
+
+// signalForeground delivers sig to the terminal's foreground process
+// group, where a key like Ctrl-C would land, falling back to the leader.
+func signalForeground(f *os.File, leader int, sig os.Signal) error {
+	ss, ok := sig.(syscall.Signal)
+	if !ok {
+		return errorf(ErrInvalid, "signal %v is not a Unix signal", sig)
+	}
+	pgrp := 0
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { pgrp, _ = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP) })
+	}
+	if pgrp > 0 {
+		return syscall.Kill(-pgrp, ss)
+	}
+	return syscall.Kill(leader, ss)
+}

@@ -28,3 +28,5 @@ func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 }
 
 func endProcesses(context.Context, int, time.Duration) error { return ErrUnsupported }
+
+func signalForeground(*os.File, int, os.Signal) error { return ErrUnsupported }
