@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,10 +207,11 @@ func settlePrintable(p []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(p); i += 8 {
 		x := binary.LittleEndian.Uint64(p[i:])
-		below := (x - 0x20*ones) &^ x       // a byte under 0x20, or from 0x80
-		above := (x + (0x7f-0x7e)*ones) | x // a byte over 0x7e
-		if (below|above)&highs != 0 {
-			break
+		below := (x - 0x20*ones) &^ x // a byte under 0x20
+		above := (x + ones) | x       // a byte over 0x7e
+		// Borrows and carries can only mark bytes above the first one marked.
+		if m := (below | above) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for i < len(p) && p[i]-0x20 < 0x5f {
@@ -1123,8 +1125,6 @@ func (s *settler) flush() {
 	var holes bool
 	if s.plain {
 		s.arena = settleAppendPlain(s.arena, s.cells[:ext])
-	} else if arena, ok := settleAppendChecked(s.arena, s.cells[:ext]); ok {
-		s.arena, s.plain = arena, true // edits left it plain after all
 	} else {
 		s.arena, holes = s.appendCells(s.arena, s.cells[:ext])
 	}
@@ -1231,38 +1231,31 @@ func settleAppendPlain(dst []byte, cells []settleCell) []byte {
 	return dst
 }
 
-// settleAppendChecked is settleAppendPlain for cells that may not be plain:
-// it reports false, having appended garbage, when they are not.
-func settleAppendChecked(dst []byte, cells []settleCell) ([]byte, bool) {
+// appendCells appends the text of cells, NUL for each empty cell, and
+// reports whether there was one. Cells under 0x80 are their own byte, so
+// the usual line is copied in one pass; one with other characters is
+// written again, cell by cell.
+func (s *settler) appendCells(dst []byte, cells []settleCell) ([]byte, bool) {
 	n := len(dst)
 	dst = dst[:n+len(cells)]
 	out := dst[n:]
-	var acc settleCell
+	var or settleCell
+	holes := 0
 	for i, v := range cells {
 		out[i] = byte(v)
-		acc |= v - 1 // a byte out of 1..0x7f sets a bit above 0x7f
-	}
-	return dst, acc&^0x7f == 0
-}
-
-// appendCells appends the text of cells, NUL for each empty cell, and
-// reports whether there was one.
-func (s *settler) appendCells(dst []byte, cells []settleCell) ([]byte, bool) {
-	holes := false
-	for i := 0; i < len(cells); {
-		j := i
-		for j < len(cells) && cells[j]-1 < 0x7f { // printable ASCII, in a run
-			j++
+		or |= v
+		if v == settleEmpty {
+			holes++
 		}
-		dst = settleAppendPlain(dst, cells[i:j])
-		if j == len(cells) {
-			break
-		}
-		holes = holes || cells[j] == settleEmpty
-		dst = s.appendCell(dst, cells[j], 0)
-		i = j + 1
 	}
-	return dst, holes
+	if or < 0x80 {
+		return dst, holes > 0
+	}
+	dst = dst[:n]
+	for _, v := range cells {
+		dst = s.appendCell(dst, v, 0)
+	}
+	return dst, holes > 0
 }
 
 // appendCell appends the text of one cell, empty as the byte given.
