@@ -576,7 +576,10 @@ func (s *settler) putASCII(run []byte) {
 	s.pending = s.rowFull()
 	if c >= len(s.cells) { // the common case: appending
 		old := len(s.cells)
-		s.cells = slices.Grow(s.cells, end-old)[:end]
+		if end > cap(s.cells) {
+			s.cells = slices.Grow(s.cells, end-old)
+		}
+		s.cells = s.cells[:end]
 		if c > old {
 			clear(s.cells[old:c])
 			s.plain = false
@@ -904,16 +907,23 @@ func (s *settler) touch(i int) *settleLine {
 	return l
 }
 
-// modified records that cells [lo, hi) of the cursor's line changed.
+// modified records that cells [lo, hi) of the cursor's line changed. Most
+// writes only widen the changed range of a line already touched; that much
+// is small enough to be inlined.
 func (s *settler) modified(lo, hi int) {
-	s.changed = true
-	l := s.line(s.cur)
-	if l.epoch == s.epoch && l.flags&settlePend != 0 && lo >= int(l.seen) { // most writes: add to the range
-		l.mlo = min(l.mlo, int32(lo))
-		l.mhi = max(l.mhi, int32(min(hi, settleMaxCells)))
+	l := &s.lines[s.cur-s.base]
+	if l.epoch != s.epoch || l.flags&settlePend == 0 || int32(lo) < l.seen {
+		s.modifiedFirst(lo, hi)
 		return
 	}
-	s.touch(s.cur)
+	s.changed = true
+	l.mlo, l.mhi = min(l.mlo, int32(lo)), max(l.mhi, int32(hi))
+}
+
+// modifiedFirst is modified for the first change since a read or a match.
+func (s *settler) modifiedFirst(lo, hi int) {
+	s.changed = true
+	l := s.touch(s.cur)
 	if lo < int(l.seen) {
 		hi = max(hi, int(l.seen)) // what was seen there is no longer known to be
 		l.seen = int32(lo)
