@@ -174,14 +174,14 @@ func (s *settler) write(p []byte) settleEvents {
 	for i := 0; i < len(p); {
 		switch s.state {
 		case settleGround:
-			if s.need == 0 {
-				j := settlePrintable(p, i)
-				if j > i {
+			if b := p[i]; s.need == 0 {
+				if b-0x20 < 0x5f { // printable ASCII: the whole run at once
+					j := settlePrintable(p, i+1)
 					s.printASCII(p[i:j])
 					i = j
 					continue
 				}
-				if p[i] == 0x1b && i+1 < len(p) && p[i+1] == '[' { // the usual escape, in one step
+				if b == 0x1b && i+1 < len(p) && p[i+1] == '[' { // the usual escape, in one step
 					s.startCSI()
 					i = s.csi(p, i+2)
 					continue
