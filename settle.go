@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,14 +174,14 @@ func (s *settler) write(p []byte) settleEvents {
 	for i := 0; i < len(p); {
 		switch s.state {
 		case settleGround:
-			if s.need == 0 {
-				j := settlePrintable(p, i)
-				if j > i {
+			if b := p[i]; s.need == 0 {
+				if b-0x20 < 0x5f { // printable ASCII: the whole run at once
+					j := settlePrintable(p, i+1)
 					s.printASCII(p[i:j])
 					i = j
 					continue
 				}
-				if p[i] == 0x1b && i+1 < len(p) && p[i+1] == '[' { // the usual escape, in one step
+				if b == 0x1b && i+1 < len(p) && p[i+1] == '[' { // the usual escape, in one step
 					s.startCSI()
 					i = s.csi(p, i+2)
 					continue
@@ -206,10 +207,11 @@ func settlePrintable(p []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(p); i += 8 {
 		x := binary.LittleEndian.Uint64(p[i:])
-		below := (x - 0x20*ones) &^ x       // a byte under 0x20, or from 0x80
-		above := (x + (0x7f-0x7e)*ones) | x // a byte over 0x7e
-		if (below|above)&highs != 0 {
-			break
+		below := (x - 0x20*ones) &^ x // a byte under 0x20
+		above := (x + ones) | x       // a byte over 0x7e
+		// Borrows and carries can only mark bytes above the first one marked.
+		if m := (below | above) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for i < len(p) && p[i]-0x20 < 0x5f {
@@ -574,7 +576,10 @@ func (s *settler) putASCII(run []byte) {
 	s.pending = s.rowFull()
 	if c >= len(s.cells) { // the common case: appending
 		old := len(s.cells)
-		s.cells = slices.Grow(s.cells, end-old)[:end]
+		if end > cap(s.cells) {
+			s.cells = slices.Grow(s.cells, end-old)
+		}
+		s.cells = s.cells[:end]
 		if c > old {
 			clear(s.cells[old:c])
 			s.plain = false
@@ -902,16 +907,23 @@ func (s *settler) touch(i int) *settleLine {
 	return l
 }
 
-// modified records that cells [lo, hi) of the cursor's line changed.
+// modified records that cells [lo, hi) of the cursor's line changed. Most
+// writes only widen the changed range of a line already touched; that much
+// is small enough to be inlined.
 func (s *settler) modified(lo, hi int) {
-	s.changed = true
-	l := s.line(s.cur)
-	if l.epoch == s.epoch && l.flags&settlePend != 0 && lo >= int(l.seen) { // most writes: add to the range
-		l.mlo = min(l.mlo, int32(lo))
-		l.mhi = max(l.mhi, int32(min(hi, settleMaxCells)))
+	l := &s.lines[s.cur-s.base]
+	if l.epoch != s.epoch || l.flags&settlePend == 0 || int32(lo) < l.seen {
+		s.modifiedFirst(lo, hi)
 		return
 	}
-	s.touch(s.cur)
+	s.changed = true
+	l.mlo, l.mhi = min(l.mlo, int32(lo)), max(l.mhi, int32(hi))
+}
+
+// modifiedFirst is modified for the first change since a read or a match.
+func (s *settler) modifiedFirst(lo, hi int) {
+	s.changed = true
+	l := s.touch(s.cur)
 	if lo < int(l.seen) {
 		hi = max(hi, int(l.seen)) // what was seen there is no longer known to be
 		l.seen = int32(lo)
@@ -1123,8 +1135,6 @@ func (s *settler) flush() {
 	var holes bool
 	if s.plain {
 		s.arena = settleAppendPlain(s.arena, s.cells[:ext])
-	} else if arena, ok := settleAppendChecked(s.arena, s.cells[:ext]); ok {
-		s.arena, s.plain = arena, true // edits left it plain after all
 	} else {
 		s.arena, holes = s.appendCells(s.arena, s.cells[:ext])
 	}
@@ -1231,38 +1241,31 @@ func settleAppendPlain(dst []byte, cells []settleCell) []byte {
 	return dst
 }
 
-// settleAppendChecked is settleAppendPlain for cells that may not be plain:
-// it reports false, having appended garbage, when they are not.
-func settleAppendChecked(dst []byte, cells []settleCell) ([]byte, bool) {
+// appendCells appends the text of cells, NUL for each empty cell, and
+// reports whether there was one. Cells under 0x80 are their own byte, so
+// the usual line is copied in one pass; one with other characters is
+// written again, cell by cell.
+func (s *settler) appendCells(dst []byte, cells []settleCell) ([]byte, bool) {
 	n := len(dst)
 	dst = dst[:n+len(cells)]
 	out := dst[n:]
-	var acc settleCell
+	var or settleCell
+	holes := 0
 	for i, v := range cells {
 		out[i] = byte(v)
-		acc |= v - 1 // a byte out of 1..0x7f sets a bit above 0x7f
-	}
-	return dst, acc&^0x7f == 0
-}
-
-// appendCells appends the text of cells, NUL for each empty cell, and
-// reports whether there was one.
-func (s *settler) appendCells(dst []byte, cells []settleCell) ([]byte, bool) {
-	holes := false
-	for i := 0; i < len(cells); {
-		j := i
-		for j < len(cells) && cells[j]-1 < 0x7f { // printable ASCII, in a run
-			j++
+		or |= v
+		if v == settleEmpty {
+			holes++
 		}
-		dst = settleAppendPlain(dst, cells[i:j])
-		if j == len(cells) {
-			break
-		}
-		holes = holes || cells[j] == settleEmpty
-		dst = s.appendCell(dst, cells[j], 0)
-		i = j + 1
 	}
-	return dst, holes
+	if or < 0x80 {
+		return dst, holes > 0
+	}
+	dst = dst[:n]
+	for _, v := range cells {
+		dst = s.appendCell(dst, v, 0)
+	}
+	return dst, holes > 0
 }
 
 // appendCell appends the text of one cell, empty as the byte given.
