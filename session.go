@@ -159,6 +159,9 @@ func startSession(m *Manager, req StartRequest, cols, rows int) (*Session, error
 		reaped:     make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
+	// Readline and other line editors move by screen row once a line is
+	// wider than the terminal; the settler needs the width to follow them.
+	s.settle.setCols(cols)
 	go s.read()
 	go s.reap()
 	return s, nil
@@ -395,6 +398,7 @@ func (s *Session) Resize(cols, rows int) error {
 	}
 	s.screen.Resize(cols, rows)
 	s.mu.Lock()
+	s.settle.setCols(cols)
 	s.cols, s.rows = cols, rows
 	s.mu.Unlock()
 	return nil
