@@ -89,36 +89,48 @@ type Session struct {
 
 	writeMu sync.Mutex // one writer at a time on the terminal: input and query replies
 
-	// mu guards the fields below. It is never held during I/O, while
-	// calling a hook, or while the screen parses.
+	// inMu guards the ring, which the reader fills and everything else
+	// copies from; it is held only for those copies, so the reader never
+	// waits behind rendering.
+	inMu sync.Mutex
+	ring *ring
+
+	// mu guards the fields below. It is never held during I/O or while
+	// calling a hook. Lock order: screenMu, then mu, then inMu.
 	mu         sync.Mutex
-	ring       *ring
 	settle     *settler
-	readOff    int64 // ring offset up to which results have returned output
+	settled    atomic.Int64 // ring offset the settler has rendered up to; written under mu
+	readOff    int64        // ring offset up to which results have returned output
 	truncated  int64
-	changed    chan struct{} // closed and replaced when output arrives or the child exits
+	changed    chan struct{} // closed and replaced when output is rendered or the child exits
 	lastOutput time.Time
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
 	status     ExitStatus
-	eof        bool // the terminal has no writer left
-	drained    bool // exited, and the output that was on its way has been read
+	drainSeen  bool  // the reader has read what was on its way at exit (or hit end of file) ...
+	drainOff   int64 // ... up to this ring offset
+	drained    bool  // exited, and everything up to drainOff is rendered
 	lastRows   []string
 	idle, life *time.Timer
 
-	// screenMu guards the screen; take it before mu, never under it.
+	// screenMu guards the screen, made on first use (many sessions never
+	// need one); take it before mu, never under it.
 	screenMu  sync.Mutex
 	screen    *screen.Screen
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
 	scratch   []byte
 
-	done       chan struct{} // closed when drained
-	reaped     chan struct{} // closed when the child has been reaped
-	readerDone chan struct{}
-	replies    sync.WaitGroup
-	killOnce   sync.Once
-	killRes    KillResult
-	killErr    error
+	kick        chan struct{} // the reader tells the processor there is more (1-buffered)
+	progress    chan struct{} // the processor tells a throttled reader it caught up (1-buffered)
+	batch       []byte        // the processor's copy of what it renders next
+	done        chan struct{} // closed when drained
+	reaped      chan struct{} // closed when the child has been reaped
+	readerDone  chan struct{}
+	processDone chan struct{}
+	replies     sync.WaitGroup
+	killOnce    sync.Once
+	killRes     KillResult
+	killErr     error
 }
 
 // startSession starts the child under a new terminal. On failure nothing
@@ -143,26 +155,29 @@ func startSession(m *Manager, req StartRequest, cols, rows int) (*Session, error
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
-		m:          m,
-		command:    req.Command,
-		cmd:        cmd,
-		pty:        f,
-		pid:        cmd.Process.Pid,
-		started:    time.Now(),
-		ring:       newRing(m.opts.ScrollbackBytes),
-		settle:     newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
-		changed:    make(chan struct{}),
-		cols:       cols,
-		rows:       rows,
-		screen:     screen.New(cols, rows),
-		done:       make(chan struct{}),
-		reaped:     make(chan struct{}),
-		readerDone: make(chan struct{}),
+		m:           m,
+		command:     req.Command,
+		cmd:         cmd,
+		pty:         f,
+		pid:         cmd.Process.Pid,
+		started:     time.Now(),
+		ring:        newRing(m.opts.ScrollbackBytes),
+		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
+		changed:     make(chan struct{}),
+		cols:        cols,
+		rows:        rows,
+		kick:        make(chan struct{}, 1),
+		progress:    make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		reaped:      make(chan struct{}),
+		readerDone:  make(chan struct{}),
+		processDone: make(chan struct{}),
 	}
 	// Readline and other line editors move by screen row once a line is
 	// wider than the terminal; the settler needs the width to follow them.
 	s.settle.setCols(cols)
 	go s.read()
+	go s.process()
 	go s.reap()
 	return s, nil
 }
@@ -203,12 +218,12 @@ func (s *Session) info() SessionInfo {
 	return info
 }
 
-// read is the one goroutine that reads the terminal. It feeds the ring and
-// the settled text, wakes waiters, and keeps the screen from falling so far
-// behind that the ring forgets what it has not parsed.
+// read is the one goroutine that reads the terminal. It only copies into
+// the ring and kicks the processor, so the terminal is drained at the
+// speed of the kernel while rendering runs beside it.
 func (s *Session) read() {
 	defer close(s.readerDone)
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 16<<10)
 	drains := 0
 	for {
 		n, err := s.pty.Read(buf)
@@ -226,25 +241,97 @@ func (s *Session) read() {
 				continue
 			}
 			_ = s.pty.SetReadDeadline(time.Time{})
-			s.finishDrain(false)
+			s.drainSeenAt()
 		default:
 			// EIO on Linux: nothing holds the terminal open any more.
-			s.finishDrain(true)
+			s.drainSeenAt()
 			return
 		}
 	}
 }
 
+// feed hands p to the processor. When rendering falls half a ring behind,
+// the reader waits for it, so no byte leaves the ring unrendered and the
+// program feels the back-pressure as it would from a slow terminal.
 func (s *Session) feed(p []byte) {
-	s.mu.Lock()
+	limit := int64(s.m.opts.ScrollbackBytes / 2)
+	for s.ring.end()-s.settled.Load() > limit {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+		select {
+		case <-s.progress:
+		case <-s.processDone:
+			return
+		}
+	}
+	s.inMu.Lock()
 	s.ring.write(p)
-	ev := s.settle.write(p)
-	s.lastOutput = time.Now()
-	s.broadcast()
-	lag := s.ring.end() - s.screenOff.Load()
+	s.inMu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// drainSeenAt records that the reader has everything the program wrote up
+// to now; Wait returns once that much is rendered.
+func (s *Session) drainSeenAt() {
+	s.inMu.Lock()
+	end := s.ring.end()
+	s.inMu.Unlock()
+	s.mu.Lock()
+	if !s.drainSeen {
+		s.drainSeen, s.drainOff = true, end
+		s.checkDrained()
+	}
 	s.mu.Unlock()
-	if ev&evQuery != 0 || lag > int64(s.m.opts.ScrollbackBytes/2) {
-		s.syncScreen()
+}
+
+// process renders what the reader copied into the ring: the settled text,
+// and the screen when a query needs an answer or it falls far behind. It
+// runs until the reader has stopped and everything is rendered.
+func (s *Session) process() {
+	defer close(s.processDone)
+	for {
+		select {
+		case <-s.kick:
+			s.render()
+		case <-s.readerDone:
+			s.render()
+			return
+		}
+	}
+}
+
+// render takes everything new from the ring in one batch.
+func (s *Session) render() {
+	for {
+		s.inMu.Lock()
+		s.batch, _ = s.ring.appendFrom(s.batch[:0], s.settled.Load())
+		end := s.ring.end()
+		s.inMu.Unlock()
+		if len(s.batch) == 0 {
+			return
+		}
+		s.mu.Lock()
+		ev := s.settle.write(s.batch)
+		s.settled.Store(end)
+		s.lastOutput = time.Now()
+		s.broadcast()
+		s.checkDrained()
+		s.mu.Unlock()
+		select {
+		case s.progress <- struct{}{}:
+		default:
+		}
+		if ev&evQuery != 0 || end-s.screenOff.Load() > int64(s.m.opts.ScrollbackBytes/2) {
+			s.syncScreen()
+		}
+		if cap(s.batch) > 64<<10 {
+			s.batch = nil // an idle session keeps no large batch buffer
+		}
 	}
 }
 
@@ -252,6 +339,16 @@ func (s *Session) feed(p []byte) {
 func (s *Session) broadcast() {
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// checkDrained marks the output complete once the child has exited and
+// what was on its way is rendered. Call with mu held.
+func (s *Session) checkDrained() {
+	if s.exited && s.drainSeen && !s.drained && s.settled.Load() >= s.drainOff {
+		s.drained = true
+		close(s.done)
+		s.broadcast()
+	}
 }
 
 // reap waits for the child, records how it ended, and asks the reader to
@@ -263,33 +360,15 @@ func (s *Session) reap() {
 	s.exited = true
 	s.status = st
 	s.broadcast()
-	eof := s.eof
+	s.checkDrained()
 	s.mu.Unlock()
 	// Emitted before kill can see the child reaped, so "exited" always
 	// comes before "killed".
 	code, sig := st.exitFields()
 	s.m.emit(Event{Kind: EventExited, ID: s.id, PID: s.pid, Command: s.command, ExitCode: code, Signal: sig, Time: time.Now()})
 	close(s.reaped)
-	if eof {
-		s.finishDrain(true)
-	} else {
-		_ = s.pty.SetReadDeadline(time.Now().Add(exitDrain))
-	}
-}
-
-// finishDrain records that the output is complete: at end of file, or once
-// the child has exited and its last output has been read.
-func (s *Session) finishDrain(eof bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if eof {
-		s.eof = true
-	}
-	if s.exited && !s.drained {
-		s.drained = true
-		close(s.done)
-		s.broadcast()
-	}
+	// Wakes the reader if nothing more comes; harmless after end of file.
+	_ = s.pty.SetReadDeadline(time.Now().Add(exitDrain))
 }
 
 // syncScreen feeds the screen everything the ring holds that it has not
@@ -297,10 +376,21 @@ func (s *Session) finishDrain(eof bool) {
 func (s *Session) syncScreen() {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
-	s.mu.Lock()
+	s.syncScreenLocked()
+}
+
+// syncScreenLocked is syncScreen with screenMu held.
+func (s *Session) syncScreenLocked() {
+	if s.screen == nil {
+		s.mu.Lock()
+		cols, rows := s.cols, s.rows
+		s.mu.Unlock()
+		s.screen = screen.New(cols, rows)
+	}
+	s.inMu.Lock()
 	s.scratch, _ = s.ring.appendFrom(s.scratch[:0], s.screenOff.Load())
 	end := s.ring.end()
-	s.mu.Unlock()
+	s.inMu.Unlock()
 	if len(s.scratch) == 0 {
 		return
 	}
@@ -310,8 +400,8 @@ func (s *Session) syncScreen() {
 		s.scratch = nil // an idle session keeps no catch-up buffer
 	}
 	if len(reply) > 0 {
-		// A reply must not block the reader or the screen: the program that
-		// asked may not read it at once.
+		// A reply must not block the screen: the program that asked may
+		// not read it at once.
 		s.replies.Add(1)
 		go func() {
 			defer s.replies.Done()
@@ -366,9 +456,9 @@ func (s *Session) Signal(sig os.Signal) error {
 
 // Screen returns what the terminal shows now.
 func (s *Session) Screen() Screen {
-	s.syncScreen()
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
+	s.syncScreenLocked()
 	return s.snapshot()
 }
 
@@ -384,9 +474,9 @@ func (s *Session) Resize(cols, rows int) error {
 	if cols < 1 || cols > 1000 || rows < 1 || rows > 500 {
 		return errorf(ErrInvalid, "%s: size %dx%d is outside 1-1000 columns by 1-500 rows", s.id, cols, rows)
 	}
-	s.syncScreen()
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
+	s.syncScreenLocked()
 	s.mu.Lock()
 	exited := s.exited
 	s.mu.Unlock()
@@ -544,8 +634,8 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 // screenMatch reports whether lit appears in a screen row that changed
 // since the last read, for full-screen programs whose output is the screen.
 func (s *Session) screenMatch(lit string) bool {
-	s.syncScreen()
 	s.screenMu.Lock()
+	s.syncScreenLocked()
 	lines := s.screen.Lines()
 	s.screenMu.Unlock()
 	s.mu.Lock()
@@ -563,10 +653,13 @@ func (s *Session) screenMatch(lit string) bool {
 func (s *Session) collect(matched bool) waitResult {
 	s.mu.Lock()
 	out := s.settle.read(s.m.opts.MaxOutputBytes)
-	if start := s.ring.start(); start > s.readOff {
+	s.inMu.Lock()
+	start := s.ring.start()
+	s.inMu.Unlock()
+	if start > s.readOff {
 		s.truncated += start - s.readOff
 	}
-	s.readOff = s.ring.end()
+	s.readOff = s.settled.Load()
 	w := waitResult{matched: matched, exited: s.exited, truncated: s.truncated}
 	if s.exited {
 		w.exitCode, w.signal = s.status.exitFields()
@@ -636,9 +729,8 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	}
 	<-s.reaped
 	closeErr := s.pty.Close()
-	<-s.readerDone
+	<-s.processDone
 	s.replies.Wait()
-	s.finishDrain(true)
 
 	s.mu.Lock()
 	out := s.settle.read(s.m.opts.MaxOutputBytes)
