@@ -109,6 +109,7 @@ func checkCase(s *Screen, reply []byte, want string) string {
 // describeCell describes the cell's attributes in the words of an @attr
 // line, naming colours only when the line does.
 func describeCell(s *Screen, x, y int, words []string) string {
+	s.catchUp()
 	s.flush()
 	s.vt.Lock()
 	g := s.vt.Cell(x, y)

@@ -23,7 +23,9 @@ const (
 // and dropped.
 const (
 	maxSeq = 256
-	maxOSC = 512
+	// maxHeld bounds the plain text a Write may hold back.
+	maxHeld = 64 << 10
+	maxOSC  = 512
 )
 
 type parser struct {
@@ -65,7 +67,16 @@ func (s *Screen) ground(p []byte, i int) int {
 		s.drainRune(true)
 	}
 	if i >= s.scanEnd && (b >= 0x20 && b < 0x7f || b == '\r' || b == '\n') {
-		if j := s.skipPlain(p, i); j != i {
+		s.scanEnd = i
+		j := s.skipPlain(p, i)
+		if s.holding && s.scanEnd == len(p) && len(p)-j <= maxHeld {
+			// The run reaches the end of the input: what is left may
+			// scroll away in the next Write, so parse it only when that
+			// comes or someone looks.
+			s.held = append(s.held[:0], p[j:]...)
+			return len(p)
+		}
+		if j != i {
 			return j
 		}
 	}

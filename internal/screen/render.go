@@ -64,6 +64,7 @@ func (t *clusterTable) add(base, mark rune, w int) (rune, bool) {
 // Lines returns each row's text with trailing blanks trimmed. A wide
 // character appears once, and combining marks stay with their base.
 func (s *Screen) Lines() []string {
+	s.catchUp()
 	s.flush()
 	return s.readLines()
 }

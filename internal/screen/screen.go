@@ -82,6 +82,13 @@ type Screen struct {
 	noSkip  bool
 	skipped int
 
+	// A plain run that reaches the end of a Write is held back (up to
+	// maxHeld bytes) until the next Write or until someone looks: most of
+	// it usually scrolls away unseen, and vt10x is the costly part.
+	held    []byte
+	joined  []byte
+	holding bool
+
 	rebuilding bool
 
 	// panics counts panics recovered from vt10x and fed the bytes given
@@ -147,6 +154,13 @@ func (s *Screen) reset() {
 // colour queries vt10x answers. It never panics and takes time
 // proportional to len(p).
 func (s *Screen) Write(dst, p []byte) []byte {
+	if len(s.held) > 0 {
+		s.joined = append(append(s.joined[:0], s.held...), p...)
+		s.held = s.held[:0]
+		p = s.joined
+	}
+	s.holding = !s.noSkip
+	defer func() { s.holding = false }()
 	s.dst = dst
 	defer func() {
 		if r := recover(); r != nil {
@@ -159,7 +173,24 @@ func (s *Screen) Write(dst, p []byte) []byte {
 	s.feed(p)
 	s.flush()
 	dst, s.dst = s.dst, nil
+	if cap(s.joined) > 64<<10 {
+		s.joined = nil
+	}
 	return dst
+}
+
+// catchUp parses the plain text a Write held back, before anyone looks at
+// the screen. Plain text holds no query, so there is nothing to answer.
+func (s *Screen) catchUp() {
+	if len(s.held) == 0 {
+		return
+	}
+	p := s.held
+	s.held = nil
+	s.feed(p)
+	s.flush()
+	s.dst = nil
+	s.held = p[:0]
 }
 
 // flush hands the queued bytes to vt10x and collects its replies.
@@ -236,6 +267,7 @@ func (s *Screen) cursor() (c vt10x.Cursor) {
 // Resize changes the size (clamped as in New). vt10x keeps the top-left
 // text, slides up to keep the cursor visible, and resets the scroll region.
 func (s *Screen) Resize(cols, rows int) {
+	s.catchUp()
 	cols, rows = clampSize(cols, rows)
 	if cols == s.cols && rows == s.rows {
 		return
@@ -265,6 +297,7 @@ func (s *Screen) Size() (cols, rows int) { return s.cols, s.rows }
 // Cursor returns the zero-based cursor position; the column counts a wide
 // character as two, as the program did.
 func (s *Screen) Cursor() (row, col int) {
+	s.catchUp()
 	c := s.cursor()
 	return c.Y, c.X
 }

@@ -55,6 +55,7 @@ func randomStream(r *rand.Rand, n, cols int) []byte {
 
 // state is everything skipping must preserve: cells, cursor, attributes.
 func state(s *Screen) string {
+	s.catchUp()
 	s.flush()
 	s.vt.Lock()
 	defer s.vt.Unlock()
