@@ -24,6 +24,7 @@ const (
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
+	inlineRender   = 512                    // reads up to this size are rendered by the reader itself
 )
 
 // ExitStatus says how a program ended.
@@ -120,6 +121,7 @@ type Session struct {
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
 	scratch   []byte
 
+	renderMu    sync.Mutex    // one renderer at a time: the processor, or the reader for a short read
 	kick        chan struct{} // the reader tells the processor there is more (1-buffered)
 	progress    chan struct{} // the processor tells a throttled reader it caught up (1-buffered)
 	batch       []byte        // the processor's copy of what it renders next
@@ -269,6 +271,14 @@ func (s *Session) feed(p []byte) {
 	s.inMu.Lock()
 	s.ring.write(p)
 	s.inMu.Unlock()
+	// A short read (an echo, a prompt) is rendered here when the processor
+	// is idle, which saves waking it on the path of a round trip; floods
+	// go to the processor so reading never waits for rendering.
+	if len(p) <= inlineRender && s.renderMu.TryLock() {
+		s.renderLocked()
+		s.renderMu.Unlock()
+		return
+	}
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -305,8 +315,15 @@ func (s *Session) process() {
 	}
 }
 
-// render takes everything new from the ring in one batch.
+// render takes everything new from the ring in batches.
 func (s *Session) render() {
+	s.renderMu.Lock()
+	defer s.renderMu.Unlock()
+	s.renderLocked()
+}
+
+// renderLocked is render with renderMu held.
+func (s *Session) renderLocked() {
 	for {
 		s.inMu.Lock()
 		s.batch, _ = s.ring.appendFrom(s.batch[:0], s.settled.Load())
