@@ -1,6 +1,6 @@
 # agentpty: the two commands people run first are `make demo` and `make test`.
 GO ?= go
-STATICCHECK_VERSION ?= 2026.2.2
+STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 
 .PHONY: test demo bench lint cross fuzz conformance
