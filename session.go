@@ -460,10 +460,10 @@ func (s *Session) Send(text string) error {
 // such as Ctrl-C would, or to the session's leader when there is none.
 func (s *Session) Signal(sig os.Signal) error {
 	s.mu.Lock()
-	exited := s.exited
+	exited, st := s.exited, s.status
 	s.mu.Unlock()
 	if exited {
-		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, s.status)
+		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
 	}
 	if err := signalForeground(s.pty, s.pid, sig); err != nil {
 		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
@@ -495,10 +495,10 @@ func (s *Session) Resize(cols, rows int) error {
 	defer s.screenMu.Unlock()
 	s.syncScreenLocked()
 	s.mu.Lock()
-	exited := s.exited
+	exited, st := s.exited, s.status
 	s.mu.Unlock()
 	if exited {
-		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, s.status)
+		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, st)
 	}
 	if err := setSize(s.pty, cols, rows); err != nil {
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
