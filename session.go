@@ -36,6 +36,7 @@ type ExitStatus struct {
 	Signal string
 }
 
+// String says how the program ended: "exit code 3" or "killed by SIGKILL".
 func (e ExitStatus) String() string {
 	if e.Signal != "" {
 		return "killed by " + e.Signal
