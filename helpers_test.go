@@ -162,6 +162,11 @@ func openFDs(t *testing.T) int {
 
 func ms(n int) *int { return &n }
 
+// readyCat is cat that says when the login profile is done: tests wait for
+// that before killing, since killing bash mid-profile can leave pyenv's
+// rehash lock behind and stall every later login shell.
+const readyCat = "echo ready; exec cat"
+
 // mustStart starts a session or fails the test.
 func mustStart(t *testing.T, m *Manager, req StartRequest) StartResult {
 	t.Helper()

@@ -575,6 +575,7 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 		}
 	}
 	w, err := s.waitUntil(ctx, waitFor, deadline, false)
+	s.touch() // a long wait is use, not idleness
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -586,7 +587,9 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 // it returns once output has appeared and paused.
 func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int) (waitResult, error) {
 	quiet := waitFor == "" && waitMS == nil
-	return s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet)
+	w, err := s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet)
+	s.touch() // the idle clock starts when start returns
+	return w, err
 }
 
 // waitUntil waits as await does, then collects the result.

@@ -256,9 +256,9 @@ func tail(s string, n int) string {
 func TestMaxSessions(t *testing.T) {
 	m := newManager(t, Options{MaxSessions: 2})
 	for i := 0; i < 2; i++ {
-		mustStart(t, m, StartRequest{Command: "cat", WaitMS: ms(0)})
+		mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	}
-	_, err := m.Start(context.Background(), StartRequest{Command: "cat", WaitMS: ms(0)})
+	_, err := m.Start(context.Background(), StartRequest{Command: readyCat, WaitFor: "ready"})
 	if !isErr(err, ErrTooManySessions) || !strings.Contains(err.Error(), "2") {
 		t.Fatalf("third start: %v, want ErrTooManySessions naming the limit", err)
 	}
@@ -457,8 +457,8 @@ func TestLargeInputToAProgramThatDoesNotRead(t *testing.T) {
 
 func TestCloseKillsEverythingAndRefusesMore(t *testing.T) {
 	m := newManager(t, Options{})
-	a := mustStart(t, m, StartRequest{Command: "cat", WaitMS: ms(0)})
-	mustStart(t, m, StartRequest{Command: "sleep 1000", WaitMS: ms(0)})
+	a := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	mustStart(t, m, StartRequest{Command: "echo ready; sleep 1000", WaitFor: "ready"})
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestEventsAndIdleTimeout(t *testing.T) {
 	events := make(chan Event, 16)
 	m := newManager(t, Options{IdleTimeout: 300 * 1e6, OnEvent: func(e Event) { events <- e }})
 	res := mustStart(t, m, StartRequest{Command: "echo hi; exit 2", WaitFor: "hi"})
-	idle := mustStart(t, m, StartRequest{Command: "cat", WaitMS: ms(0)})
+	idle := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	want := []struct {
 		kind EventKind
 		id   string
