@@ -151,7 +151,19 @@ func startSession(m *Manager, req StartRequest, cols, rows int) (*Session, error
 		attrs = &syscall.SysProcAttr{}
 	}
 	attrs.Setsid, attrs.Setctty, attrs.Setpgid = true, true, false
-	f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
+	var f *os.File
+	start := func() (err error) {
+		f, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
+		return err
+	}
+	// Sandbox hook: a sandbox that confines the starting thread (Landlock)
+	// runs the start itself; see threadStarter in sandbox.go.
+	var err error
+	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
+		err = ts.startOnThread(cmd, start)
+	} else {
+		err = start()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
