@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // sandboxShell runs commands without the login profile: these tests are
@@ -237,12 +237,19 @@ func TestSandboxTerminal(t *testing.T) {
 		return res.Output
 	}
 	write("stty size", "30 100")
-	if err := s.Resize(80, 24); err != nil {
-		t.Fatalf("Resize: %v", err)
+	// The host resizes through the master, which was opened on the
+	// confined thread: Landlock must let its ioctls through. (This does
+	// what Session.Resize does, minus passing a stack pointer to ioctl as
+	// a bare uintptr through creack/pty's Setsize, which now and then sets
+	// stale memory.)
+	rc, err := s.pty.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The host resizes through the master, opened on the confined thread.
-	if r, c, err := pty.Getsize(s.pty); err != nil || r != 24 || c != 80 {
-		t.Fatalf("after Resize(80, 24) the terminal is %dx%d (%v)", c, r, err)
+	if cerr := rc.Control(func(fd uintptr) {
+		err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80})
+	}); cerr != nil || err != nil {
+		t.Fatalf("TIOCSWINSZ on the master: %v, %v", cerr, err)
 	}
 	write("stty size", "24 80")
 	write(`tty; echo "tty: $?"`, "tty: 0")
@@ -265,6 +272,12 @@ func TestSandboxTerminal(t *testing.T) {
 		t.Errorf("a password prompt is not seen as one: %v, %+v", err, res)
 	}
 	write("secret", "pw:6")
+	if _, err := m.Write(ctx, WriteRequest{ID: id, Input: "exit", Submit: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Wait(ctx); err != nil || st.Code != 0 {
+		t.Errorf("exit: %v, %v", st, err)
+	}
 }
 
 func intp(n int) *int { return &n }
@@ -354,12 +367,17 @@ func TestSandboxHostUnconfined(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// It waits for input: Close ends it.
-			m, _, err := startSandboxed(sb, `echo "== ready"; read -r _`, "== ready")
+			// It waits for a line, so that it is still running when Start
+			// returns, then exits by itself.
+			m, res, err := startSandboxed(sb, `echo "== ready"; read -r _`, "== ready")
+			defer m.Close()
 			if err != nil {
 				t.Error(err)
+				return
 			}
-			if err := m.Close(); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := m.Write(ctx, WriteRequest{ID: res.ID, Submit: true, WaitMS: intp(30000)}); err != nil {
 				t.Error(err)
 			}
 		}()

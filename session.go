@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,13 +152,17 @@ func startSession(m *Manager, req StartRequest, cols, rows int) (*Session, error
 		attrs = &syscall.SysProcAttr{}
 	}
 	attrs.Setsid, attrs.Setctty, attrs.Setpgid = true, true, false
+	// Sandbox hook: a sandbox that confines the starting thread (Landlock)
+	// runs the start itself; see threadStarter in sandbox.go. The size is
+	// captured, hence on the heap: creack/pty hands it to ioctl as a bare
+	// uintptr, and the start may run on a fresh goroutine whose stack moves.
 	var f *os.File
+	size := &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}
 	start := func() (err error) {
-		f, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}, attrs)
+		f, err = pty.StartWithAttrs(cmd, size, attrs)
+		runtime.KeepAlive(size)
 		return err
 	}
-	// Sandbox hook: a sandbox that confines the starting thread (Landlock)
-	// runs the start itself; see threadStarter in sandbox.go.
 	var err error
 	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
 		err = ts.startOnThread(cmd, start)
