@@ -19,7 +19,7 @@ func approve(r agentpty.Rules, command string) error {
 	return r.Approve(context.Background(), agentpty.ApprovalRequest{Tool: "pty-start", Command: command})
 }
 
-func TestRules(t *testing.T) {
+func TestApproveRules(t *testing.T) {
 	rules := agentpty.Rules{
 		Allow: []string{
 			"ls *", "cat *", "cd *", "grep *", "echo *", "git status", "git log *", "go test *",
@@ -132,7 +132,7 @@ func TestRules(t *testing.T) {
 	}
 }
 
-func TestRulesMessages(t *testing.T) {
+func TestApproveRulesMessages(t *testing.T) {
 	for _, tc := range []struct {
 		rules   agentpty.Rules
 		command string
@@ -153,9 +153,9 @@ func TestRulesMessages(t *testing.T) {
 	}
 }
 
-// TestRulesStar: a lone * approves any simple command, but never shell
+// TestApproveRulesStar: a lone * approves any simple command, but never shell
 // syntax, and never a program it cannot name.
-func TestRulesStar(t *testing.T) {
+func TestApproveRulesStar(t *testing.T) {
 	all := agentpty.Rules{Allow: []string{"*"}}
 	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "LD_PRELOAD=x ls", "ls 2>&1"} {
 		if err := approve(all, c); err != nil {
@@ -169,9 +169,9 @@ func TestRulesStar(t *testing.T) {
 	}
 }
 
-// TestRulesLong: matching stays linear-ish in the command's length,
+// TestApproveRulesLong: matching stays linear-ish in the command's length,
 // whatever the rule's stars.
-func TestRulesLong(t *testing.T) {
+func TestApproveRulesLong(t *testing.T) {
 	r := agentpty.Rules{Allow: []string{"echo * * * * * * * * x"}}
 	long := "echo" + strings.Repeat(" a", 20000)
 	start := time.Now()
@@ -183,8 +183,8 @@ func TestRulesLong(t *testing.T) {
 	}
 }
 
-// TestRulesWithManager: a denied start runs nothing.
-func TestRulesWithManager(t *testing.T) {
+// TestApproveRulesWithManager: a denied start runs nothing.
+func TestApproveRulesWithManager(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no sessions on Windows")
 	}
@@ -203,7 +203,7 @@ func TestRulesWithManager(t *testing.T) {
 	}
 }
 
-func ExampleRules() {
+func ExampleRules_Approve() {
 	rules := agentpty.Rules{
 		Allow: []string{"ls *", "cat *", "cd *", "go test *", "git status", "git diff *"},
 		Deny:  []string{"git push *"},
@@ -230,7 +230,7 @@ func ExampleRules() {
 }
 
 // Rules can come from a host's configuration file.
-func ExampleRules_json() {
+func ExampleRules_Approve_json() {
 	config := []byte(`{"allow": ["python3 *.py", "pytest *"], "deny": ["pip install *"]}`)
 	var rules agentpty.Rules
 	if err := json.Unmarshal(config, &rules); err != nil {
@@ -243,9 +243,9 @@ func ExampleRules_json() {
 	// agentpty: denied: pty-start "python3 -m pip install requests": matches no allow rule
 }
 
-// FuzzRules: nothing panics, and not even an allow-everything rule
+// FuzzApproveRules: nothing panics, and not even an allow-everything rule
 // approves a substitution.
-func FuzzRules(f *testing.F) {
+func FuzzApproveRules(f *testing.F) {
 	for _, s := range []string{"ls -la", "ls; rm -rf x", `echo "$(id)"`, "cat <<EOF\nx\nEOF", "a 2>&1 | b && c",
 		`x'y'"z"\ w`, "${a}", "$'\\x41'", "f() { :; }", "((x=1))", "ls # c\nrm"} {
 		f.Add(s)
