@@ -77,9 +77,9 @@ type ApprovalRequest struct {
 // wrapper (env, command, exec, nohup, nice, sudo), or sits in a bash
 // keyword construct (if rm -rf x; then ...). Deny rules are a guard
 // against mistakes, not a boundary: xargs rm, env -i rm, find -delete or
-// a script still reach rm. The boundary is a short Allow list of programs that run
-// no other programs (not bash, env, xargs, find -exec, make) and the
-// Sandbox.
+// a script still reach rm. The boundary is a short Allow list of programs
+// that run no other programs (not bash, env, xargs, find -exec, make), and
+// the Sandbox.
 //
 // Denials wrap ErrDenied and name the command and what decided:
 //

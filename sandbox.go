@@ -31,13 +31,13 @@ type SandboxPolicy struct {
 	// are taken from the working directory when NewSandbox runs; each must
 	// exist. None leaves the child nothing to write.
 	WritableRoots []string
-	// AllowNetwork lets the child use the network. False gives the child
-	// no network at all: on Linux a network namespace of its own, whose
-	// loopback works when the host may create network namespaces (it has
-	// CAP_SYS_ADMIN, as root does) and is down otherwise; on macOS every
-	// socket but the terminal's is refused, loopback and Unix sockets
-	// included. Either way nothing on the host, its loopback included, is
-	// reachable.
+	// AllowNetwork lets the child use the network. False cuts it off: on
+	// Linux the child gets a network namespace of its own, whose loopback
+	// works (a server it starts on 127.0.0.1 is reachable to it) when the
+	// host may create network namespaces (it has CAP_SYS_ADMIN, as root
+	// does) and is down otherwise; on macOS every network operation is
+	// refused, loopback and Unix sockets included. Either way nothing
+	// outside the child, the host's loopback included, is reachable.
 	AllowNetwork bool
 }
 
