@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -177,10 +176,11 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 			return StartResult{}, fmt.Errorf("%w: %s %q: %w", ErrDenied, ToolStart, req.Command, err)
 		}
 	}
-	if err := m.reserve(); err != nil {
+	num, err := m.reserve()
+	if err != nil {
 		return StartResult{}, err
 	}
-	s, err := startSession(m, req, cols, rows)
+	s, err := startSession(m, num, req, cols, rows)
 	if err != nil {
 		m.mu.Lock()
 		m.pending--
@@ -225,22 +225,25 @@ func orDefault(v, def int) int {
 }
 
 // reserve counts a start against MaxSessions before the child exists, so
-// concurrent starts cannot overshoot the cap.
-func (m *Manager) reserve() error {
+// concurrent starts cannot overshoot the cap, and numbers it, so the
+// session has its id before any of its goroutines run. A start that fails
+// uses up its number: ids are never reused.
+func (m *Manager) reserve() (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return errorf(ErrClosed, "%s: no new sessions after Close", ToolStart)
+		return 0, errorf(ErrClosed, "%s: no new sessions after Close", ToolStart)
 	}
 	if n := len(m.sessions) + m.pending; n >= m.opts.MaxSessions {
-		return errorf(ErrTooManySessions, "%s: %d sessions are open, the limit is %d; kill one first", ToolStart, n, m.opts.MaxSessions)
+		return 0, errorf(ErrTooManySessions, "%s: %d sessions are open, the limit is %d; kill one first", ToolStart, n, m.opts.MaxSessions)
 	}
 	m.pending++
-	return nil
+	m.last++
+	return m.last, nil
 }
 
-// register numbers a started session and makes it visible. It reports
-// false when Close came first.
+// register makes a started session visible. It reports false when Close
+// came first.
 func (m *Manager) register(s *Session) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -248,9 +251,6 @@ func (m *Manager) register(s *Session) bool {
 	if m.closed {
 		return false
 	}
-	m.last++
-	s.num = m.last
-	s.id = "pty-" + strconv.Itoa(m.last)
 	m.sessions[s.id] = s
 	s.armTimers()
 	return true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,7 +139,7 @@ type Session struct {
 
 // startSession starts the child under a new terminal. On failure nothing
 // is left behind.
-func startSession(m *Manager, req StartRequest, cols, rows int) (*Session, error) {
+func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Session, error) {
 	if req.Cwd != "" {
 		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
 			return nil, errorf(ErrInvalid, "%s: cwd %q is not a directory", ToolStart, req.Cwd)
@@ -153,12 +154,26 @@ func startSession(m *Manager, req StartRequest, cols, rows int) (*Session, error
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}
-	f, err := startChild(cmd, cols, rows)
+	// A sandbox that confines the starting thread (Landlock) runs the start
+	// itself, so the fork inherits the confinement; see threadStarter.
+	var f *os.File
+	start := func() (err error) {
+		f, err = startChild(cmd, cols, rows)
+		return err
+	}
+	var err error
+	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
+		err = ts.startOnThread(cmd, start)
+	} else {
+		err = start()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
 		m:           m,
+		num:         num,
+		id:          "pty-" + strconv.Itoa(num),
 		command:     req.Command,
 		cmd:         cmd,
 		pty:         f,

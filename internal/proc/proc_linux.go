@@ -84,7 +84,11 @@ func waitExit(ctx context.Context, pids []int) error {
 	for {
 		ms := 50
 		if dl, ok := ctx.Deadline(); ok {
-			if left := time.Until(dl); left < 50*time.Millisecond {
+			left := time.Until(dl)
+			if left <= 0 {
+				return context.DeadlineExceeded // poll with a negative timeout would never return
+			}
+			if left < 50*time.Millisecond {
 				ms = int(left/time.Millisecond) + 1
 			}
 		}
