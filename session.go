@@ -447,12 +447,19 @@ func (s *Session) syncScreenLocked() {
 func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Time) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	// Most input fits in the terminal's buffer at once; only what does not
+	// needs the poller and a deadline.
+	done := tryWrite(s.pty, p)
+	if done == len(p) {
+		return done, nil
+	}
+	p = p[done:]
 	_ = s.pty.SetWriteDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = s.pty.SetWriteDeadline(time.Now()) })
 	n, err := s.pty.Write(p)
 	stop()
 	_ = s.pty.SetWriteDeadline(time.Time{})
-	return n, err
+	return done + n, err
 }
 
 // Send types text into the terminal as it is (no escape decoding: a Go

@@ -156,3 +156,17 @@ func signalForeground(f *os.File, leader int, sig os.Signal) error {
 	}
 	return syscall.Kill(leader, ss)
 }
+
+// tryWrite writes what the terminal takes without waiting and returns how
+// much that was.
+func tryWrite(f *os.File, p []byte) int {
+	n := 0
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			if k, err := unix.Write(int(fd), p); err == nil {
+				n = k
+			}
+		})
+	}
+	return n
+}

@@ -30,3 +30,5 @@ func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 func endProcesses(context.Context, int, time.Duration) error { return ErrUnsupported }
 
 func signalForeground(*os.File, int, os.Signal) error { return ErrUnsupported }
+
+func tryWrite(*os.File, []byte) int { return 0 }
