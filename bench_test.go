@@ -26,13 +26,18 @@ import (
 // measured; both sides run the same command line either way.
 var benchShell = []string{"bash", "-c"}
 
-// benchFile writes a text file of about size bytes of typical output lines.
-func benchFile(tb testing.TB, size int) string {
+// benchFile writes a text file of about size bytes of log-like lines,
+// with a colour on every line when coloured.
+func benchFile(tb testing.TB, size int, coloured bool) string {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "out.txt")
+	format := "%6d  the quick brown fox jumps over the lazy dog  ok  %x\n"
+	if coloured {
+		format = "%6d  the quick brown fox jumps over the lazy dog  \x1b[32mok\x1b[0m  %x\n"
+	}
 	var b bytes.Buffer
 	for i := 0; b.Len() < size; i++ {
-		fmt.Fprintf(&b, "%6d  the quick brown fox jumps over the lazy dog  \x1b[32mok\x1b[0m  %x\n", i, i*2654435761)
+		fmt.Fprintf(&b, format, i, i*2654435761)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		tb.Fatal(err)
@@ -110,21 +115,24 @@ func throughputLibrary(tb testing.TB, m *Manager, file string) int64 {
 
 func BenchmarkThroughput(b *testing.B) {
 	const size = 20 << 20
-	file := benchFile(b, size)
-	b.Run("bare", func(b *testing.B) {
-		b.SetBytes(size)
-		for i := 0; i < b.N; i++ {
-			throughputBare(b, file)
-		}
-	})
-	b.Run("library", func(b *testing.B) {
-		m := NewManager(Options{Shell: benchShell})
-		defer m.Close()
-		b.SetBytes(size)
-		for i := 0; i < b.N; i++ {
-			throughputLibrary(b, m, file)
-		}
-	})
+	for _, coloured := range []bool{false, true} {
+		file := benchFile(b, size, coloured)
+		name := map[bool]string{false: "text", true: "coloured"}[coloured]
+		b.Run(name+"/bare", func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				throughputBare(b, file)
+			}
+		})
+		b.Run(name+"/library", func(b *testing.B) {
+			m := NewManager(Options{Shell: benchShell})
+			defer m.Close()
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				throughputLibrary(b, m, file)
+			}
+		})
+	}
 }
 
 // roundTrip types a line into `tr a-z A-Z` and waits for its answer.
@@ -333,7 +341,6 @@ func TestBenchReport(t *testing.T) {
 		t.Skip("set AGENTPTY_BENCH=1 (make bench) to measure")
 	}
 	runs := envInt("AGENTPTY_BENCH_RUNS", 5)
-	file := benchFile(t, 20<<20)
 	m := NewManager(Options{Shell: benchShell})
 	defer m.Close()
 
@@ -346,10 +353,15 @@ func TestBenchReport(t *testing.T) {
 		rows = append(rows, []string{name, fmt.Sprintf("%.3g %s", floor, unit), fmt.Sprintf("%.3g %s", lib, unit), fmt.Sprintf("%.2f×", lib/floor), goal, verdict})
 	}
 
-	bare, lib := medians(runs,
-		func() float64 { return timeIt(func() { throughputBare(t, file) }) },
-		func() float64 { return timeIt(func() { throughputLibrary(t, m, file) }) })
-	row("cat 20 MB (s)", bare, lib, "s", "≤ 1.10×", lib <= 1.10*bare)
+	var bare, lib float64
+	for _, coloured := range []bool{false, true} {
+		file := benchFile(t, 20<<20, coloured)
+		bare, lib = medians(runs,
+			func() float64 { return timeIt(func() { throughputBare(t, file) }) },
+			func() float64 { return timeIt(func() { throughputLibrary(t, m, file) }) })
+		name := map[bool]string{false: "cat 20 MB text (s)", true: "cat 20 MB coloured (s)"}[coloured]
+		row(name, bare, lib, "s", "≤ 1.10×", lib <= 1.10*bare)
+	}
 
 	bt, lt := newBareTrip(t), newLibTrip(t)
 	i := 0
