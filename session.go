@@ -341,10 +341,8 @@ func (s *Session) render() {
 // renderLocked is render with renderMu held.
 func (s *Session) renderLocked() {
 	for {
-		s.inMu.Lock()
-		s.batch, _ = s.ring.appendFrom(s.batch[:0], s.settled.Load())
-		end := s.ring.end()
-		s.inMu.Unlock()
+		var end int64
+		s.batch, end = s.copyFrom(s.batch, s.settled.Load())
 		if len(s.batch) == 0 {
 			return
 		}
@@ -366,6 +364,16 @@ func (s *Session) renderLocked() {
 			s.batch = nil // an idle session keeps no large batch buffer
 		}
 	}
+}
+
+// copyFrom copies the ring's bytes from off into buf, reusing its memory,
+// and returns them with the offset they end at. inMu is held only for the
+// copy.
+func (s *Session) copyFrom(buf []byte, off int64) ([]byte, int64) {
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	buf, _ = s.ring.appendFrom(buf[:0], off)
+	return buf, s.ring.end()
 }
 
 // broadcast wakes every waiter. Call with mu held.
@@ -420,10 +428,8 @@ func (s *Session) syncScreenLocked() {
 		s.mu.Unlock()
 		s.screen = screen.New(cols, rows)
 	}
-	s.inMu.Lock()
-	s.scratch, _ = s.ring.appendFrom(s.scratch[:0], s.screenOff.Load())
-	end := s.ring.end()
-	s.inMu.Unlock()
+	var end int64
+	s.scratch, end = s.copyFrom(s.scratch, s.screenOff.Load())
 	if len(s.scratch) == 0 {
 		return
 	}
