@@ -1,11 +1,11 @@
 module github.com/agentpty/agentpty
 
-go 1.26.0
+go 1.24.0
 
 require (
 	github.com/creack/pty v1.1.24
 	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02
-	golang.org/x/sys v0.50.0
+	golang.org/x/sys v0.41.0
 )
 
 require go.uber.org/goleak v1.3.0
