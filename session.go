@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agentpty/agentpty/internal/screen"
@@ -243,13 +244,20 @@ func (s *Session) read() {
 	defer close(s.readerDone)
 	buf := make([]byte, 16<<10)
 	drains := 0
+	eio := false
 	for {
 		n, err := s.pty.Read(buf)
 		if n > 0 {
 			s.feed(buf[:n])
+			eio = false
 		}
 		switch {
 		case err == nil:
+		case errors.Is(err, syscall.EIO) && !eio:
+			// Linux can report EIO as the last writer closes while its final
+			// output is still on its way to the master: only a second EIO in
+			// a row, with nothing read between, is the end.
+			eio = true
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			// reap set a deadline: the child has exited. Output it wrote
 			// before exiting arrives within exitDrain; a background job
@@ -777,6 +785,12 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
 	<-s.reaped
+	// What the program wrote as it ended may still be in the terminal:
+	// closing it now would lose that. reap's read deadline bounds this.
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+	}
 	closeErr := s.pty.Close()
 	<-s.processDone
 	s.replies.Wait()

@@ -20,6 +20,7 @@ const (
 	evQuery    settleEvents = 1 << iota // a terminal query (DSR, CPR, DA1-3, DECID) waits for an answer
 	evAltEnter                          // the program switched to the alternate screen
 	evAltLeave                          // the program switched back to the primary screen
+	evNonPlain                          // something other than text, CR, LF, BS, HT, BEL and SGR: the screen cannot skip it
 )
 
 const (
@@ -92,6 +93,11 @@ type settler struct {
 
 	ev  settleEvents
 	alt bool // the alternate screen is showing: record nothing
+
+	// What one write saw besides plain text, for evNonPlain: sequences
+	// started and SGRs finished, and any other control byte.
+	escs, sgrs int
+	odd        bool
 
 	// The cursor and its line.
 	col      int
@@ -167,6 +173,7 @@ func (s *settler) setCols(n int) {
 // write feeds program output and reports what the session must act on.
 func (s *settler) write(p []byte) settleEvents {
 	s.ev = 0
+	s.escs, s.sgrs, s.odd = 0, 0, false
 	if s.lines == nil {
 		s.addLine()
 		s.plain = true
@@ -182,6 +189,7 @@ func (s *settler) write(p []byte) settleEvents {
 					continue
 				}
 				if b == 0x1b && i+1 < len(p) && p[i+1] == '[' { // the usual escape, in one step
+					s.escs++
 					s.startCSI()
 					i = s.csi(p, i+2)
 					continue
@@ -197,6 +205,9 @@ func (s *settler) write(p []byte) settleEvents {
 				i++
 			}
 		}
+	}
+	if s.odd || s.escs != s.sgrs {
+		s.ev |= evNonPlain
 	}
 	return s.ev
 }
@@ -282,6 +293,13 @@ func (s *settler) decode(b byte) bool {
 
 // control acts on a C0 control byte, in text or inside a sequence.
 func (s *settler) control(b byte) {
+	switch b {
+	case '\r', '\n', '\v', '\f', '\b', '\t', 0x07, 0x00:
+	case 0x1b:
+		s.escs++
+	default:
+		s.odd = true
+	}
 	switch b {
 	case 0x1b:
 		s.state = settleEsc
@@ -448,6 +466,9 @@ func (s *settler) csi(p []byte, i int) int {
 func (s *settler) dispatch(f byte) {
 	p0 := int(s.params[0])
 	if f == 'm' || s.inter != 0 { // SGR, the sequence output is full of, changes no text
+		if f == 'm' && s.inter == 0 && s.priv == 0 {
+			s.sgrs++
+		}
 		return
 	}
 	switch s.priv {

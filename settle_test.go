@@ -290,7 +290,7 @@ func TestSettleQueries(t *testing.T) {
 			var got settleEvents
 			for in := c.in; len(in) > 0; {
 				n := min(chunk, len(in))
-				got |= s.write([]byte(in[:n]))
+				got |= s.write([]byte(in[:n])) &^ evNonPlain
 				in = in[n:]
 			}
 			if got != c.want {
@@ -305,22 +305,22 @@ func TestSettleAltScreen(t *testing.T) {
 	if s.altScreen() {
 		t.Fatal("a new settler is on the alternate screen")
 	}
-	if ev := s.write([]byte("$ less f\r\n\x1b[?1049h\x1b[H\x1b[2Jpage 1\r\n")); ev != evAltEnter || !s.altScreen() {
+	if ev := s.write([]byte("$ less f\r\n\x1b[?1049h\x1b[H\x1b[2Jpage 1\r\n")) &^ evNonPlain; ev != evAltEnter || !s.altScreen() {
 		t.Fatalf("entering: events %b, altScreen %v", ev, s.altScreen())
 	}
-	if s.write([]byte("\x1b[?1049h")) != 0 {
+	if s.write([]byte("\x1b[?1049h"))&^evNonPlain != 0 {
 		t.Fatal("entering twice reported twice")
 	}
 	if got := s.read(0); got != "$ less f" {
 		t.Fatalf("read while on the alternate screen = %q", got)
 	}
-	if ev := s.write([]byte("\x1b[?1049l$ ")); ev != evAltLeave || s.altScreen() {
+	if ev := s.write([]byte("\x1b[?1049l$ ")) &^ evNonPlain; ev != evAltLeave || s.altScreen() {
 		t.Fatalf("leaving: events %b, altScreen %v", ev, s.altScreen())
 	}
 	if got := s.read(0); got != "$ " {
 		t.Fatalf("read after leaving = %q", got)
 	}
-	if ev := s.write([]byte("\x1b[?1049h\x1bc")); ev != evAltEnter|evAltLeave || s.altScreen() {
+	if ev := s.write([]byte("\x1b[?1049h\x1bc")) &^ evNonPlain; ev != evAltEnter|evAltLeave || s.altScreen() {
 		t.Fatalf("RIS: events %b, altScreen %v", ev, s.altScreen())
 	}
 }
@@ -911,4 +911,36 @@ func FuzzSettle(f *testing.F) {
 			t.Fatalf("scrollback differs after a read:\n got %q\nwant %q", split.scrollback(), whole.scrollback())
 		}
 	})
+}
+
+// evNonPlain tells the screen when a write held anything but text, the
+// controls that only move along lines, and SGR: the screen may skip
+// plain text that scrolls away without parsing it.
+func TestSettleNonPlain(t *testing.T) {
+	cases := []struct {
+		in    string
+		plain bool
+	}{
+		{"hello\r\nworld\n", true},
+		{"a\tb\bc\a\x00d", true},
+		{"\x1b[1;31mred\x1b[0m \x1b[m", true},
+		{"日本 é\r\n", true},
+		{"\x1b[2J", false},
+		{"\x1b[?1049h", false},
+		{"\x1b[>4;2m", false},
+		{"\x1b]0;title\a", false},
+		{"\x1b7", false},
+		{"\x1b(0", false},
+		{"x\x1b[Ky", false},
+		{"\x0e", false},
+		{"\x18", false},
+		{"\x1b[31", false}, // an SGR not finished in this write
+	}
+	for _, c := range cases {
+		s := newSettler(0)
+		ev := s.write([]byte(c.in))
+		if got := ev&evNonPlain == 0; got != c.plain {
+			t.Errorf("%q: plain = %v, want %v", c.in, got, c.plain)
+		}
+	}
 }

@@ -197,3 +197,64 @@ func hasControl(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	return (x-0x20*ones)&^x&highs != 0
 }
+
+// WritePlain is Write for output the caller has already seen to be plain:
+// printable text, CR, LF, VT, FF, BS, HT, BEL, NUL and SGR sequences only.
+// Instead of scanning it forward, it finds from the end the last 2·rows−1
+// line feeds and the CR before them, which by the argument above leaves
+// everything earlier invisible but for its attributes; it costs about what
+// finding those lines costs. If p turns out not to be plain, or the screen
+// is not in a state where skipping holds, it is an ordinary Write.
+func (s *Screen) WritePlain(dst, p []byte) []byte {
+	if len(s.held) > 0 {
+		s.joined = append(append(s.joined[:0], s.held...), p...)
+		s.held = s.held[:0]
+		p = s.joined
+	}
+	if c := s.plainCut(p); c > 0 {
+		s.lastOK = false
+		s.mayWrap = true
+		s.skipped += c
+		p = p[c:]
+	}
+	return s.Write(dst, p)
+}
+
+// plainCut returns where the visible part of plain p starts, replaying the
+// attributes of what comes before it, or 0 when nothing can be skipped.
+func (s *Screen) plainCut(p []byte) int {
+	if s.noSkip || s.alt || s.top != 0 || s.bottom != s.rows-1 || s.un != 0 || s.phantom || s.revWrap || s.st != sGround {
+		return 0
+	}
+	// Only LF is counted: VT and FF feed lines too, so this errs on the
+	// side of skipping less.
+	q := len(p)
+	for n := 2*s.rows - 1; n > 0; n-- {
+		if q = bytes.LastIndexByte(p[:q], '\n'); q < 0 {
+			return 0
+		}
+	}
+	c := bytes.LastIndexByte(p[:q], '\r')
+	if c <= 0 {
+		return 0
+	}
+	// The attributes at c come from the SGRs since the last one that
+	// resets them (or all of them).
+	from := -1
+	for e := c; ; {
+		i := bytes.LastIndexByte(p[:e], 0x1b)
+		if i < 0 {
+			break
+		}
+		if sgrEnd(p, i) < 0 {
+			return 0 // not plain after all: let Write parse it
+		}
+		from = i
+		if sgrResets(p[i+2:]) {
+			break
+		}
+		e = i
+	}
+	s.replaySGR(p, lfMark{cr: c, reset: from, first: from})
+	return c
+}

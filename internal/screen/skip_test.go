@@ -141,3 +141,62 @@ func TestSkipReverseWrap(t *testing.T) {
 		t.Fatalf("skipping changed the screen:\n%s\nwant\n%s", s.Text(), ref.Text())
 	}
 }
+
+// plainStream is randomStream without the sequences that end plain text.
+func plainStream(r *rand.Rand, n, cols int) []byte {
+	out := randomStream(r, n, cols)
+	// Drop every sequence but SGR: keep an ESC only where "[digits;:m" follows.
+	var b []byte
+	for i := 0; i < len(out); i++ {
+		if out[i] != 0x1b {
+			b = append(b, out[i])
+			continue
+		}
+		if e := sgrEnd(out, i); e > 0 {
+			b = append(b, out[i:e]...)
+			i = e - 1
+			continue
+		}
+		// Skip the sequence: up to its final byte or the next control.
+		for i+1 < len(out) && out[i+1] >= 0x20 && out[i+1] != 0x1b {
+			i++
+			if c := out[i]; c >= 0x40 && c <= 0x7e && out[i-1] != 0x1b && out[i-1] != '[' && out[i-1] != ']' {
+				break
+			}
+		}
+	}
+	return b
+}
+
+// TestWritePlainInvisible checks WritePlain against a screen that parses
+// everything, on random plain streams fed whole and in pieces.
+func TestWritePlainInvisible(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	skipped := 0
+	for iter := 0; iter < 300; iter++ {
+		cols, rows := 5+r.Intn(30), 2+r.Intn(10)
+		p := plainStream(r, 200+r.Intn(6000), cols)
+		ref := New(cols, rows)
+		ref.noSkip = true
+		ref.Write(nil, p)
+		whole := New(cols, rows)
+		whole.WritePlain(nil, p)
+		pieces := New(cols, rows)
+		for i := 0; i < len(p); {
+			n := 1 + r.Intn(len(p)/3+1)
+			pieces.WritePlain(nil, p[i:min(i+n, len(p))])
+			i += n
+		}
+		want := state(ref)
+		if got := state(whole); got != want {
+			t.Fatalf("iteration %d (%dx%d): WritePlain changed the screen\nstream %q\nwant\n%s\ngot\n%s", iter, cols, rows, p, want, got)
+		}
+		if got := state(pieces); got != want {
+			t.Fatalf("iteration %d (%dx%d): WritePlain in pieces changed the screen\nwant\n%s\ngot\n%s", iter, cols, rows, want, got)
+		}
+		skipped += whole.skipped
+	}
+	if skipped == 0 {
+		t.Fatal("the streams never exercised skipping")
+	}
+}
