@@ -2,10 +2,34 @@ package agentpty
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 )
+
+// Output a program writes as it ends on Kill's signals is the last unread
+// output, and Kill returns it: neither the kernel's early EIO nor closing
+// the terminal before the reader has drained it may lose it.
+func TestReviewKillKeepsOutputWrittenAtExit(t *testing.T) {
+	m := newManager(t, Options{})
+	for _, size := range []int{4000, 60000} {
+		for i := 0; i < 15; i++ {
+			res := mustStart(t, m, StartRequest{
+				Command: `trap '' TERM; trap 'seq 1 ` + itoa(size/6) + `; echo goodbye-from-trap; exit 0' HUP; echo ready; while :; do read -r x; done`,
+				WaitFor: "ready"})
+			k, err := m.Kill(context.Background(), res.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(k.Output, "goodbye-from-trap") {
+				t.Fatalf("%d bytes, run %d: kill output lost the end of what the program wrote as it ended: ...%q", size, i, tail(k.Output, 80))
+			}
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // Wait returns once the output on its way at exit is rendered: all of it.
 func TestReviewWaitSeesTheLastWrites(t *testing.T) {

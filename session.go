@@ -785,6 +785,12 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
 	<-s.reaped
+	// What the program wrote as it ended may still be in the terminal:
+	// closing it now would lose that. reap's read deadline bounds this.
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+	}
 	closeErr := s.pty.Close()
 	<-s.processDone
 	s.replies.Wait()
