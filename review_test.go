@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Output a program writes as it ends on Kill's signals is the last unread
@@ -50,5 +51,19 @@ func TestReviewWaitSeesTheLastWrites(t *testing.T) {
 		if _, err := m.Kill(context.Background(), res.ID); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// The idle clock starts when a call returns: a call that waits longer than
+// IdleTimeout is use, and the session must not be reaped under it.
+func TestReviewIdleTimeoutSparesACallInProgress(t *testing.T) {
+	m := newManager(t, Options{IdleTimeout: 300 * time.Millisecond})
+	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	w, err := m.Write(context.Background(), WriteRequest{ID: res.ID, Input: "hello", Submit: true, WaitFor: "never-printed", WaitMS: ms(1000)})
+	if err != nil || w.Exited {
+		t.Fatalf("the idle reaper killed the session during a call: %+v %v", w, err)
+	}
+	if _, ok := m.Session(res.ID); !ok {
+		t.Fatal("the session was reaped during a call")
 	}
 }

@@ -115,7 +115,8 @@ type Session struct {
 	drainOff   int64 // ... up to this ring offset
 	drained    bool  // exited, and everything up to drainOff is rendered
 	lastRows   []string
-	idle, life *time.Timer
+	idle, life *time.Timer // nil once killed
+	calls      int         // calls in progress; the idle clock waits for none
 
 	// screenMu guards the screen, made on first use (many sessions never
 	// need one); take it before mu, never under it.
@@ -480,7 +481,7 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 // string can hold control bytes itself) and returns without reading any
 // output. It is for Go code that drives a program directly.
 func (s *Session) Send(text string) error {
-	s.touch()
+	defer s.use()()
 	s.mu.Lock()
 	exited, st := s.exited, s.status
 	s.mu.Unlock()
@@ -586,7 +587,7 @@ func waitLimit(waitFor string, waitMS *int) time.Duration {
 
 // write types input, then waits and collects as pty-write does.
 func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitMS *int) (WriteResult, error) {
-	s.touch()
+	defer s.use()() // a long wait is use, not idleness
 	s.mu.Lock()
 	exited, st := s.exited, s.status
 	s.mu.Unlock()
@@ -611,7 +612,6 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 		}
 	}
 	w, err := s.waitUntil(ctx, waitFor, deadline, false)
-	s.touch() // a long wait is use, not idleness
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -622,10 +622,9 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
 // it returns once output has appeared and paused.
 func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int) (waitResult, error) {
+	defer s.use()() // the idle clock starts when start returns
 	quiet := waitFor == "" && waitMS == nil
-	w, err := s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet)
-	s.touch() // the idle clock starts when start returns
-	return w, err
+	return s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet)
 }
 
 // waitUntil waits as await does, then collects the result.
@@ -739,12 +738,21 @@ func (s *Session) collect(matched bool) waitResult {
 	return w
 }
 
-// touch restarts the idle clock.
-func (s *Session) touch() {
+// use stops the idle clock for a call; the func it returns restarts it
+// once no call is in progress.
+func (s *Session) use() func() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.calls++
 	if s.idle != nil {
-		s.idle.Reset(s.m.opts.IdleTimeout)
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.calls--; s.calls == 0 && s.idle != nil {
+			s.idle.Reset(s.m.opts.IdleTimeout)
+		}
 	}
 }
 
@@ -778,6 +786,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 			t.Stop()
 		}
 	}
+	s.idle, s.life = nil, nil // a call returning after the kill must not rearm
 	s.mu.Unlock()
 
 	err := endProcesses(ctx, s.pid, s.m.opts.KillGrace)
