@@ -189,10 +189,12 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	}
 	if !m.register(s) {
 		// Close ran while the child was starting: it must not outlive it.
+		close(s.announced)
 		s.kill(context.Background())
 		return StartResult{}, errorf(ErrClosed, "%s %q: the manager closed while it started", ToolStart, req.Command)
 	}
 	m.emit(Event{Kind: EventCreated, ID: s.id, PID: s.pid, Command: s.command, Time: s.started})
+	close(s.announced)
 	w, err := s.wait(ctx, req.WaitFor, req.WaitMS)
 	if err != nil {
 		return StartResult{ID: s.id}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,5 +66,36 @@ func TestReviewIdleTimeoutSparesACallInProgress(t *testing.T) {
 	}
 	if _, ok := m.Session(res.ID); !ok {
 		t.Fatal("the session was reaped during a call")
+	}
+}
+
+// OnEvent sees each session's events in order: "created" before "exited",
+// even for a program that exits at once.
+func TestReviewEventsInOrderForAQuickExit(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string][]EventKind{}
+	m := newManager(t, Options{Shell: []string{"/bin/sh", "-c"}, OnEvent: func(e Event) {
+		mu.Lock()
+		seen[e.ID] = append(seen[e.ID], e.Kind)
+		mu.Unlock()
+	}})
+	for i := 0; i < 200; i++ {
+		res, err := m.Start(context.Background(), StartRequest{Command: "exit 0", WaitMS: ms(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Kill(context.Background(), res.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, kinds := range seen {
+		if len(kinds) == 0 || kinds[0] != EventCreated {
+			t.Errorf("%s: events %v do not start with created", id, kinds)
+		}
 	}
 }

@@ -131,6 +131,7 @@ type Session struct {
 	batch       []byte        // the processor's copy of what it renders next
 	done        chan struct{} // closed when drained
 	reaped      chan struct{} // closed when the child has been reaped
+	announced   chan struct{} // closed once Start has emitted "created" (or given up)
 	readerDone  chan struct{}
 	processDone chan struct{}
 	replies     sync.WaitGroup
@@ -190,6 +191,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		progress:    make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		reaped:      make(chan struct{}),
+		announced:   make(chan struct{}),
 		readerDone:  make(chan struct{}),
 		processDone: make(chan struct{}),
 	}
@@ -415,6 +417,7 @@ func (s *Session) reap() {
 	// Emitted before kill can see the child reaped, so "exited" always
 	// comes before "killed".
 	code, sig := st.exitFields()
+	<-s.announced // a program that exits at once must not be reported before it was created
 	s.m.emit(Event{Kind: EventExited, ID: s.id, PID: s.pid, Command: s.command, ExitCode: code, Signal: sig, Time: time.Now()})
 	close(s.reaped)
 	// Wakes the reader if nothing more comes; harmless after end of file.
