@@ -126,8 +126,9 @@ type Manager struct {
 	last     int // number of the newest session; ids are never reused
 	closed   bool
 
-	queue      []Event // events not yet handed to OnEvent
-	delivering bool    // a goroutine is draining queue
+	starting   sync.WaitGroup // starts between reserve and register, which Close waits for
+	queue      []Event        // events not yet handed to OnEvent
+	delivering bool           // a goroutine is draining queue
 	eventsWG   sync.WaitGroup
 }
 
@@ -180,6 +181,12 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	if err != nil {
 		return StartResult{}, err
 	}
+	started := false
+	defer func() {
+		if !started {
+			m.starting.Done()
+		}
+	}()
 	s, err := startSession(m, num, req, cols, rows)
 	if err != nil {
 		m.mu.Lock()
@@ -195,6 +202,8 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	}
 	m.emit(Event{Kind: EventCreated, ID: s.id, PID: s.pid, Command: s.command, Time: s.started})
 	close(s.announced)
+	started = true
+	m.starting.Done() // registered: Close sees it from here on
 	w, err := s.wait(ctx, req.WaitFor, req.WaitMS)
 	if err != nil {
 		return StartResult{ID: s.id}, err
@@ -240,6 +249,7 @@ func (m *Manager) reserve() (int, error) {
 		return 0, errorf(ErrTooManySessions, "%s: %d sessions are open, the limit is %d; kill one first", ToolStart, n, m.opts.MaxSessions)
 	}
 	m.pending++
+	m.starting.Add(1)
 	m.last++
 	return m.last, nil
 }
@@ -329,6 +339,9 @@ func (m *Manager) Close() error {
 		ss = append(ss, s)
 	}
 	m.mu.Unlock()
+	// A start under way finds the manager closed and ends its own child;
+	// Close returns only after that.
+	m.starting.Wait()
 
 	errs := make([]error, len(ss))
 	var wg sync.WaitGroup

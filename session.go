@@ -790,9 +790,16 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 		}
 	}
 	s.idle, s.life = nil, nil // a call returning after the kill must not rearm
+	exited := s.exited
 	s.mu.Unlock()
 
-	err := endProcesses(ctx, s.pid, s.m.opts.KillGrace)
+	// The session id is the leader's pid. Once the leader is reaped, the
+	// kernel can hand that number to a new process only after every member
+	// of the session is gone; a live process with it is someone else's.
+	var err error
+	if !exited || !processExists(s.pid) {
+		err = endProcesses(ctx, s.pid, s.m.opts.KillGrace)
+	}
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}

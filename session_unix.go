@@ -170,3 +170,8 @@ func tryWrite(f *os.File, p []byte) int {
 	}
 	return n
 }
+
+// processExists reports whether a process with this pid is alive now.
+func processExists(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}

@@ -32,3 +32,5 @@ func endProcesses(context.Context, int, time.Duration) error { return ErrUnsuppo
 func signalForeground(*os.File, int, os.Signal) error { return ErrUnsupported }
 
 func tryWrite(*os.File, []byte) int { return 0 }
+
+func processExists(int) bool { return false }
