@@ -123,7 +123,10 @@ type Session struct {
 	screenMu  sync.Mutex
 	screen    *screen.Screen
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
-	scratch   []byte
+	// nonPlainEnd is the end of the last rendered batch that held more than
+	// plain text; the screen may skip plain text after it without a scan.
+	nonPlainEnd atomic.Int64
+	scratch     []byte
 
 	renderMu    sync.Mutex    // one renderer at a time: the processor, or the reader for a short read
 	kick        chan struct{} // the reader tells the processor there is more (1-buffered)
@@ -359,6 +362,9 @@ func (s *Session) renderLocked() {
 		}
 		s.mu.Lock()
 		ev := s.settle.write(s.batch)
+		if ev&evNonPlain != 0 {
+			s.nonPlainEnd.Store(end)
+		}
 		s.settled.Store(end)
 		s.lastOutput = time.Now()
 		s.broadcast()
@@ -445,7 +451,16 @@ func (s *Session) syncScreenLocked() {
 	if len(s.scratch) == 0 {
 		return
 	}
-	reply := s.screen.Write(nil, s.scratch)
+	// What the settler has already seen to be plain text needs no scan to
+	// find the part that scrolled away unseen.
+	var reply []byte
+	off, settled := s.screenOff.Load(), s.settled.Load()
+	if plain := min(settled, end) - off; off >= s.nonPlainEnd.Load() && plain > 0 {
+		reply = s.screen.WritePlain(reply, s.scratch[:plain])
+		reply = s.screen.Write(reply, s.scratch[plain:])
+	} else {
+		reply = s.screen.Write(reply, s.scratch)
+	}
 	s.screenOff.Store(end)
 	if cap(s.scratch) > 64<<10 {
 		s.scratch = nil // an idle session keeps no catch-up buffer

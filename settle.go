@@ -94,10 +94,11 @@ type settler struct {
 	ev  settleEvents
 	alt bool // the alternate screen is showing: record nothing
 
-	// What one write saw besides plain text, for evNonPlain: sequences
-	// started and SGRs finished, and any other control byte.
-	escs, sgrs int
-	odd        bool
+	// odd is set when a write completes anything but plain text: a
+	// sequence other than SGR, or a control other than CR, LF, VT, FF, BS,
+	// HT, BEL and NUL (evNonPlain). A sequence split across writes counts
+	// in the write that completes it.
+	odd bool
 
 	// The cursor and its line.
 	col      int
@@ -173,7 +174,7 @@ func (s *settler) setCols(n int) {
 // write feeds program output and reports what the session must act on.
 func (s *settler) write(p []byte) settleEvents {
 	s.ev = 0
-	s.escs, s.sgrs, s.odd = 0, 0, false
+	s.odd = false
 	if s.lines == nil {
 		s.addLine()
 		s.plain = true
@@ -189,7 +190,6 @@ func (s *settler) write(p []byte) settleEvents {
 					continue
 				}
 				if b == 0x1b && i+1 < len(p) && p[i+1] == '[' { // the usual escape, in one step
-					s.escs++
 					s.startCSI()
 					i = s.csi(p, i+2)
 					continue
@@ -206,7 +206,7 @@ func (s *settler) write(p []byte) settleEvents {
 			}
 		}
 	}
-	if s.odd || s.escs != s.sgrs {
+	if s.odd {
 		s.ev |= evNonPlain
 	}
 	return s.ev
@@ -294,9 +294,7 @@ func (s *settler) decode(b byte) bool {
 // control acts on a C0 control byte, in text or inside a sequence.
 func (s *settler) control(b byte) {
 	switch b {
-	case '\r', '\n', '\v', '\f', '\b', '\t', 0x07, 0x00:
-	case 0x1b:
-		s.escs++
+	case '\r', '\n', '\v', '\f', '\b', '\t', 0x07, 0x00, 0x1b:
 	default:
 		s.odd = true
 	}
@@ -328,6 +326,9 @@ func (s *settler) control(b byte) {
 // escape handles one byte after ESC, or after ESC inside a string. It
 // reports false when b is not part of the sequence and must be handled again.
 func (s *settler) escape(b byte) bool {
+	if b != '[' || s.state != settleEsc {
+		s.odd = true // anything after ESC but a CSI
+	}
 	if s.state == settleStringEsc {
 		if b == '\\' { // ST
 			s.state = settleGround
@@ -438,6 +439,8 @@ func (s *settler) csi(p []byte, i int) int {
 			s.state = settleGround
 			if !s.bad {
 				s.dispatch(b)
+			} else {
+				s.odd = true
 			}
 			return i + 1
 		case b == ':':
@@ -466,11 +469,12 @@ func (s *settler) csi(p []byte, i int) int {
 func (s *settler) dispatch(f byte) {
 	p0 := int(s.params[0])
 	if f == 'm' || s.inter != 0 { // SGR, the sequence output is full of, changes no text
-		if f == 'm' && s.inter == 0 && s.priv == 0 {
-			s.sgrs++
+		if f != 'm' || s.priv != 0 || s.inter != 0 {
+			s.odd = true
 		}
 		return
 	}
+	s.odd = true
 	switch s.priv {
 	case '?':
 		switch f {

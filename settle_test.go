@@ -934,7 +934,8 @@ func TestSettleNonPlain(t *testing.T) {
 		{"x\x1b[Ky", false},
 		{"\x0e", false},
 		{"\x18", false},
-		{"\x1b[31", false}, // an SGR not finished in this write
+		{"\x1b[1 q", false},
+		{"\x1b[31", true}, // the write that completes a sequence decides
 	}
 	for _, c := range cases {
 		s := newSettler(0)
@@ -942,5 +943,12 @@ func TestSettleNonPlain(t *testing.T) {
 		if got := ev&evNonPlain == 0; got != c.plain {
 			t.Errorf("%q: plain = %v, want %v", c.in, got, c.plain)
 		}
+	}
+	s := newSettler(0)
+	if s.write([]byte("ab\x1b[2"))&evNonPlain != 0 || s.write([]byte("Jcd"))&evNonPlain == 0 {
+		t.Error("an erase split across writes is not reported by the write that completes it")
+	}
+	if s.write([]byte("\x1b[3"))&evNonPlain != 0 || s.write([]byte("1mx"))&evNonPlain != 0 {
+		t.Error("an SGR split across writes is reported as more than plain text")
 	}
 }
