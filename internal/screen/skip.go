@@ -206,23 +206,26 @@ func hasControl(x uint64) bool {
 // finding those lines costs. If p turns out not to be plain, or the screen
 // is not in a state where skipping holds, it is an ordinary Write.
 func (s *Screen) WritePlain(dst, p []byte) []byte {
-	if len(s.held) > 0 {
+	// Text held back from the last Write comes before p; when p alone holds
+	// the cut, the held text is skipped with the rest and never copied.
+	if c := s.plainCut(p, s.held); c > 0 {
+		s.held = s.held[:0]
+		p = p[c:]
+	} else if len(s.held) > 0 {
 		s.joined = append(append(s.joined[:0], s.held...), p...)
 		s.held = s.held[:0]
 		p = s.joined
-	}
-	if c := s.plainCut(p); c > 0 {
-		s.lastOK = false
-		s.mayWrap = true
-		s.skipped += c
-		p = p[c:]
+		if c := s.plainCut(p, nil); c > 0 {
+			p = p[c:]
+		}
 	}
 	return s.Write(dst, p)
 }
 
 // plainCut returns where the visible part of plain p starts, replaying the
-// attributes of what comes before it, or 0 when nothing can be skipped.
-func (s *Screen) plainCut(p []byte) int {
+// attributes of what comes before it (including before, plain text that
+// precedes p), or 0 when nothing can be skipped.
+func (s *Screen) plainCut(p, before []byte) int {
 	if s.noSkip || s.alt || s.top != 0 || s.bottom != s.rows-1 || s.un != 0 || s.phantom || s.revWrap || s.st != sGround {
 		return 0
 	}
@@ -239,22 +242,42 @@ func (s *Screen) plainCut(p []byte) int {
 		return 0
 	}
 	// The attributes at c come from the SGRs since the last one that
-	// resets them (or all of them).
-	from := -1
-	for e := c; ; {
+	// resets them, looking back through before too if p has none.
+	from, reset, ok := lastSGRs(p[:c])
+	if !ok {
+		return 0
+	}
+	if !reset && len(before) > 0 {
+		bfrom, _, ok := lastSGRs(before)
+		if !ok {
+			return 0
+		}
+		s.replaySGR(before, lfMark{cr: len(before), reset: bfrom, first: bfrom})
+	}
+	s.replaySGR(p, lfMark{cr: c, reset: from, first: from})
+	s.lastOK = false
+	s.mayWrap = true
+	s.skipped += c + len(before)
+	return c
+}
+
+// lastSGRs returns where the SGRs that decide the attributes at the end of
+// plain p start (-1: none), whether the first of them resets everything,
+// and false if p holds an escape that is not a complete SGR.
+func lastSGRs(p []byte) (from int, reset, ok bool) {
+	from = -1
+	for e := len(p); ; {
 		i := bytes.LastIndexByte(p[:e], 0x1b)
 		if i < 0 {
-			break
+			return from, false, true
 		}
 		if sgrEnd(p, i) < 0 {
-			return 0 // not plain after all: let Write parse it
+			return 0, false, false
 		}
 		from = i
 		if sgrResets(p[i+2:]) {
-			break
+			return from, true, true
 		}
 		e = i
 	}
-	s.replaySGR(p, lfMark{cr: c, reset: from, first: from})
-	return c
 }
