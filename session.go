@@ -454,8 +454,10 @@ func (s *Session) syncScreenLocked() {
 	// What the settler has already seen to be plain text needs no scan to
 	// find the part that scrolled away unseen.
 	var reply []byte
-	off, settled := s.screenOff.Load(), s.settled.Load()
-	if plain := min(settled, end) - off; off >= s.nonPlainEnd.Load() && plain > 0 {
+	// The copy starts where the screen left off, or later if the ring has
+	// dropped bytes the screen never saw.
+	from := end - int64(len(s.scratch))
+	if plain := min(s.settled.Load(), end) - from; from >= s.nonPlainEnd.Load() && plain > 0 {
 		reply = s.screen.WritePlain(reply, s.scratch[:plain])
 		reply = s.screen.Write(reply, s.scratch[plain:])
 	} else {
