@@ -529,6 +529,23 @@ func (s *Session) Signal(sig os.Signal) error {
 	return nil
 }
 
+// Tail returns the last n lines of the settled scrollback, read or not,
+// the line being written last (when it has text): for a status line or a
+// host's view of a session. It reads nothing.
+func (s *Session) Tail(n int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settle.tail(n)
+}
+
+// Scrollback returns the settled scrollback the session keeps, read or
+// not, lines joined by newlines. It reads nothing.
+func (s *Session) Scrollback() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settle.scrollback()
+}
+
 // Screen returns what the terminal shows now.
 func (s *Session) Screen() Screen {
 	s.screenMu.Lock()

@@ -529,3 +529,23 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 }
+
+func TestTailAndScrollbackReadNothing(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "printf 'one\\ntwo\\nthree\\n'; printf 'pro\\rPROMPT> '; exec cat", WaitFor: "PROMPT> "})
+	s, _ := m.Session(res.ID)
+	if got := strings.Join(s.Tail(2), "|"); got != "three|PROMPT> " {
+		t.Fatalf("Tail(2) = %q", got)
+	}
+	if got := s.Scrollback(); got != "one\ntwo\nthree\nPROMPT> " {
+		t.Fatalf("Scrollback = %q", got)
+	}
+	if err := s.Send("more\r"); err != nil {
+		t.Fatal(err)
+	}
+	awaitUnread(t, s, "more\nmore")
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(0)})
+	if w.Output != "PROMPT> more\nmore" {
+		t.Fatalf("Tail or Scrollback read output: the next read is %q", w.Output)
+	}
+}
