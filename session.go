@@ -127,6 +127,7 @@ type Session struct {
 	// plain text; the screen may skip plain text after it without a scan.
 	nonPlainEnd atomic.Int64
 	scratch     []byte
+	noReplies   bool // the session is being killed: query replies are not sent
 
 	renderMu    sync.Mutex    // one renderer at a time: the processor, or the reader for a short read
 	kick        chan struct{} // the reader tells the processor there is more (1-buffered)
@@ -467,7 +468,7 @@ func (s *Session) syncScreenLocked() {
 	if cap(s.scratch) > 64<<10 {
 		s.scratch = nil // an idle session keeps no catch-up buffer
 	}
-	if len(reply) > 0 {
+	if len(reply) > 0 && !s.noReplies {
 		// A reply must not block the screen: the program that asked may
 		// not read it at once.
 		s.replies.Add(1)
@@ -846,6 +847,11 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	}
 	closeErr := s.pty.Close()
 	<-s.processDone
+	// No reply may start once Wait has begun; a Screen call racing the
+	// kill still renders, it just has no one to answer.
+	s.screenMu.Lock()
+	s.noReplies = true
+	s.screenMu.Unlock()
 	s.replies.Wait()
 
 	s.mu.Lock()
