@@ -77,21 +77,29 @@ func state(s *Screen) string {
 // random streams fed with and without it, whole and in random pieces,
 // leave the same cells, cursor and attributes.
 func TestSkipInvisible(t *testing.T) {
-	r := rand.New(rand.NewSource(1))
+	checkSkipInvisible(t, 1, randomStream, (*Screen).Write)
+}
+
+// checkSkipInvisible feeds 300 random streams from gen through write, whole
+// and in random pieces, and compares each screen and its replies with one
+// that parses everything.
+func checkSkipInvisible(t *testing.T, seed int64, gen func(*rand.Rand, int, int) []byte, write func(*Screen, []byte, []byte) []byte) {
+	t.Helper()
+	r := rand.New(rand.NewSource(seed))
 	skipped := 0
 	for iter := 0; iter < 300; iter++ {
 		cols, rows := 5+r.Intn(30), 2+r.Intn(10)
-		p := randomStream(r, 200+r.Intn(6000), cols)
+		p := gen(r, 200+r.Intn(6000), cols)
 		ref := New(cols, rows)
 		ref.noSkip = true
 		refReply := ref.Write(nil, p)
 		whole := New(cols, rows)
-		wholeReply := whole.Write(nil, p)
+		wholeReply := write(whole, nil, p)
 		pieces := New(cols, rows)
 		var piecesReply []byte
 		for i := 0; i < len(p); {
 			n := 1 + r.Intn(len(p)/3+1)
-			piecesReply = pieces.Write(piecesReply, p[i:min(i+n, len(p))])
+			piecesReply = write(pieces, piecesReply, p[i:min(i+n, len(p))])
 			i += n
 		}
 		want := state(ref)
@@ -171,32 +179,27 @@ func plainStream(r *rand.Rand, n, cols int) []byte {
 // TestWritePlainInvisible checks WritePlain against a screen that parses
 // everything, on random plain streams fed whole and in pieces.
 func TestWritePlainInvisible(t *testing.T) {
-	r := rand.New(rand.NewSource(2))
-	skipped := 0
-	for iter := 0; iter < 300; iter++ {
-		cols, rows := 5+r.Intn(30), 2+r.Intn(10)
-		p := plainStream(r, 200+r.Intn(6000), cols)
-		ref := New(cols, rows)
-		ref.noSkip = true
-		ref.Write(nil, p)
-		whole := New(cols, rows)
-		whole.WritePlain(nil, p)
-		pieces := New(cols, rows)
-		for i := 0; i < len(p); {
-			n := 1 + r.Intn(len(p)/3+1)
-			pieces.WritePlain(nil, p[i:min(i+n, len(p))])
-			i += n
-		}
-		want := state(ref)
-		if got := state(whole); got != want {
-			t.Fatalf("iteration %d (%dx%d): WritePlain changed the screen\nstream %q\nwant\n%s\ngot\n%s", iter, cols, rows, p, want, got)
-		}
-		if got := state(pieces); got != want {
-			t.Fatalf("iteration %d (%dx%d): WritePlain in pieces changed the screen\nwant\n%s\ngot\n%s", iter, cols, rows, want, got)
-		}
-		skipped += whole.skipped
+	checkSkipInvisible(t, 2, plainStream, (*Screen).WritePlain)
+}
+
+// TestPlainCutFindsTheVisibleTail checks where WritePlain cuts: at the CR
+// before the last 2·rows−1 line feeds, with the held-back text skipped too
+// and the colour of the skipped part kept.
+func TestPlainCutFindsTheVisibleTail(t *testing.T) {
+	s := New(10, 3)
+	p := []byte("\x1b[31m" + strings.Repeat("line\r\n", 20))
+	c := s.plainCut(p, []byte("held\r\n"))
+	if want := len(p) - 4*len("line\r\n") - 2; c != want {
+		t.Fatalf("cut at %d, want %d (the CR before the last 5 line feeds)", c, want)
 	}
-	if skipped == 0 {
-		t.Fatal("the streams never exercised skipping")
+	if s.skipped != c+len("held\r\n") {
+		t.Errorf("skipped %d bytes, want %d", s.skipped, c+len("held\r\n"))
+	}
+	s.Write(nil, p[c:])
+	if got := describeCell(s, 0, 0, []string{"fg="}); got != "fg=1" {
+		t.Errorf("the colour set before the cut was lost: %q", got)
+	}
+	if s.plainCut([]byte("a\r\nb\r\n"), nil) != 0 {
+		t.Error("cut a stream too short to scroll anything away")
 	}
 }
