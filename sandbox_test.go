@@ -373,11 +373,12 @@ func TestSandboxHostUnconfined(t *testing.T) {
 			// It waits for a line, so that it is still running when Start
 			// returns, then exits by itself.
 			m, res, err := startSandboxed(sb, `echo "== ready"; read -r _`, "== ready")
-			defer m.Close()
 			if err != nil {
+				m.Close()
 				t.Error(err)
 				return
 			}
+			defer m.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if _, err := m.Write(ctx, WriteRequest{ID: res.ID, Submit: true, WaitMS: intp(30000)}); err != nil {
