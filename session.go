@@ -111,10 +111,9 @@ type Session struct {
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
 	status     ExitStatus
-	drainSeen  bool  // the reader has read what was on its way at exit (or hit end of file) ...
-	drainOff   int64 // ... up to this ring offset
-	drained    bool  // exited, and everything up to drainOff is rendered
-	lastRows   []string
+	drainSeen  bool        // the reader has read what was on its way at exit (or hit end of file) ...
+	drainOff   int64       // ... up to this ring offset
+	drained    bool        // exited, and everything up to drainOff is rendered
 	idle, life *time.Timer // nil once killed
 	calls      int         // calls in progress; the idle clock waits for none
 
@@ -726,17 +725,15 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 }
 
 // screenMatch reports whether lit appears in a screen row that changed
-// since the last read, for full-screen programs whose output is the screen.
+// since the last read, for full-screen programs whose output is the
+// screen. The screen keeps the rows it last reported; collect resets them.
 func (s *Session) screenMatch(lit string) bool {
 	s.screenMu.Lock()
+	defer s.screenMu.Unlock()
 	s.syncScreenLocked()
 	lines := s.screen.Lines()
-	s.screenMu.Unlock()
-	s.mu.Lock()
-	last := s.lastRows
-	s.mu.Unlock()
-	for i, l := range lines {
-		if (i >= len(last) || l != last[i]) && strings.Contains(l, lit) {
+	for _, i := range s.screen.Changed() {
+		if strings.Contains(lines[i], lit) {
 			return true
 		}
 	}
@@ -762,10 +759,11 @@ func (s *Session) collect(matched bool) waitResult {
 	s.mu.Unlock()
 
 	if alt {
-		scr := s.Screen()
-		s.mu.Lock()
-		s.lastRows = scr.Lines
-		s.mu.Unlock()
+		s.screenMu.Lock()
+		s.syncScreenLocked()
+		scr := s.snapshot()
+		s.screen.Changed() // what this read returned is what wait_for compares with next
+		s.screenMu.Unlock()
 		if out != "" {
 			out += "\n"
 		}

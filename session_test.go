@@ -391,7 +391,13 @@ func TestFullScreenOutputIsTheScreen(t *testing.T) {
 	if scr := s.Screen(); !scr.AltScreen || scr.Lines[0] != "alpha" || scr.Rows != 24 {
 		t.Fatalf("Screen = %+v", scr)
 	}
-	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `ggOfirst\e:wq\r`, WaitFor: "after"})
+	// wait_for on a full screen matches only rows that changed since the
+	// last read: "alpha" is on screen but old, "first" is new.
+	if w, err := m.Write(context.Background(), WriteRequest{ID: res.ID, WaitFor: "alpha", WaitMS: ms(300)}); err != nil || w.Matched {
+		t.Fatalf("wait_for matched a row no one changed: %+v %v", w, err)
+	}
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: `ggOfirst`, WaitFor: "first"})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\e:wq\r`, WaitFor: "after"})
 	if w.Output != "after" && !strings.HasSuffix(w.Output, "\nafter") {
 		t.Errorf("after vim exits the output is the primary screen's new text, got %q", w.Output)
 	}
