@@ -104,9 +104,9 @@ func throughputLibrary(tb testing.TB, m *Manager, file string) int64 {
 		tb.Fatal(err)
 	}
 	s.Screen()
-	s.mu.Lock()
+	s.inMu.Lock()
 	n := s.ring.end()
-	s.mu.Unlock()
+	s.inMu.Unlock()
 	if _, err := m.Kill(ctx, res.ID); err != nil {
 		tb.Fatal(err)
 	}

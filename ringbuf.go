@@ -1,8 +1,5 @@
 package agentpty
 
-// defaultRingCapacity is the scrollback kept when none is asked for.
-const defaultRingCapacity = 256 << 10
-
 // ringFirstAlloc is the first buffer a ring allocates; it doubles from there
 // up to the capacity, so an idle session costs a few KiB, not the full
 // scrollback.
@@ -21,10 +18,10 @@ type ring struct {
 }
 
 // newRing returns an empty ring that keeps the newest capacity bytes
-// (defaultRingCapacity if capacity <= 0). It allocates no buffer yet.
+// (DefaultScrollbackBytes if capacity <= 0). It allocates no buffer yet.
 func newRing(capacity int) *ring {
 	if capacity <= 0 {
-		capacity = defaultRingCapacity
+		capacity = DefaultScrollbackBytes
 	}
 	return &ring{capacity: capacity}
 }

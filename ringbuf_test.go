@@ -196,8 +196,8 @@ func TestRingSlices(t *testing.T) {
 
 func TestRingLazyAllocation(t *testing.T) {
 	r := newRing(0)
-	if r.capacity != defaultRingCapacity {
-		t.Errorf("newRing(0) capacity = %d, want %d", r.capacity, defaultRingCapacity)
+	if r.capacity != DefaultScrollbackBytes {
+		t.Errorf("newRing(0) capacity = %d, want %d", r.capacity, DefaultScrollbackBytes)
 	}
 	if r.buf != nil {
 		t.Fatalf("a fresh ring holds a %d-byte buffer, want none", cap(r.buf))
@@ -227,8 +227,8 @@ func TestRingGrowth(t *testing.T) {
 		{10000, 1000, []int{4096, 8192, 10000}},
 		{10000, 5000, []int{8192, 10000}},
 		{10000, 20000, []int{10000}},
-		{defaultRingCapacity, 4096, []int{4096, 8192, 16384, 32768, 65536, 131072, 262144}},
-		{defaultRingCapacity, 100000, []int{131072, 262144}},
+		{DefaultScrollbackBytes, 4096, []int{4096, 8192, 16384, 32768, 65536, 131072, 262144}},
+		{DefaultScrollbackBytes, 100000, []int{131072, 262144}},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("cap%d/write%d", c.capacity, c.write), func(t *testing.T) {
@@ -308,8 +308,8 @@ func BenchmarkRingWrite(b *testing.B) {
 	// and so take the two-copy path now and then.
 	for _, size := range []int{4096, 4000} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			r, p := newRing(defaultRingCapacity), make([]byte, size)
-			for range 2 * defaultRingCapacity / size {
+			r, p := newRing(DefaultScrollbackBytes), make([]byte, size)
+			for range 2 * DefaultScrollbackBytes / size {
 				r.write(p) // grow the buffer before timing
 			}
 			b.SetBytes(int64(size))

@@ -292,11 +292,7 @@ func (s *Session) feed(p []byte) {
 		case s.kick <- struct{}{}:
 		default:
 		}
-		select {
-		case <-s.progress:
-		case <-s.processDone:
-			return
-		}
+		<-s.progress
 	}
 	s.inMu.Lock()
 	s.ring.write(p)
@@ -497,14 +493,19 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	return done + n, err
 }
 
+// ended reports how the program ended, once it has.
+func (s *Session) ended() (ExitStatus, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status, s.exited
+}
+
 // Send types text into the terminal as it is (no escape decoding: a Go
 // string can hold control bytes itself) and returns without reading any
 // output. It is for Go code that drives a program directly.
 func (s *Session) Send(text string) error {
 	defer s.use()()
-	s.mu.Lock()
-	exited, st := s.exited, s.status
-	s.mu.Unlock()
+	st, exited := s.ended()
 	if exited {
 		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
 	}
@@ -517,9 +518,7 @@ func (s *Session) Send(text string) error {
 // Signal sends sig to the program's foreground process group, as a key
 // such as Ctrl-C would, or to the session's leader when there is none.
 func (s *Session) Signal(sig os.Signal) error {
-	s.mu.Lock()
-	exited, st := s.exited, s.status
-	s.mu.Unlock()
+	st, exited := s.ended()
 	if exited {
 		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
 	}
@@ -569,9 +568,7 @@ func (s *Session) Resize(cols, rows int) error {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
 	s.syncScreenLocked()
-	s.mu.Lock()
-	exited, st := s.exited, s.status
-	s.mu.Unlock()
+	st, exited := s.ended()
 	if exited {
 		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, st)
 	}
@@ -625,9 +622,7 @@ func waitLimit(waitFor string, waitMS *int) time.Duration {
 // write types input, then waits and collects as pty-write does.
 func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitMS *int) (WriteResult, error) {
 	defer s.use()() // a long wait is use, not idleness
-	s.mu.Lock()
-	exited, st := s.exited, s.status
-	s.mu.Unlock()
+	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
 	}

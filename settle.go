@@ -24,11 +24,10 @@ const (
 )
 
 const (
-	settleDefaultMax = 256 << 10
-	settleMaxCells   = 64 << 10 // a line this long is ended as if by LF, so `yes | tr -d '\n'` stays bounded
-	settleMaxUp      = 500      // how far above the last line the cursor may go, bounding what one edit can touch
-	settleLineCost   = 16       // bookkeeping charged per line, so floods of blank lines are bounded too
-	settleNone       = math.MaxInt
+	settleMaxCells = 64 << 10 // a line this long is ended as if by LF, so `yes | tr -d '\n'` stays bounded
+	settleMaxUp    = 500      // how far above the last line the cursor may go, bounding what one edit can touch
+	settleLineCost = 16       // bookkeeping charged per line, so floods of blank lines are bounded too
+	settleNone     = math.MaxInt
 )
 
 // settleCell is one column of the cursor's line: a rune, or one of the values below.
@@ -147,7 +146,7 @@ type settler struct {
 // (256 KiB when maxBytes <= 0). It allocates nothing more until written to.
 func newSettler(maxBytes int) *settler {
 	if maxBytes <= 0 {
-		maxBytes = settleDefaultMax
+		maxBytes = DefaultScrollbackBytes
 	}
 	return &settler{
 		max:       min(maxBytes, 1<<29), // arena offsets are int32

@@ -672,7 +672,7 @@ func TestSettleFlood(t *testing.T) {
 	if want := settleMarker(n-kept*100, total-kept); lines[0] != want {
 		t.Fatalf("marker %q, want %q", lines[0], want)
 	}
-	if s.charge > settleDefaultMax+200 || cap(s.arena) > 3*settleDefaultMax {
+	if s.charge > DefaultScrollbackBytes+200 || cap(s.arena) > 3*DefaultScrollbackBytes {
 		t.Fatalf("charge %d, arena cap %d", s.charge, cap(s.arena))
 	}
 }
