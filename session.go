@@ -106,7 +106,7 @@ type Session struct {
 	settled    atomic.Int64 // ring offset the settler has rendered up to; written under mu
 	readOff    int64        // ring offset up to which results have returned output
 	truncated  int64
-	changed    chan struct{} // closed and replaced when output is rendered or the child exits
+	waiters    []*waiter // the awaits in progress
 	lastOutput time.Time
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
@@ -187,7 +187,6 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		started:     time.Now(),
 		ring:        newRing(m.opts.ScrollbackBytes),
 		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
-		changed:     make(chan struct{}),
 		cols:        cols,
 		rows:        rows,
 		kick:        make(chan struct{}, 1),
@@ -363,7 +362,7 @@ func (s *Session) renderLocked() {
 		}
 		s.settled.Store(end)
 		s.lastOutput = time.Now()
-		s.broadcast()
+		s.notify(false)
 		s.checkDrained()
 		s.mu.Unlock()
 		select {
@@ -389,10 +388,27 @@ func (s *Session) copyFrom(buf []byte, off int64) ([]byte, int64) {
 	return buf, s.ring.end()
 }
 
-// broadcast wakes every waiter. Call with mu held.
-func (s *Session) broadcast() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+// waiter is an await in progress and what wakes it.
+type waiter struct {
+	lit   string        // wait_for: woken when it may have appeared
+	quiet bool          // woken by any output
+	wake  chan struct{} // 1-buffered
+}
+
+// notify wakes the waiters that new output may have satisfied, or, when
+// all, every waiter (the child exited, the output is complete). A waiter
+// for a literal sleeps through output without it, so an echo does not
+// cost a round trip a wake-up. Call with mu held.
+func (s *Session) notify(all bool) {
+	alt := s.settle.altScreen() // full-screen: the waiter looks at the screen itself
+	for _, w := range s.waiters {
+		if all || w.quiet || w.lit != "" && (alt || s.settle.match(w.lit)) {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // checkDrained marks the output complete once the child has exited and
@@ -401,7 +417,7 @@ func (s *Session) checkDrained() {
 	if s.exited && s.drainSeen && !s.drained && s.settled.Load() >= s.drainOff {
 		s.drained = true
 		close(s.done)
-		s.broadcast()
+		s.notify(true)
 	}
 }
 
@@ -413,7 +429,7 @@ func (s *Session) reap() {
 	s.mu.Lock()
 	s.exited = true
 	s.status = st
-	s.broadcast()
+	s.notify(true)
 	s.checkDrained()
 	s.mu.Unlock()
 	// Emitted before kill can see the child reaped, so "exited" always
@@ -681,13 +697,15 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 			pause.Stop()
 		}
 	}()
+	w := s.watch(waitFor, quiet)
+	defer s.forget(w)
 	matched := false
 	for {
 		s.mu.Lock()
 		if waitFor != "" && s.settle.match(waitFor) {
 			matched = true
 		}
-		drained, alt, ch := s.drained, s.settle.altScreen(), s.changed
+		drained, alt := s.drained, s.settle.altScreen()
 		var since time.Duration
 		hasOutput := quiet && s.settle.unread()
 		if hasOutput {
@@ -709,12 +727,34 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 			}
 		}
 		select {
-		case <-ch:
+		case <-w.wake:
 		case <-pauseC:
 		case <-timer.C:
 			return matched, nil
 		case <-ctx.Done():
 			return false, fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
+		}
+	}
+}
+
+// watch starts a wait: the waiter's channel wakes when lit may have
+// appeared, on any output when quiet, and when the output is complete.
+func (s *Session) watch(lit string, quiet bool) *waiter {
+	w := &waiter{lit: lit, quiet: quiet, wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiters = append(s.waiters, w)
+	return w
+}
+
+// forget ends w's wait.
+func (s *Session) forget(w *waiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.waiters {
+		if x == w {
+			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+			break
 		}
 	}
 }

@@ -112,6 +112,7 @@ type settler struct {
 	saveLine int
 	saveCol  int
 	savePend bool
+	slowLine int // the line plainLine last found not plain, tried once only
 
 	// Lines. lines[0] is line number base; cur is the cursor's line number.
 	lines   []settleLine
@@ -155,6 +156,7 @@ func newSettler(maxBytes int) *settler {
 		epoch:     1,
 		dirtyFrom: settleNone,
 		mfrom:     settleNone,
+		slowLine:  -1,
 	}
 }
 
@@ -182,6 +184,12 @@ func (s *settler) write(p []byte) settleEvents {
 		switch s.state {
 		case settleGround:
 			if b := p[i]; s.need == 0 {
+				if s.col == 0 && s.fresh() { // a whole line at once, when it is a plain one
+					if j := s.plainLine(p, i); j > i {
+						i = j
+						continue
+					}
+				}
 				if b-0x20 < 0x5f { // printable ASCII: the whole run at once
 					j := settlePrintable(p, i+1)
 					s.printASCII(p[i:j])
@@ -209,6 +217,80 @@ func (s *settler) write(p []byte) settleEvents {
 		s.ev |= evNonPlain
 	}
 	return s.ev
+}
+
+// fresh reports whether the cursor is at the start of a new last line,
+// nothing written on it yet.
+func (s *settler) fresh() bool {
+	return s.col == 0 && len(s.cells) == 0 && !s.changed && !s.alt && !s.pending &&
+		s.cur == s.lastLine() && s.lines[len(s.lines)-1].n == 0 && s.slowLine != s.cur
+}
+
+// plainLine is the hot path of logs and build output. On a fresh line, a
+// whole line of printable ASCII and SGRs ended by LF or CR LF goes to the
+// arena as it is, without cells; the result is what printing it, CR and LF
+// would leave (CR goes to the start of the line's last row, from where LF
+// ends the line, however many rows it wrapped to). It returns where the line ended,
+// or i when p[i:] does not hold such a line, for the general path to take.
+func (s *settler) plainLine(p []byte, i int) int {
+	if b := p[i]; b-0x20 >= 0x5f && (b != 0x1b || i+1 == len(p) || p[i+1] != '[') {
+		return i // a line starts with text or an SGR
+	}
+	s.slowLine = s.cur // until it is known to be plain: a line is tried once
+	nl := bytes.IndexByte(p[i:], '\n')
+	if nl < 0 {
+		return i
+	}
+	line := p[i : i+nl]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	s.reserve(len(line))
+	start := len(s.arena)
+	arena := s.arena
+	for k := 0; k < len(line); {
+		j := settlePrintable(line, k)
+		if arena = append(arena, line[k:j]...); len(arena)-start >= settleMaxCells {
+			return i // so long that printing would break it
+		}
+		if j == len(line) {
+			break
+		}
+		// Only an SGR may come between runs of text.
+		if line[j] != 0x1b || j+2 >= len(line) || line[j+1] != '[' {
+			return i
+		}
+		k = j + 2
+		for k < len(line) && (line[k]-'0' <= 9 || line[k] == ';' || line[k] == ':') {
+			k++
+		}
+		if k == len(line) || line[k] != 'm' {
+			return i
+		}
+		k++
+	}
+	n := len(arena) - start
+	// As printing would: the line is touched and changed, so a match looks
+	// at it again (all of it: it is not the cursor's line any more).
+	l := s.touch(s.cur)
+	if n > 0 {
+		s.last = rune(arena[len(arena)-1])
+		l.flags |= settlePend
+		s.mfrom = min(s.mfrom, s.cur)
+		// As flush would, for a line with no text yet.
+		s.arena = arena
+		l.off, l.n, l.width = int32(start), int32(n), int32(n)
+		l.flags &^= settleHoles
+		s.unreadBytes += n
+		s.charge += n
+	}
+	// As LF would, on the last line.
+	s.slowLine = -1
+	s.evict()
+	s.addLine()
+	s.cur++
+	s.plain = true
+	return i + nl + 1
 }
 
 // settlePrintable returns the end of the run of printable ASCII at p[i:],

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -950,5 +951,84 @@ func TestSettleNonPlain(t *testing.T) {
 	}
 	if s.write([]byte("\x1b[3"))&evNonPlain != 0 || s.write([]byte("1mx"))&evNonPlain != 0 {
 		t.Error("an SGR split across writes is reported as more than plain text")
+	}
+}
+
+// Whole lines of text and SGRs take plainLine's shortcut to the arena when
+// a write holds them; written a byte at a time they go through cells. Both
+// must leave the same text, scrollback, tail and match state, also while
+// old lines are evicted and when lines are wider than the terminal.
+func TestSettlePlainLine(t *testing.T) {
+	var b strings.Builder
+	for i := range 400 {
+		switch i % 8 {
+		case 0:
+			fmt.Fprintf(&b, "%5d plain log line with words\r\n", i)
+		case 1:
+			fmt.Fprintf(&b, "\x1b[32m%5d\x1b[0m coloured \x1b[1;31mERROR\x1b[m ok\r\n", i)
+		case 2:
+			fmt.Fprintf(&b, "%5d lf only\n\r\n\x1b[0m\r\n", i) // an empty line and one of SGR only
+		case 3:
+			fmt.Fprintf(&b, "%5d %s\r\n", i, strings.Repeat("wide ", 30)) // wider than 80 columns
+		case 4:
+			fmt.Fprintf(&b, "%5d tab\tthen text\r\n", i)
+		case 5:
+			fmt.Fprintf(&b, "%5d 10%%\r%5d 100%%\r\n", i, i) // a progress line redrawn
+		case 6:
+			fmt.Fprintf(&b, "%5d naïve ünïcode\r\n", i)
+		case 7:
+			fmt.Fprintf(&b, "\x1b[32m%5d\x1b[1m\x1b[?25l hidden cursor\r\n", i)
+		}
+	}
+	in := []byte(b.String())
+	lits := []string{"ERROR", "100%\n", "hidden", "  392 plain", " 1 lf only\n\n"}
+	for _, cols := range []int{80, 0} {
+		for _, max := range []int{0, 4 << 10} {
+			for _, lit := range lits {
+				whole, bytewise := newSettler(max), newSettler(max)
+				whole.setCols(cols)
+				bytewise.setCols(cols)
+				for k := 0; k < len(in); k += 512 {
+					chunk := in[k:min(k+512, len(in))]
+					whole.write(chunk)
+					for i := range chunk {
+						bytewise.write(chunk[i : i+1])
+					}
+					if w, g := bytewise.match(lit), whole.match(lit); w != g {
+						t.Fatalf("cols %d max %d, after %d bytes: match(%q) = %v, byte at a time %v", cols, max, k+len(chunk), lit, g, w)
+					}
+				}
+				if w, g := bytewise.scrollback(), whole.scrollback(); w != g {
+					t.Fatalf("cols %d max %d: scrollback differs:\n got %q\nwant %q", cols, max, g, w)
+				}
+				if w, g := bytewise.tail(5), whole.tail(5); !slices.Equal(w, g) {
+					t.Fatalf("cols %d max %d: tail = %q, want %q", cols, max, g, w)
+				}
+				if w, g := bytewise.read(0), whole.read(0); w != g {
+					t.Fatalf("cols %d max %d: read differs:\n got %q\nwant %q", cols, max, g, w)
+				}
+			}
+		}
+	}
+
+	// A fresh line already touched and matched in this epoch is matched
+	// again once a plain line lands on it.
+	s := newSettler(0)
+	s.write([]byte("abc\r\ndef\x1b[A\r\x1b[J")) // up a line, and erase it and all below
+	s.tail(1)                                   // which stores the line, empty
+	if s.match("needle") {
+		t.Fatal("needle matched before it was written")
+	}
+	s.write([]byte("a needle\r\n"))
+	if !s.match("needle") {
+		t.Error("a plain line on a touched fresh line was not matched")
+	}
+
+	// Lines that are all plain never need the cursor's cells at all.
+	s = newSettler(0)
+	s.setCols(80)
+	s.write(settleBenchText(64<<10, true))
+	if s.cells != nil {
+		t.Errorf("plain coloured lines went through %d cells", cap(s.cells))
 	}
 }

@@ -267,7 +267,7 @@ func (s *Screen) plainCut(p, before []byte) int {
 func lastSGRs(p []byte) (from int, reset, ok bool) {
 	from = -1
 	for e := len(p); ; {
-		i := bytes.LastIndexByte(p[:e], 0x1b)
+		i := lastESC(p[:e])
 		if i < 0 {
 			return from, false, true
 		}
@@ -280,4 +280,19 @@ func lastSGRs(p []byte) (from int, reset, ok bool) {
 		}
 		e = i
 	}
+}
+
+// lastESC is bytes.LastIndexByte(p, ESC) for plain text that can run for
+// hundreds of kilobytes without one: it looks back a block at a time with
+// bytes.IndexByte, which is many times faster than LastIndexByte.
+func lastESC(p []byte) int {
+	const block = 4 << 10
+	for end := len(p); end > 0; {
+		start := max(end-block, 0)
+		if bytes.IndexByte(p[start:end], 0x1b) >= 0 {
+			return start + bytes.LastIndexByte(p[start:end], 0x1b)
+		}
+		end = start
+	}
+	return -1
 }

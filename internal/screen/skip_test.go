@@ -1,6 +1,7 @@
 package screen
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -202,5 +203,23 @@ func TestPlainCutFindsTheVisibleTail(t *testing.T) {
 	}
 	if s.plainCut([]byte("a\r\nb\r\n"), nil) != 0 {
 		t.Error("cut a stream too short to scroll anything away")
+	}
+}
+
+func TestLastESC(t *testing.T) {
+	for _, n := range []int{0, 1, 4095, 4096, 4097, 20000} {
+		p := bytes.Repeat([]byte("x"), n)
+		for _, at := range []int{-1, 0, n / 3, n - 1} {
+			q := bytes.Clone(p)
+			if at >= 0 && at < n {
+				q[at] = 0x1b
+				if at > 0 {
+					q[0] = 0x1b // an earlier one must not be found instead
+				}
+			}
+			if got, want := lastESC(q), bytes.LastIndexByte(q, 0x1b); got != want {
+				t.Errorf("lastESC of %d bytes with ESC at %d = %d, want %d", n, at, got, want)
+			}
+		}
 	}
 }
