@@ -18,7 +18,7 @@ func TestReviewKillKeepsOutputWrittenAtExit(t *testing.T) {
 	for _, size := range []int{4000, 60000} {
 		for i := 0; i < 15; i++ {
 			res := mustStart(t, m, StartRequest{
-				Command: `trap '' TERM; trap 'seq 1 ` + itoa(size/6) + `; echo goodbye-from-trap; exit 0' HUP; echo ready; while :; do read -r x; done`,
+				Command: `trap '' TERM; trap 'seq 1 ` + itoa(size/6) + `; echo goodbye-from-trap; exit 0' HUP; echo ready; while :; do read -r -t 0.2 x; done`,
 				WaitFor: "ready"})
 			k, err := m.Kill(context.Background(), res.ID)
 			if err != nil {
@@ -34,10 +34,12 @@ func TestReviewKillKeepsOutputWrittenAtExit(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // Wait returns once the output on its way at exit is rendered: all of it.
+// (bash defers a trap that arrives just before it blocks in read until the
+// read returns, so the loop reads with a timeout.)
 func TestReviewWaitSeesTheLastWrites(t *testing.T) {
 	m := newManager(t, Options{})
 	for i := 0; i < 30; i++ {
-		res := mustStart(t, m, StartRequest{Command: `trap 'printf "%04000d\n" 0; echo the-end; exit 3' USR1; echo ready; while :; do read -r x; done`, WaitFor: "ready"})
+		res := mustStart(t, m, StartRequest{Command: `trap 'printf "%04000d\n" 0; echo the-end; exit 3' USR1; echo ready; while :; do read -r -t 0.2 x; done`, WaitFor: "ready"})
 		s, _ := m.Session(res.ID)
 		if err := s.Signal(syscall.SIGUSR1); err != nil {
 			t.Fatal(err)

@@ -26,7 +26,6 @@ const (
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
-	inlineRender   = 512                    // reads up to this size are rendered by the reader itself
 )
 
 // ExitStatus says how a program ended.
@@ -125,12 +124,12 @@ type Session struct {
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
 	nonPlainEnd atomic.Int64
-	scratch     []byte
 	noReplies   bool // the session is being killed: query replies are not sent
 
-	renderMu    sync.Mutex    // one renderer at a time: the processor, or the reader for a short read
-	kick        chan struct{} // the reader tells the processor there is more (1-buffered)
-	progress    chan struct{} // the processor tells a throttled reader it caught up (1-buffered)
+	renderMu    sync.Mutex    // one renderer at a time: the reader, or the processor when the reader found it busy
+	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
+	progress    chan struct{} // the processor tells a throttled reader it did some (1-buffered)
+	queries     atomic.Bool   // the settler saw a query the screen has not parsed yet
 	batch       []byte        // the processor's copy of what it renders next
 	done        chan struct{} // closed when drained
 	reaped      chan struct{} // closed when the child has been reaped
@@ -247,7 +246,7 @@ func (s *Session) info() SessionInfo {
 // speed of the kernel while rendering runs beside it.
 func (s *Session) read() {
 	defer close(s.readerDone)
-	buf := make([]byte, 16<<10)
+	buf := make([]byte, s.readSize())
 	drains := 0
 	eio := false
 	for {
@@ -281,29 +280,50 @@ func (s *Session) read() {
 	}
 }
 
-// feed hands p to the processor. When rendering falls half a ring behind,
-// the reader waits for it, so no byte leaves the ring unrendered and the
-// program feels the back-pressure as it would from a slow terminal.
+// feed stores p in the ring and renders it into the settled text, which
+// keeps pace with any terminal; the screen, which may not, is left to the
+// processor. When the processor is busy rendering, feed leaves p to it.
+// When rendering or the screen falls half a ring behind, the reader waits,
+// so no byte leaves the ring unseen and the program feels the
+// back-pressure as it would from a slow terminal.
 func (s *Session) feed(p []byte) {
-	limit := int64(s.m.opts.ScrollbackBytes / 2)
-	for s.ring.end()-s.settled.Load() > limit {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+	limit := s.lag()
+	for s.ring.end()-min(s.settled.Load(), s.screenOff.Load()) > limit {
+		s.kickProcessor()
 		<-s.progress
 	}
 	s.inMu.Lock()
 	s.ring.write(p)
+	end := s.ring.end()
 	s.inMu.Unlock()
-	// A short read (an echo, a prompt) is rendered here when the processor
-	// is idle, which saves waking it on the path of a round trip; floods
-	// go to the processor so reading never waits for rendering.
-	if len(p) <= inlineRender && s.renderMu.TryLock() {
+	if s.renderMu.TryLock() {
+		if s.settled.Load() == end-int64(len(p)) {
+			s.renderBatch(p, end) // p is all that is new: no copy
+		}
 		s.renderLocked()
 		s.renderMu.Unlock()
-		return
+	} else {
+		s.kickProcessor()
 	}
+	if s.screenDue() {
+		s.kickProcessor()
+	}
+}
+
+// lag is how far rendering or the screen may fall behind the reader
+// before it waits: half a ring. A read (see readSize) then never writes
+// over bytes not yet rendered and parsed, which can therefore be read in
+// place.
+func (s *Session) lag() int64 { return int64(s.m.opts.ScrollbackBytes / 2) }
+
+// readSize is the most the reader takes in one read: at most what the ring
+// holds beyond the lag.
+func (s *Session) readSize() int {
+	return min(16<<10, max(s.m.opts.ScrollbackBytes-int(s.lag()), 1))
+}
+
+// kickProcessor tells the processor there is work, without waiting.
+func (s *Session) kickProcessor() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -324,20 +344,36 @@ func (s *Session) drainSeenAt() {
 	s.mu.Unlock()
 }
 
-// process renders what the reader copied into the ring: the settled text,
-// and the screen when a query needs an answer or it falls far behind. It
-// runs until the reader has stopped and everything is rendered.
+// process renders what the reader left to it, and feeds the screen when a
+// query needs an answer or the screen falls far behind. It runs until the
+// reader has stopped and everything is rendered.
 func (s *Session) process() {
 	defer close(s.processDone)
 	for {
 		select {
 		case <-s.kick:
-			s.render()
 		case <-s.readerDone:
 			s.render()
 			return
 		}
+		s.render()
+		if s.screenDue() {
+			s.syncScreen()
+		}
+		select {
+		case s.progress <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// screenDue reports whether the screen must parse what it has not: a query
+// awaits its answer, or the ring would soon drop bytes it never saw.
+func (s *Session) screenDue() bool {
+	s.inMu.Lock()
+	end := s.ring.end()
+	s.inMu.Unlock()
+	return s.queries.Load() || end-s.screenOff.Load() > s.lag()
 }
 
 // render takes everything new from the ring in batches.
@@ -353,28 +389,31 @@ func (s *Session) renderLocked() {
 		var end int64
 		s.batch, end = s.copyFrom(s.batch, s.settled.Load())
 		if len(s.batch) == 0 {
-			return
+			break
 		}
-		s.mu.Lock()
-		ev := s.settle.write(s.batch)
-		if ev&evNonPlain != 0 {
-			s.nonPlainEnd.Store(end)
-		}
-		s.settled.Store(end)
-		s.lastOutput = time.Now()
-		s.notify(false)
-		s.checkDrained()
-		s.mu.Unlock()
-		select {
-		case s.progress <- struct{}{}:
-		default:
-		}
-		if ev&evQuery != 0 || end-s.screenOff.Load() > int64(s.m.opts.ScrollbackBytes/2) {
-			s.syncScreen()
-		}
-		if cap(s.batch) > 64<<10 {
-			s.batch = nil // an idle session keeps no large batch buffer
-		}
+		s.renderBatch(s.batch, end)
+	}
+	if cap(s.batch) > 64<<10 {
+		s.batch = nil // an idle session keeps no large batch buffer
+	}
+}
+
+// renderBatch renders the ring's bytes from settled up to end, which are
+// batch, into the settled text and wakes the waiters it may satisfy. Call
+// with renderMu held.
+func (s *Session) renderBatch(batch []byte, end int64) {
+	s.mu.Lock()
+	ev := s.settle.write(batch)
+	if ev&evNonPlain != 0 {
+		s.nonPlainEnd.Store(end)
+	}
+	s.settled.Store(end)
+	s.lastOutput = time.Now()
+	s.notify(false)
+	s.checkDrained()
+	s.mu.Unlock()
+	if ev&evQuery != 0 {
+		s.queries.Store(true)
 	}
 }
 
@@ -458,27 +497,34 @@ func (s *Session) syncScreenLocked() {
 		s.mu.Unlock()
 		s.screen = screen.New(cols, rows)
 	}
-	var end int64
-	s.scratch, end = s.copyFrom(s.scratch, s.screenOff.Load())
-	if len(s.scratch) == 0 {
+	s.queries.Store(false) // whatever asked is in what is parsed now
+	// The screen reads the ring in place: the reader does not write over
+	// bytes the screen has not parsed (see feed), so only taking the slices
+	// needs the lock.
+	s.inMu.Lock()
+	a, b, _ := s.ring.slices(s.screenOff.Load())
+	end := s.ring.end()
+	s.inMu.Unlock()
+	from := end - int64(len(a)+len(b))
+	if from == end {
 		return
 	}
 	// What the settler has already seen to be plain text needs no scan to
 	// find the part that scrolled away unseen.
+	plain := int64(0)
+	if from >= s.nonPlainEnd.Load() {
+		plain = max(min(s.settled.Load(), end)-from, 0)
+	}
 	var reply []byte
-	// The copy starts where the screen left off, or later if the ring has
-	// dropped bytes the screen never saw.
-	from := end - int64(len(s.scratch))
-	if plain := min(s.settled.Load(), end) - from; from >= s.nonPlainEnd.Load() && plain > 0 {
-		reply = s.screen.WritePlain(reply, s.scratch[:plain])
-		reply = s.screen.Write(reply, s.scratch[plain:])
-	} else {
-		reply = s.screen.Write(reply, s.scratch)
+	for _, p := range [2][]byte{a, b} {
+		k := min(int64(len(p)), plain)
+		if k > 0 {
+			reply = s.screen.WritePlain(reply, p[:k])
+		}
+		reply = s.screen.Write(reply, p[k:])
+		plain -= k
 	}
 	s.screenOff.Store(end)
-	if cap(s.scratch) > 64<<10 {
-		s.scratch = nil // an idle session keeps no catch-up buffer
-	}
 	if len(reply) > 0 && !s.noReplies {
 		// A reply must not block the screen: the program that asked may
 		// not read it at once.

@@ -246,6 +246,52 @@ func TestWaitSeesEveryByte(t *testing.T) {
 	}
 }
 
+// The screen reads the ring in place while the reader goes on filling it:
+// through a flood into small rings, with the screen read all along, the
+// last screen and the settled tail are exactly the last lines, whether the
+// screen skipped the plain text or parsed every byte.
+func TestFloodThroughSmallRings(t *testing.T) {
+	for _, ring := range []int{1 << 10, 4 << 10, 64 << 10} {
+		for _, cmd := range []string{
+			"seq 1 50000",
+			`seq 1 50000 | sed 's/^/\x1b[2K/'`, // an erase on every line: nothing is plain
+		} {
+			m := newManager(t, Options{ScrollbackBytes: ring})
+			res := mustStart(t, m, StartRequest{Command: cmd, WaitMS: ms(0), Rows: 10, Cols: 40})
+			s, _ := m.Session(res.ID)
+			looked := make(chan int)
+			go func() {
+				n := 0
+				for ; ; n++ {
+					select {
+					case <-s.done:
+						looked <- n
+						return
+					default:
+						s.Screen()
+					}
+				}
+			}()
+			if _, err := s.Wait(waitCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if n := <-looked; n == 0 {
+				t.Errorf("ring %d, %q: the screen was never read during the flood", ring, cmd)
+			}
+			var want []string
+			for i := 49992; i <= 50000; i++ {
+				want = append(want, strconv.Itoa(i))
+			}
+			if got := s.Screen().Lines; strings.Join(got, ",") != strings.Join(append(want, ""), ",") {
+				t.Errorf("ring %d, %q: the last screen is %q, want %q", ring, cmd, got, want)
+			}
+			if got := s.Tail(3); strings.Join(got, ",") != "49998,49999,50000" {
+				t.Errorf("ring %d, %q: the settled tail is %q", ring, cmd, got)
+			}
+		}
+	}
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]

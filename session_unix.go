@@ -121,8 +121,8 @@ func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 // process group of session sid, then SIGKILL to whatever of the session is
 // left after grace, or at once when ctx ends.
 func endProcesses(ctx context.Context, sid int, grace time.Duration) error {
-	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGCONT} {
-		proc.Signal(sid, sig)
+	if proc.Signal(sid, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGCONT) == 0 {
+		return nil // nothing of the session is left
 	}
 	gctx, cancel := context.WithTimeout(ctx, grace)
 	err := proc.WaitGone(gctx, sid)

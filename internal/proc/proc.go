@@ -10,18 +10,25 @@ import (
 	"syscall"
 )
 
-// Signal sends sig to every process group of session sid and to every
-// member on its own (a member may lead no group we can see). It returns how
-// many members it found.
-func Signal(sid int, sig syscall.Signal) int {
+// Signal sends each of sigs, in order, to every process group of session
+// sid and to every member on its own (a member may lead no group we can
+// see). It returns how many members it found; a session found empty stays
+// empty, since only a member can start another.
+func Signal(sid int, sigs ...syscall.Signal) int {
 	pids := Members(sid)
 	groups := map[int]bool{}
 	for _, p := range pids {
-		if g, err := syscall.Getpgid(p); err == nil && !groups[g] {
+		if g, err := syscall.Getpgid(p); err == nil {
 			groups[g] = true
+		}
+	}
+	for _, sig := range sigs {
+		for g := range groups {
 			_ = syscall.Kill(-g, sig)
 		}
-		_ = syscall.Kill(p, sig)
+		for _, p := range pids {
+			_ = syscall.Kill(p, sig)
+		}
 	}
 	return len(pids)
 }

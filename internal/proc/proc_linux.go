@@ -36,12 +36,17 @@ func Members(sid int) []int {
 // sessionOf parses the session field of /proc/PID/stat, skipping zombies:
 // they have exited and only wait for their parent to reap them.
 func sessionOf(pid int, buf []byte) (int, bool) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
+	// Plain system calls: an os.File would also try to register each file
+	// with the runtime's poller, a failing system call per process.
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, false
 	}
-	n, _ := f.Read(buf)
-	f.Close()
+	n, err := unix.Read(fd, buf)
+	unix.Close(fd)
+	if err != nil {
+		return 0, false
+	}
 	stat := buf[:n]
 	// "pid (comm) state ppid pgrp session ..."; comm may hold spaces and
 	// parentheses, so parse from the last ')'.
