@@ -141,6 +141,16 @@ type roundTrip interface {
 	close()
 }
 
+// tripCount numbers trips, so every answer awaited is a new one.
+var tripCount int
+
+func mustTrip(tb testing.TB, rt roundTrip) {
+	tripCount++
+	if err := rt.trip(tripCount); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 type bareTrip struct {
 	f    *os.File
 	cmd  *exec.Cmd
@@ -340,7 +350,7 @@ func TestBenchReport(t *testing.T) {
 	if os.Getenv("AGENTPTY_BENCH") == "" {
 		t.Skip("set AGENTPTY_BENCH=1 (make bench) to measure")
 	}
-	runs := envInt("AGENTPTY_BENCH_RUNS", 5)
+	runs := envInt("AGENTPTY_BENCH_RUNS", 7)
 	m := NewManager(Options{Shell: benchShell})
 	defer m.Close()
 
@@ -363,22 +373,13 @@ func TestBenchReport(t *testing.T) {
 		row(name, bare, lib, "s", "≤ 1.10×", lib <= 1.10*bare)
 	}
 
+	// The round trip alternates trip by trip, floor then library, and takes
+	// the median of each: a burst of load on the machine falls on both alike.
 	bt, lt := newBareTrip(t), newLibTrip(t)
-	// Short blocks, many of them: the floor and the library take turns
-	// often, so a burst of load on the machine falls on both alike.
-	i := 0
-	const trips = 100
-	trip := func(rt roundTrip) float64 {
-		return timeIt(func() {
-			for k := 0; k < trips; k++ {
-				i++
-				if err := rt.trip(i); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}) / trips * 1e6
-	}
-	bare, lib = medians(5*runs, func() float64 { return trip(bt) }, func() float64 { return trip(lt) })
+	trips := 500 * runs
+	bare, lib = medians(trips,
+		func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 },
+		func() float64 { return timeIt(func() { mustTrip(t, lt) }) * 1e6 })
 	bt.close()
 	lt.close()
 	row("round trip (µs)", bare, lib, "µs", "≤ 1.5×", lib <= 1.5*bare)

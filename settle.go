@@ -237,34 +237,35 @@ func (s *settler) plainLine(p []byte, i int) int {
 		return i // a line starts with text or an SGR
 	}
 	s.slowLine = s.cur // until it is known to be plain: a line is tried once
-	nl := bytes.IndexByte(p[i:], '\n')
-	if nl < 0 {
-		return i
+	rest := p[i:]
+	if len(s.arena)+len(rest) > cap(s.arena) {
+		s.reserve(len(rest))
 	}
-	line := p[i : i+nl]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	s.reserve(len(line))
 	start := len(s.arena)
 	arena := s.arena
-	for k := 0; k < len(line); {
-		j := settlePrintable(line, k)
-		if arena = append(arena, line[k:j]...); len(arena)-start >= settleMaxCells {
-			return i // so long that printing would break it
+	k := 0
+	for {
+		j := settlePrintable(rest, k)
+		if arena = append(arena, rest[k:j]...); len(arena)-start >= settleMaxCells || j == len(rest) {
+			return i // so long that printing would break it, or not ended in p
 		}
-		if j == len(line) {
+		if rest[j] == '\n' {
+			k = j + 1
+			break
+		}
+		if rest[j] == '\r' && j+1 < len(rest) && rest[j+1] == '\n' {
+			k = j + 2
 			break
 		}
 		// Only an SGR may come between runs of text.
-		if line[j] != 0x1b || j+2 >= len(line) || line[j+1] != '[' {
+		if rest[j] != 0x1b || j+2 >= len(rest) || rest[j+1] != '[' {
 			return i
 		}
 		k = j + 2
-		for k < len(line) && (line[k]-'0' <= 9 || line[k] == ';' || line[k] == ':') {
+		for k < len(rest) && (rest[k]-'0' <= 9 || rest[k] == ';' || rest[k] == ':') {
 			k++
 		}
-		if k == len(line) || line[k] != 'm' {
+		if k == len(rest) || rest[k] != 'm' {
 			return i
 		}
 		k++
@@ -286,11 +287,13 @@ func (s *settler) plainLine(p []byte, i int) int {
 	}
 	// As LF would, on the last line.
 	s.slowLine = -1
-	s.evict()
+	if s.charge > s.max {
+		s.evict()
+	}
 	s.addLine()
 	s.cur++
 	s.plain = true
-	return i + nl + 1
+	return i + k
 }
 
 // settlePrintable returns the end of the run of printable ASCII at p[i:],
