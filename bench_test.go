@@ -396,7 +396,7 @@ func TestBenchReport(t *testing.T) {
 	}
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "50 idle sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "idle session heap", fmt.Sprintf("%.1f KiB", heap/1024), "< 200 KiB", verdict(heap < 200<<10))
-	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", fmt.Sprintf("RSS after %d MiB", envInt("AGENTPTY_BENCH_FLOOD_MB", 1024)), fmt.Sprintf("+%.1f MiB", float64(growth)/(1<<20)), "< 32 MiB", verdict(growth < 32<<20))
+	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", fmt.Sprintf("RSS after %d MiB", envInt("AGENTPTY_BENCH_FLOOD_MB", 1024)), fmt.Sprintf("%+.1f MiB", float64(growth)/(1<<20)), "< 32 MiB", verdict(growth < 32<<20))
 	t.Log(out.String())
 }
 
