@@ -343,6 +343,51 @@ func rss() int64 {
 	return pages * int64(os.Getpagesize())
 }
 
+// floodResults reads a session all through a flood of total bytes, as a
+// model polling it would, and returns the most output one result held.
+func floodResults(tb testing.TB, total int64) int {
+	m := NewManager(Options{Shell: benchShell})
+	defer m.Close()
+	ctx := context.Background()
+	res, err := m.Start(ctx, StartRequest{Command: fmt.Sprintf("seq 1 1000000000 | head -c %d", total), WaitMS: ms(0)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, _ := m.Session(res.ID)
+	largest := len(res.Output)
+	for done := false; !done; {
+		select {
+		case <-s.done: // this read takes the rest
+			done = true
+		default:
+		}
+		w, err := m.Write(ctx, WriteRequest{ID: res.ID, WaitMS: ms(10)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		largest = max(largest, len(w.Output))
+	}
+	return largest
+}
+
+// readCost is how long one capped read takes out of backlog bytes nobody
+// has read.
+func readCost(backlog int) time.Duration {
+	s := newSettler(2 * backlog)
+	chunk := settleBenchText(1<<20, false)
+	for n := 0; n < backlog; n += len(chunk) {
+		s.write(chunk)
+	}
+	saved := *s // read only starts a new epoch: restoring the fields undoes it
+	const reads = 50
+	start := time.Now()
+	for range reads {
+		s.read(DefaultMaxOutputBytes)
+		*s = saved
+	}
+	return time.Since(start) / reads
+}
+
 // TestBenchReport prints every figure of the performance goals beside the
 // floor and the ratio (make bench). It measures, it does not assert: speed
 // is for benchmarks, not timed tests.
@@ -389,6 +434,9 @@ func TestBenchReport(t *testing.T) {
 	heap := heapPerSession(t, 50)
 	growth := rssGrowth(t, int64(envInt("AGENTPTY_BENCH_FLOOD_MB", 1024))<<20)
 
+	largest := floodResults(t, 64<<20)
+	small, big := readCost(1<<20), readCost(32<<20)
+
 	var out strings.Builder
 	fmt.Fprintf(&out, "\n%-22s %-12s %-12s %-8s %-9s %s\n", "figure", "bare pty", "agentpty", "ratio", "goal", "")
 	for _, r := range rows {
@@ -397,6 +445,8 @@ func TestBenchReport(t *testing.T) {
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "50 idle sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "idle session heap", fmt.Sprintf("%.1f KiB", heap/1024), "< 200 KiB", verdict(heap < 200<<10))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", fmt.Sprintf("RSS after %d MiB", envInt("AGENTPTY_BENCH_FLOOD_MB", 1024)), fmt.Sprintf("%+.1f MiB", float64(growth)/(1<<20)), "< 32 MiB", verdict(growth < 32<<20))
+	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "largest result, flood", fmt.Sprintf("%d B of 64 MiB read as it came", largest), "≤ 32 KiB", verdict(largest <= DefaultMaxOutputBytes))
+	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "capped read of backlog", fmt.Sprintf("%v of 1 MiB, %v of 32 MiB", small.Round(time.Microsecond), big.Round(time.Microsecond)), "O(output)", verdict(big < 2*small))
 	t.Log(out.String())
 }
 
