@@ -89,9 +89,11 @@ func (r *ring) start() int64 { return r.total - int64(r.n) }
 func (r *ring) len() int { return r.n }
 
 // slices returns the held bytes from offset off to the end as at most two
-// slices aliasing the buffer, valid until the next write, and how many bytes
+// slices aliasing the buffer, and how many bytes
 // from off were already evicted (start() - off, 0 if off >= start()).
-// Offsets below 0 count from 0; an off past end() returns nothing.
+// Offsets below 0 count from 0; an off past end() returns nothing. The
+// bytes stay as they are until capacity-(end()-off) more bytes are written
+// (a grow leaves the old buffer untouched).
 func (r *ring) slices(off int64) (a, b []byte, lost int64) {
 	if off > r.total {
 		return nil, nil, 0

@@ -92,9 +92,9 @@ type Session struct {
 
 	writeMu sync.Mutex // one writer at a time on the terminal: input and query replies
 
-	// inMu guards the ring, which the reader fills and everything else
-	// copies from; it is held only for those copies, so the reader never
-	// waits behind rendering.
+	// inMu guards the ring, which the reader fills; the renderer copies
+	// from it and the screen takes slices of it to read in place. It is
+	// held only for those, so the reader never waits behind rendering.
 	inMu sync.Mutex
 	ring *ring
 
@@ -105,7 +105,7 @@ type Session struct {
 	settled    atomic.Int64 // ring offset the settler has rendered up to; written under mu
 	readOff    int64        // ring offset up to which results have returned output
 	truncated  int64
-	waiters    []*waiter // the awaits in progress
+	changed    chan struct{} // closed and replaced when output is rendered or the child exits
 	lastOutput time.Time
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
@@ -130,7 +130,7 @@ type Session struct {
 	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
 	progress    chan struct{} // the processor tells a throttled reader it did some (1-buffered)
 	queries     atomic.Bool   // the settler saw a query the screen has not parsed yet
-	batch       []byte        // the processor's copy of what it renders next
+	batch       []byte        // the renderer's copy of what it renders next, when not the read itself
 	done        chan struct{} // closed when drained
 	reaped      chan struct{} // closed when the child has been reaped
 	announced   chan struct{} // closed once Start has emitted "created" (or given up)
@@ -186,6 +186,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		started:     time.Now(),
 		ring:        newRing(m.opts.ScrollbackBytes),
 		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
+		changed:     make(chan struct{}),
 		cols:        cols,
 		rows:        rows,
 		kick:        make(chan struct{}, 1),
@@ -241,9 +242,9 @@ func (s *Session) info() SessionInfo {
 	return info
 }
 
-// read is the one goroutine that reads the terminal. It only copies into
-// the ring and kicks the processor, so the terminal is drained at the
-// speed of the kernel while rendering runs beside it.
+// read is the one goroutine that reads the terminal. Each read goes to
+// feed, which renders the settled text and leaves the screen to the
+// processor, so the terminal is drained at the speed of the kernel.
 func (s *Session) read() {
 	defer close(s.readerDone)
 	buf := make([]byte, s.readSize())
@@ -399,7 +400,7 @@ func (s *Session) renderLocked() {
 }
 
 // renderBatch renders the ring's bytes from settled up to end, which are
-// batch, into the settled text and wakes the waiters it may satisfy. Call
+// batch, into the settled text and wakes the waiters. Call
 // with renderMu held.
 func (s *Session) renderBatch(batch []byte, end int64) {
 	s.mu.Lock()
@@ -409,7 +410,7 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	}
 	s.settled.Store(end)
 	s.lastOutput = time.Now()
-	s.notify(false)
+	s.broadcast()
 	s.checkDrained()
 	s.mu.Unlock()
 	if ev&evQuery != 0 {
@@ -427,27 +428,10 @@ func (s *Session) copyFrom(buf []byte, off int64) ([]byte, int64) {
 	return buf, s.ring.end()
 }
 
-// waiter is an await in progress and what wakes it.
-type waiter struct {
-	lit   string        // wait_for: woken when it may have appeared
-	quiet bool          // woken by any output
-	wake  chan struct{} // 1-buffered
-}
-
-// notify wakes the waiters that new output may have satisfied, or, when
-// all, every waiter (the child exited, the output is complete). A waiter
-// for a literal sleeps through output without it, so an echo does not
-// cost a round trip a wake-up. Call with mu held.
-func (s *Session) notify(all bool) {
-	alt := s.settle.altScreen() // full-screen: the waiter looks at the screen itself
-	for _, w := range s.waiters {
-		if all || w.quiet || w.lit != "" && (alt || s.settle.match(w.lit)) {
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
-		}
-	}
+// broadcast wakes every waiter. Call with mu held.
+func (s *Session) broadcast() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // checkDrained marks the output complete once the child has exited and
@@ -456,7 +440,7 @@ func (s *Session) checkDrained() {
 	if s.exited && s.drainSeen && !s.drained && s.settled.Load() >= s.drainOff {
 		s.drained = true
 		close(s.done)
-		s.notify(true)
+		s.broadcast()
 	}
 }
 
@@ -468,7 +452,7 @@ func (s *Session) reap() {
 	s.mu.Lock()
 	s.exited = true
 	s.status = st
-	s.notify(true)
+	s.broadcast()
 	s.checkDrained()
 	s.mu.Unlock()
 	// Emitted before kill can see the child reaped, so "exited" always
@@ -511,9 +495,12 @@ func (s *Session) syncScreenLocked() {
 	}
 	// What the settler has already seen to be plain text needs no scan to
 	// find the part that scrolled away unseen.
+	// settled before nonPlainEnd: the renderer stores them the other way
+	// round, so a batch counted as settled here has its flag seen too.
+	settled := s.settled.Load()
 	plain := int64(0)
 	if from >= s.nonPlainEnd.Load() {
-		plain = max(min(s.settled.Load(), end)-from, 0)
+		plain = max(min(settled, end)-from, 0)
 	}
 	var reply []byte
 	for _, p := range [2][]byte{a, b} {
@@ -743,15 +730,13 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 			pause.Stop()
 		}
 	}()
-	w := s.watch(waitFor, quiet)
-	defer s.forget(w)
 	matched := false
 	for {
 		s.mu.Lock()
 		if waitFor != "" && s.settle.match(waitFor) {
 			matched = true
 		}
-		drained, alt := s.drained, s.settle.altScreen()
+		drained, alt, ch := s.drained, s.settle.altScreen(), s.changed
 		var since time.Duration
 		hasOutput := quiet && s.settle.unread()
 		if hasOutput {
@@ -773,34 +758,12 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 			}
 		}
 		select {
-		case <-w.wake:
+		case <-ch:
 		case <-pauseC:
 		case <-timer.C:
 			return matched, nil
 		case <-ctx.Done():
 			return false, fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
-		}
-	}
-}
-
-// watch starts a wait: the waiter's channel wakes when lit may have
-// appeared, on any output when quiet, and when the output is complete.
-func (s *Session) watch(lit string, quiet bool) *waiter {
-	w := &waiter{lit: lit, quiet: quiet, wake: make(chan struct{}, 1)}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.waiters = append(s.waiters, w)
-	return w
-}
-
-// forget ends w's wait.
-func (s *Session) forget(w *waiter) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, x := range s.waiters {
-		if x == w {
-			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-			break
 		}
 	}
 }

@@ -259,7 +259,7 @@ func TestFloodThroughSmallRings(t *testing.T) {
 			m := newManager(t, Options{ScrollbackBytes: ring})
 			res := mustStart(t, m, StartRequest{Command: cmd, WaitMS: ms(0), Rows: 10, Cols: 40})
 			s, _ := m.Session(res.ID)
-			looked := make(chan int)
+			looked := make(chan int, 1) // a failed Wait must not strand the goroutine
 			go func() {
 				n := 0
 				for ; ; n++ {

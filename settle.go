@@ -220,7 +220,8 @@ func (s *settler) write(p []byte) settleEvents {
 }
 
 // fresh reports whether the cursor is at the start of a new last line,
-// nothing written on it yet.
+// nothing written on it yet, outside the alternate screen, and plainLine
+// has not already found the line not plain.
 func (s *settler) fresh() bool {
 	return s.col == 0 && len(s.cells) == 0 && !s.changed && !s.alt && !s.pending &&
 		s.cur == s.lastLine() && s.lines[len(s.lines)-1].n == 0 && s.slowLine != s.cur
@@ -230,8 +231,9 @@ func (s *settler) fresh() bool {
 // whole line of printable ASCII and SGRs ended by LF or CR LF goes to the
 // arena as it is, without cells; the result is what printing it, CR and LF
 // would leave (CR goes to the start of the line's last row, from where LF
-// ends the line, however many rows it wrapped to). It returns where the line ended,
-// or i when p[i:] does not hold such a line, for the general path to take.
+// ends the line, however many rows it wrapped to). It returns where the
+// line ended, or i when p[i:] does not hold such a line, for the general
+// path to take.
 func (s *settler) plainLine(p []byte, i int) int {
 	if b := p[i]; b-0x20 >= 0x5f && (b != 0x1b || i+1 == len(p) || p[i+1] != '[') {
 		return i // a line starts with text or an SGR

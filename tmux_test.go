@@ -208,9 +208,10 @@ type step struct{ keys, waitFor string }
 func parsedScreen(t *testing.T, s *Session) (Screen, []byte) {
 	t.Helper()
 	ctx := waitCtx(t)
-	w := s.watch("", true)
-	defer s.forget(w)
 	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
 		s.screenMu.Lock()
 		s.syncScreenLocked()
 		scr := s.snapshot()
@@ -225,7 +226,7 @@ func parsedScreen(t *testing.T, s *Session) (Screen, []byte) {
 			return scr, raw
 		}
 		select {
-		case <-w.wake:
+		case <-ch:
 		case <-ctx.Done():
 			t.Fatalf("the output still ends inside a sequence: %q", raw[max(0, len(raw)-40):])
 		}
@@ -246,11 +247,9 @@ func awaitTitle(t *testing.T, s *Session, title string) {
 	t.Helper()
 	ctx := waitCtx(t)
 	seq := []byte("\x1b]2;" + title + "\a")
-	w := s.watch("", true)
-	defer s.forget(w)
 	for {
 		s.mu.Lock()
-		drained := s.drained
+		ch, drained := s.changed, s.drained
 		s.mu.Unlock()
 		raw, _ := rawOutput(s)
 		if bytes.Contains(raw, seq) {
@@ -260,7 +259,7 @@ func awaitTitle(t *testing.T, s *Session, title string) {
 			t.Fatalf("the program exited before setting the title %q; it wrote %q", title, raw)
 		}
 		select {
-		case <-w.wake:
+		case <-ch:
 		case <-ctx.Done():
 			t.Fatalf("the title %q was not set; the output is %q", title, raw)
 		}
