@@ -254,7 +254,8 @@ func TestFloodThroughSmallRings(t *testing.T) {
 	for _, ring := range []int{1 << 10, 4 << 10, 64 << 10} {
 		for _, cmd := range []string{
 			"seq 1 50000",
-			`seq 1 50000 | sed 's/^/\x1b[2K/'`, // an erase on every line: nothing is plain
+			`seq 1 50000 | sed 's/^/\x1b[2K\x1b[3C\x1b[3D/'`, // line-local sequences: still skippable
+			`seq 1 50000 | sed 's/^/\x1b[?25h/'`,             // a mode set on every line: nothing is plain
 		} {
 			m := newManager(t, Options{ScrollbackBytes: ring})
 			res := mustStart(t, m, StartRequest{Command: cmd, WaitMS: ms(0), Rows: 10, Cols: 40})

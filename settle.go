@@ -20,7 +20,7 @@ const (
 	evQuery    settleEvents = 1 << iota // a terminal query (DSR, CPR, DA1-3, DECID) waits for an answer
 	evAltEnter                          // the program switched to the alternate screen
 	evAltLeave                          // the program switched back to the primary screen
-	evNonPlain                          // something other than text, CR, LF, BS, HT, BEL and SGR: the screen cannot skip it
+	evNonPlain                          // more than text, CR, LF, BS, HT, BEL, SGR and line-local sequences: the screen cannot skip it
 )
 
 const (
@@ -94,7 +94,8 @@ type settler struct {
 	alt bool // the alternate screen is showing: record nothing
 
 	// odd is set when a write completes anything but plain text: a
-	// sequence other than SGR, or a control other than CR, LF, VT, FF, BS,
+	// sequence other than SGR and the line-local ones (EL, ECH, DCH, ICH,
+	// CHA, HPA, CUF, HPR, CUB), or a control other than CR, LF, VT, FF, BS,
 	// HT, BEL and NUL (evNonPlain). A sequence split across writes counts
 	// in the write that completes it.
 	odd bool
@@ -560,7 +561,11 @@ func (s *settler) dispatch(f byte) {
 		}
 		return
 	}
-	s.odd = true
+	// Erasing, inserting and deleting in the row and moving along it leave
+	// the screen's plain-text skipping sound (see internal/screen).
+	if s.priv != 0 || strings.IndexByte("KXP@G`CaD", f) < 0 {
+		s.odd = true
+	}
 	switch s.priv {
 	case '?':
 		switch f {

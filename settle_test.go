@@ -932,7 +932,9 @@ func TestSettleNonPlain(t *testing.T) {
 		{"\x1b]0;title\a", false},
 		{"\x1b7", false},
 		{"\x1b(0", false},
-		{"x\x1b[Ky", false},
+		{"x\x1b[Ky\x1b[2K\x1b[3X\x1b[2P\x1b[4@\x1b[5G\x1b[3C\x1b[2D\x1b[10`\x1b[3a", true}, // line-local
+		{"x\x1b[?2K", false},
+		{"x\x1b[2A", false},
 		{"\x0e", false},
 		{"\x18", false},
 		{"\x1b[1 q", false},

@@ -26,6 +26,16 @@ func lsLines() []byte {
 	return []byte(b.String())
 }
 
+// progressLines is 1 MiB of what build tools print: each line erased and
+// written over from its start, a counter moved into place.
+func progressLines() []byte {
+	var b strings.Builder
+	for i := 0; b.Len() < benchSize; i++ {
+		fmt.Fprintf(&b, "\x1b[2K\rcompiling module %06d\x1b[60G\x1b[32m[%3d%%]\x1b[0m\r\n", i, i%101)
+	}
+	return []byte(b.String())
+}
+
 // vimFrames is 1 MiB of full-screen redraws of an 80×25 editor on the
 // alternate screen: every row repositioned, partly highlighted, erased to
 // the end, a status line, the cursor parked.
@@ -50,6 +60,7 @@ func BenchmarkScreenWrite(b *testing.B) {
 	}{
 		{"plain", plainLines()},
 		{"ls-color", lsLines()},
+		{"progress", progressLines()},
 		{"vim-redraw", vimFrames()},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -13,9 +13,11 @@ import (
 // fed at all.
 //
 // A plain run holds only printable text, CR, LF (and VT, FF), BS, HT, BEL,
-// NUL, DEL and complete SGR sequences. Such bytes change only cells, the
-// cursor and the current attributes; no mode, margin, tab stop, charset or
-// saved cursor. With the scroll region the whole screen on the main screen
+// NUL, DEL, complete SGR sequences and the line-local sequences that
+// progress output is full of: EL, ECH, DCH, ICH and moves within the row
+// (CHA, HPA, CUF, HPR, CUB). Such bytes change only cells, the cursor and
+// the current attributes; no mode, margin, tab stop, charset or saved
+// cursor. With the scroll region the whole screen on the main screen
 // (and reverse wraparound off), nothing in a plain run moves the cursor up, and the only moves down are
 // line feeds and wraps.
 //
@@ -86,14 +88,14 @@ scan:
 			nLF++
 		case '\b', '\t', 0x07, 0x00:
 		case 0x1b:
-			e := sgrEnd(p, j)
+			e, sgr := plainSeqEnd(p, j)
 			if e < 0 {
 				break scan
 			}
-			if first < 0 {
+			if sgr && first < 0 {
 				first = j
 			}
-			if sgrResets(p[j+2:]) {
+			if sgr && sgrResets(p[j+2:]) {
 				reset = j
 			}
 			j = e
@@ -136,20 +138,29 @@ scan:
 // number of line feeds before it.
 type lfMark struct{ cr, reset, first, lfs int }
 
-// sgrEnd returns the index after the complete SGR sequence at p[j] (an
-// ESC), or -1 if there is none: other sequences end a plain run.
-func sgrEnd(p []byte, j int) int {
+// plainSeqEnd returns the index after the complete SGR or line-local
+// sequence at p[j] (an ESC), and whether it is an SGR; or -1 if there is
+// none: other sequences end a plain run.
+func plainSeqEnd(p []byte, j int) (int, bool) {
 	e := j + 1
 	if e >= len(p) || p[e] != '[' {
-		return -1
+		return -1, false
 	}
 	for e++; e < len(p) && p[e] >= '0' && p[e] <= ';'; e++ {
 	}
 	// One too long for the parser is dropped there, so it isn't plain.
-	if e >= len(p) || p[e] != 'm' || e-(j+2) > maxSeq {
-		return -1
+	if e >= len(p) || e-(j+2) > maxSeq {
+		return -1, false
 	}
-	return e + 1
+	switch p[e] {
+	case 'm':
+		return e + 1, true
+	case 'K', 'X', 'P', '@', 'G', '`', 'C', 'a', 'D':
+		if bytes.IndexByte(p[j+2:e], ':') < 0 { // sub-parameters only belong to SGR
+			return e + 1, false
+		}
+	}
+	return -1, false
 }
 
 // replaySGR feeds the SGR sequences before m.cr from the last one that
@@ -169,9 +180,11 @@ func (s *Screen) replaySGR(p []byte, m lfMark) {
 			return
 		}
 		e += from
-		end := sgrEnd(p, e)
-		s.seq = append(s.seq[:0], p[e+2:end-1]...)
-		s.csiDispatch('m')
+		end, sgr := plainSeqEnd(p, e)
+		if sgr {
+			s.seq = append(s.seq[:0], p[e+2:end-1]...)
+			s.csiDispatch('m')
+		}
 		from = end
 	}
 }
@@ -199,7 +212,8 @@ func hasControl(x uint64) bool {
 }
 
 // WritePlain is Write for output the caller has already seen to be plain:
-// printable text, CR, LF, VT, FF, BS, HT, BEL, NUL and SGR sequences only.
+// printable text, CR, LF, VT, FF, BS, HT, BEL, NUL, SGR and line-local
+// sequences only.
 // Instead of scanning it forward, it finds from the end the last 2·rows−1
 // line feeds and the CR before them, which by the argument above leaves
 // everything earlier invisible but for its attributes; it costs about what
@@ -263,7 +277,8 @@ func (s *Screen) plainCut(p, before []byte) int {
 
 // lastSGRs returns where the SGRs that decide the attributes at the end of
 // plain p start (-1: none), whether the first of them resets everything,
-// and false if p holds an escape that is not a complete SGR.
+// and false if p holds an escape that is not a complete SGR or line-local
+// sequence.
 func lastSGRs(p []byte) (from int, reset, ok bool) {
 	from = -1
 	for e := len(p); ; {
@@ -271,12 +286,15 @@ func lastSGRs(p []byte) (from int, reset, ok bool) {
 		if i < 0 {
 			return from, false, true
 		}
-		if sgrEnd(p, i) < 0 {
+		end, sgr := plainSeqEnd(p, i)
+		if end < 0 {
 			return 0, false, false
 		}
-		from = i
-		if sgrResets(p[i+2:]) {
-			return from, true, true
+		if sgr {
+			from = i
+			if sgrResets(p[i+2:]) {
+				return from, true, true
+			}
 		}
 		e = i
 	}

@@ -19,6 +19,8 @@ func randomStream(r *rand.Rand, n, cols int) []byte {
 		"\x1b[?7l", "\x1b[?7h", "\x1b[20h", "\x1b[20l", "\x1b[A", "\x1b[2J", "\x1b[5Z",
 		"\x1b]0;t\a", "\x1b[@", "\x1b[L", "\x1b[?6h", "\x1b[?6l", "\x1b[?45h", "\x1b[?45l",
 	}
+	local := []string{"\x1b[K", "\x1b[1K", "\x1b[2K", "\x1b[0K", "\x1b[3X", "\x1b[2P", "\x1b[4@", "\x1b[5G",
+		"\x1b[3C", "\x1b[2D", "\x1b[10`", "\x1b[3a", "\x1b[C", "\x1b[200G", "\x1b[;K"}
 	words := []string{"日本", "é", "e\u0301", "👍", "x\u0308", "abc", "\u00ff"}
 	var b strings.Builder
 	for b.Len() < n {
@@ -43,6 +45,8 @@ func randomStream(r *rand.Rand, n, cols int) []byte {
 			b.WriteString("\b")
 		case k < 87:
 			b.WriteString("\xe3\x81") // a rune cut short
+		case k < 91:
+			b.WriteString(local[r.Intn(len(local))])
 		default:
 			if r.Intn(4) == 0 {
 				b.WriteString(others[r.Intn(len(others))])
@@ -155,14 +159,14 @@ func TestSkipReverseWrap(t *testing.T) {
 // plainStream is randomStream without the sequences that end plain text.
 func plainStream(r *rand.Rand, n, cols int) []byte {
 	out := randomStream(r, n, cols)
-	// Drop every sequence but SGR: keep an ESC only where "[digits;:m" follows.
+	// Drop every sequence but SGR and the line-local ones.
 	var b []byte
 	for i := 0; i < len(out); i++ {
 		if out[i] != 0x1b {
 			b = append(b, out[i])
 			continue
 		}
-		if e := sgrEnd(out, i); e > 0 {
+		if e, _ := plainSeqEnd(out, i); e > 0 {
 			b = append(b, out[i:e]...)
 			i = e - 1
 			continue
