@@ -247,7 +247,10 @@ func (s *Session) info() SessionInfo {
 // processor, so the terminal is drained at the speed of the kernel.
 func (s *Session) read() {
 	defer close(s.readerDone)
-	buf := make([]byte, s.readSize())
+	// A small buffer until a read fills it: most sessions sit idle, and a
+	// flood finds the full size after its first read.
+	size := s.readSize()
+	buf := make([]byte, min(1<<10, size))
 	drains := 0
 	eio := false
 	for {
@@ -255,6 +258,9 @@ func (s *Session) read() {
 		if n > 0 {
 			s.feed(buf[:n])
 			eio = false
+		}
+		if n == len(buf) && n < size {
+			buf = make([]byte, size)
 		}
 		switch {
 		case err == nil:
