@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,6 +31,9 @@ func FuzzScreen(f *testing.F) {
 	for _, s := range nasty {
 		f.Add([]byte(s), uint8(80), uint8(25), uint16(len(s)/2))
 	}
+	// Progress output, which skipping passes over: line-local sequences.
+	progress := strings.Repeat("\x1b[2K\rstep 7\x1b[10G[ 5%]\x1b[3D\x1b[2X\x1b[1P\x1b[2@\x1b[C\x1b[31mx\x1b[m\r\n", 30)
+	f.Add([]byte(progress), uint8(20), uint8(5), uint16(len(progress)/2))
 	cases, _ := filepath.Glob("testdata/cases/*.in")
 	conf, _ := filepath.Glob(filepath.Join(conformanceDir, "*.in"))
 	for _, name := range append(cases, conf...) {
