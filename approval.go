@@ -467,9 +467,7 @@ func lexWord(s string) (token, int, error) {
 	}
 	expand := func(s string) {
 		t.static, t.expands = false, true
-		val.WriteString(s)
-		lit := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`).Replace(s)
-		pat.WriteString(lit)
+		lit(s) // what a variable holds matches as it is, glob characters too
 	}
 	braces := false
 	i := 0

@@ -73,6 +73,18 @@ func bareDrain(f *os.File, cmd *exec.Cmd) int64 {
 	return n
 }
 
+// checkAllRead fails unless n bytes read cover all of file (the terminal
+// adds a CR to each LF, so n may be more).
+func checkAllRead(tb testing.TB, file string, n int64) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if n < fi.Size() {
+		tb.Fatalf("%d bytes read of the %d-byte file", n, fi.Size())
+	}
+}
+
 // bareUntil reads until lit has appeared in what was read since the call.
 func bareUntil(f *os.File, lit []byte, buf []byte, seen *[]byte) error {
 	*seen = (*seen)[:0]
@@ -88,7 +100,9 @@ func bareUntil(f *os.File, lit []byte, buf []byte, seen *[]byte) error {
 
 func throughputBare(tb testing.TB, file string) int64 {
 	f, cmd := bareStart(tb, append(benchShell, "cat "+file)...)
-	return bareDrain(f, cmd)
+	n := bareDrain(f, cmd)
+	checkAllRead(tb, file, n)
+	return n
 }
 
 // throughputLibrary runs until every byte is in the ring, the settled
@@ -110,6 +124,7 @@ func throughputLibrary(tb testing.TB, m *Manager, file string) int64 {
 	if _, err := m.Kill(ctx, res.ID); err != nil {
 		tb.Fatal(err)
 	}
+	checkAllRead(tb, file, n)
 	return n
 }
 

@@ -20,6 +20,9 @@ const (
 	DefaultMaxOutputBytes  = 32 << 10
 )
 
+// The largest terminal a session may have (the tools' schemas say so too).
+const maxCols, maxRows = 1000, 500
+
 // Options configure a Manager. The zero value is ready to use; every zero
 // field means the default it documents.
 type Options struct {
@@ -216,11 +219,11 @@ func checkStart(req StartRequest) error {
 	if strings.TrimSpace(req.Command) == "" {
 		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
 	}
-	if req.Cols < 0 || req.Cols > 1000 {
-		return errorf(ErrInvalid, "%s: cols %d is outside 1-1000", ToolStart, req.Cols)
+	if req.Cols < 0 || req.Cols > maxCols {
+		return errorf(ErrInvalid, "%s: cols %d is outside 1-%d", ToolStart, req.Cols, maxCols)
 	}
-	if req.Rows < 0 || req.Rows > 500 {
-		return errorf(ErrInvalid, "%s: rows %d is outside 1-500", ToolStart, req.Rows)
+	if req.Rows < 0 || req.Rows > maxRows {
+		return errorf(ErrInvalid, "%s: rows %d is outside 1-%d", ToolStart, req.Rows, maxRows)
 	}
 	if req.WaitMS != nil && *req.WaitMS < 0 {
 		return errorf(ErrInvalid, "%s: wait_ms %d is negative", ToolStart, *req.WaitMS)

@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +19,7 @@ func TestReviewKillKeepsOutputWrittenAtExit(t *testing.T) {
 	for _, size := range []int{4000, 60000} {
 		for i := 0; i < 15; i++ {
 			res := mustStart(t, m, StartRequest{
-				Command: `trap '' TERM; trap 'seq 1 ` + itoa(size/6) + `; echo goodbye-from-trap; exit 0' HUP; echo ready; while :; do read -r -t 0.2 x; done`,
+				Command: `trap '' TERM; trap 'seq 1 ` + strconv.Itoa(size/6) + `; echo goodbye-from-trap; exit 0' HUP; echo ready; while :; do read -r -t 0.2 x; done`,
 				WaitFor: "ready"})
 			k, err := m.Kill(context.Background(), res.ID)
 			if err != nil {
@@ -30,8 +31,6 @@ func TestReviewKillKeepsOutputWrittenAtExit(t *testing.T) {
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // Wait returns once the output on its way at exit is rendered: all of it.
 // (bash defers a trap that arrives just before it blocks in read until the
@@ -95,9 +94,12 @@ func TestReviewEventsInOrderForAQuickExit(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if len(seen) != 200 {
+		t.Fatalf("events came for %d sessions, want 200", len(seen))
+	}
 	for id, kinds := range seen {
-		if len(kinds) == 0 || kinds[0] != EventCreated {
-			t.Errorf("%s: events %v do not start with created", id, kinds)
+		if len(kinds) < 2 || kinds[0] != EventCreated || !slices.Contains(kinds[1:], EventExited) {
+			t.Errorf("%s: events %v are not created, then exited", id, kinds)
 		}
 	}
 }

@@ -228,20 +228,17 @@ const (
 		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 )
 
-// handledFS returns the filesystem rights Landlock ABI abi knows. The
-// ruleset handles all of them, so each is denied where no rule grants it.
+// handledFS returns the filesystem rights Landlock ABI abi (3 or later, as
+// landlockABI requires) knows. The ruleset handles all of them, so each is
+// denied where no rule grants it.
 func handledFS(abi int) uint64 {
 	r := uint64(unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
 		unix.LANDLOCK_ACCESS_FS_READ_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
 		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
 		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SYM)
-	if abi >= 2 {
-		r |= unix.LANDLOCK_ACCESS_FS_REFER // renames and links across directories
-	}
-	if abi >= 3 {
-		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
-	}
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM |
+		unix.LANDLOCK_ACCESS_FS_REFER | // renames and links across directories (ABI 2)
+		unix.LANDLOCK_ACCESS_FS_TRUNCATE) // ABI 3
 	if abi >= 5 {
 		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	}

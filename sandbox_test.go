@@ -281,8 +281,6 @@ func TestSandboxTerminal(t *testing.T) {
 	}
 }
 
-func intp(n int) *int { return &n }
-
 // TestSandboxNetwork: without AllowNetwork nothing on the host, its
 // loopback included, is reachable; with it, everything is.
 func TestSandboxNetwork(t *testing.T) {
@@ -381,7 +379,7 @@ func TestSandboxHostUnconfined(t *testing.T) {
 			defer m.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if _, err := m.Write(ctx, WriteRequest{ID: res.ID, Submit: true, WaitMS: intp(30000)}); err != nil {
+			if _, err := m.Write(ctx, WriteRequest{ID: res.ID, Submit: true, WaitMS: ms(30000)}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -441,7 +439,7 @@ func TestSandboxPrepareFails(t *testing.T) {
 	try := func(sb Sandbox) error {
 		m := NewManager(Options{Sandbox: sb, Shell: sandboxShell})
 		defer m.Close()
-		_, err := m.Start(ctx, StartRequest{Command: "touch " + marker, WaitMS: intp(0)})
+		_, err := m.Start(ctx, StartRequest{Command: "touch " + marker, WaitMS: ms(0)})
 		if n := len(m.List()); n != 0 {
 			t.Errorf("a failed start left %d sessions", n)
 		}
@@ -592,7 +590,7 @@ func withoutKernelSupport(t *testing.T, scenario string) {
 		marker := filepath.Join(t.TempDir(), "ran")
 		m := NewManager(Options{Sandbox: sb, Shell: sandboxShell})
 		defer m.Close()
-		_, err = m.Start(context.Background(), StartRequest{Command: "touch " + marker, WaitMS: intp(0)})
+		_, err = m.Start(context.Background(), StartRequest{Command: "touch " + marker, WaitMS: ms(0)})
 		if err == nil || !strings.Contains(err.Error(), "sandbox: landlock_create_ruleset: function not implemented") {
 			t.Errorf("Start: %v; want the sandbox's failure", err)
 		}

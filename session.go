@@ -105,7 +105,7 @@ type Session struct {
 	settled    atomic.Int64 // ring offset the settler has rendered up to; written under mu
 	readOff    int64        // ring offset up to which results have returned output
 	truncated  int64
-	changed    chan struct{} // closed and replaced when output is rendered or the child exits
+	changed    chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
 	lastOutput time.Time
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
@@ -186,7 +186,6 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		started:     time.Now(),
 		ring:        newRing(m.opts.ScrollbackBytes),
 		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
-		changed:     make(chan struct{}),
 		cols:        cols,
 		rows:        rows,
 		kick:        make(chan struct{}, 1),
@@ -306,13 +305,14 @@ func (s *Session) feed(p []byte) {
 	if s.renderMu.TryLock() {
 		if s.settled.Load() == end-int64(len(p)) {
 			s.renderBatch(p, end) // p is all that is new: no copy
+		} else {
+			s.renderLocked() // the processor left some behind
 		}
-		s.renderLocked()
 		s.renderMu.Unlock()
 	} else {
 		s.kickProcessor()
 	}
-	if s.screenDue() {
+	if s.screenDue(end) {
 		s.kickProcessor()
 	}
 }
@@ -364,7 +364,10 @@ func (s *Session) process() {
 			return
 		}
 		s.render()
-		if s.screenDue() {
+		s.inMu.Lock()
+		end := s.ring.end()
+		s.inMu.Unlock()
+		if s.screenDue(end) {
 			s.syncScreen()
 		}
 		select {
@@ -374,12 +377,10 @@ func (s *Session) process() {
 	}
 }
 
-// screenDue reports whether the screen must parse what it has not: a query
-// awaits its answer, or the ring would soon drop bytes it never saw.
-func (s *Session) screenDue() bool {
-	s.inMu.Lock()
-	end := s.ring.end()
-	s.inMu.Unlock()
+// screenDue reports whether the screen must parse what it has not, up to
+// ring offset end: a query awaits its answer, or the ring would soon drop
+// bytes it never saw.
+func (s *Session) screenDue(end int64) bool {
 	return s.queries.Load() || end-s.screenOff.Load() > s.lag()
 }
 
@@ -436,8 +437,20 @@ func (s *Session) copyFrom(buf []byte, off int64) ([]byte, int64) {
 
 // broadcast wakes every waiter. Call with mu held.
 func (s *Session) broadcast() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// changes returns the channel the next broadcast closes, made only when
+// someone waits, so rendering with no waiter allocates nothing. Call with mu
+// held.
+func (s *Session) changes() <-chan struct{} {
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
 }
 
 // checkDrained marks the output complete once the child has exited and
@@ -617,16 +630,16 @@ func (s *Session) snapshot() Screen {
 
 // Resize changes the terminal's size; the program gets SIGWINCH.
 func (s *Session) Resize(cols, rows int) error {
-	if cols < 1 || cols > 1000 || rows < 1 || rows > 500 {
-		return errorf(ErrInvalid, "%s: size %dx%d is outside 1-1000 columns by 1-500 rows", s.id, cols, rows)
+	if cols < 1 || cols > maxCols || rows < 1 || rows > maxRows {
+		return errorf(ErrInvalid, "%s: size %dx%d is outside 1-%d columns by 1-%d rows", s.id, cols, rows, maxCols, maxRows)
 	}
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
-	s.syncScreenLocked()
 	st, exited := s.ended()
 	if exited {
 		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, st)
 	}
+	s.syncScreenLocked() // what came before the resize is parsed at the old size
 	if err := setSize(s.pty, cols, rows); err != nil {
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
@@ -689,13 +702,14 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 			typing = least
 		}
 		if n, err := s.writeTerminal(ctx, input, typing); err != nil {
-			if ctx.Err() != nil {
-				return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolWrite, s.id, n, len(input), ctx.Err())
+			why := ""
+			switch {
+			case ctx.Err() != nil:
+				err = ctx.Err()
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				why = " before the wait ran out; the program is not reading its input"
 			}
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes before the wait ran out; the program is not reading its input: %w", ToolWrite, s.id, n, len(input), err)
-			}
-			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolWrite, s.id, n, len(input), err)
+			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
 		}
 	}
 	w, err := s.waitUntil(ctx, waitFor, deadline, false)
@@ -736,13 +750,10 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 			pause.Stop()
 		}
 	}()
-	matched := false
 	for {
 		s.mu.Lock()
-		if waitFor != "" && s.settle.match(waitFor) {
-			matched = true
-		}
-		drained, alt, ch := s.drained, s.settle.altScreen(), s.changed
+		matched := waitFor != "" && s.settle.match(waitFor)
+		drained, alt, ch := s.drained, s.settle.altScreen(), s.changes()
 		var since time.Duration
 		hasOutput := quiet && s.settle.unread()
 		if hasOutput {
@@ -767,7 +778,7 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 		case <-ch:
 		case <-pauseC:
 		case <-timer.C:
-			return matched, nil
+			return false, nil
 		case <-ctx.Done():
 			return false, fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
 		}

@@ -69,14 +69,21 @@ func openTerminal() (master, tty *os.File, err error) {
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty, nil
 }
 
-// setSize resizes the terminal; the kernel sends SIGWINCH to the program.
-func setSize(f *os.File, cols, rows int) error {
+// control runs fn on f's descriptor through SyscallConn: Fd() would put
+// the master back into blocking mode.
+func control(f *os.File, fn func(fd int)) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
+}
+
+// setSize resizes the terminal; the kernel sends SIGWINCH to the program.
+func setSize(f *os.File, cols, rows int) error {
 	ws := &unix.Winsize{Col: uint16(cols), Row: uint16(rows)}
-	if cerr := rc.Control(func(fd uintptr) { err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, ws) }); cerr != nil {
+	var err error
+	if cerr := control(f, func(fd int) { err = unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, ws) }); cerr != nil {
 		return cerr
 	}
 	return err
@@ -85,11 +92,7 @@ func setSize(f *os.File, cols, rows int) error {
 // pendingInput returns the bytes waiting in the terminal to be read.
 func pendingInput(f *os.File) int {
 	n := 0
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			n, _ = unix.IoctlGetInt(int(fd), ioctlInq)
-		})
-	}
+	_ = control(f, func(fd int) { n, _ = unix.IoctlGetInt(fd, ioctlInq) })
 	return n
 }
 
@@ -98,11 +101,7 @@ func pendingInput(f *os.File) int {
 // also leave line mode, so they do not count.
 func echoOff(f *os.File) bool {
 	var t *unix.Termios
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			t, _ = unix.IoctlGetTermios(int(fd), ioctlGetTermios)
-		})
-	}
+	_ = control(f, func(fd int) { t, _ = unix.IoctlGetTermios(fd, ioctlGetTermios) })
 	return t != nil && t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON != 0
 }
 
@@ -148,9 +147,7 @@ func signalForeground(f *os.File, leader int, sig os.Signal) error {
 		return errorf(ErrInvalid, "signal %v is not a Unix signal", sig)
 	}
 	pgrp := 0
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { pgrp, _ = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP) })
-	}
+	_ = control(f, func(fd int) { pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP) })
 	if pgrp > 0 {
 		return syscall.Kill(-pgrp, ss)
 	}
@@ -161,13 +158,11 @@ func signalForeground(f *os.File, leader int, sig os.Signal) error {
 // much that was.
 func tryWrite(f *os.File, p []byte) int {
 	n := 0
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			if k, err := unix.Write(int(fd), p); err == nil {
-				n = k
-			}
-		})
-	}
+	_ = control(f, func(fd int) {
+		if k, err := unix.Write(fd, p); err == nil {
+			n = k
+		}
+	})
 	return n
 }
 

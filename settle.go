@@ -185,7 +185,7 @@ func (s *settler) write(p []byte) settleEvents {
 		switch s.state {
 		case settleGround:
 			if b := p[i]; s.need == 0 {
-				if s.col == 0 && s.fresh() { // a whole line at once, when it is a plain one
+				if s.fresh() { // a whole line at once, when it is a plain one
 					if j := s.plainLine(p, i); j > i {
 						i = j
 						continue
@@ -288,14 +288,7 @@ func (s *settler) plainLine(p []byte, i int) int {
 		s.unreadBytes += n
 		s.charge += n
 	}
-	// As LF would, on the last line.
-	s.slowLine = -1
-	if s.charge > s.max {
-		s.evict()
-	}
-	s.addLine()
-	s.cur++
-	s.plain = true
+	s.newLine() // as LF would, on the last line
 	return i + k
 }
 
@@ -1066,7 +1059,16 @@ func (s *settler) lineFeed() {
 	if cap(s.cells) > 8<<10 && len(s.cells) < 1<<10 {
 		s.cells = nil // give back what one very long line needed
 	}
-	s.evict()
+	s.newLine()
+}
+
+// newLine starts a new last line for the cursor, its predecessor ended and
+// stored, dropping the oldest lines if that put the scrollback over its
+// bound.
+func (s *settler) newLine() {
+	if s.charge > s.max {
+		s.evict()
+	}
 	s.addLine()
 	s.cur++
 	s.cells, s.clusters, s.col, s.plain = s.cells[:0], s.clusters[:0], 0, true

@@ -210,7 +210,7 @@ func parsedScreen(t *testing.T, s *Session) (Screen, []byte) {
 	ctx := waitCtx(t)
 	for {
 		s.mu.Lock()
-		ch := s.changed
+		ch := s.changes()
 		s.mu.Unlock()
 		s.screenMu.Lock()
 		s.syncScreenLocked()
@@ -249,7 +249,7 @@ func awaitTitle(t *testing.T, s *Session, title string) {
 	seq := []byte("\x1b]2;" + title + "\a")
 	for {
 		s.mu.Lock()
-		ch, drained := s.changed, s.drained
+		ch, drained := s.changes(), s.drained
 		s.mu.Unlock()
 		raw, _ := rawOutput(s)
 		if bytes.Contains(raw, seq) {

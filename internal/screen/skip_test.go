@@ -126,14 +126,15 @@ func checkSkipInvisible(t *testing.T, seed int64, gen func(*rand.Rand, int, int)
 }
 
 // skippedAndParsed feeds p to a 20×5 screen that may skip and to one that
-// parses everything, and returns the state of each.
-func skippedAndParsed(p []byte) (skipped, parsed string) {
+// parses everything, and returns the state of each and how many bytes the
+// first skipped.
+func skippedAndParsed(p []byte) (skipped, parsed string, n int) {
 	ref := New(20, 5)
 	ref.noSkip = true
 	ref.Write(nil, p)
 	s := New(20, 5)
 	s.Write(nil, p)
-	return state(s), state(ref)
+	return state(s), state(ref), s.skipped
 }
 
 // TestSkipLongSGR checks that an SGR too long for the parser, which drops
@@ -141,8 +142,12 @@ func skippedAndParsed(p []byte) (skipped, parsed string) {
 func TestSkipLongSGR(t *testing.T) {
 	long := "\x1b[1" + strings.Repeat(";1", maxSeq) + "m"
 	p := []byte("x" + long + strings.Repeat("line\r\n", 50))
-	if got, want := skippedAndParsed(p); got != want {
+	got, want, n := skippedAndParsed(p)
+	if got != want {
 		t.Fatal("a long SGR was replayed")
+	}
+	if n == 0 {
+		t.Fatal("the plain lines after the long SGR were not skipped")
 	}
 }
 
@@ -151,8 +156,12 @@ func TestSkipLongSGR(t *testing.T) {
 func TestSkipReverseWrap(t *testing.T) {
 	up := strings.Repeat("\b", 80) // from column 0 of the bottom row to the top
 	p := []byte("\x1b[?45h" + strings.Repeat("AAAA\r\n", 9) + "AAAA\r\n\n\n\n" + up + "\n\n\n\n" + up + "\nZ")
-	if got, want := skippedAndParsed(p); got != want {
+	got, want, n := skippedAndParsed(p)
+	if got != want {
 		t.Fatalf("skipping changed the screen:\n%s\nwant\n%s", got, want)
+	}
+	if n != 0 {
+		t.Fatalf("%d bytes skipped with reverse wraparound on", n)
 	}
 }
 
