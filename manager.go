@@ -60,6 +60,14 @@ type Options struct {
 	// without any lock held, from the library's goroutines, in order for
 	// each session; it must not block for long.
 	OnEvent func(Event)
+	// Spool, when set, is handed the whole output of a result whose output
+	// MaxOutputBytes cut, and the result's Spool field carries the
+	// reference it returns; nil means the rest is dropped. See spool.go.
+	Spool Spool
+	// RecordInput adds what is typed ("i" events) to recordings made with
+	// Session.Record; input typed while echo is off and secrets given to
+	// WriteSecret are never recorded. False records output and resizes only.
+	RecordInput bool
 }
 
 // withDefaults applies every default in one place.
@@ -91,6 +99,9 @@ const (
 	EventExited  EventKind = "exited"  // the child exited (ExitCode or Signal set)
 	EventKilled  EventKind = "killed"  // Kill or Close ended the session
 	EventReaped  EventKind = "reaped"  // IdleTimeout or MaxLifetime ended the session
+	// EventInputHidden: the terminal stopped echoing in line mode, so the
+	// program most likely waits for a password (see Manager.WriteSecret).
+	EventInputHidden EventKind = "input_hidden"
 )
 
 // Event reports a change in a session's life to Options.OnEvent.
@@ -212,7 +223,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 		return StartResult{ID: s.id}, err
 	}
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated}, nil
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool}, nil
 }
 
 func checkStart(req StartRequest) error {

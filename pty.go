@@ -85,6 +85,9 @@ type StartResult struct {
 	// Truncated counts the bytes of output that were dropped from the
 	// scrollback before any result returned them, over the session's life.
 	Truncated int64 `json:"truncated,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
 // WriteResult is the result of pty-write.
@@ -99,6 +102,9 @@ type WriteResult struct {
 	// InputHidden is true while the terminal does not echo what is typed
 	// in line mode: the program is most likely reading a password.
 	InputHidden bool `json:"input_hidden,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
 // KillResult is the result of pty-kill.
@@ -108,6 +114,12 @@ type KillResult struct {
 	Output   string `json:"output"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
+	// Truncated counts, as on the other results, the bytes of output
+	// dropped from the scrollback before any result returned them.
+	Truncated int64 `json:"truncated,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
 // KillRequest is the argument of pty-kill.

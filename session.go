@@ -140,6 +140,8 @@ type Session struct {
 	killOnce    sync.Once
 	killRes     KillResult
 	killErr     error
+
+	around // secrets, recordings, attachments and Expect: see secret.go, tap.go, expect.go
 }
 
 // startSession starts the child under a new terminal. On failure nothing
@@ -255,7 +257,7 @@ func (s *Session) read() {
 	for {
 		n, err := s.pty.Read(buf)
 		if n > 0 {
-			s.feed(buf[:n])
+			s.take(buf[:n])
 			eio = false
 		}
 		if n == len(buf) && n < size {
@@ -340,6 +342,7 @@ func (s *Session) kickProcessor() {
 // drainSeenAt records that the reader has everything the program wrote up
 // to now; Wait returns once that much is rendered.
 func (s *Session) drainSeenAt() {
+	s.flushMask() // nothing more comes to complete a secret held back
 	s.inMu.Lock()
 	end := s.ring.end()
 	s.inMu.Unlock()
@@ -577,6 +580,7 @@ func (s *Session) Send(text string) error {
 	if exited {
 		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
 	}
+	s.tapInput([]byte(text))
 	if n, err := s.writeTerminal(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
 		return fmt.Errorf("agentpty: %s: send: typed %d of %d bytes: %w", s.id, n, len(text), err)
 	}
@@ -644,6 +648,7 @@ func (s *Session) Resize(cols, rows int) error {
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
 	s.screen.Resize(cols, rows)
+	s.tapResize(cols, rows) // with screenMu held: at the place in the output where it happened
 	s.mu.Lock()
 	s.settle.setCols(cols)
 	s.cols, s.rows = cols, rows
@@ -673,6 +678,7 @@ type waitResult struct {
 	signal      string
 	truncated   int64
 	inputHidden bool
+	spool       string
 }
 
 // waitLimit turns the request's wait into a duration.
@@ -701,6 +707,7 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 		if least := time.Now().Add(minTyping); typing.Before(least) {
 			typing = least
 		}
+		s.tapInput(input)
 		if n, err := s.writeTerminal(ctx, input, typing); err != nil {
 			why := ""
 			switch {
@@ -717,7 +724,7 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 		return WriteResult{}, err
 	}
 	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
-		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden}, nil
+		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool}, nil
 }
 
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
@@ -804,15 +811,8 @@ func (s *Session) screenMatch(lit string) bool {
 // collect takes everything new as one result and marks it read.
 func (s *Session) collect(matched bool) waitResult {
 	s.mu.Lock()
-	out := s.settle.read(s.m.opts.MaxOutputBytes)
-	s.inMu.Lock()
-	start := s.ring.start()
-	s.inMu.Unlock()
-	if start > s.readOff {
-		s.truncated += start - s.readOff
-	}
-	s.readOff = s.settled.Load()
-	w := waitResult{matched: matched, exited: s.exited, truncated: s.truncated}
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil)
+	w := waitResult{matched: matched, exited: s.exited, truncated: s.readTo(s.settled.Load())}
 	if s.exited {
 		w.exitCode, w.signal = s.status.exitFields()
 	}
@@ -825,14 +825,38 @@ func (s *Session) collect(matched bool) waitResult {
 		scr := s.snapshot()
 		s.screen.Changed() // what this read returned is what wait_for compares with next
 		s.screenMu.Unlock()
-		if out != "" {
-			out += "\n"
+		out = joinScreen(out, scr.Text())
+		if whole != "" {
+			whole = joinScreen(whole, scr.Text())
 		}
-		out += scr.Text()
 	}
 	w.output = out
+	w.spool = s.m.spool(s.id, whole)
 	w.inputHidden = echoOff(s.pty)
+	s.noteHidden(w.inputHidden)
 	return w
+}
+
+// joinScreen appends the rendered screen to a read's text.
+func joinScreen(out, screen string) string {
+	if out != "" {
+		out += "\n"
+	}
+	return out + screen
+}
+
+// readTo counts what left the ring before any result returned it, marks
+// the output read up to ring offset off, and returns the count. Call with
+// mu held.
+func (s *Session) readTo(off int64) int64 {
+	s.inMu.Lock()
+	start := s.ring.start()
+	s.inMu.Unlock()
+	if start > s.readOff {
+		s.truncated += start - s.readOff
+	}
+	s.readOff = max(s.readOff, off)
+	return s.truncated
 }
 
 // use stops the idle clock for a call; the func it returns restarts it
@@ -912,12 +936,14 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.noReplies = true
 	s.screenMu.Unlock()
 	s.replies.Wait()
+	s.endAround(ctx)
 
 	s.mu.Lock()
-	out := s.settle.read(s.m.opts.MaxOutputBytes)
-	res := KillResult{ID: s.id, Output: out}
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil)
+	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.settled.Load())}
 	res.ExitCode, res.Signal = s.status.exitFields()
 	s.mu.Unlock()
+	res.Spool = s.m.spool(s.id, whole)
 	if err == nil && closeErr != nil {
 		err = fmt.Errorf("agentpty: %s %s: close terminal: %w", ToolKill, s.id, closeErr)
 	}
