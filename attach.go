@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -18,12 +19,14 @@ import (
 // then every byte the program writes. What the person types goes to the
 // program; several people may be attached at once, and the one who
 // attached first types while the others' keys are dropped (the next in
-// line takes over when that one leaves). What the program prints in
+// line takes over when that one leaves; a dropped key rings the bell on the
+// person's terminal). What the program prints in
 // answer reaches the model's next read like any other output; the tools
 // do not say who typed it.
 //
 // Attach returns when ctx ends (the error wraps ctx.Err()), when reading
-// rw ends (nil for io.EOF: rw closed, the person detached), when writing
+// rw ends (nil when the person left: io.EOF, rw closed, a terminal hung
+// up), when writing
 // to rw fails, or when the program's output is complete (nil). It leaves
 // the session as it was: the terminal's size and modes are not changed,
 // and the person's terminal size is not applied. When rw has
@@ -34,7 +37,6 @@ import (
 // While attached, the session does not count as idle.
 func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 	defer s.use()()
-	a := &attachment{}
 	t := newTap(s, false, func(kind byte, p []byte) error {
 		if kind != 'o' {
 			return nil
@@ -42,6 +44,7 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 		_, err := rw.Write(p)
 		return err
 	})
+	a := &attachment{tap: t}
 	redraw, _, _, err := s.startTap(t, "attach")
 	if err != nil {
 		return err
@@ -90,6 +93,7 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 
 // attachment is one person attached.
 type attachment struct {
+	tap  *tap        // what the person sees
 	gone atomic.Bool // Attach has returned: what is read now is dropped
 }
 
@@ -98,15 +102,24 @@ func (s *Session) attachInput(a *attachment, r io.Reader, done chan<- error) {
 	buf := make([]byte, 4<<10)
 	for {
 		n, err := r.Read(buf)
-		if n > 0 && !a.gone.Load() && s.typist() == a {
+		switch {
+		case n == 0 || a.gone.Load():
+		case s.typist() == a:
 			p := buf[:n]
 			s.tapInput(p)
 			// A program that has exited or stopped reading drops the keys,
 			// as a terminal would; Attach goes on until its output ends.
 			_, _ = s.writeTerminal(context.Background(), p, time.Now().Add(maxWait))
+		default:
+			s.mu.Lock() // someone else has the keyboard: ring this person's bell
+			a.tap.marks = append(a.tap.marks, tapMark{kind: 'o', data: []byte("\a")})
+			s.mu.Unlock()
+			a.tap.poke()
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) || (a.gone.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
+			// The person left: end of input, rw closed, their terminal hung up.
+			left := errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EIO)
+			if left || (a.gone.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
 				err = nil
 			}
 			done <- err

@@ -154,10 +154,15 @@ func (s *Session) mark(mk tapMark) {
 			continue
 		}
 		t.marks = append(t.marks, mk)
-		select {
-		case t.wake <- struct{}{}:
-		default:
-		}
+		t.poke()
+	}
+}
+
+// poke wakes t for its marks.
+func (t *tap) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
 	}
 }
 
