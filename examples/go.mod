@@ -6,6 +6,7 @@ require (
 	github.com/agentpty/agentpty v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/term v0.40.0
 )
 
 require (
