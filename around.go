@@ -10,6 +10,10 @@ import (
 // attached (tap.go, record.go, attach.go) and Expect (expect.go). It is
 // embedded in Session, whose reader pays one atomic load for it while no
 // secret was given, nobody records and nobody is attached.
+//
+// Lock order, extending Session's: the masker's mutex (held by the reader
+// while it stores and renders masked output), then expectMu, then
+// Session's screenMu, mu and inMu.
 type around struct {
 	mask       atomic.Pointer[masker] // nil until WriteSecret gives a secret
 	hiddenSent atomic.Bool            // input_hidden was emitted and echo has stayed off since

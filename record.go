@@ -49,7 +49,7 @@ func (s *Session) Record(w io.Writer) error {
 type recorder struct {
 	w     io.Writer
 	start time.Time
-	carry [2][]byte // the start of a character cut off at the end of an "o" or "i" event
+	carry [2][]byte // the start of a character cut off at the end of the last "o", "i" event
 	line  []byte
 }
 
@@ -74,7 +74,10 @@ func (r *recorder) header(cols, rows int, command string, shell []string) error 
 // start of one cut off at the end waiting for the next event of its kind.
 func (r *recorder) event(kind byte, p []byte) error {
 	if kind == 'o' || kind == 'i' {
-		c := &r.carry[min(int(kind-'i'), 1)]
+		c := &r.carry[0]
+		if kind == 'i' {
+			c = &r.carry[1]
+		}
 		p = append(*c, p...)
 		cut := len(p)
 		for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax+1; i-- {
