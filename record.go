@@ -34,7 +34,7 @@ func (s *Session) Record(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := r.header(cols, rows, s.command, s.m.opts.Shell); err == nil {
+	if err = r.header(cols, rows, s.command, s.m.opts.Shell); err == nil {
 		err = r.event('o', redraw)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,4 +182,39 @@ func TestRecordSlowWriterStallsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameLines(t, "asciinema cat after a stalled writer", playback(t, m, w.buf.Bytes(), 40, 8), want)
+}
+
+// failWriter fails after n writes.
+type failWriter struct{ n int }
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if w.n--; w.n < 0 {
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+// A writer that fails at once makes Record fail and leaves nothing behind;
+// one that fails later ends its recording only.
+func TestRecordWriterFails(t *testing.T) {
+	m := newManager(t, Options{})
+	start := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	s, _ := m.Session(start.ID)
+	for _, n := range []int{0, 1} {
+		err := s.Record(&failWriter{n: n})
+		if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), start.ID) {
+			t.Errorf("Record to a writer failing after %d writes: %v", n, err)
+		}
+	}
+	late := &failWriter{n: 2}
+	if err := s.Record(late); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, m, WriteRequest{ID: start.ID, Input: "more", Submit: true, WaitFor: "more\nmore"})
+	s.mu.Lock()
+	taps := len(s.taps)
+	s.mu.Unlock()
+	if taps > 1 {
+		t.Errorf("%d taps left after failed recordings", taps)
+	}
 }
