@@ -137,7 +137,7 @@ func TestAttachTwoPeople(t *testing.T) {
 	b.sees("by-A")
 	b.types("by-B\r")
 	b.waitFor("a bell", func(_ string, bells int) bool { return bells == 1 })
-	res := mustWrite(t, m, WriteRequest{ID: start.ID, WaitFor: "by-A"})
+	res := mustWrite(t, m, WriteRequest{ID: start.ID, WaitFor: "by-A\nby-A"}) // the echo, then cat
 	if strings.Contains(res.Output, "by-B") || strings.Contains(res.Output, "from-model") {
 		t.Errorf("the model's read after the person typed: %q; want by-A and nothing else", res.Output)
 	}
