@@ -6,10 +6,12 @@
 // the manager is closed on shutdown, so no program a model started
 // outlives the server.
 //
-// Install and register it (see the README for the flags):
+// Build it from the examples module (its go.mod replaces the library with
+// the checkout, which go install pkg@version refuses) and register it (the
+// README lists the flags; -h prints them):
 //
-//	go install github.com/agentpty/agentpty/examples/mcp@latest
-//	claude mcp add agentpty -- mcp
+//	go build -o "$(go env GOPATH)/bin/agentpty-mcp" ./mcp
+//	claude mcp add agentpty -- agentpty-mcp --idle-timeout 30m
 //
 // It stops when the client closes its stdin, or on SIGINT, SIGTERM or
 // SIGHUP, killing every session, and exits 0.
@@ -115,9 +117,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
-	fs.IntVar(&c.cols, "cols", agentpty.DefaultCols, "terminal width of a session the model starts without `cols`")
-	fs.IntVar(&c.rows, "rows", agentpty.DefaultRows, "terminal height of a session the model starts without `rows`")
-	fs.IntVar(&c.maxSessions, "max-sessions", agentpty.DefaultMaxSessions, "sessions alive at once, exited ones included until killed")
+	fs.IntVar(&c.cols, "cols", agentpty.DefaultCols, "terminal width in `columns` when the model gives none")
+	fs.IntVar(&c.rows, "rows", agentpty.DefaultRows, "terminal height in `rows` when the model gives none")
+	fs.IntVar(&c.maxSessions, "max-sessions", agentpty.DefaultMaxSessions, "`n` sessions alive at once, exited ones included until killed")
 	fs.DurationVar(&c.killGrace, "kill-grace", agentpty.DefaultKillGrace, "wait between SIGTERM and SIGKILL when a session ends")
 	fs.DurationVar(&c.idle, "idle-timeout", 0, "kill a session no call has touched for this long (0: never)")
 	fs.DurationVar(&c.lifetime, "max-lifetime", 0, "kill a session this long after it started (0: never)")
