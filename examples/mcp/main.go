@@ -53,7 +53,7 @@ func main() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	if err := run(ctx, opts, &lineTransport{r: os.Stdin, w: os.Stdout}); err != nil && !errors.Is(err, context.Canceled) {
+	if err := run(ctx, opts, &lineTransport{r: os.Stdin, w: os.Stdout}, os.Stderr); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
 		stop()
 		os.Exit(1)
@@ -61,9 +61,10 @@ func main() {
 }
 
 // run serves the tools over t until the client goes away or ctx ends, then
-// kills every session the model left running.
-func run(ctx context.Context, opts agentpty.Options, t mcp.Transport) (err error) {
-	srv := &server{}
+// kills every session the model left running. Session lifecycle lines go
+// to stderr.
+func run(ctx context.Context, opts agentpty.Options, t mcp.Transport, stderr io.Writer) (err error) {
+	srv := &server{stderr: stderr}
 	opts.OnEvent = srv.event
 	m := agentpty.NewManager(opts)
 	srv.m = m

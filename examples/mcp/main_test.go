@@ -114,6 +114,7 @@ func (n *notes) awaitProgress(t *testing.T, ctx context.Context, text string) *m
 
 func newClient(n *notes) *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "agentpty-test", Version: "v0.0.0"}, &mcp.ClientOptions{
+		//lint:ignore SA1019 the server still logs to clients that ask
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			s, _ := r.Params.Data.(string)
 			n.add(func() { n.logs = append(n.logs, string(r.Params.Level)+" "+s) })
@@ -136,6 +137,7 @@ func connect(t *testing.T, ctx context.Context, flags ...string) (*mcp.ClientSes
 		t.Fatalf("connect to the server: %v", err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
+	//lint:ignore SA1019 the server still logs to clients that ask
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatalf("set the log level: %v", err)
 	}
@@ -646,7 +648,7 @@ func TestToolErrors(t *testing.T) {
 	ctx := testCtx(t)
 	st, ct := mcp.NewInMemoryTransports()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, agentpty.Options{}, st) }()
+	go func() { done <- run(ctx, agentpty.Options{}, st, io.Discard) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentpty-test", Version: "v0.0.0"}, nil)
 	cs, err := client.Connect(ctx, ct, nil)
 	if err != nil {

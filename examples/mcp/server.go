@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 
@@ -13,15 +14,18 @@ import (
 // server joins a Manager to an MCP server: tools from Manager.Tools, calls
 // to Manager.Call, session events to log notifications.
 type server struct {
-	m   *agentpty.Manager
-	srv atomic.Pointer[mcp.Server] // set before any session can start
+	m      *agentpty.Manager
+	srv    atomic.Pointer[mcp.Server] // set before any session can start
+	stderr io.Writer
 }
 
 // mcp returns the MCP server whose tools are s.m's.
 func (s *server) mcp(version string) *mcp.Server {
 	tools := s.m.Tools()
+	//lint:ignore SA1019 logging is deprecated from protocol 2026-07-28 on but still served; lifecycle lines go to stderr too
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentpty", Title: "Interactive terminals", Version: version},
-		&mcp.ServerOptions{Instructions: instructions(tools), Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+		&mcp.ServerOptions{Instructions: instructions(tools), Capabilities: caps})
 	for _, t := range tools {
 		// The raw-schema form of AddTool: Manager.Call validates and decodes
 		// the arguments itself, strictly, with errors written for a model.
@@ -81,8 +85,8 @@ func progress(ctx context.Context, ss *mcp.ServerSession, token any) func(agentp
 	}
 }
 
-// event logs a session's life to every client that asked for logs, at
-// info level.
+// event logs a session's life to stderr and to every client that asked
+// for logs, at info level.
 func (s *server) event(e agentpty.Event) {
 	srv := s.srv.Load()
 	if srv == nil || e.Kind == agentpty.EventOutput {
@@ -95,7 +99,9 @@ func (s *server) event(e agentpty.Event) {
 	case e.ExitCode != nil && (e.Kind == agentpty.EventExited || e.Kind == agentpty.EventKilled || e.Kind == agentpty.EventReaped):
 		msg += fmt.Sprintf(", exit code %d", *e.ExitCode)
 	}
+	fmt.Fprintln(s.stderr, "agentpty-mcp: "+msg)
 	for ss := range srv.Sessions() {
+		//lint:ignore SA1019 see caps in mcp
 		_ = ss.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Logger: "agentpty", Data: msg})
 	}
 }
