@@ -13,7 +13,7 @@ import (
 // "tool.name" is an argument or a result field.
 var guide = []struct{ needs, text string }{
 	{"pty-start", "These tools give you real interactive terminals. Use them for what a pipe-based shell tool cannot drive: REPLs (python3, node), debuggers, ssh, sudo and other password prompts, watch-mode servers, full-screen programs (vim, less, htop, top)."},
-	{"pty-start", "pty-start runs a command in a new terminal and returns its id (\"pty-1\") for the other tools. The login profile runs first: wait for the program's prompt before typing, or the first keys may be lost."},
+	{"pty-start", "pty-start runs a command in a new terminal and returns its id (\"pty-1\") for the other tools. A program takes a moment to start (by default the login profile runs first): wait for its prompt before typing, or the first keys may be lost."},
 	{"pty-run", "For a sequence of shell commands, start an interactive shell once (pty-start with shell: true) and run each command with pty-run: it waits for the prompt to come back and returns that command's output and exit_code, so you need not guess how long it takes."},
 	{"pty-write", "pty-write types into a session. input decodes backslash escapes: \\r is Enter, \\t Tab, \\x03 Ctrl-C, \\x04 Ctrl-D, \\e[A arrow up; submit: true presses Enter after the input."},
 	{"pty-write.literal", "To type text that holds backslashes as they are (code, regular expressions, Windows paths, JSON), set literal: true; otherwise a \\n in your code is typed as a newline."},
