@@ -718,6 +718,16 @@ func TestInstructionsFollowTheTools(t *testing.T) {
 	if full := instructions(all); strings.Count(full, "\n\n")+1 != len(guide) {
 		t.Errorf("with every capability the instructions have %d paragraphs, want %d", strings.Count(full, "\n\n")+1, len(guide))
 	}
+	// The README shows the model's instructions as they are.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range guide {
+		if !strings.Contains(string(readme), "> "+g.text+"\n") {
+			t.Errorf("the README's MCP section lacks the paragraph %q", g.text)
+		}
+	}
 }
 
 // toolResult is a successful call: its text content and that text decoded.
