@@ -127,17 +127,52 @@ type KillRequest struct {
 	ID string `json:"id"`
 }
 
-// Tool describes one tool for a model: its name, what it does, and the JSON
-// Schema of its arguments.
+// Millis returns a pointer to n, for the optional millisecond fields such
+// as WaitMS, where nil means the default: WaitMS: agentpty.Millis(700).
+func Millis(n int) *int { return &n }
+
+// Tool describes one tool for a model: its name, what it does, the JSON
+// Schema of its arguments and of its result, and hints for the host.
 type Tool struct {
-	Name        string          `json:"name"`
+	Name string `json:"name"`
+	// Title is a short human-readable name for a host's UI.
+	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema is the JSON Schema of the result Call returns; results
+	// may carry fields it does not list.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Annotations tell a host what calling the tool may do.
+	Annotations ToolAnnotations `json:"annotations"`
 }
+
+// ToolAnnotations are hints about a tool's effects, named as MCP names
+// them. A host may use them to decide what needs a person's consent; they
+// are hints, not guarantees.
+type ToolAnnotations struct {
+	// ReadOnlyHint: the tool changes nothing.
+	ReadOnlyHint bool `json:"readOnlyHint"`
+	// DestructiveHint: the tool may destroy or overwrite (a command the
+	// model runs can delete files; a kill ends a program's state).
+	DestructiveHint bool `json:"destructiveHint"`
+	// IdempotentHint: calling it again with the same arguments has no
+	// further effect.
+	IdempotentHint bool `json:"idempotentHint"`
+	// OpenWorldHint: the tool reaches beyond the host's own sessions (the
+	// network, other machines through ssh).
+	OpenWorldHint bool `json:"openWorldHint"`
+}
+
+// runs is what starting or typing into a program may do: anything a
+// command can.
+var runs = ToolAnnotations{DestructiveHint: true, OpenWorldHint: true}
 
 var tools = []Tool{
 	{
-		Name: ToolStart,
+		Name:         ToolStart,
+		Title:        "Start a terminal program",
+		Annotations:  runs,
+		OutputSchema: outputSchema(StartResult{}),
 		Description: "Start a program in a new interactive terminal (a pseudo-terminal, like a person's). " +
 			"Use it for anything that needs a terminal: REPLs (python3, node), debuggers, ssh, sudo and other password prompts, " +
 			"watch-mode servers, full-screen programs (vim, less, htop). The command runs as `bash -lc COMMAND`. " +
@@ -158,7 +193,10 @@ var tools = []Tool{
 }`),
 	},
 	{
-		Name: ToolWrite,
+		Name:         ToolWrite,
+		Title:        "Type into a terminal",
+		Annotations:  runs,
+		OutputSchema: outputSchema(WriteResult{}),
 		Description: "Type into a terminal session and read what it printed since the last read, as plain text " +
 			"(colours and cursor movement removed, edited lines shown in their final form; for a full-screen program, the screen). " +
 			"Backslash escapes in input are decoded: \\r is Enter, \\x03 is Ctrl-C, \\x04 Ctrl-D, \\e[A arrow up, \\t Tab. " +
@@ -178,7 +216,10 @@ var tools = []Tool{
 }`),
 	},
 	{
-		Name: ToolKill,
+		Name:         ToolKill,
+		Title:        "End a terminal session",
+		Annotations:  ToolAnnotations{DestructiveHint: true, IdempotentHint: true},
+		OutputSchema: outputSchema(KillResult{}),
 		Description: "End a terminal session: stop its program and everything it started, and free the terminal. " +
 			"Returns the output not yet read and how the program ended.",
 		InputSchema: json.RawMessage(`{
@@ -192,12 +233,28 @@ var tools = []Tool{
 	},
 }
 
-// Tools returns the three tools with descriptions written for a model and
-// the JSON Schemas of their arguments. The slice is the caller's.
+// Tools returns the tools with descriptions written for a model, the JSON
+// Schemas of their arguments and results, and their annotations. The
+// slice is the caller's; a host registers every tool in it as it is.
 func (m *Manager) Tools() []Tool {
 	out := make([]Tool, len(tools))
 	copy(out, tools)
+	for i := range out {
+		out[i].InputSchema = m.sizeDefaults(out[i].InputSchema)
+	}
 	return out
+}
+
+// sizeDefaults writes the manager's default terminal size into a schema's
+// descriptions, so the model reads the size it will get.
+func (m *Manager) sizeDefaults(schema json.RawMessage) json.RawMessage {
+	if m.opts.Cols != DefaultCols {
+		schema = bytes.ReplaceAll(schema, []byte(fmt.Sprintf("columns (default %d)", DefaultCols)), []byte(fmt.Sprintf("columns (default %d)", m.opts.Cols)))
+	}
+	if m.opts.Rows != DefaultRows {
+		schema = bytes.ReplaceAll(schema, []byte(fmt.Sprintf("rows (default %d)", DefaultRows)), []byte(fmt.Sprintf("rows (default %d)", m.opts.Rows)))
+	}
+	return schema
 }
 
 // Call runs the tool name with JSON arguments and returns its JSON result,
@@ -230,7 +287,19 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(res)
+	return marshal(res)
+}
+
+// marshal encodes a result without HTML escaping: a model reads ">>> ",
+// not "\u003e\u003e\u003e ".
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // decodeArgs is strict: a misspelt argument is an error the model can act

@@ -10,28 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 )
 
-// eventLog collects every event a manager emits.
-type eventLog struct {
-	mu     sync.Mutex
-	events []Event
-}
-
-func (l *eventLog) add(e Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, e)
-}
-
-func (l *eventLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return fmt.Sprintf("%+v", l.events)
-}
+func (l *eventLog) String() string { return fmt.Sprintf("%+v", l.snapshot()) }
 
 func (l *eventLog) count(kind EventKind) int {
 	l.mu.Lock()
@@ -76,7 +59,7 @@ func assertNoSecret(t *testing.T, secret string, places map[string]string) {
 // A program that reads a password with read -s and then prints it anyway:
 // the program got it, and nothing the library keeps or reports holds it.
 func TestWriteSecretReadS(t *testing.T) {
-	var log eventLog
+	log := newEventLog()
 	m := newManager(t, Options{OnEvent: log.add, RecordInput: true})
 	const secret = "hunter2-Zq9"
 	start := mustStart(t, m, StartRequest{

@@ -142,6 +142,12 @@ type Session struct {
 	killErr     error
 
 	around // secrets, recordings, attachments and Expect: see secret.go, tap.go, expect.go
+	// Output events (events.go). watchers is guarded by the manager's mu.
+	outArmed atomic.Bool  // an output event is due
+	outLast  atomic.Int64 // when the last one was sent, unix ns
+	outTimer atomic.Pointer[time.Timer]
+	watched  atomic.Int32 // len(watchers), read without the lock
+	watchers []*watcher
 }
 
 // startSession starts the child under a new terminal. On failure nothing
@@ -426,6 +432,7 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	if ev&evQuery != 0 {
 		s.queries.Store(true)
 	}
+	s.outputChanged()
 }
 
 // copyFrom copies the ring's bytes from off into buf, reusing its memory,
@@ -748,6 +755,7 @@ func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.T
 // deadline passes, or (quiet) output has appeared and paused. It reads
 // nothing. Only the reader wakes it: nothing polls.
 func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time, quiet bool) (bool, error) {
+	defer s.watch(ctx)()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	var pause *time.Timer
@@ -930,6 +938,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	}
 	closeErr := s.pty.Close()
 	<-s.processDone
+	s.stopOutput()
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
 	s.screenMu.Lock()
