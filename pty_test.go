@@ -29,6 +29,9 @@ func TestToolsDescribeTheContract(t *testing.T) {
 		if !ok {
 			t.Fatalf("unexpected tool %q", tool.Name)
 		}
+		if tool.Name == ToolWrite && (!strings.Contains(tool.Description, "literal") || !strings.Contains(tool.Description, "backslashes")) {
+			t.Errorf("%s: the description does not say when to type literally: %q", tool.Name, tool.Description)
+		}
 		if len(tool.Description) < 80 {
 			t.Errorf("%s: description too thin for a model: %q", tool.Name, tool.Description)
 		}

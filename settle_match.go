@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"bytes"
+	"math"
 	"regexp"
 	"slices"
 	"unicode/utf8"
@@ -17,28 +18,36 @@ const (
 )
 
 // region appends the text a wait looks in to text, and what each byte of it
-// is to kinds: the lines from back lines before the first touched line to
-// the last touched one, joined with "\n". Untouched lines are old, touched
+// is to kinds: the lines from line from (or the first kept) to the last
+// touched one, joined with "\n", and with ended the line break that ended
+// that one, if any. Untouched lines are old, touched
 // lines old in the cells an earlier read returned, and a line break is new
 // before a line that came after the last read. It also returns where line echoLine starts in the text
 // (0 when it lies before, the text's length when after), for the search for
 // the echo of what the call typed.
-func (s *settler) region(text, kinds []byte, back, echoLine int) ([]byte, []byte, int) {
-	first := s.firstTouched()
-	if first < 0 {
+func (s *settler) region(text, kinds []byte, from, echoLine int, ended bool) ([]byte, []byte, int) {
+	last := s.prevTouched(s.lastLine() + 1)
+	if last < 0 {
 		return text, kinds, 0
 	}
-	last := s.prevTouched(s.lastLine() + 1)
+	from = max(from, s.base)
 	echoFrom := -1
-	for i := max(first-back, s.base); i <= last; i++ {
-		touched := s.touched(i)
-		if i > max(first-back, s.base) {
+	end := last
+	if ended {
+		end = min(last+1, s.lastLine())
+	}
+	for i := from; i <= end; i++ {
+		if i > from {
 			k := byteOld
 			if i > s.readLast {
 				k = byteNew
 			}
 			text, kinds = append(text, '\n'), append(kinds, k)
 		}
+		if i > last {
+			break // the line break that ended the last touched line
+		}
+		touched := s.touched(i)
 		if i == echoLine {
 			echoFrom = len(text)
 		}
@@ -61,6 +70,20 @@ func (s *settler) region(text, kinds []byte, back, echoLine int) ([]byte, []byte
 	return text, kinds, echoFrom
 }
 
+// takeChanges returns the first line changed or touched since the last
+// call, or the last read (settleNone when none was), and starts counting
+// anew. It uses the marks match keeps, so match starts its literal afresh.
+func (s *settler) takeChanges() int {
+	from := s.mfrom
+	for i := s.nextTouched(max(from, s.base) - 1); i >= 0 && from != settleNone; i = s.nextTouched(i) {
+		l := s.line(i)
+		l.flags &^= settlePend
+		l.mlo, l.mhi = math.MaxInt32, 0
+	}
+	s.mfrom, s.mlit = settleNone, ""
+	return from
+}
+
 // appendKinds appends n bytes of kind k.
 func appendKinds(kinds []byte, k byte, n int) []byte {
 	kinds = slices.Grow(kinds, n)
@@ -79,7 +102,8 @@ type echoPiece struct {
 
 // echoPieces splits typed input into the runs of text its echo shows:
 // Enter, Tab, other control keys and escape sequences (arrow keys) end a
-// run, and Backspace and Ctrl-U edit it as a line editor would.
+// run, and Backspace and Ctrl-U edit it as a line editor would (what they
+// do to text before the run is not followed).
 func echoPieces(input []byte) []echoPiece {
 	var out []echoPiece
 	var cur []byte
@@ -94,10 +118,6 @@ func echoPieces(input []byte) []echoPiece {
 		case b == '\r' || b == '\n':
 			end(true)
 		case b == 0x7f || b == '\b':
-			if len(cur) == 0 && len(out) > 0 && !out[len(out)-1].enter {
-				cur = append(cur, out[len(out)-1].text...) // back into the run before a Tab
-				out = out[:len(out)-1]
-			}
 			_, size := utf8.DecodeLastRune(cur)
 			cur = cur[:len(cur)-size]
 		case b == 0x15: // Ctrl-U: the line so far is gone

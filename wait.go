@@ -26,6 +26,9 @@ type waitSpec struct {
 	echoLine int         // the settled line the cursor was on when it typed them
 
 	text, kinds []byte // the text last looked in, kept for its memory
+	scanned     bool   // the settled text was looked in ...
+	hit         bool   // ... and a match found; after none, only what changed since needs another look
+	lastLine    int    // the settler's last line at that look
 }
 
 // newWaitSpec checks a call's wait_for and wait_for_regex; who names the
@@ -74,10 +77,35 @@ func (w *waitSpec) inSettled(st *settler) bool {
 			}
 		}
 	}
-	var from int
-	w.text, w.kinds, from = st.region(w.text[:0], w.kinds[:0], back, w.echoLine)
-	markEcho(w.text, w.kinds, from, w.echo)
-	return findCounted(w.text, w.kinds, w.litb, w.re)
+	first := st.firstTouched()
+	if first < 0 {
+		return false
+	}
+	// The line break ending the last line is in the text for a literal
+	// ("done\n"), not for a pattern, whose $ then ends the last line.
+	start := first - back
+	if len(w.echo) == 0 {
+		// After a look that found nothing, a new match holds a line changed
+		// since, so floods are scanned once; the echo's runs are looked for
+		// from their start.
+		changed := st.takeChanges()
+		if last := st.lastLine(); last != w.lastLine {
+			changed = min(changed, last, w.lastLine) // a line break came (or went) at the end
+			w.lastLine = last
+		}
+		if w.scanned && !w.hit {
+			if changed == settleNone {
+				return false
+			}
+			start = max(start, changed-back)
+		}
+		w.scanned = true
+	}
+	var echoFrom int
+	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine, w.re == nil)
+	markEcho(w.text, w.kinds, echoFrom, w.echo)
+	w.hit = findCounted(w.text, w.kinds, w.litb, w.re)
+	return w.hit
 }
 
 // screenMatch reports whether w matches the screen of a full-screen
