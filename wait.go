@@ -13,6 +13,7 @@ import (
 const (
 	frameQuiet = 50 * time.Millisecond  // a full-screen program that drew nothing for this long has finished its frame
 	syncQuiet  = 300 * time.Millisecond // ... or this long inside a synchronized update it never ended
+	frameMax   = time.Second            // the longest wait for a frame: some programs never stop drawing
 	regexBack  = 8                      // lines of old text before the new in which a pattern's match may start
 )
 
@@ -140,10 +141,10 @@ func (w *waitSpec) inScreen(rows, shown []string) bool {
 
 // awaitFrame waits, while a full-screen program shows, until it has
 // finished drawing: its synchronized update (mode 2026) has ended, or it
-// has drawn nothing for frameQuiet. The deadline bounds it, and exit ends
-// it. Only the reader wakes it.
+// has drawn nothing for frameQuiet. The deadline and frameMax bound it, and
+// exit ends it. Only the reader wakes it.
 func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
-	timer := time.NewTimer(time.Until(deadline))
+	timer := time.NewTimer(min(time.Until(deadline), frameMax))
 	defer timer.Stop()
 	var pause *time.Timer
 	defer func() {

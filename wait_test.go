@@ -258,3 +258,14 @@ func writeLines(t *testing.T, path string, n int, format string) {
 		t.Fatal(err)
 	}
 }
+
+// A program that never stops drawing gets its screen as it is after a
+// bounded wait for the frame, far inside the call's own.
+func TestFullScreenFrameWaitIsBounded(t *testing.T) {
+	m := newManager(t, Options{})
+	start := time.Now()
+	res := mustStart(t, m, StartRequest{Command: `printf '\e[?1049h'; while :; do printf '\e[Htick %s' $RANDOM; sleep 0.02; done`, WaitFor: "tick"})
+	if d := time.Since(start); d > 5*time.Second || !strings.HasPrefix(res.Output, "tick ") {
+		t.Fatalf("after %v: %q", d, res.Output)
+	}
+}
