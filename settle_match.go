@@ -20,11 +20,11 @@ const (
 // region appends the text a wait looks in to text, and what each byte of it
 // is to kinds: the lines from line from (or the first kept) to the last
 // touched one, joined with "\n", and with ended the line break that ended
-// that one, if any. Untouched lines are old, touched
-// lines old in the cells an earlier read returned, and a line break is new
-// before a line that came after the last read. It also returns where line echoLine starts in the text
-// (0 when it lies before, the text's length when after), for the search for
-// the echo of what the call typed.
+// that one, if any. Untouched lines are old, touched lines old in the cells
+// an earlier read returned, and a line break is new before a line that came
+// after the last read. It also returns where line echoLine starts in the
+// text (0 when it lies before, the text's length when after), for the
+// search for the echo of what the call typed.
 func (s *settler) region(text, kinds []byte, from, echoLine int, ended bool) ([]byte, []byte, int) {
 	last := s.prevTouched(s.lastLine() + 1)
 	if last < 0 {

@@ -82,8 +82,6 @@ func (w *waitSpec) inSettled(st *settler) bool {
 	if first < 0 {
 		return false
 	}
-	// The line break ending the last line is in the text for a literal
-	// ("done\n"), not for a pattern, whose $ then ends the last line.
 	start := first - back
 	if len(w.echo) == 0 {
 		// After a look that found nothing, a new match holds a line changed
@@ -102,6 +100,8 @@ func (w *waitSpec) inSettled(st *settler) bool {
 		}
 		w.scanned = true
 	}
+	// The line break ending the last line is in the text for a literal
+	// ("done\n"), not for a pattern, whose $ then ends the last line.
 	var echoFrom int
 	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine, w.re == nil)
 	markEcho(w.text, w.kinds, echoFrom, w.echo)
