@@ -19,33 +19,25 @@ const (
 
 // region appends the text a wait looks in to text, and what each byte of it
 // is to kinds: the lines from line from (or the first kept) to the last
-// touched one, joined with "\n", and with ended the line break that ended
-// that one, if any. Untouched lines are old, touched lines old in the cells
+// touched one, joined with "\n". Untouched lines are old, touched lines old in the cells
 // an earlier read returned, and a line break is new before a line that came
 // after the last read. It also returns where line echoLine starts in the
 // text (0 when it lies before, the text's length when after), for the
 // search for the echo of what the call typed.
-func (s *settler) region(text, kinds []byte, from, echoLine int, ended bool) ([]byte, []byte, int) {
+func (s *settler) region(text, kinds []byte, from, echoLine int) ([]byte, []byte, int) {
 	last := s.prevTouched(s.lastLine() + 1)
 	if last < 0 {
 		return text, kinds, 0
 	}
 	from = max(from, s.base)
 	echoFrom := -1
-	end := last
-	if ended {
-		end = min(last+1, s.lastLine())
-	}
-	for i := from; i <= end; i++ {
+	for i := from; i <= last; i++ {
 		if i > from {
 			k := byteOld
 			if i > s.readLast {
 				k = byteNew
 			}
 			text, kinds = append(text, '\n'), append(kinds, k)
-		}
-		if i > last {
-			break // the line break that ended the last touched line
 		}
 		touched := s.touched(i)
 		if i == echoLine {

@@ -29,7 +29,6 @@ type waitSpec struct {
 	text, kinds []byte // the text last looked in, kept for its memory
 	scanned     bool   // the settled text was looked in ...
 	hit         bool   // ... and a match found; after none, only what changed since needs another look
-	lastLine    int    // the settler's last line at that look
 }
 
 // newWaitSpec checks a call's wait_for and wait_for_regex; who names the
@@ -88,10 +87,6 @@ func (w *waitSpec) inSettled(st *settler) bool {
 		// since, so floods are scanned once; the echo's runs are looked for
 		// from their start.
 		changed := st.takeChanges()
-		if last := st.lastLine(); last != w.lastLine {
-			changed = min(changed, last, w.lastLine) // a line break came (or went) at the end
-			w.lastLine = last
-		}
 		if w.scanned && !w.hit {
 			if changed == settleNone {
 				return false
@@ -100,10 +95,8 @@ func (w *waitSpec) inSettled(st *settler) bool {
 		}
 		w.scanned = true
 	}
-	// The line break ending the last line is in the text for a literal
-	// ("done\n"), not for a pattern, whose $ then ends the last line.
 	var echoFrom int
-	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine, w.re == nil)
+	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine)
 	markEcho(w.text, w.kinds, echoFrom, w.echo)
 	w.hit = findCounted(w.text, w.kinds, w.litb, w.re)
 	return w.hit
