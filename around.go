@@ -1,9 +1,6 @@
 package agentpty
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // around is the state of what a host builds around a session, each piece
 // in its own file: secrets (secret.go), taps for recordings and people
@@ -12,8 +9,8 @@ import (
 // secret was given, nobody records and nobody is attached.
 //
 // Lock order, extending Session's: the masker's mutex (held by the reader
-// while it stores and renders masked output), then expectMu, then
-// Session's screenMu, mu and inMu.
+// while it stores and renders masked output) comes before Session's
+// screenMu, mu and inMu.
 type around struct {
 	mask       atomic.Pointer[masker] // nil until WriteSecret gives a secret
 	hiddenSent atomic.Bool            // input_hidden was emitted and echo has stayed off since
@@ -22,8 +19,5 @@ type around struct {
 	taps     []*tap        // recordings and attachments following the output
 	keyboard []*attachment // attached people, oldest first; the first one types
 
-	// expectMu makes Expect calls take turns; it guards exp. Taken before
-	// Session.mu.
-	expectMu sync.Mutex
-	exp      expectState
+	exp expectState // used by the Expect call whose turn it is (Session.lane)
 }

@@ -25,8 +25,11 @@ func (s *Session) Expect(ctx context.Context, re *regexp.Regexp) (string, error)
 	if re == nil {
 		return "", errorf(ErrInvalid, "%s: expect: the pattern is nil", s.id)
 	}
-	s.expectMu.Lock()
-	defer s.expectMu.Unlock()
+	leave, err := s.turn(ctx, "expect") // a read like the tools' calls: one at a time, in arrival order
+	if err != nil {
+		return "", err
+	}
+	defer leave()
 	e := &s.exp
 	for {
 		s.mu.Lock()
@@ -56,7 +59,8 @@ func (s *Session) Expect(ctx context.Context, re *regexp.Regexp) (string, error)
 	}
 }
 
-// expectState is Expect's place in the output, guarded by expectMu.
+// expectState is Expect's place in the output, used only by the call
+// whose turn it is.
 type expectState struct {
 	off  int64   // ring offset consumed up to
 	text []byte  // the text of the output from off on

@@ -43,6 +43,12 @@ func (m *Manager) WriteSecret(ctx context.Context, id string, secret []byte) (Wr
 			return WriteResult{}, errorf(ErrInvalid, "%s %s: the secret holds a control byte, which the terminal would act on", op, id)
 		}
 	}
+	defer s.use()()
+	leave, err := s.turn(ctx, op) // in line with the session's other calls, so echo is checked just before typing
+	if err != nil {
+		return WriteResult{}, err
+	}
+	defer leave()
 	if st, exited := s.ended(); exited {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
@@ -52,7 +58,7 @@ func (m *Manager) WriteSecret(ctx context.Context, id string, secret []byte) (Wr
 	s.addSecret(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
-	return s.write(ctx, input, "", nil)
+	return s.writeInTurn(ctx, input, nil, nil)
 }
 
 // masker replaces the session's secrets in its output before the reader
