@@ -68,7 +68,7 @@ func sameLines(t *testing.T, what string, got, want []string) {
 func TestRecordVimPlaysBack(t *testing.T) {
 	need(t, "vim", "asciinema")
 	m := newManager(t, Options{RecordInput: true})
-	start := mustStart(t, m, StartRequest{Command: "echo ready; read; exec vim -u NONE -N -i NONE", Cols: 60, Rows: 12, WaitFor: "ready"})
+	start := mustStart(t, m, StartRequest{Command: "echo ready; read; exec vim -u NONE -N -i NONE -n", Cwd: t.TempDir(), Cols: 60, Rows: 12, WaitFor: "ready"})
 	s, _ := m.Session(start.ID)
 	var cast bytes.Buffer
 	if err := s.Record(&cast); err != nil {
