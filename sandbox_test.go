@@ -655,8 +655,8 @@ func seccompDeny(namespaces bool, errno syscall.Errno) error {
 		"arm64": {0xc00000b7, 167, 277, 97, 220},
 	}[runtime.GOARCH]
 	const (
-		ld, jeq, jset, ret                  = 0x20, 0x15, 0x45, 0x06
-		retAllow, retErrno                  = 0x7fff0000, 0x00050000
+		ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+		retAllow, retErrno = 0x7fff0000, 0x00050000
 		// CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 		landlockCreateRuleset, cloneNewAny = 444, 0x7e020000
 	)
