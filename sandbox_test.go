@@ -68,12 +68,11 @@ func checkUnsupported(t *testing.T, err error) {
 }
 
 // sandboxed starts command in a new manager with sb and waits for marker.
+// The manager is closed at the end of the test, with the leak checks.
 func sandboxed(t *testing.T, sb Sandbox, command, marker string) (*Manager, StartResult) {
 	t.Helper()
-	m, res, err := startSandboxed(sb, command, marker)
-	if m != nil {
-		t.Cleanup(func() { _ = m.Close() })
-	}
+	m := newManager(t, Options{Sandbox: sb, Shell: sandboxShell})
+	res, err := startIn(m, command, marker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,16 +81,21 @@ func sandboxed(t *testing.T, sb Sandbox, command, marker string) (*Manager, Star
 
 func startSandboxed(sb Sandbox, command, marker string) (*Manager, StartResult, error) {
 	m := NewManager(Options{Sandbox: sb, Shell: sandboxShell})
+	res, err := startIn(m, command, marker)
+	return m, res, err
+}
+
+func startIn(m *Manager, command, marker string) (StartResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := m.Start(ctx, StartRequest{Command: command, Cols: 100, Rows: 30, WaitFor: marker})
 	if err != nil {
-		return m, res, fmt.Errorf("Start(%q): %v", command, err)
+		return res, fmt.Errorf("Start(%q): %v", command, err)
 	}
 	if !res.Matched {
-		return m, res, fmt.Errorf("Start(%q): %q never appeared; output:\n%s", command, marker, res.Output)
+		return res, fmt.Errorf("Start(%q): %q never appeared; output:\n%s", command, marker, res.Output)
 	}
-	return m, res, nil
+	return res, nil
 }
 
 func wantLines(t *testing.T, output string, lines ...string) {
@@ -331,7 +335,7 @@ echo "== end"`, port)
 // accepted reports whether a connection is waiting on ln, without waiting.
 func accepted(t *testing.T, ln net.Listener) bool {
 	t.Helper()
-	rc, err := ln.(*net.TCPListener).SyscallConn()
+	rc, err := ln.(syscall.Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -694,4 +698,313 @@ func seccompDeny(namespaces bool, errno syscall.Errno) error {
 		return e
 	}
 	return nil
+}
+
+// attack runs script twice, to its end marker "== end": under sb, and
+// unconfined as the control that shows the attack works without the
+// sandbox. It returns both outputs.
+func attack(t *testing.T, sb Sandbox, script string) (sandboxedOut, controlOut string) {
+	t.Helper()
+	_, res := sandboxed(t, sb, script, "== end")
+	_, ctl := sandboxed(t, nil, script, "== end")
+	return res.Output, ctl.Output
+}
+
+// try is the shell function the attack scripts use: "NAME: done" when the
+// command succeeds, "NAME: refused" when it fails.
+const try = `try() { if "${@:2}"; then echo "$1: done"; else echo "$1: refused"; fi; }` + "\n"
+
+func needLinux(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the Linux sandbox's namespaces")
+	}
+}
+
+// TestSandboxSignalHost: the child can neither signal, trace, nor even see
+// a process of the host's (the test's own helper child, and the test).
+func TestSandboxSignalHost(t *testing.T) {
+	needLinux(t)
+	helper := exec.Command("sleep", "300")
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = helper.Process.Kill(); _ = helper.Wait() }()
+	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{t.TempDir()}})
+	script := try + fmt.Sprintf(`p=%d host=%d
+try stop kill -STOP $p
+kill -CONT $p 2>/dev/null
+try host-signal kill -0 $host
+try proc test -e /proc/$p/stat
+try mem python3 -c 'open("/proc/%d/mem", "rb")'
+try ptrace python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).ptrace(16, %d, 0, 0) != 0)'
+echo "== end"`, helper.Process.Pid, os.Getpid(), helper.Process.Pid, helper.Process.Pid)
+	got, ctl := attack(t, sb, script)
+	wantLines(t, ctl, "stop: done", "host-signal: done", "proc: done", "mem: done", "ptrace: done")
+	wantLines(t, got, "stop: refused", "host-signal: refused", "proc: refused", "mem: refused", "ptrace: refused")
+	if err := syscall.Kill(helper.Process.Pid, 0); err != nil {
+		t.Errorf("the helper is gone: %v", err)
+	}
+}
+
+// TestSandboxOtherTerminal: another terminal the host holds open cannot be
+// read, written or reconfigured from the sandbox; its devpts is not there.
+func TestSandboxOtherTerminal(t *testing.T) {
+	needLinux(t)
+	master, slave, err := openTerminal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	defer slave.Close()
+	name := slave.Name()
+	script := try + fmt.Sprintf(`n=%q
+try read head -n1 "$n"
+try write sh -c 'printf "\033]52;c;cHduZWQ=\a" > "$1"' sh "$n"
+try stty stty -F "$n" -echo
+try proc-fd sh -c 'ls -l /proc/*/fd 2>/dev/null | grep -q "$1"' sh "$n"
+echo "== end"`, name)
+	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{t.TempDir()}})
+	// A line typed on the other terminal, waiting to be read there.
+	if _, err := master.Write([]byte("keystrokes\n")); err != nil {
+		t.Fatal(err)
+	}
+	_, res := sandboxed(t, sb, script, "== end")
+	got := res.Output
+	wantLines(t, got, "read: refused", "write: refused", "stty: refused", "proc-fd: refused")
+	if tio, err := unix.IoctlGetTermios(int(slave.Fd()), ioctlGetTermios); err != nil || tio.Lflag&unix.ECHO == 0 {
+		t.Errorf("the other terminal's echo was turned off from the sandbox (%v)", err)
+	}
+	_, ctl := sandboxed(t, nil, script, "== end")
+	wantLines(t, ctl.Output, "keystrokes", "read: done", "write: done", "stty: done")
+	if tio, err := unix.IoctlGetTermios(int(slave.Fd()), ioctlGetTermios); err != nil || tio.Lflag&unix.ECHO != 0 {
+		t.Errorf("the unconfined control did not turn the other terminal's echo off (%v)", err)
+	}
+}
+
+// TestSandboxMetadataOutsideRoots: a file outside the roots keeps its
+// mode, times, owner and extended attributes, also through a symlink the
+// child plants in its root.
+func TestSandboxMetadataOutsideRoots(t *testing.T) {
+	needLinux(t)
+	root := t.TempDir()
+	f := filepath.Join(t.TempDir(), "precious")
+	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(f, old, old); err != nil {
+		t.Fatal(err)
+	}
+	script := try + fmt.Sprintf(`f=%q r=%q
+try chmod chmod 777 "$f"
+try touch touch -d 2000-01-01 "$f"
+try xattr python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.pwned", b"1")' "$f"
+try chown chown %d:%d "$f"
+ln -sf "$f" "$r/link"
+try link-chmod chmod 707 "$r/link"
+echo "== end"`, f, root, os.Getuid(), os.Getgid())
+	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}})
+	_, res := sandboxed(t, sb, script, "== end")
+	wantLines(t, res.Output, "Read-only file system", "chmod: refused", "touch: refused", "xattr: refused", "chown: refused", "link-chmod: refused")
+	fi, err := os.Stat(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 || !fi.ModTime().Equal(old) {
+		t.Errorf("the file outside the roots changed: mode %v, mtime %v", fi.Mode(), fi.ModTime())
+	}
+	if _, err := unix.Getxattr(f, "user.pwned", make([]byte, 8)); err == nil {
+		t.Errorf("the file outside the roots has the child's xattr")
+	}
+	_, ctl := sandboxed(t, nil, script, "== end")
+	wantLines(t, ctl.Output, "chmod: done", "touch: done", "xattr: done", "chown: done", "link-chmod: done")
+	if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() == 0o600 || fi.ModTime().Equal(old) {
+		t.Errorf("the unconfined control did not change the file: %v, %v", fi.Mode(), err)
+	}
+}
+
+// TestSandboxHostDescriptor: a descriptor the host opened without
+// close-on-exec does not reach the child.
+func TestSandboxHostDescriptor(t *testing.T) {
+	needLinux(t)
+	f := filepath.Join(t.TempDir(), "log")
+	fd, err := syscall.Open(f, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND, 0o600) // no O_CLOEXEC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	script := try + fmt.Sprintf(`try fd sh -c 'echo pwned >&%d'
+try fd-list sh -c 'ls /proc/self/fd | grep -qx %d'
+echo "== end"`, fd, fd)
+	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{t.TempDir()}})
+	got, ctl := attack(t, sb, script)
+	wantLines(t, got, "fd: refused", "fd-list: refused")
+	wantLines(t, ctl, "fd: done")
+	if b, _ := os.ReadFile(f); string(b) != "pwned\n" {
+		t.Errorf("the file behind the descriptor holds %q; want only the control's line", b)
+	}
+}
+
+// TestSandboxUnixSocket: without network no Unix socket outside the
+// sandbox is reachable, by path or abstract name; with network, abstract
+// ones stay out of reach where Landlock scopes them. Socketpairs of the
+// kinds that cannot address a socket still work.
+func TestSandboxUnixSocket(t *testing.T) {
+	needLinux(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent.sock")
+	pathLn, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pathLn.Close()
+	abstract := fmt.Sprintf("@agentpty-test-%d", os.Getpid())
+	absLn, err := net.Listen("unix", abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer absLn.Close()
+	connect := `python3 -c 'import socket, sys; a = sys.argv[1]; a = "\0" + a[1:] if a[0] == "@" else a; socket.socket(socket.AF_UNIX).connect(a)'`
+	script := try + fmt.Sprintf(`try path %s %q
+try abstract %s %q
+try dgram python3 -c 'import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)'
+try pair python3 -c 'import socket; a, b = socket.socketpair(); a.send(b"x"); assert b.recv(1) == b"x"'
+echo "== end"`, connect, path, connect, abstract)
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AllowNetwork=%v", allow), func(t *testing.T) {
+			sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{t.TempDir()}, AllowNetwork: allow})
+			_, res := sandboxed(t, sb, script, "== end")
+			got := res.Output
+			wantLines(t, got, "pair: done")
+			pathReached, absReached := accepted(t, pathLn), accepted(t, absLn)
+			if !allow {
+				wantLines(t, got, "path: refused", "abstract: refused", "dgram: refused", "Permission denied")
+				if pathReached || absReached {
+					t.Errorf("a listener got a connection from a child without network (path %v, abstract %v)", pathReached, absReached)
+				}
+			} else if strings.Contains(fmt.Sprint(sb), "abstract sockets scoped") {
+				wantLines(t, got, "abstract: refused")
+				if absReached {
+					t.Errorf("the abstract listener got a connection from the sandbox")
+				}
+			}
+		})
+	}
+	_, ctl := sandboxed(t, nil, script, "== end")
+	wantLines(t, ctl.Output, "path: done", "abstract: done", "dgram: done")
+	if !accepted(t, pathLn) || !accepted(t, absLn) {
+		t.Errorf("the unconfined control reached no listener")
+	}
+}
+
+// TestSandboxEnv: the child inherits only the variables the policy names
+// (by default none that grant access), never the helper's own.
+func TestSandboxEnv(t *testing.T) {
+	t.Setenv("AGENTPTY_TEST_SECRET", "s3cret")
+	t.Setenv("LC_AGENTPTY_TEST", "fr")
+	script := `echo "secret=${AGENTPTY_TEST_SECRET:-unset} home=${HOME+set} lc=${LC_AGENTPTY_TEST:-unset} helper=${AGENTPTY_SANDBOX:-unset}"; echo "== end"`
+	sb := newTestSandbox(t, SandboxPolicy{})
+	got, ctl := attack(t, sb, script)
+	wantLines(t, ctl, "secret=s3cret")
+	wantLines(t, got, "secret=unset home=set lc=fr helper=unset")
+	sb = newTestSandbox(t, SandboxPolicy{Env: []string{"AGENTPTY_TEST_*"}})
+	_, res := sandboxed(t, sb, script, "== end")
+	wantLines(t, res.Output, "secret=s3cret home= lc=unset helper=unset")
+}
+
+// TestSandboxExitStatus: a sandboxed command killed by a signal is
+// reported with that signal, and an exit code as it is.
+func TestSandboxExitStatus(t *testing.T) {
+	sb := newTestSandbox(t, SandboxPolicy{})
+	for _, tc := range []struct {
+		command string
+		want    ExitStatus
+	}{
+		{"exit 3", ExitStatus{Code: 3}},
+		{"kill -SEGV $$", ExitStatus{Code: -1, Signal: "SIGSEGV"}},
+		{"kill -TERM $$", ExitStatus{Code: -1, Signal: "SIGTERM"}},
+		// bubblewrap's status cannot tell these from the signal: documented.
+		{"exit 130", ExitStatus{Code: -1, Signal: "SIGINT"}},
+	} {
+		m := NewManager(Options{Sandbox: sb, Shell: sandboxShell})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := m.Start(ctx, StartRequest{Command: tc.command})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := m.Session(res.ID)
+		st, err := s.Wait(ctx)
+		cancel()
+		m.Close()
+		if err != nil || st.Code != tc.want.Code || st.Signal != tc.want.Signal {
+			t.Errorf("%s: %+v, %v; want %+v", tc.command, st, err, tc.want)
+		}
+	}
+}
+
+// TestSandboxInteractive: what works on a terminal works in the sandbox:
+// job control in an interactive shell, Ctrl-C to a command that is not
+// one, python3, and vim writing under a root.
+func TestSandboxInteractive(t *testing.T) {
+	need(t, "python3", "vim")
+	root := t.TempDir()
+	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m := newManager(t, Options{Sandbox: sb, Shell: sandboxShell})
+	start := func(command, waitFor string) string {
+		t.Helper()
+		res, err := m.Start(ctx, StartRequest{Command: command, WaitFor: waitFor, Cwd: root})
+		if err != nil || !res.Matched {
+			t.Fatalf("Start(%q): %v, %+v", command, err, res)
+		}
+		return res.ID
+	}
+	write := func(id, input, waitFor string) string {
+		t.Helper()
+		req := WriteRequest{ID: id, Input: input, WaitFor: waitFor}
+		if waitFor == "" {
+			req.WaitMS = ms(300) // only typing: what comes next is waited for
+		}
+		res, err := m.Write(ctx, req)
+		if err != nil || waitFor != "" && !res.Matched {
+			t.Fatalf("Write(%q): %q never appeared (%v); output:\n%s", input, waitFor, err, res.Output)
+		}
+		return res.Output
+	}
+	sh := start(`PS1='sbx$ ' exec bash --noprofile --norc -i`, "sbx$ ")
+	write(sh, `test -t 0 && echo "termi""nal"\r`, "terminal")
+	write(sh, `sleep 100 &\r`, "sbx$ ")
+	write(sh, `jobs\r`, "Running")
+	write(sh, `cat\r`, "")
+	write(sh, `\x1a`, "Stopped")
+	// cat prints what it reads once it is back in the foreground, so the
+	// Ctrl-C cannot come before the shell has handed it the terminal.
+	write(sh, `fg %2\r`, "cat")
+	write(sh, `ping\r`, "ping")
+	write(sh, `\x03`, "sbx$ ")
+	write(sh, `echo "status=$?"\r`, "status=130")
+	write(sh, `kill %1; wait; echo "do""ne"\r`, "done")
+
+	trap := start(`trap 'echo caught' INT; echo ready; read -r x; echo "after read"; read -r x`, "ready")
+	write(trap, `\x03`, "caught")
+
+	py := start("python3 -q", ">>> ")
+	write(py, `2**10\r`, "1024")
+	write(py, `import time; print("sle" + "eping"); time.sleep(30)\r`, "sleeping")
+	write(py, `\x03`, "KeyboardInterrupt")
+	write(py, `import os; os.getpid()\r`, ">>> ")
+
+	vim := start("vim -u NONE -i NONE -N note.txt", "note.txt")
+	write(vim, `ihello from vim\e:wq\r`, "")
+	s, _ := m.Session(vim)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if st, err := s.Wait(wctx); err != nil || st.Code != 0 {
+		t.Errorf("vim: %+v, %v; screen:\n%s", st, err, s.Screen().Text())
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "note.txt")); err != nil || string(b) != "hello from vim\n" {
+		t.Errorf("vim wrote %q, %v", b, err)
+	}
 }
