@@ -17,27 +17,31 @@ type Sandbox interface {
 }
 
 // SandboxPolicy says what a sandboxed child may do. Reading and executing
-// are never restricted; writing and the network are.
+// are never restricted (a child can read ~/.ssh and print it); writing,
+// the network, other processes and terminals are.
 //
 // Programs need somewhere to write more often than one expects: a
 // temporary directory (point TMPDIR at a writable root), build and package
-// caches (~/.cache/go-build, ~/.npm), POSIX shared memory (/dev/shm, for
-// Python's multiprocessing and browsers). Add what the commands need.
+// caches (~/.cache/go-build, ~/.npm). Add what the commands need. On
+// Linux the child gets a private /dev/shm; on macOS POSIX shared memory
+// needs no root.
 type SandboxPolicy struct {
 	// WritableRoots are the directories (and everything below them), or
 	// single files, the child may create, change, rename and delete;
-	// everything else is read-only, except the terminal and the few device
-	// files every program writes (/dev/null, /dev/tty, ...). Relative paths
-	// are taken from the working directory when NewSandbox runs; each must
-	// exist. None leaves the child nothing to write.
+	// everything else is read-only, metadata included, except the terminal
+	// and the few device files every program writes (/dev/null, /dev/tty,
+	// ...). Relative paths are taken from the working directory when
+	// NewSandbox runs; each must exist, and a symlink is resolved then.
+	// None leaves the child nothing to write.
 	WritableRoots []string
-	// AllowNetwork lets the child use the network. False cuts it off: on
-	// Linux the child gets a network namespace of its own, whose loopback
-	// works (a server it starts on 127.0.0.1 is reachable to it) when the
-	// host may create network namespaces (it has CAP_SYS_ADMIN, as root
-	// does) and is down otherwise; on macOS every network operation is
-	// refused, loopback and Unix sockets included. Either way nothing
-	// outside the child, the host's loopback included, is reachable.
+	// AllowNetwork lets the child use the network, and on Linux Unix
+	// sockets by path (Docker's, an SSH agent's). False cuts both off: on
+	// Linux the child gets a network namespace of its own whose loopback
+	// works (a server it starts on 127.0.0.1 is reachable to it) and
+	// cannot create Unix sockets (socketpairs of stream and seqpacket
+	// type still work); on macOS every network operation is refused,
+	// loopback and Unix sockets included. Either way nothing outside the
+	// child, the host's loopback included, is reachable.
 	AllowNetwork bool
 	// Env names the environment variables the child may inherit, from the
 	// host and from Options.Env alike; a name ending in "*" stands for

@@ -803,10 +803,11 @@ try xattr python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.pwned", b"1
 try chown chown %d:%d "$f"
 ln -sf "$f" "$r/link"
 try link-chmod chmod 707 "$r/link"
+try hardlink ln "$f" "$r/hard"
 echo "== end"`, f, root, os.Getuid(), os.Getgid())
 	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}})
 	_, res := sandboxed(t, sb, script, "== end")
-	wantLines(t, res.Output, "Read-only file system", "chmod: refused", "touch: refused", "xattr: refused", "chown: refused", "link-chmod: refused")
+	wantLines(t, res.Output, "Read-only file system", "chmod: refused", "touch: refused", "xattr: refused", "chown: refused", "link-chmod: refused", "hardlink: refused")
 	fi, err := os.Stat(f)
 	if err != nil {
 		t.Fatal(err)
@@ -818,7 +819,7 @@ echo "== end"`, f, root, os.Getuid(), os.Getgid())
 		t.Errorf("the file outside the roots has the child's xattr")
 	}
 	_, ctl := sandboxed(t, nil, script, "== end")
-	wantLines(t, ctl.Output, "chmod: done", "touch: done", "xattr: done", "chown: done", "link-chmod: done")
+	wantLines(t, ctl.Output, "chmod: done", "touch: done", "xattr: done", "chown: done", "link-chmod: done", "hardlink: done")
 	if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() == 0o600 || fi.ModTime().Equal(old) {
 		t.Errorf("the unconfined control did not change the file: %v, %v", fi.Mode(), err)
 	}
@@ -1006,5 +1007,42 @@ func TestSandboxInteractive(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "note.txt")); err != nil || string(b) != "hello from vim\n" {
 		t.Errorf("vim wrote %q, %v", b, err)
+	}
+}
+
+// BenchmarkSandboxStart measures what the sandbox adds to a start: the
+// same command, started and run to its exit, bare and sandboxed (with and
+// without a network namespace, the costliest part).
+func BenchmarkSandboxStart(b *testing.B) {
+	sb, err := NewSandbox(SandboxPolicy{WritableRoots: []string{b.TempDir()}})
+	if err != nil {
+		b.Skip(err)
+	}
+	withNet, err := NewSandbox(SandboxPolicy{WritableRoots: []string{b.TempDir()}, AllowNetwork: true})
+	if err != nil {
+		b.Skip(err)
+	}
+	for _, bc := range []struct {
+		name string
+		sb   Sandbox
+	}{{"bare", nil}, {"sandboxed", sb}, {"sandboxed-with-network", withNet}} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := NewManager(Options{Sandbox: bc.sb, Shell: sandboxShell})
+			defer m.Close()
+			ctx := context.Background()
+			for b.Loop() {
+				res, err := m.Start(ctx, StartRequest{Command: "true", WaitMS: ms(0)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, _ := m.Session(res.ID)
+				if _, err := s.Wait(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := m.Kill(ctx, res.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
