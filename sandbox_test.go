@@ -228,8 +228,8 @@ echo "== end"`, outside, root, keep)
 }
 
 // TestSandboxTerminal: a sandboxed interactive shell can use its terminal
-// as usual, and the host can still resize it and read its modes (the
-// terminal was opened on the confined thread).
+// as usual, and the host can still resize it and read its modes through
+// the master.
 func TestSandboxTerminal(t *testing.T) {
 	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{t.TempDir()}})
 	m, _ := sandboxed(t, sb, `PS1='sbx$ ' exec bash --noprofile --norc -i`, "sbx$ ")
@@ -249,8 +249,7 @@ func TestSandboxTerminal(t *testing.T) {
 		return res.Output
 	}
 	write("stty size", "30 100")
-	// The host resizes through the master, which was opened on the
-	// confined thread: Landlock must let its ioctls through. (This does
+	// The host resizes through the master. (This does
 	// what Session.Resize does, minus passing a stack pointer to ioctl as
 	// a bare uintptr through creack/pty's Setsize, which now and then sets
 	// stale memory.)
@@ -277,8 +276,7 @@ func TestSandboxTerminal(t *testing.T) {
 	}
 	write(`read -rp 'li''ne? ' line; echo "got:$line"`, "line? ")
 	write("typed through the sandbox", "got:typed through")
-	// The host reads the terminal's modes through the master, which was
-	// opened on the confined thread.
+	// The host reads the terminal's modes through the master.
 	res, err := m.Write(ctx, WriteRequest{ID: id, Input: `read -rsp 'pass''word: ' pw; echo "pw:${#pw}"`, Submit: true, WaitFor: "password: "})
 	if err != nil || !res.Matched || !res.InputHidden {
 		t.Errorf("a password prompt is not seen as one: %v, %+v", err, res)
@@ -369,8 +367,8 @@ func TestSandboxCapabilities(t *testing.T) {
 // of its threads as they were.
 func TestSandboxHostUnconfined(t *testing.T) {
 	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{t.TempDir()}})
-	// Many starts at once, so that some confining goroutine is likely to
-	// be scheduled on the main thread, which must not stay confined.
+	// Many starts at once, each from a thread of its own that ends with
+	// the child: none of the host's threads may come out confined.
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Add(1)
@@ -974,7 +972,8 @@ func TestSandboxInteractive(t *testing.T) {
 		}
 		res, err := m.Write(ctx, req)
 		if err != nil || waitFor != "" && !res.Matched {
-			t.Fatalf("Write(%q): %q never appeared (%v); output:\n%s", input, waitFor, err, res.Output)
+			s, _ := m.Session(id)
+			t.Fatalf("Write(%q): %q never appeared (%v); output:\n%s\nscreen:\n%s", input, waitFor, err, res.Output, s.Screen().Text())
 		}
 		return res.Output
 	}
@@ -982,18 +981,26 @@ func TestSandboxInteractive(t *testing.T) {
 	write(sh, `test -t 0 && echo "termi""nal"\r`, "terminal")
 	write(sh, `sleep 100 &\r`, "sbx$ ")
 	write(sh, `jobs\r`, "Running")
-	write(sh, `cat\r`, "")
+	// tr answers what it reads in capitals, which its echo is not: each
+	// key below is typed once the job holds the terminal.
+	write(sh, `tr a-z A-Z\r`, "")
+	write(sh, `ready\r`, "READY")
 	write(sh, `\x1a`, "Stopped")
-	// cat prints what it reads once it is back in the foreground, so the
-	// Ctrl-C cannot come before the shell has handed it the terminal.
-	write(sh, `fg %2\r`, "cat")
-	write(sh, `ping\r`, "ping")
+	write(sh, `fg %2\r`, "tr a-z A-Z")
+	write(sh, `ping\r`, "PING")
 	write(sh, `\x03`, "sbx$ ")
 	write(sh, `echo "status=$?"\r`, "status=130")
 	write(sh, `kill %1; wait; echo "do""ne"\r`, "done")
 
-	trap := start(`trap 'echo caught' INT; echo ready; read -r x; echo "after read"; read -r x`, "ready")
+	// A signal the host sends the foreground group reaches the command,
+	// not only the launcher in the same group.
+	trap := start(`trap 'echo caught' INT; trap 'echo usr1' USR1; echo ready; while :; do read -r x; done`, "ready")
 	write(trap, `\x03`, "caught")
+	ts, _ := m.Session(trap)
+	if err := ts.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	write(trap, "", "usr1")
 
 	py := start("python3 -q", ">>> ")
 	write(py, `2**10\r`, "1024")

@@ -5,9 +5,9 @@
 // returns to the host's own code.
 //
 // The outer stage runs in the host's namespaces: it makes bubblewrap
-// ignore the terminal's and Kill's polite signals (so that Ctrl-C and
-// SIGTERM reach the command, not the launcher, which would take the whole
-// sandbox down with it) and executes bubblewrap, whose error messages go
+// ignore the terminal's and Kill's signals and any other a host sends the
+// foreground group (so that Ctrl-C and SIGTERM reach the command, not the
+// launcher, which would take the whole sandbox down with it) and executes bubblewrap, whose error messages go
 // to the host's status pipe. bubblewrap makes the namespaces and mounts
 // and executes the inner stage, which applies what mounts cannot express
 // (Landlock's filesystem rules and scopes, a seccomp filter, no

@@ -74,10 +74,28 @@ func run(v string) error {
 	return fmt.Errorf("helper: unknown stage %q", spec.Stage)
 }
 
-// politeSignals are those the launcher must not die of: the terminal's
-// (Ctrl-C, Ctrl-\, Ctrl-Z, hangup) and Kill's first ones. The command gets
-// them back at their defaults in the inner stage.
-var politeSignals = []os.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGHUP, syscall.SIGTERM}
+// launcherSignals are those the launcher must not die or stop of, as the
+// terminal's foreground group and the session's member it is: the
+// terminal's (Ctrl-C, Ctrl-\, Ctrl-Z, hangup), Kill's first ones, and any
+// other a host sends the foreground group (SIGUSR1, real-time signals).
+// Left alone are SIGCHLD, which bubblewrap waits on, those that cannot be
+// caught or are ignored by default, and those the kernel raises for
+// faults. The command gets every signal back at its default in the inner
+// stage.
+func launcherSignals() []os.Signal {
+	var sigs []os.Signal
+	for n := 1; n <= 64; n++ {
+		switch sig := syscall.Signal(n); sig {
+		case syscall.SIGCHLD, syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGCONT, syscall.SIGURG, syscall.SIGWINCH,
+			syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGSYS, syscall.SIGABRT:
+		default:
+			if n != 32 && n != 33 { // the C library's own
+				sigs = append(sigs, sig)
+			}
+		}
+	}
+	return sigs
+}
 
 // outer executes bubblewrap, with its errors going to the status pipe and
 // the terminal kept aside for the inner stage.
@@ -85,7 +103,7 @@ func outer(spec Spec, cmd []string) error {
 	if len(spec.Bwrap) == 0 {
 		return fmt.Errorf("helper: no bubblewrap")
 	}
-	signal.Ignore(politeSignals...)
+	signal.Ignore(launcherSignals()...)
 	// A descriptor no one uses yet, so nothing of the runtime's is
 	// replaced; it stays open across exec.
 	tty, err := unix.FcntlInt(2, unix.F_DUPFD, 10)
