@@ -39,7 +39,8 @@ type SandboxPolicy struct {
 	// Linux the child gets a network namespace of its own whose loopback
 	// works (a server it starts on 127.0.0.1 is reachable to it) and
 	// cannot create Unix sockets (socketpairs of stream and seqpacket
-	// type still work); on macOS every network operation is refused,
+	// type still work) nor any but IPv4, IPv6 and netlink ones (no
+	// vsock); on macOS every network operation is refused,
 	// loopback and Unix sockets included. Either way nothing outside the
 	// child, the host's loopback included, is reachable.
 	AllowNetwork bool

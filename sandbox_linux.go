@@ -45,9 +45,10 @@ import (
 //     sandbox. An IPC namespace hides the host's System V IPC.
 //   - Without p.AllowNetwork, a network namespace whose loopback is up (a
 //     server the child starts on 127.0.0.1 works, the host's is out of
-//     reach), and no Unix socket but stream and seqpacket socketpairs:
-//     socket(AF_UNIX) fails with EACCES, so no socket on the host's
-//     filesystem (Docker's, an SSH agent's, D-Bus) can be reached.
+//     reach), no socket families but IPv4, IPv6 and netlink (vsock to the
+//     hypervisor is refused), and no Unix socket but stream and seqpacket
+//     socketpairs: socket(AF_UNIX) fails with EACCES, so no socket on the
+//     host's filesystem (Docker's, an SSH agent's, D-Bus) can be reached.
 //   - No capabilities and no_new_privs; io_uring and the kernel keyrings
 //     refused; every descriptor of the host but the terminal closed at
 //     exec; only the environment variables p.Env names.

@@ -847,7 +847,7 @@ echo "== end"`, fd, fd, f)
 }
 
 // TestSandboxUnixSocket: without network no Unix socket outside the
-// sandbox is reachable, by path or abstract name; with network, abstract
+// sandbox is reachable, by path or abstract name, nor a vsock; with network, abstract
 // ones stay out of reach where Landlock scopes them. Socketpairs of the
 // kinds that cannot address a socket still work.
 func TestSandboxUnixSocket(t *testing.T) {
@@ -870,6 +870,7 @@ func TestSandboxUnixSocket(t *testing.T) {
 try abstract %s %q
 try dgram python3 -c 'import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)'
 try pair python3 -c 'import socket; a, b = socket.socketpair(); a.send(b"x"); assert b.recv(1) == b"x"'
+try vsock python3 -c 'import socket; socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)'
 echo "== end"`, connect, path, connect, abstract)
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("AllowNetwork=%v", allow), func(t *testing.T) {
@@ -879,7 +880,7 @@ echo "== end"`, connect, path, connect, abstract)
 			wantLines(t, got, "pair: done")
 			pathReached, absReached := accepted(t, pathLn), accepted(t, absLn)
 			if !allow {
-				wantLines(t, got, "path: refused", "abstract: refused", "dgram: refused", "Permission denied")
+				wantLines(t, got, "path: refused", "abstract: refused", "dgram: refused", "vsock: refused", "Permission denied")
 				if pathReached || absReached {
 					t.Errorf("a listener got a connection from a child without network (path %v, abstract %v)", pathReached, absReached)
 				}
@@ -893,6 +894,10 @@ echo "== end"`, connect, path, connect, abstract)
 	}
 	_, ctl := sandboxed(t, nil, script, "== end")
 	wantLines(t, ctl.Output, "path: done", "abstract: done", "dgram: done")
+	if fd, err := syscall.Socket(40, syscall.SOCK_STREAM, 0); err == nil { // AF_VSOCK, where the host has it
+		syscall.Close(fd)
+		wantLines(t, ctl.Output, "vsock: done")
+	}
 	if !accepted(t, pathLn) || !accepted(t, absLn) {
 		t.Errorf("the unconfined control reached no listener")
 	}

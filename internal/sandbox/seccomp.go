@@ -60,11 +60,15 @@ const (
 	offArg1 = 24
 )
 
-// filter returns the program (classic BPF jumps only forward): a foreign architecture (i386 or x32 calls
-// on amd64) gets ENOSYS for everything, deniedCalls EPERM, and without
-// network socket(AF_UNIX) and datagram socketpairs EACCES, so no Unix
-// socket outside the sandbox can be reached by path (a datagram socket
-// could send to one with sendto; stream and seqpacket pairs cannot).
+// filter returns the program (classic BPF jumps only forward): a foreign
+// architecture (i386 or x32 calls on amd64) gets ENOSYS for everything,
+// deniedCalls EPERM, and without network every socket family but IPv4,
+// IPv6 and netlink (all three confined to the sandbox's own network
+// namespace) EACCES, and so do datagram socketpairs: no Unix socket
+// outside the sandbox can be reached by path (a datagram socket could
+// send to one with sendto; stream and seqpacket pairs cannot), nor a
+// family no network namespace confines (vsock to the hypervisor,
+// Bluetooth).
 func filter(arch uint32, network bool) []bpf {
 	p := []bpf{
 		{code: bpfLd, k: offArch},
@@ -86,7 +90,9 @@ func filter(arch uint32, network bool) []bpf {
 	if !network {
 		p = append(p,
 			bpf{label: "socket", code: bpfLd, k: offArg0},
-			bpf{code: bpfJeq, k: unix.AF_UNIX, jt: "eacces", jf: "allow"},
+			bpf{code: bpfJeq, k: unix.AF_INET, jt: "allow"},
+			bpf{code: bpfJeq, k: unix.AF_INET6, jt: "allow"},
+			bpf{code: bpfJeq, k: unix.AF_NETLINK, jt: "allow", jf: "eacces"},
 			bpf{label: "socketpair", code: bpfLd, k: offArg0},
 			bpf{code: bpfJeq, k: unix.AF_UNIX, jf: "allow"},
 			bpf{code: bpfLd, k: offArg1},
