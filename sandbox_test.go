@@ -999,7 +999,10 @@ func TestSandboxInteractive(t *testing.T) {
 
 	// A signal the host sends the foreground group reaches the command,
 	// not only the launcher in the same group.
-	trap := start(`trap 'echo caught' INT; trap 'echo usr1' USR1; echo ready; while :; do read -r x; done`, "ready")
+	// The loops wake every 50 ms: a signal that lands between the marker
+	// and the first blocking call would otherwise wait for input (a race
+	// in bash and python themselves, wide on a loaded machine).
+	trap := start(`trap 'echo caught' INT; trap 'echo usr1' USR1; echo ready; while :; do read -r -t 0.05 x; done`, "ready")
 	write(trap, `\x03`, "caught")
 	ts, _ := m.Session(trap)
 	if err := ts.Signal(syscall.SIGUSR1); err != nil {
@@ -1009,9 +1012,10 @@ func TestSandboxInteractive(t *testing.T) {
 
 	py := start("python3 -q", ">>> ")
 	write(py, `2**10\r`, "1024")
-	write(py, `import time; print("sle" + "eping"); time.sleep(30)\r`, "sleeping")
-	write(py, `\x03`, "KeyboardInterrupt")
-	write(py, `import os; os.getpid()\r`, ">>> ")
+	pyint := start(`python3 -c 'import time
+print("re" "ady", flush=True)
+while True: time.sleep(0.05)'`, "ready")
+	write(pyint, `\x03`, "KeyboardInterrupt")
 
 	vim := start("vim -u NONE -i NONE -N note.txt", "note.txt")
 	write(vim, `ihello from vim\e:wq\r`, "")
