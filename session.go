@@ -170,8 +170,8 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}
-	// A sandbox that confines the starting thread (Landlock) runs the start
-	// itself, so the fork inherits the confinement; see threadStarter.
+	// A sandbox that must start the child itself (bubblewrap's parent
+	// thread must outlive it) runs the start; see threadStarter.
 	var f *os.File
 	start := func() (err error) {
 		f, err = startChild(cmd, cols, rows)
@@ -184,6 +184,9 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		err = start()
 	}
 	if err != nil {
+		if f != nil {
+			f.Close() // the sandbox refused a child it had started, and reaped it
+		}
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
@@ -484,6 +487,9 @@ func (s *Session) checkDrained() {
 func (s *Session) reap() {
 	err := s.cmd.Wait()
 	st := exitStatus(s.cmd.ProcessState, err)
+	if sm, ok := s.m.opts.Sandbox.(statusMapper); ok {
+		st = sm.childStatus(st)
+	}
 	s.mu.Lock()
 	s.exited = true
 	s.status = st
