@@ -197,8 +197,11 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		processDone: make(chan struct{}),
 	}
 	// Readline and other line editors move by screen row once a line is
-	// wider than the terminal; the settler needs the width to follow them.
+	// wider than the terminal; the settler needs the width to follow them,
+	// and the height to keep motion on the screen.
 	s.settle.setCols(cols)
+	s.settle.setRows(rows)
+	s.settle.keepCol = true // the pty's ONLCR adds the CR where output processing is on
 	go s.read()
 	go s.process()
 	go s.reap()
@@ -646,6 +649,7 @@ func (s *Session) Resize(cols, rows int) error {
 	s.screen.Resize(cols, rows)
 	s.mu.Lock()
 	s.settle.setCols(cols)
+	s.settle.setRows(rows)
 	s.cols, s.rows = cols, rows
 	s.mu.Unlock()
 	return nil
