@@ -66,6 +66,9 @@ type Screen struct {
 	AltScreen bool
 	// Lines holds each row's text, trailing blanks trimmed.
 	Lines []string
+	// Cells holds every cell, row by row (Rows rows of Cols cells), with
+	// its character, width and attributes. Session.Screen fills it.
+	Cells [][]Cell
 }
 
 // Text returns the screen's rows joined by newlines, trailing empty rows
@@ -621,7 +624,9 @@ func (s *Session) Screen() Screen {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
 	s.syncScreenLocked()
-	return s.snapshot()
+	scr := s.snapshot()
+	scr.Cells = s.screen.Cells()
+	return scr
 }
 
 // snapshot reads the screen. Call with screenMu held.

@@ -1,6 +1,7 @@
 package agentpty
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -231,5 +232,43 @@ func TestSettleREPBounded(t *testing.T) {
 	}
 	if strings.Trim(strings.ReplaceAll(text, "\n", ""), "x") != "" {
 		t.Fatalf("the text holds more than x: %.80q", text)
+	}
+}
+
+// TestScreenCells reads the attributes a program gave its output back from
+// Session.Screen: what a host renders, and where highlights come from.
+func TestScreenCells(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: `printf 'plain \033[1;4;32mbold\033[0m \033[7msel\033[0m \033[48;2;10;20;200mbg\033[0m 日x\n'; echo done; exec cat`, WaitFor: "done", Cols: 40, Rows: 5})
+	s, _ := m.Session(res.ID)
+	scr := s.Screen()
+	if len(scr.Cells) != 5 || len(scr.Cells[0]) != 40 {
+		t.Fatalf("Cells is %d rows", len(scr.Cells))
+	}
+	row := scr.Cells[0]
+	var text strings.Builder
+	for _, c := range row {
+		text.WriteString(c.Text)
+	}
+	if got := strings.TrimRight(text.String(), " "); got != scr.Lines[0] {
+		t.Fatalf("the cells read %q, the line %q", got, scr.Lines[0])
+	}
+	if c := row[0]; c.Bold || c.Reverse || c.FG != DefaultColor || c.BG != DefaultColor || c.Width != 1 {
+		t.Errorf("plain: %+v", c)
+	}
+	if c := row[6]; c.Text != "b" || !c.Bold || !c.Underline || c.FG != 10 {
+		t.Errorf("bold green underlined (bright 10 when bold): %+v", c)
+	}
+	if c := row[11]; c.Text != "s" || !c.Reverse || c.Bold {
+		t.Errorf("reverse: %+v", c)
+	}
+	if c := row[15]; c.Text != "b" || c.BG != RGBFlag|0x0a14c8 {
+		t.Errorf("background: %+v", c)
+	}
+	if c := row[18]; c.Text != "日" || c.Width != 2 || row[19].Width != 0 || row[20].Text != "x" {
+		t.Errorf("wide: %+v %+v %+v", c, row[19], row[20])
+	}
+	if _, err := m.Kill(context.Background(), res.ID); err != nil {
+		t.Fatal(err)
 	}
 }
