@@ -272,3 +272,15 @@ func TestScreenCells(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSettleRawLineFeed runs a program that turns output processing off:
+// its bare line feeds keep the column, as on the terminal, and once it is
+// back on the line discipline's CR LF starts lines at the left again.
+func TestSettleRawLineFeed(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: `stty -opost; printf 'raw\nmode\n'; stty opost; printf 'cooked\nagain\n'; echo done`, WaitFor: "done"})
+	want := "raw\n   mode\n       cooked\nagain\ndone"
+	if !strings.Contains(res.Output, want) {
+		t.Fatalf("output %q does not hold %q", res.Output, want)
+	}
+}
