@@ -279,16 +279,43 @@ func (s *settler) clearScreen(y int) {
 		y = min(max(y, s.top), s.bot)
 	}
 	c := s.col - s.rowStart()
-	s.moveTo(s.lastLine())
-	if settleExtent(s.cells) > 0 || s.line(s.cur).n > 0 {
-		s.endLine()
+	if s.blankScreen() {
+		return // nothing to move to the history, as tmux moves nothing
 	}
+	// Blank rows below the last text are blank rows of the new screen.
+	k := s.lastLine()
+	for k > s.base && !s.hasText(k) {
+		k--
+	}
+	s.moveTo(k)
+	s.dropBelow()
+	s.endLine()
 	s.floor = s.cur
 	for range y {
 		s.endLine()
 	}
 	s.col, s.pending = c, false
 	s.setRow(y)
+}
+
+// blankScreen reports whether no line since the last clear holds text, so
+// clearing again adds no blank lines. It looks back from the last line and
+// stops at the first with text.
+func (s *settler) blankScreen() bool {
+	for i := s.lastLine(); i >= max(s.floor, s.base); i-- {
+		if s.hasText(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasText reports whether line i holds any text.
+func (s *settler) hasText(i int) bool {
+	if i == s.cur {
+		return settleExtent(s.cells) > 0
+	}
+	return s.line(i).n > 0
 }
 
 // saveCursor applies DECSC and SCOSC.

@@ -204,6 +204,7 @@ var settleScreenCases = []struct {
 	{"up stops at the top margin", 10, 5, "\x1b[2;5r\x1b[5;1H1\r\n2\r\n3\r\n4\r\n\x1b[9AX", "\n\n\n\n1\nX\n3\n4"},
 	{"cup to a row below the text", 10, 5, "a\x1b[4;3Hb", "a\n\n\n  b"},
 	{"ed 2 keeps what was on the screen", 10, 4, "a\r\nb\x1b[H\x1b[2Jc", "a\nb\nc"},
+	{"ed 2 on a blank screen adds nothing", 10, 4, "a\r\n\r\n\x1b[2J\x1b[2J\x1b[2J\x1b[2Jb", "a\n\n\nb"},
 	{"tab with the wrap pending stays", 4, 3, "abcd\tX", "abcdX"},
 	{"rep stops at the screen's end", 4, 2, "x\x1b[1000b", "xxxxxxxx"},
 }
