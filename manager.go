@@ -172,7 +172,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	}
 	cols, rows := orDefault(req.Cols, DefaultCols), orDefault(req.Rows, DefaultRows)
 	if m.opts.Approver != nil {
-		ar := ApprovalRequest{Tool: ToolStart, Command: req.Command, Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
+		ar := ApprovalRequest{Tool: ToolStart, Command: approvedCommand(req), Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
 		if err := m.opts.Approver.Approve(ctx, ar); err != nil {
 			if errors.Is(err, ErrDenied) {
 				return StartResult{}, err
@@ -207,17 +207,24 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	close(s.announced)
 	started = true
 	m.starting.Done() // registered: Close sees it from here on
-	w, err := s.wait(ctx, req.WaitFor, req.WaitMS)
+	if s.sh != nil {
+		return s.startShell(ctx, req)
+	}
+	w, err := s.wait(ctx, req.WaitFor, req.WaitMS, req.WaitUntil)
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated}, nil
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated,
+		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground}, nil
 }
 
 func checkStart(req StartRequest) error {
-	if strings.TrimSpace(req.Command) == "" {
+	if strings.TrimSpace(req.Command) == "" && !req.Shell {
 		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
+	}
+	if err := checkWaitUntil(ToolStart, "", req.WaitUntil); err != nil {
+		return err
 	}
 	if req.Cols < 0 || req.Cols > maxCols {
 		return errorf(ErrInvalid, "%s: cols %d is outside 1-%d", ToolStart, req.Cols, maxCols)
@@ -295,6 +302,9 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if req.WaitMS != nil && *req.WaitMS < 0 {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: wait_ms %d is negative", ToolWrite, req.ID, *req.WaitMS)
 	}
+	if err := checkWaitUntil(ToolWrite, req.ID, req.WaitUntil); err != nil {
+		return WriteResult{}, err
+	}
 	s, err := m.lookup(ToolWrite, req.ID)
 	if err != nil {
 		return WriteResult{}, err
@@ -303,7 +313,7 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if req.Submit {
 		input = append(input, '\r')
 	}
-	return s.write(ctx, input, req.WaitFor, req.WaitMS)
+	return s.write(ctx, input, req.WaitFor, req.WaitMS, req.WaitUntil)
 }
 
 // Kill ends a session and everything it started, frees its terminal and

@@ -90,7 +90,8 @@ type Session struct {
 	pid     int
 	started time.Time
 
-	writeMu sync.Mutex // one writer at a time on the terminal: input and query replies
+	writeMu sync.Mutex  // one writer at a time on the terminal: input and query replies
+	reading atomic.Bool // the reader holds bytes it has not fed yet (see readTerminal)
 
 	// inMu guards the ring, which the reader fills; the renderer copies
 	// from it and the screen takes slices of it to read in place. It is
@@ -113,6 +114,7 @@ type Session struct {
 	drainSeen  bool        // the reader has read what was on its way at exit (or hit end of file) ...
 	drainOff   int64       // ... up to this ring offset
 	drained    bool        // exited, and everything up to drainOff is rendered
+	sh         *shell      // a shell session's prompt marks; nil for other sessions
 	idle, life *time.Timer // nil once killed
 	calls      int         // calls in progress; the idle clock waits for none
 
@@ -151,9 +153,15 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		}
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
+	var sh *shell
+	var shEnv []string
+	if req.Shell {
+		sh = newShell()
+		argv, shEnv = shellArgv, sh.env()
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = req.Cwd
-	cmd.Env = childEnv(m.opts.Env, req.Env)
+	cmd.Env = childEnv(m.opts.Env, req.Env, shEnv)
 	if m.opts.Sandbox != nil {
 		if err := m.opts.Sandbox.Prepare(cmd); err != nil {
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
@@ -195,6 +203,10 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		announced:   make(chan struct{}),
 		readerDone:  make(chan struct{}),
 		processDone: make(chan struct{}),
+		sh:          sh,
+	}
+	if sh != nil {
+		sh.attach(s.settle)
 	}
 	// Readline and other line editors move by screen row once a line is
 	// wider than the terminal; the settler needs the width to follow them.
@@ -253,11 +265,12 @@ func (s *Session) read() {
 	drains := 0
 	eio := false
 	for {
-		n, err := s.pty.Read(buf)
+		n, err := readTerminal(s.pty, buf, &s.reading)
 		if n > 0 {
 			s.feed(buf[:n])
 			eio = false
 		}
+		s.reading.Store(false) // fed: State may trust the ring again
 		if n == len(buf) && n < size {
 			buf = make([]byte, size)
 		}
@@ -673,6 +686,7 @@ type waitResult struct {
 	signal      string
 	truncated   int64
 	inputHidden bool
+	state       TerminalState
 }
 
 // waitLimit turns the request's wait into a duration.
@@ -688,13 +702,14 @@ func waitLimit(waitFor string, waitMS *int) time.Duration {
 }
 
 // write types input, then waits and collects as pty-write does.
-func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitMS *int) (WriteResult, error) {
+func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitMS *int, waitUntil string) (WriteResult, error) {
 	defer s.use()() // a long wait is use, not idleness
 	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
 	}
-	deadline := time.Now().Add(waitLimit(waitFor, waitMS))
+	deadline := time.Now().Add(untilLimit(waitFor, waitMS, waitUntil))
+	ends := s.shellEnds()
 	if len(input) > 0 {
 		// Even a call that will not wait for output gets a moment to type.
 		typing := deadline
@@ -712,29 +727,43 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
 		}
 	}
-	w, err := s.waitUntil(ctx, waitFor, deadline, false)
+	w, err := s.waitUntil(ctx, waitFor, deadline, false, waitUntil != "")
 	if err != nil {
 		return WriteResult{}, err
 	}
-	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
-		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden}, nil
+	res := WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
+		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground}
+	if code, ok := s.shellEnded(ends); ok && !w.exited {
+		res.PromptAfter, res.ExitCode = true, &code
+	}
+	return res, nil
 }
 
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
 // it returns once output has appeared and paused.
-func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int) (waitResult, error) {
+func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int, waitUntil string) (waitResult, error) {
 	defer s.use()() // the idle clock starts when start returns
-	quiet := waitFor == "" && waitMS == nil
-	return s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet)
+	quiet := waitFor == "" && waitMS == nil && waitUntil == ""
+	return s.waitUntil(ctx, waitFor, time.Now().Add(untilLimit(waitFor, waitMS, waitUntil)), quiet, waitUntil != "")
 }
 
-// waitUntil waits as await does, then collects the result.
-func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.Time, quiet bool) (waitResult, error) {
-	matched, err := s.await(ctx, waitFor, deadline, quiet)
+// waitUntil waits as await does (awaitInput when input), then collects
+// the result, with the state taken before the output.
+func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.Time, quiet, input bool) (waitResult, error) {
+	var matched bool
+	var err error
+	if input {
+		matched, err = s.awaitInput(ctx, waitFor, deadline)
+	} else {
+		matched, err = s.await(ctx, waitFor, deadline, quiet)
+	}
 	if err != nil {
 		return waitResult{}, err
 	}
-	return s.collect(matched), nil
+	st := s.State()
+	w := s.collect(matched)
+	w.state = st
+	return w, nil
 }
 
 // await blocks until waitFor appears in new output, the child exits, the

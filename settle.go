@@ -93,6 +93,12 @@ type settler struct {
 	ev  settleEvents
 	alt bool // the alternate screen is showing: record nothing
 
+	// oscHook, when set, is told each OSC string ended by BEL (its first
+	// settleOSCMax bytes), with the cursor where the string stood; osc
+	// holds the part read so far.
+	oscHook func(payload []byte)
+	osc     []byte
+
 	// odd is set when a write completes anything but plain text: a
 	// sequence other than SGR and the line-local ones (EL, ECH, DCH, ICH,
 	// CHA, HPA, CUF, HPR, CUB), or a control other than CR, LF, VT, FF, BS,
@@ -441,6 +447,7 @@ func (s *settler) escape(b byte) bool {
 		s.startCSI()
 	case ']':
 		s.state = settleOSC
+		s.osc = s.osc[:0]
 	case 'P', 'X', '^', '_': // DCS, SOS, PM, APC
 		s.state = settleString
 	case 'Z': // DECID
@@ -474,6 +481,7 @@ func (s *settler) startCSI() {
 
 // skipString consumes string bytes from p[i:] up to and including the terminator.
 func (s *settler) skipString(p []byte, i int) int {
+	from := i
 	for ; i < len(p); i++ {
 		switch p[i] {
 		case 0x1b:
@@ -482,6 +490,9 @@ func (s *settler) skipString(p []byte, i int) int {
 		case 0x07:
 			if s.state == settleOSC {
 				s.state = settleGround
+				if s.oscHook != nil {
+					s.oscHook(s.oscPart(p[from:i]))
+				}
 				return i + 1
 			}
 		case 0x18, 0x1a:
@@ -489,7 +500,18 @@ func (s *settler) skipString(p []byte, i int) int {
 			return i + 1
 		}
 	}
+	if s.state == settleOSC && s.oscHook != nil {
+		s.osc = s.oscPart(p[from:i])
+	}
 	return i
+}
+
+// settleOSCMax bounds what oscHook is shown of one OSC string.
+const settleOSCMax = 128
+
+// oscPart is the OSC string read so far with part appended, bounded.
+func (s *settler) oscPart(part []byte) []byte {
+	return append(s.osc, part[:min(len(part), max(settleOSCMax-len(s.osc), 0))]...)
 }
 
 // csi consumes control-sequence bytes from p[i:] up to and including the
