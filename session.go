@@ -132,6 +132,7 @@ type Session struct {
 	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
 	progress    chan struct{} // the processor tells a throttled reader it did some (1-buffered)
 	queries     atomic.Bool   // the settler saw a query the screen has not parsed yet
+	answering   atomic.Int32  // screen parses and query replies under way (see State)
 	batch       []byte        // the renderer's copy of what it renders next, when not the read itself
 	done        chan struct{} // closed when drained
 	reaped      chan struct{} // closed when the child has been reaped
@@ -428,14 +429,14 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	if ev&evNonPlain != 0 {
 		s.nonPlainEnd.Store(end)
 	}
+	if ev&evQuery != 0 {
+		s.queries.Store(true) // before settled: State never sees the query rendered but not owed
+	}
 	s.settled.Store(end)
 	s.lastOutput = time.Now()
 	s.broadcast()
 	s.checkDrained()
 	s.mu.Unlock()
-	if ev&evQuery != 0 {
-		s.queries.Store(true)
-	}
 }
 
 // copyFrom copies the ring's bytes from off into buf, reusing its memory,
@@ -513,6 +514,13 @@ func (s *Session) syncScreenLocked() {
 		s.mu.Unlock()
 		s.screen = screen.New(cols, rows)
 	}
+	s.answering.Add(1) // held over from the query flag to the reply typed
+	answered := true
+	defer func() {
+		if answered {
+			s.answering.Add(-1)
+		}
+	}()
 	s.queries.Store(false) // whatever asked is in what is parsed now
 	// The screen reads the ring in place: the reader does not write over
 	// bytes the screen has not parsed (see feed), so only taking the slices
@@ -548,9 +556,11 @@ func (s *Session) syncScreenLocked() {
 		// A reply must not block the screen: the program that asked may
 		// not read it at once.
 		s.replies.Add(1)
+		answered = false
 		go func() {
 			defer s.replies.Done()
 			_, _ = s.writeTerminal(context.Background(), reply, time.Now().Add(replyTimeout))
+			s.answering.Add(-1)
 		}()
 	}
 }

@@ -17,7 +17,7 @@ import (
 type settleEvents uint8
 
 const (
-	evQuery    settleEvents = 1 << iota // a terminal query (DSR, CPR, DA1-3, DECID) waits for an answer
+	evQuery    settleEvents = 1 << iota // a terminal query (DSR, CPR, DA1-3, DECID, DECRQM, CSI 18 t, OSC colour) waits for an answer
 	evAltEnter                          // the program switched to the alternate screen
 	evAltLeave                          // the program switched back to the primary screen
 	evNonPlain                          // more than text, CR, LF, BS, HT, BEL, SGR and line-local sequences: the screen cannot skip it
@@ -95,7 +95,7 @@ type settler struct {
 
 	// oscHook, when set, is told each OSC string ended by BEL (its first
 	// settleOSCMax bytes), with the cursor where the string stood; osc
-	// holds the part read so far.
+	// holds the part read so far, which also tells colour queries.
 	oscHook func(payload []byte)
 	osc     []byte
 
@@ -490,8 +490,12 @@ func (s *settler) skipString(p []byte, i int) int {
 		case 0x07:
 			if s.state == settleOSC {
 				s.state = settleGround
+				osc := s.oscPart(p[from:i])
+				if bytes.HasSuffix(osc, []byte(";?")) { // a colour query (OSC 10;?) the screen answers
+					s.ev |= evQuery
+				}
 				if s.oscHook != nil {
-					s.oscHook(s.oscPart(p[from:i]))
+					s.oscHook(osc)
 				}
 				return i + 1
 			}
@@ -500,7 +504,7 @@ func (s *settler) skipString(p []byte, i int) int {
 			return i + 1
 		}
 	}
-	if s.state == settleOSC && s.oscHook != nil {
+	if s.state == settleOSC {
 		s.osc = s.oscPart(p[from:i])
 	}
 	return i
@@ -574,6 +578,9 @@ func (s *settler) dispatch(f byte) {
 		if f != 'm' || s.priv != 0 || s.inter != 0 {
 			s.odd = true
 		}
+		if s.inter == '$' && f == 'p' { // DECRQM
+			s.ev |= evQuery
+		}
 		return
 	}
 	// Erasing, inserting and deleting in the row and moving along it leave
@@ -601,7 +608,7 @@ func (s *settler) dispatch(f byte) {
 		return
 	}
 	switch {
-	case f == 'n' && (p0 == 5 || p0 == 6), f == 'c' && p0 == 0:
+	case f == 'n' && (p0 == 5 || p0 == 6), f == 'c' && p0 == 0, f == 't' && p0 == 18:
 		s.ev |= evQuery
 	}
 	if s.alt {

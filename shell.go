@@ -16,7 +16,13 @@ import (
 const ToolRun = "pty-run"
 
 // Runs, as DESIGN.md fixes them.
-const defaultRunTimeout = 10 * time.Second
+const (
+	defaultRunTimeout = 10 * time.Second
+	// promptSettle bounds the wait, after a command's end mark, for the
+	// shell to be back at its prompt reading input (a background job that
+	// keeps printing would otherwise hold the run).
+	promptSettle = 100 * time.Millisecond
+)
 
 // RunRequest is the argument of pty-run.
 type RunRequest struct {
@@ -276,6 +282,16 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	}
 	s.mu.Lock()
 	done := s.sh.ends > ends
+	s.mu.Unlock()
+	if done {
+		// The prompt is on its way; the state a moment later says so.
+		settle := time.Now().Add(promptSettle)
+		if deadline.Before(settle) {
+			settle = deadline
+		}
+		_ = s.awaitCond(ctx, settle, s.readingPrompt)
+	}
+	s.mu.Lock()
 	var out string
 	switch {
 	case done:
@@ -357,13 +373,20 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 			Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground, PromptAfter: r.PromptAfter}, nil
 	}
 	defer s.use()()
-	if err := s.awaitCond(ctx, deadline, s.atPrompt); err != nil {
+	if err := s.awaitCond(ctx, deadline, s.readingPrompt); err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	st := s.State()
 	w := s.collect(false)
 	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal,
 		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground}, nil
+}
+
+// readingPrompt reports whether the shell shows its prompt and reads it.
+// The state comes first: waiting_input means the prompt's mark, printed
+// before it, has been rendered.
+func (s *Session) readingPrompt() bool {
+	return s.State().State == StateWaitingInput && s.atPrompt()
 }
 
 // atPrompt reports whether the shell shows its prompt.

@@ -64,12 +64,13 @@ func (s *Session) State() TerminalState {
 
 // outputSettled reports that nothing the program wrote is on its way: the
 // master has nothing to read, the reader holds no bytes it has not fed,
-// and the renderer has rendered everything fed. The master is polled
+// the renderer has rendered everything fed, and no terminal query in it
+// waits for its answer (the slave's poll then sees the answer unread). The master is polled
 // before the reader's flag is read: bytes the reader took before the poll
 // have its flag set by then (see readTerminal).
 func (s *Session) outputSettled() bool {
-	if readable(s.pty) || s.reading.Load() {
-		return false
+	if readable(s.pty) || s.reading.Load() || s.queries.Load() || s.answering.Load() > 0 {
+		return false // output on its way, or a query's answer owed to the program
 	}
 	s.inMu.Lock()
 	end := s.ring.end()

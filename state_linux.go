@@ -180,7 +180,7 @@ func onTerminal(pid int, tty uint64) (on, known bool) {
 	isTTY := func(fd uint64) bool {
 		var st unix.Stat_t
 		return fd < 1<<20 && unix.Stat(dir+"/fd/"+strconv.FormatUint(fd, 10), &st) == nil &&
-			st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == tty
+			st.Mode&unix.S_IFMT == unix.S_IFCHR && (st.Rdev == tty || st.Rdev == devTTY)
 	}
 	switch waitCalls[nr] {
 	case waitRead:
@@ -219,6 +219,10 @@ func onTerminal(pid int, tty uint64) (on, known bool) {
 	}
 	return false, true
 }
+
+// devTTY is /dev/tty, which getpass and sudo open: for a process of the
+// terminal's foreground group it is this terminal.
+var devTTY = unix.Mkdev(5, 0)
 
 // readMem reads len(p) bytes of a process's memory at addr.
 func readMem(dir string, addr uint64, p []byte) bool {
