@@ -299,8 +299,15 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	case s.sh.busy:
 		out = s.settle.textBetween(s.sh.from, s.settle.cursorPos())
 	}
+	alt := s.settle.altScreen()
 	s.mu.Unlock()
 	w := s.collect(false)
+	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
+		if out != "" {
+			out += "\n"
+		}
+		out += s.Screen().Text()
+	}
 	if !done {
 		state = s.State()
 	} else {

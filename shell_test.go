@@ -104,6 +104,15 @@ func TestShellRunWaitsForInput(t *testing.T) {
 	if !w.PromptAfter || code(w.ExitCode) != 0 || !strings.Contains(w.Output, "2") {
 		t.Fatalf("wc after ^D: %+v", w)
 	}
+	// A full-screen program: the run returns its screen once it waits.
+	res = mustRun(t, m, RunRequest{ID: id, Command: "seq -f 'row %g' 100 | less"})
+	if res.PromptAfter || res.State != StateWaitingInput || res.Foreground != "less" || !strings.Contains(res.Output, "row 31") {
+		t.Fatalf("less: %+v", res)
+	}
+	w = mustWrite(t, m, WriteRequest{ID: id, Input: "q", WaitUntil: WaitUntilInput})
+	if !w.PromptAfter || code(w.ExitCode) != 0 {
+		t.Fatalf("less after q: %+v", w)
+	}
 }
 
 func TestShellRunTimeoutAndInterrupt(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -182,7 +183,11 @@ func onTerminal(pid int, tty uint64) (on, known bool) {
 		return fd < 1<<20 && unix.Stat(dir+"/fd/"+strconv.FormatUint(fd, 10), &st) == nil &&
 			st.Mode&unix.S_IFMT == unix.S_IFCHR && (st.Rdev == tty || st.Rdev == devTTY)
 	}
-	switch waitCalls[nr] {
+	kind := waitCalls[nr]
+	if kind != waitRead && pause(dir, nr, arg) {
+		return false, true
+	}
+	switch kind {
 	case waitRead:
 		return isTTY(arg(0)), true
 	case waitSelect:
@@ -218,6 +223,48 @@ func onTerminal(pid int, tty uint64) (on, known bool) {
 		return epollWatches(dir, arg(0), isTTY), true
 	}
 	return false, true
+}
+
+// shortestWait is the shortest timeout of a select or poll on the
+// terminal that counts as waiting for input: vim, for one, pauses 25 ms
+// that way between showing a mode and drawing the keys it already read.
+const shortestWait = 100 * time.Millisecond
+
+// pause reports whether a select, poll or epoll wait (system call nr,
+// arguments arg) has a timeout shorter than shortestWait: a pause in the
+// program's work, not a wait for input. The timeout is the one asked for,
+// read from the call's arguments or, for a pointer, the process's memory.
+func pause(dir string, nr uint64, arg func(int) uint64) bool {
+	var d time.Duration
+	spec := func(ptr uint64, unit time.Duration) bool { // struct timespec or timeval; NULL waits for ever
+		b := make([]byte, 16)
+		if ptr == 0 || !readMem(dir, ptr, b) {
+			return false
+		}
+		d = time.Duration(binary.LittleEndian.Uint64(b))*time.Second + time.Duration(binary.LittleEndian.Uint64(b[8:]))*unit
+		return true
+	}
+	ms := func(v uint64) bool { // an int of milliseconds; negative waits for ever
+		t := int32(v)
+		d = time.Duration(t) * time.Millisecond
+		return t >= 0
+	}
+	var finite bool
+	switch {
+	case nr == unix.SYS_PSELECT6:
+		finite = spec(arg(4), time.Nanosecond)
+	case nr == unix.SYS_PPOLL:
+		finite = spec(arg(2), time.Nanosecond)
+	case nr == unix.SYS_EPOLL_PWAIT2:
+		finite = spec(arg(3), time.Nanosecond)
+	case nr == unix.SYS_EPOLL_PWAIT, runtime.GOARCH == "amd64" && nr == 232:
+		finite = ms(arg(3))
+	case runtime.GOARCH == "amd64" && nr == 23:
+		finite = spec(arg(4), time.Microsecond)
+	case runtime.GOARCH == "amd64" && nr == 7:
+		finite = ms(arg(2))
+	}
+	return finite && d < shortestWait
 }
 
 // devTTY is /dev/tty, which getpass and sudo open: for a process of the
