@@ -42,22 +42,26 @@ func foreground(master *os.File) fgReport {
 	if pgrp <= 0 || tty == 0 {
 		return rep
 	}
+	// The leader decides alone when it runs or waits on the terminal
+	// itself (a shell, a REPL, an editor: the usual case); only otherwise
+	// (git waiting for its editor, make for its recipe) are the group's
+	// other members looked for, which takes a walk through /proc.
 	running := false
-	for _, pid := range groupMembers(pgrp) {
+	look := func(pid int) (decided bool) {
 		st, name, ok := procStat(pid)
 		if !ok {
-			continue
+			return false
 		}
-		if rep.name == "" || (pid == pgrp && !rep.waiting) {
-			rep.name = name // the leader, listed first, unless one waits
+		if rep.name == "" {
+			rep.name = name // the leader, looked at first, unless one waits
 		}
 		switch st {
 		case 'R', 'D':
 			running = true
-			continue
+			return true
 		case 'S':
 		default:
-			continue // stopped, traced, zombie: not waiting on the terminal
+			return false // stopped, traced, zombie: not waiting on the terminal
 		}
 		on, known := onTerminal(pid, tty)
 		if !known { // the kernel hides its system call: a password prompt still counts
@@ -66,12 +70,21 @@ func foreground(master *os.File) fgReport {
 		if on && !rep.waiting {
 			rep.name, rep.waiting = name, true
 		}
+		return on
+	}
+	if !look(pgrp) {
+		for _, pid := range groupMembers(pgrp) {
+			if look(pid) && running {
+				break
+			}
+		}
 	}
 	rep.waiting = rep.waiting && !running
 	return rep
 }
 
-// groupMembers lists the live processes of process group pgrp.
+// groupMembers lists the live processes of process group pgrp other
+// than its leader.
 func groupMembers(pgrp int) []int {
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -79,7 +92,7 @@ func groupMembers(pgrp int) []int {
 	}
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
-	out := []int{pgrp} // the leader first, when it lives
+	var out []int
 	buf := make([]byte, 512)
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
