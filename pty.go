@@ -39,7 +39,7 @@ func errorf(sentinel error, format string, args ...any) error {
 type StartRequest struct {
 	// Command runs as `bash -lc Command` (see Options.Shell). Required,
 	// except in a shell session, where it is the first command run.
-	Command string `json:"command"`
+	Command string `json:"command,omitempty"`
 	// Shell starts an interactive bash whose prompt marks command
 	// boundaries and exit codes, for pty-run.
 	Shell bool `json:"shell,omitempty"`

@@ -102,10 +102,11 @@ func (sh *shell) env() []string {
 	return []string{
 		"PS1=" + mark("A") + `\$ ` + mark("B"),
 		"PS2=",
+		"HISTFILE=", // the model's commands stay out of the host's history file
 		"PS0=${PS0:__agentpty_ran=1:0}" + mark("C"),
 		"PROMPT_COMMAND=__agentpty_st=$?; " +
 			`[[ -n $__agentpty_ran ]] && ` + end + `; unset __agentpty_ran; ` +
-			`export -n PS0 PS1 PS2 PROMPT_COMMAND; bind 'set enable-bracketed-paste on' 2>/dev/null`,
+			`export -n PS0 PS1 PS2 PROMPT_COMMAND HISTFILE; bind 'set enable-bracketed-paste on' 2>/dev/null`,
 	}
 }
 

@@ -1,5 +1,5 @@
 // Command mcp is a Model Context Protocol server over stdio that gives a
-// model agentpty's three tools, pty-start, pty-write and pty-kill. It shows
+// model agentpty's tools, pty-start, pty-write, pty-run and pty-kill. It shows
 // how little a host needs: the names, descriptions and JSON Schemas come
 // from Manager.Tools, every call goes to Manager.Call with its JSON
 // arguments as they arrived, and the manager is closed on shutdown, so no

@@ -70,7 +70,7 @@ func TestStdio(t *testing.T) {
 		}
 		required[tool.Name] = req
 	}
-	want := map[string][]string{"pty-start": {"command"}, "pty-write": {"id"}, "pty-kill": {"id"}}
+	want := map[string][]string{"pty-start": nil, "pty-write": {"id"}, "pty-run": {"id", "command"}, "pty-kill": {"id"}} // pty-start needs no command with shell: true
 	for name, args := range want {
 		got, ok := required[name]
 		if !ok {
