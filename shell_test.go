@@ -1,6 +1,7 @@
 package agentpty
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -176,5 +177,32 @@ func TestShellRunBadInput(t *testing.T) {
 	// The session is untouched.
 	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo fine"}); res.Output != "fine" {
 		t.Fatalf("after bad input: %+v", res)
+	}
+}
+
+// TestShellRunIsApproved: a shell session runs whatever it is given, so
+// each run's command goes to the Approver; a denied one is not typed.
+func TestShellRunIsApproved(t *testing.T) {
+	var asked []ApprovalRequest
+	m := newManager(t, Options{Approver: ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
+		asked = append(asked, req)
+		return Rules{Allow: []string{"bash --norc --noprofile -i", "echo *"}}.Approve(ctx, req)
+	})})
+	id := startShell(t, m)
+	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo allowed"}); res.Output != "allowed" {
+		t.Fatalf("allowed run: %+v", res)
+	}
+	if _, err := m.Run(waitCtx(t), RunRequest{ID: id, Command: "touch denied"}); !isErr(err, ErrDenied) {
+		t.Fatalf("denied run: %v", err)
+	}
+	if len(asked) != 3 || asked[0].Tool != ToolStart || asked[1].Tool != ToolRun || asked[2].Command != "touch denied" {
+		t.Fatalf("asked %+v", asked)
+	}
+	s, _ := m.Session(id)
+	if strings.Contains(s.Scrollback(), "touch") {
+		t.Fatalf("a denied command was typed: %q", s.Scrollback())
+	}
+	if _, err := m.Start(waitCtx(t), StartRequest{Shell: true, WaitUntil: "later"}); !isErr(err, ErrInvalid) {
+		t.Fatalf("wait_until later: %v", err)
 	}
 }
