@@ -51,6 +51,9 @@ var transcript = []transcriptStep{
 	{run: "sleep 1; echo slept", lit: "slept\n%P", expect: "slept"},
 }
 
+// transcriptOptions give git its editor.
+var transcriptOptions = Options{Env: []string{"GIT_EDITOR=vim -u NONE -N -n", "GIT_CONFIG_NOSYSTEM=1"}}
+
 // transcriptFigure is what one drive of the transcript took.
 type transcriptFigure struct {
 	wall  time.Duration
@@ -62,10 +65,8 @@ type transcriptFigure struct {
 // "fixed") in a new shell session and reports the wall time, the bytes of
 // output returned and the calls made. A step whose results lack what it
 // expects is an error.
-func driveTranscript(tb testing.TB, way string) transcriptFigure {
+func driveTranscript(tb testing.TB, m *Manager, way string) transcriptFigure {
 	tb.Helper()
-	m := NewManager(Options{Env: []string{"GIT_EDITOR=vim -u NONE -N -n", "GIT_CONFIG_NOSYSTEM=1"}})
-	defer m.Close()
 	ctx := context.Background()
 	prompt := "$ "
 	if os.Geteuid() == 0 {
@@ -139,7 +140,9 @@ func transcriptReport(tb testing.TB, rounds int) map[string]transcriptFigure {
 	all := map[string][]transcriptFigure{}
 	for r := 0; r < rounds; r++ {
 		for _, w := range ways {
-			all[w] = append(all[w], driveTranscript(tb, w))
+			m := NewManager(transcriptOptions)
+			all[w] = append(all[w], driveTranscript(tb, m, w))
+			m.Close()
 		}
 	}
 	out := map[string]transcriptFigure{}
@@ -207,8 +210,9 @@ func TestTranscriptDrives(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives the transcript twice: a few seconds")
 	}
+	m := newManager(t, transcriptOptions)
 	for _, w := range []string{"state", "oracle"} {
-		f := driveTranscript(t, w)
+		f := driveTranscript(t, m, w)
 		t.Logf("%s: %v, %d bytes, %d calls", w, f.wall.Round(time.Millisecond), f.bytes, f.calls)
 	}
 }
