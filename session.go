@@ -133,6 +133,7 @@ type Session struct {
 	progress    chan struct{} // the processor tells a throttled reader it did some (1-buffered)
 	queries     atomic.Bool   // the settler saw a query the screen has not parsed yet
 	answering   atomic.Int32  // screen parses and query replies under way (see State)
+	parses      atomic.Int64  // screen parses begun, each of which may type an answer (see State)
 	batch       []byte        // the renderer's copy of what it renders next, when not the read itself
 	done        chan struct{} // closed when drained
 	reaped      chan struct{} // closed when the child has been reaped
@@ -515,6 +516,7 @@ func (s *Session) syncScreenLocked() {
 		s.screen = screen.New(cols, rows)
 	}
 	s.answering.Add(1) // held over from the query flag to the reply typed
+	s.parses.Add(1)
 	answered := true
 	defer func() {
 		if answered {

@@ -53,10 +53,13 @@ func (s *Session) State() TerminalState {
 	}
 	hidden := echoOff(s.pty)
 	// The processes first, then the output: what a program wrote before it
-	// blocked is then either still in the master or already read.
+	// blocked is then either still in the master or already read. An
+	// answer to a query typed after the processes were looked at wakes the
+	// program: a screen parse begun since then counts as one.
+	parses := s.parses.Load()
 	fg := foreground(s.pty)
 	st := TerminalState{State: StateRunning, Foreground: fg.name, InputHidden: hidden}
-	if fg.waiting && !fg.unread && s.outputSettled() {
+	if fg.waiting && !fg.unread && s.outputSettled() && s.parses.Load() == parses {
 		st.State = StateWaitingInput
 	}
 	return st
