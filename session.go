@@ -760,19 +760,23 @@ func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int, waitUnt
 }
 
 // waitUntil waits as await does (awaitInput when input), then collects
-// the result, with the state taken before the output.
+// the result, with the state taken before the output (the one that ended
+// an input wait).
 func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.Time, quiet, input bool) (waitResult, error) {
 	var matched bool
 	var err error
+	var st TerminalState
 	if input {
-		matched, err = s.awaitInput(ctx, waitFor, deadline)
+		matched, st, err = s.awaitInput(ctx, waitFor, deadline)
 	} else {
 		matched, err = s.await(ctx, waitFor, deadline, quiet)
 	}
 	if err != nil {
 		return waitResult{}, err
 	}
-	st := s.State()
+	if st.State != StateWaitingInput {
+		st = s.State()
+	}
 	w := s.collect(matched)
 	w.state = st
 	return w, nil

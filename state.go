@@ -101,18 +101,19 @@ const (
 )
 
 // awaitInput blocks until the state is waiting_input or waitFor appears
-// in new output (matched), as awaitCond waits. It reads nothing.
-func (s *Session) awaitInput(ctx context.Context, waitFor string, deadline time.Time) (matched bool, err error) {
+// in new output (matched), as awaitCond waits, and returns the last state
+// it saw. It reads nothing.
+func (s *Session) awaitInput(ctx context.Context, waitFor string, deadline time.Time) (matched bool, st TerminalState, err error) {
 	err = s.awaitCond(ctx, deadline, func() bool {
 		// The state before the output: waiting_input means every byte is
 		// rendered, so a match the output holds is seen below too.
-		waiting := s.State().State == StateWaitingInput
+		st = s.State()
 		s.mu.Lock()
 		matched = waitFor != "" && s.settle.match(waitFor)
 		s.mu.Unlock()
-		return matched || waiting
+		return matched || st.State == StateWaitingInput
 	})
-	return matched, err
+	return matched, st, err
 }
 
 // awaitCond blocks until done reports true, the child's output is

@@ -61,8 +61,16 @@ func TestStateWaitingInput(t *testing.T) {
 			if !strings.Contains(res.Output, c.output) {
 				t.Errorf("output %q lacks %q", res.Output, c.output)
 			}
+			// A program may wake on a timer of its own (vim does, now and
+			// then, under load): Session.State() must agree once it waits again.
 			s, _ := m.Session(res.ID)
-			if st := s.State(); st.State != StateWaitingInput || st.Foreground != c.fg {
+			st := s.State()
+			if st.State != StateWaitingInput {
+				if w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput, WaitMS: ms(3000)}); w.State == StateWaitingInput {
+					st = s.State()
+				}
+			}
+			if st.State != StateWaitingInput || st.Foreground != c.fg {
 				t.Errorf("Session.State() = %+v", st)
 			}
 			if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
