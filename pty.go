@@ -37,8 +37,12 @@ func errorf(sentinel error, format string, args ...any) error {
 
 // StartRequest is the argument of pty-start.
 type StartRequest struct {
-	// Command runs as `bash -lc Command` (see Options.Shell). Required.
-	Command string `json:"command"`
+	// Command runs as `bash -lc Command` (see Options.Shell). Required,
+	// except in a shell session, where it is the first command run.
+	Command string `json:"command,omitempty"`
+	// Shell starts an interactive bash whose prompt marks command
+	// boundaries and exit codes, for pty-run.
+	Shell bool `json:"shell,omitempty"`
 	// Cols and Rows size the terminal; 0 means 120 columns by 32 rows.
 	Cols int `json:"cols,omitempty"`
 	Rows int `json:"rows,omitempty"`
@@ -55,6 +59,9 @@ type StartRequest struct {
 	// with WaitFor; otherwise until the output has been quiet briefly, at
 	// most 700). Any wait is capped at 30000 and ends when the program exits.
 	WaitMS *int `json:"wait_ms,omitempty"`
+	// WaitUntil "input" returns as soon as the program waits for input
+	// (state waiting_input); WaitMS then defaults to 10000.
+	WaitUntil string `json:"wait_until,omitempty"`
 }
 
 // WriteRequest is the argument of pty-write.
@@ -79,6 +86,9 @@ type WriteRequest struct {
 	// with WaitFor, else 700) and 0 means do not wait. Capped at 30000;
 	// the wait ends early when the program exits.
 	WaitMS *int `json:"wait_ms,omitempty"`
+	// WaitUntil "input" returns as soon as the program waits for input
+	// (state waiting_input); WaitMS then defaults to 10000.
+	WaitUntil string `json:"wait_until,omitempty"`
 }
 
 // StartResult is the result of pty-start.
@@ -98,6 +108,13 @@ type StartResult struct {
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
+	// InputHidden, State and Foreground are as in WriteResult.
+	InputHidden bool   `json:"input_hidden,omitempty"`
+	State       string `json:"state"`
+	Foreground  string `json:"foreground,omitempty"`
+	// PromptAfter: in a shell session started with a command, the prompt
+	// came back and ExitCode is the command's.
+	PromptAfter bool `json:"prompt_after,omitempty"`
 }
 
 // WriteResult is the result of pty-write.
@@ -115,6 +132,13 @@ type WriteResult struct {
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
+	// State is "waiting_input", "running" or "exited" (see TerminalState);
+	// Foreground names the program that holds the terminal.
+	State      string `json:"state"`
+	Foreground string `json:"foreground,omitempty"`
+	// PromptAfter: in a shell session, a command's prompt came back during
+	// this write, and ExitCode is that command's.
+	PromptAfter bool `json:"prompt_after,omitempty"`
 }
 
 // KillResult is the result of pty-kill.
@@ -187,7 +211,9 @@ var tools = []Tool{
 			"Use it for anything that needs a terminal: REPLs (python3, node), debuggers, ssh, sudo and other password prompts, " +
 			"watch-mode servers, full-screen programs (vim, less, htop). The command runs as `bash -lc COMMAND`. " +
 			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
-			"for a full-screen program, the screen as a person sees it.",
+			"for a full-screen program, the screen as a person sees it. " +
+			"state says whether the program now waits for input (waiting_input), is running, or exited; foreground names it. " +
+			"With shell: true it starts an interactive bash for pty-run.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -197,9 +223,10 @@ var tools = []Tool{
     "cwd": {"type": "string", "description": "Working directory."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the output, e.g. a prompt like \">>> \"."},
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
-    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else until output goes quiet, at most 700)."}
+    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else until output goes quiet, at most 700)."},
+    "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input), with no text to wait for."},
+    "shell": {"type": "boolean", "description": "Start an interactive bash for pty-run, which returns each command's own output and exit code; command is then optional and runs first."}
   },
-  "required": ["command"],
   "additionalProperties": false
 }`),
 	},
@@ -213,7 +240,8 @@ var tools = []Tool{
 			"Backslash escapes in input are decoded: \\r is Enter, \\x03 is Ctrl-C, \\x04 Ctrl-D, \\e[A arrow up, \\t Tab. " +
 			"When the input is code or text that holds backslashes of its own (print(\"a\\nb\"), C:\\temp, a regex), set literal so it is typed exactly, and press Enter with submit. " +
 			"Set submit to press Enter after the input. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
-			"Empty input just reads new output. input_hidden means the program is reading a password.",
+			"Empty input just reads new output. input_hidden means the program is reading a password. " +
+			"wait_until: \"input\" returns once the program waits for input, without guessing a wait.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -223,9 +251,32 @@ var tools = []Tool{
     "submit": {"type": "boolean", "description": "Press Enter after the input."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in what the program printed since the last read (the echo of the input typed does not count)."},
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
-    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else 700)."}
+    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else 700)."},
+    "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input)."}
   },
   "required": ["id"],
+  "additionalProperties": false
+}`),
+	},
+	{
+		Name:         ToolRun,
+		Title:        "Run a shell command",
+		Annotations:  runs,
+		OutputSchema: outputSchema(RunResult{}),
+		Description: "Run one shell command in a shell session (pty-start with shell: true) and wait for the prompt to return. " +
+			"Returns the command's output only (no echo, no prompt) and its exit_code, with prompt_after: true. " +
+			"prompt_after: false means the timeout ran out or the command waits for input (state waiting_input): " +
+			"continue it with pty-write (\\x03 interrupts it); the write during which the prompt returns carries prompt_after and exit_code. " +
+			"Shell state (cd, variables, functions) persists between runs.",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "id": {"type": "string", "description": "Shell session id from pty-start with shell: true."},
+    "command": {"type": "string", "description": "Shell command line, typed as it is (may span lines)."},
+    "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait for the prompt in milliseconds (default 10000)."},
+    "wait_until": {"type": "string", "enum": ["input"], "description": "A run always returns early when the command waits for input; \"input\" says so explicitly."}
+  },
+  "required": ["id", "command"],
   "additionalProperties": false
 }`),
 	},
@@ -289,6 +340,12 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 			return nil, err
 		}
 		res, err = m.Write(ctx, req)
+	case ToolRun:
+		var req RunRequest
+		if err := decodeArgs(name, args, &req); err != nil {
+			return nil, err
+		}
+		res, err = m.Run(ctx, req)
 	case ToolKill:
 		var req KillRequest
 		if err := decodeArgs(name, args, &req); err != nil {
@@ -296,7 +353,7 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 		}
 		res, err = m.Kill(ctx, req.ID)
 	default:
-		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s or %s)", name, ToolStart, ToolWrite, ToolKill)
+		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s, %s or %s)", name, ToolStart, ToolWrite, ToolRun, ToolKill)
 	}
 	if err != nil {
 		return nil, err

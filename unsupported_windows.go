@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,3 +35,9 @@ func signalForeground(*os.File, int, os.Signal) error { return ErrUnsupported }
 func tryWrite(*os.File, []byte) int { return 0 }
 
 func processExists(int) bool { return false }
+
+func foreground(*os.File) fgReport { return fgReport{} }
+
+func readable(*os.File) bool { return false }
+
+func readTerminal(f *os.File, buf []byte, _ *atomic.Bool) (int, error) { return f.Read(buf) }
