@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/contain"
 )
 
 // Defaults applied where an Options field is zero.
@@ -18,6 +20,7 @@ const (
 	DefaultKillGrace       = 2 * time.Second
 	DefaultScrollbackBytes = 256 << 10
 	DefaultMaxOutputBytes  = 32 << 10
+	DefaultMaxProcesses    = 4096
 )
 
 // The largest terminal a session may have (the tools' schemas say so too).
@@ -41,9 +44,13 @@ type Options struct {
 	// MaxSessions caps the sessions alive at once, exited ones included
 	// until killed; 0 means 16. One more Start is ErrTooManySessions.
 	MaxSessions int
-	// KillGrace is how long Kill waits after SIGHUP and SIGTERM before
-	// SIGKILL; 0 means 2s.
+	// KillGrace is how long Kill gives the session's processes after
+	// SIGTERM (SIGHUP follows a moment later) before SIGKILL; 0 means 2s.
 	KillGrace time.Duration
+	// MaxProcesses caps the processes (threads included) of one session
+	// where the host has a pids cgroup (see Session.Containment): a fork
+	// bomb stops there; 0 means 4096.
+	MaxProcesses int
 	// ScrollbackBytes is how much raw output each session keeps; 0 means
 	// 256 KiB. Older output is dropped and counted as truncated.
 	ScrollbackBytes int
@@ -72,6 +79,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace
+	}
+	if o.MaxProcesses <= 0 {
+		o.MaxProcesses = DefaultMaxProcesses
 	}
 	if o.ScrollbackBytes <= 0 {
 		o.ScrollbackBytes = DefaultScrollbackBytes
@@ -115,6 +125,9 @@ type SessionInfo struct {
 	Exited   bool
 	ExitCode *int
 	Signal   string
+	// Containment is what holds the session's processes (see
+	// Session.Containment).
+	Containment string
 }
 
 // Manager owns numbered sessions. Its methods are safe for concurrent use.
@@ -133,6 +146,9 @@ type Manager struct {
 	queue      []Event        // events not yet handed to OnEvent
 	delivering bool           // a goroutine is draining queue
 	eventsWG   sync.WaitGroup
+
+	containOnce sync.Once
+	contain     *contain.Host // the sessions' cgroups, made on first start; nil where the host has none
 }
 
 // NewManager returns a Manager with opts, defaults applied.
@@ -356,6 +372,10 @@ func (m *Manager) Close() error {
 		}()
 	}
 	wg.Wait()
+	m.containOnce.Do(func() {}) // no cgroup is made after this
+	if m.contain != nil {
+		errs = append(errs, m.contain.Close())
+	}
 
 	m.eventsWG.Wait()
 	for _, err := range errs {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentpty/agentpty/internal/contain"
 	"github.com/agentpty/agentpty/internal/screen"
 )
 
@@ -89,6 +90,7 @@ type Session struct {
 	pty     *os.File
 	pid     int
 	started time.Time
+	group   *contain.Group // the session's cgroup; nil where the host has none
 
 	writeMu sync.Mutex // one writer at a time on the terminal: input and query replies
 
@@ -159,6 +161,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}
+	group := containChild(m, "pty-"+strconv.Itoa(num), cmd)
 	// A sandbox that confines the starting thread (Landlock) runs the start
 	// itself, so the fork inherits the confinement; see threadStarter.
 	var f *os.File
@@ -172,7 +175,17 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	} else {
 		err = start()
 	}
+	if err == nil && group != nil {
+		if err = group.Started(); err != nil {
+			_ = group.Kill()
+			_ = cmd.Wait()
+			f.Close()
+		}
+	}
 	if err != nil {
+		if group != nil {
+			_ = group.Remove()
+		}
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
@@ -183,6 +196,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		cmd:         cmd,
 		pty:         f,
 		pid:         cmd.Process.Pid,
+		group:       group,
 		started:     time.Now(),
 		ring:        newRing(m.opts.ScrollbackBytes),
 		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
@@ -234,7 +248,8 @@ func (s *Session) PID() int { return s.pid }
 func (s *Session) info() SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: s.cols, Rows: s.rows, Started: s.started, Exited: s.exited}
+	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: s.cols, Rows: s.rows, Started: s.started, Exited: s.exited,
+		Containment: s.Containment()}
 	if s.exited {
 		info.ExitCode, info.Signal = s.status.exitFields()
 	}
@@ -873,9 +888,8 @@ func (s *Session) kill(ctx context.Context) (KillResult, error) {
 	return s.killRes, s.killErr
 }
 
-// doKill does what closing a terminal does, then makes sure: SIGHUP and
-// SIGTERM to every process group of the child's session, SIGKILL to what
-// is left after KillGrace, then reap, close and collect.
+// doKill ends every process the session holds (see endProcesses), then
+// reaps, closes and collects.
 func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Lock()
 	for _, t := range []*time.Timer{s.idle, s.life} {
@@ -884,16 +898,9 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 		}
 	}
 	s.idle, s.life = nil, nil // a call returning after the kill must not rearm
-	exited := s.exited
 	s.mu.Unlock()
 
-	// The session id is the leader's pid. Once the leader is reaped, the
-	// kernel can hand that number to a new process only after every member
-	// of the session is gone; a live process with it is someone else's.
-	var err error
-	if !exited || !processExists(s.pid) {
-		err = endProcesses(ctx, s.pid, s.m.opts.KillGrace)
-	}
+	err := s.endAll(ctx)
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"time"
 )
 
 // Terminals here are Unix pseudo-terminals; on Windows every start fails
@@ -27,10 +26,8 @@ func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 	return ExitStatus{Code: ps.ExitCode()}
 }
 
-func endProcesses(context.Context, int, time.Duration) error { return ErrUnsupported }
+func (*Session) endAll(context.Context) error { return ErrUnsupported }
 
 func signalForeground(*os.File, int, os.Signal) error { return ErrUnsupported }
 
 func tryWrite(*os.File, []byte) int { return 0 }
-
-func processExists(int) bool { return false }
