@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -370,4 +371,38 @@ func runHost() {
 	}
 	fmt.Printf("esc=%s containment=%s\n", pid[1], s.Containment())
 	idle()
+}
+
+// Writes racing a Kill either land or fail with ErrNoSession or ErrExited,
+// never with a bare error of the closed terminal.
+func TestWriteRacingKill(t *testing.T) {
+	m := newManager(t, Options{Shell: containShell, KillGrace: 100 * time.Millisecond})
+	for round := 0; round < 10; round++ {
+		res := mustStart(t, m, StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"})
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for w := 0; w < 16; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					_, err := m.Write(context.Background(), WriteRequest{ID: res.ID, Input: strings.Repeat("x", 512), WaitMS: ms(0)})
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if !isErr(err, ErrNoSession) && !isErr(err, ErrExited) {
+				t.Fatalf("round %d: a write racing Kill failed with %v; want ErrNoSession or ErrExited", round, err)
+			}
+		}
+	}
 }

@@ -92,7 +92,8 @@ type Session struct {
 	started time.Time
 	group   *contain.Group // the session's cgroup; nil where the host has none
 
-	writeMu sync.Mutex // one writer at a time on the terminal: input and query replies
+	writeMu sync.Mutex  // one writer at a time on the terminal: input and query replies
+	dying   atomic.Bool // Kill has begun: no more writes; set before, and the terminal closed under, writeMu
 
 	// inMu guards the ring, which the reader fills; the renderer copies
 	// from it and the screen takes slices of it to read in place. It is
@@ -558,9 +559,13 @@ func (s *Session) syncScreenLocked() {
 }
 
 // writeTerminal types p, giving up at deadline or when ctx ends.
+// A write that Kill overtakes fails with ErrNoSession.
 func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Time) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	if s.dying.Load() {
+		return 0, s.errKilled()
+	}
 	// Most input fits in the terminal's buffer at once; only what does not
 	// needs the poller and a deadline.
 	done := tryWrite(s.pty, p)
@@ -573,7 +578,21 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	n, err := s.pty.Write(p)
 	stop()
 	_ = s.pty.SetWriteDeadline(time.Time{})
+	if err != nil && s.dying.Load() {
+		err = s.errKilled()
+	}
 	return done + n, err
+}
+
+func (s *Session) errKilled() error {
+	return errorf(ErrNoSession, "%s: the session was killed", s.id)
+}
+
+// stopWrites makes every write from now on fail with ErrNoSession and
+// wakes one under way.
+func (s *Session) stopWrites() {
+	s.dying.Store(true)
+	_ = s.pty.SetWriteDeadline(time.Now())
 }
 
 // ended reports how the program ended, once it has.
@@ -900,6 +919,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.idle, s.life = nil, nil // a call returning after the kill must not rearm
 	s.mu.Unlock()
 
+	s.stopWrites()
 	err := s.endAll(ctx)
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
@@ -911,7 +931,9 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	case <-s.done:
 	case <-ctx.Done():
 	}
+	s.writeMu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.pty.Close()
+	s.writeMu.Unlock()
 	<-s.processDone
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
