@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,4 +406,80 @@ func TestWriteRacingKill(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A program that floods the terminal with queries and reads none of the
+// replies costs one reply writer, not a goroutine per batch, and the
+// replies waiting for it stay under maxReplyBytes.
+func TestQueryRepliesBounded(t *testing.T) {
+	m := newManager(t, Options{Shell: containShell})
+	res := mustStart(t, m, StartRequest{Command: "stty raw -echo; echo ready; read -r go; " +
+		`for i in $(seq 2000); do printf '\e[6n%.0s' {1..40}; done; echo flooded; exec sleep 1000`, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	base := runtime.NumGoroutine()
+	stop := make(chan struct{})
+	peaks := make(chan [2]int)
+	go func() {
+		peak, queued := 0, 0
+		for {
+			select {
+			case <-stop:
+				peaks <- [2]int{peak, queued}
+				return
+			default:
+			}
+			peak = max(peak, runtime.NumGoroutine())
+			s.mu.Lock()
+			queued = max(queued, len(s.replyQueue))
+			s.mu.Unlock()
+			runtime.Gosched()
+		}
+	}()
+	w, err := m.Write(context.Background(), WriteRequest{ID: res.ID, Input: "go\n", WaitFor: "flooded", WaitMS: ms(20000)})
+	s.Screen() // every query parsed: every reply queued or dropped
+	close(stop)
+	got := <-peaks
+	if err != nil || !w.Matched {
+		t.Fatalf("the flood did not end: %v %q", err, w.Output)
+	}
+	if extra := got[0] - base - 1; extra > 3 {
+		t.Errorf("%d goroutines beyond the %d before the flood: replies are not written by one writer", extra, base)
+	}
+	if got[1] == 0 {
+		t.Errorf("no reply was ever queued")
+	}
+	if got[1] > maxReplyBytes {
+		t.Errorf("%d bytes of replies waited, over the bound of %d", got[1], maxReplyBytes)
+	}
+	t.Logf("peak %d goroutines over %d, %d bytes queued at most", got[0]-base-1, base, got[1])
+}
+
+// Kill ends a session whose screen has far more to parse than a Kill may
+// take (clears of a 1000x500 screen, a quarter megabyte of them behind),
+// within its context: the screen stops where it is.
+func TestKillWhileTheScreenIsBusy(t *testing.T) {
+	m := newManager(t, Options{Shell: containShell, ScrollbackBytes: 1 << 20})
+	res := mustStart(t, m, StartRequest{Command: `echo ready; read -r go; while :; do printf '\e[2J%.0s' {1..1000}; echo aaaa; done`,
+		WaitFor: "ready", Cols: 1000, Rows: 500})
+	s, _ := m.Session(res.ID)
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "go", Submit: true, WaitMS: ms(0)})
+	// Wait until the screen lags by more than it can parse in a second.
+	lag := func() int64 {
+		s.inMu.Lock()
+		defer s.inMu.Unlock()
+		return s.ring.end() - s.screenOff.Load()
+	}
+	for lag() < 256<<10 {
+		awaitUnread(t, s, "aaaa")
+		mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(50)})
+	}
+	t.Logf("lag %d", lag())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := m.Kill(ctx, res.ID)
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("Kill with a 1s context took %v (err %v)", took, err)
+	}
+	t.Logf("Kill: %v after %v", err, time.Since(start))
 }

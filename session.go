@@ -26,6 +26,8 @@ const (
 	exitDrain      = 25 * time.Millisecond  // after exit, output still arriving within this is the program's
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
+	maxReplyBytes  = 4 << 10                // query replies waiting to be typed; more are dropped
+	screenPiece    = 128                    // the screen parses this much between checks for a Kill
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
 
@@ -127,7 +129,6 @@ type Session struct {
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
 	nonPlainEnd atomic.Int64
-	noReplies   bool // the session is being killed: query replies are not sent
 
 	renderMu    sync.Mutex    // one renderer at a time: the reader, or the processor when the reader found it busy
 	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
@@ -139,10 +140,15 @@ type Session struct {
 	announced   chan struct{} // closed once Start has emitted "created" (or given up)
 	readerDone  chan struct{}
 	processDone chan struct{}
-	replies     sync.WaitGroup
-	killOnce    sync.Once
-	killRes     KillResult
-	killErr     error
+	replies     sync.WaitGroup // the reply writer, while it runs
+	// Query replies waiting for the reply writer, under mu; at most
+	// maxReplyBytes.
+	replyQueue   []byte
+	replyRunning bool // the reply writer is running
+	noReplies    bool // the session is being killed: replies are not sent
+	killOnce     sync.Once
+	killRes      KillResult
+	killErr      error
 }
 
 // startSession starts the child under a new terminal. On failure nothing
@@ -543,19 +549,15 @@ func (s *Session) syncScreenLocked() {
 		if k > 0 {
 			reply = s.screen.WritePlain(reply, p[:k])
 		}
-		reply = s.screen.Write(reply, p[k:])
 		plain -= k
+		// In pieces, so that a Kill need not wait for a screen that has
+		// much to parse: a dying session's screen stops where it is.
+		for p = p[k:]; len(p) > 0 && !s.dying.Load(); p = p[min(len(p), screenPiece):] {
+			reply = s.screen.Write(reply, p[:min(len(p), screenPiece)])
+		}
 	}
 	s.screenOff.Store(end)
-	if len(reply) > 0 && !s.noReplies {
-		// A reply must not block the screen: the program that asked may
-		// not read it at once.
-		s.replies.Add(1)
-		go func() {
-			defer s.replies.Done()
-			_, _ = s.writeTerminal(context.Background(), reply, time.Now().Add(replyTimeout))
-		}()
-	}
+	s.queueReply(reply)
 }
 
 // writeTerminal types p, giving up at deadline or when ctx ends.
@@ -934,12 +936,20 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.writeMu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.pty.Close()
 	s.writeMu.Unlock()
-	<-s.processDone
+	// A screen with much left to parse stops at its next piece (see
+	// syncScreenLocked); ctx bounds even that.
+	select {
+	case <-s.processDone:
+	case <-ctx.Done():
+		if err == nil {
+			err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, ctx.Err())
+		}
+	}
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
-	s.screenMu.Lock()
+	s.mu.Lock()
 	s.noReplies = true
-	s.screenMu.Unlock()
+	s.mu.Unlock()
 	s.replies.Wait()
 
 	s.mu.Lock()
