@@ -483,3 +483,29 @@ func TestKillWhileTheScreenIsBusy(t *testing.T) {
 	}
 	t.Logf("Kill: %v after %v", err, time.Since(start))
 }
+
+// Terminal sizes cannot multiply the work: the cells of all sessions
+// together are capped, at Start and at Resize, and a refusal changes
+// nothing.
+func TestMaxCells(t *testing.T) {
+	m := newManager(t, Options{Shell: containShell, MaxCells: 1000 * 500})
+	big := mustStart(t, m, StartRequest{Command: "echo ready; exec cat", WaitFor: "ready", Cols: 1000, Rows: 400})
+	_, err := m.Start(context.Background(), StartRequest{Command: "echo ready; exec cat", Cols: 1000, Rows: 200})
+	if !isErr(err, ErrTooManySessions) || !strings.Contains(err.Error(), "500000") {
+		t.Fatalf("a start over the cells budget: %v; want ErrTooManySessions naming the limit", err)
+	}
+	small := mustStart(t, m, StartRequest{Command: "echo ready; exec cat", WaitFor: "ready", Cols: 100, Rows: 100})
+	s, _ := m.Session(small.ID)
+	if err := s.Resize(1000, 500); !isErr(err, ErrTooManySessions) || !strings.Contains(err.Error(), small.ID) {
+		t.Fatalf("a resize over the cells budget: %v; want ErrTooManySessions naming the session", err)
+	}
+	if scr := s.Screen(); scr.Cols != 100 || scr.Rows != 100 {
+		t.Fatalf("a refused resize changed the screen to %dx%d", scr.Cols, scr.Rows)
+	}
+	if _, err := m.Kill(waitCtx(t), big.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Resize(1000, 400); err != nil {
+		t.Fatalf("after a kill freed its cells, Resize: %v", err)
+	}
+}

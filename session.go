@@ -93,6 +93,7 @@ type Session struct {
 	pid     int
 	started time.Time
 	group   *contain.Group // the session's cgroup; nil where the host has none
+	cells   int            // cols×rows counted against MaxCells; guarded by the manager's mu
 
 	writeMu sync.Mutex  // one writer at a time on the terminal: input and query replies
 	dying   atomic.Bool // Kill has begun: no more writes; set before, and the terminal closed under, writeMu
@@ -204,6 +205,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		pty:         f,
 		pid:         cmd.Process.Pid,
 		group:       group,
+		cells:       cols * rows,
 		started:     time.Now(),
 		ring:        newRing(m.opts.ScrollbackBytes),
 		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
@@ -675,8 +677,13 @@ func (s *Session) Resize(cols, rows int) error {
 	if exited {
 		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, st)
 	}
+	old, err := s.m.recount(s, cols*rows)
+	if err != nil {
+		return err
+	}
 	s.syncScreenLocked() // what came before the resize is parsed at the old size
 	if err := setSize(s.pty, cols, rows); err != nil {
+		_, _ = s.m.recount(s, old)
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
 	s.screen.Resize(cols, rows)
