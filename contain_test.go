@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,12 +88,17 @@ func escapeePid(t *testing.T, out string) int {
 
 // Kill reaches processes however they left the session: setsid, a setsid
 // behind a double fork (its parent gone), and a chain that forks, leaves
-// its process group and exits at every step. Nothing with the test's mark
-// is left, by pid, after Kill.
+// its process group and exits at every step, all ignoring SIGTERM and
+// SIGHUP. After Kill no escapee is left by pid, and no process of the
+// session is left at all: each held a FIFO open, and it reads end of file.
 func TestContainEscapees(t *testing.T) {
 	need(t, "python3", "setsid")
-	chain := `import os, sys
-while True:
+	chain := `import os, signal
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+for n in range(1 << 62):
+    if n == 20:
+        print("chaining", flush=True)
     if os.fork():
         os._exit(0)
     os.setpgid(0, 0)`
@@ -100,9 +106,9 @@ while True:
 		name, cmd string
 		pid       bool // the command prints the escapee's pid
 	}{
-		{"Setsid", "%s & echo started; wait", true},
-		{"DoubleFork", "( %s & ); echo started; exec sleep 1000", true},
-		{"ForkExitChain", "python3 -c '" + chain + "' %s & echo started; exec sleep 1000", false},
+		{"Setsid", "%s & wait", true},
+		{"DoubleFork", "( %s & ); exec sleep 1000", true},
+		{"ForkExitChain", "python3 -c '" + chain + "' %s & exec sleep 1000", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mark := marker(t)
@@ -111,11 +117,12 @@ while True:
 				arg = escapee(mark)
 			}
 			m := newManager(t, Options{Shell: containShell, KillGrace: 300 * time.Millisecond})
-			wait := "started"
+			wait := "chaining"
 			if c.pid {
 				wait = "esc="
 			}
-			res := mustStart(t, m, StartRequest{Command: fmt.Sprintf(c.cmd, arg), WaitFor: wait})
+			hold, held := holder(t)
+			res := mustStart(t, m, StartRequest{Command: hold + fmt.Sprintf(c.cmd, arg), WaitFor: wait})
 			s, _ := m.Session(res.ID)
 			needCgroup(t, s)
 			if c.pid {
@@ -124,7 +131,7 @@ while True:
 					t.Fatalf("the escapee %d is still in the session", pid)
 				}
 			}
-			if len(withMarker(mark)) == 0 {
+			if c.pid && len(withMarker(mark)) == 0 {
 				t.Fatal("the escapee is not running")
 			}
 			if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
@@ -133,7 +140,34 @@ while True:
 			if left := withMarker(mark); len(left) > 0 {
 				t.Fatalf("processes %v survived Kill", left)
 			}
+			allGone(t, held)
 		})
+	}
+}
+
+// holder returns the shell words that make every process a session
+// starts hold a FIFO open for writing, and the FIFO's read end: it reaches
+// end of file only once all of them are gone, however briefly each lived.
+func holder(t *testing.T) (string, *os.File) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "held")
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return "exec 3>" + path + "; ", f
+}
+
+// allGone fails the test unless every holder of the FIFO is gone.
+func allGone(t *testing.T, held *os.File) {
+	t.Helper()
+	_ = held.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := held.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("processes of the session survived Kill: the FIFO they hold is still open (%v)", err)
 	}
 }
 
