@@ -231,15 +231,18 @@ func (g *Group) closeFD() {
 	}
 }
 
-// freeze freezes or thaws the group and waits until the kernel says so.
+// freeze freezes the group and waits until the kernel says it is frozen,
+// or thaws it, which needs no wait.
 func (g *Group) freeze(on bool) error {
 	v := map[bool]string{true: "1", false: "0"}[on]
-	if err := writeFile(filepath.Join(g.dir, "cgroup.freeze"), v); err != nil {
+	if err := writeFile(filepath.Join(g.dir, "cgroup.freeze"), v); err != nil || !on {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return g.waitEvent(ctx, "frozen "+v)
+	// Freezing takes the kernel well under a millisecond, and its notice
+	// does not always wake a poller: look every millisecond.
+	return g.waitEvent(ctx, "frozen 1", time.Millisecond)
 }
 
 // Members returns the pids in the group now.
@@ -290,11 +293,12 @@ func (g *Group) Kill() error {
 // WaitEmpty waits until no process is left in the group, woken by the
 // kernel's notice on cgroup.events, or until ctx ends.
 func (g *Group) WaitEmpty(ctx context.Context) error {
-	return g.waitEvent(ctx, "populated 0")
+	return g.waitEvent(ctx, "populated 0", 50*time.Millisecond)
 }
 
-// waitEvent waits until cgroup.events holds the line want.
-func (g *Group) waitEvent(ctx context.Context, want string) error {
+// waitEvent waits until cgroup.events holds the line want, looking at
+// least every interval.
+func (g *Group) waitEvent(ctx context.Context, want string, every time.Duration) error {
 	fd, err := unix.Open(filepath.Join(g.dir, "cgroup.events"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -310,8 +314,8 @@ func (g *Group) waitEvent(ctx context.Context, want string) error {
 			return nil
 		}
 		// The kernel wakes pollers of cgroup.events with POLLPRI when it
-		// changes; poll cannot watch ctx, so wake every 50ms to check it.
-		ms := 50
+		// changes; poll cannot watch ctx, so wake every interval to check it.
+		ms := int(every / time.Millisecond)
 		if dl, ok := ctx.Deadline(); ok {
 			left := time.Until(dl)
 			if left <= 0 {
