@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -320,6 +321,43 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// closeCost is how long Close takes to end n idle sessions (exec cat).
+func closeCost(tb testing.TB, n int) time.Duration {
+	m := NewManager(Options{Shell: benchShell, MaxSessions: n})
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				if _, err := m.Start(context.Background(), StartRequest{Command: "echo idle; exec cat", WaitFor: "idle", Cols: 80, Rows: 24}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		m.Close()
+		tb.Fatal(err)
+	}
+	start := time.Now()
+	if err := m.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkClose1000 ends 1,000 idle sessions with one Close.
+func BenchmarkClose1000(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.ReportMetric(closeCost(b, 1000).Seconds()*1e3, "ms/close")
+	}
+}
+
 func BenchmarkIdleSessionHeap(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.ReportMetric(heapPerSession(b, 20)/1024, "KiB/session")
@@ -447,6 +485,7 @@ func TestBenchReport(t *testing.T) {
 
 	cpu := idleCPU(t, 50, 2*time.Second)
 	heap := heapPerSession(t, 50)
+	closing := closeCost(t, 1000)
 	growth := rssGrowth(t, int64(envInt("AGENTPTY_BENCH_FLOOD_MB", 1024))<<20)
 
 	largest := floodResults(t, 64<<20)
@@ -462,11 +501,24 @@ func TestBenchReport(t *testing.T) {
 	}
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "50 idle sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "idle session heap", fmt.Sprintf("%.1f KiB", heap/1024), "< 200 KiB", verdict(heap < 200<<10))
+	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "Close 1000 idle", fmt.Sprintf("%v (%s)", closing.Round(time.Millisecond), containmentHere(t)), "< 1 s", verdict(closing < time.Second))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", fmt.Sprintf("RSS after %d MiB", envInt("AGENTPTY_BENCH_FLOOD_MB", 1024)), fmt.Sprintf("%+.1f MiB", float64(growth)/(1<<20)), "< 32 MiB", verdict(growth < 32<<20))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "largest result, flood", fmt.Sprintf("%d B of 64 MiB read as it came", largest), "≤ 32 KiB", verdict(largest <= DefaultMaxOutputBytes))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "capped read of backlog", fmt.Sprintf("%v of 1 MiB, %v of 32 MiB", small.Round(time.Microsecond), big.Round(time.Microsecond)), "O(output)", verdict(big < 2*small))
 	out.WriteString(formatTranscript(figs, until, lit))
 	t.Log(out.String())
+}
+
+// containmentHere is the containment this host gives a session.
+func containmentHere(tb testing.TB) string {
+	m := NewManager(Options{Shell: benchShell})
+	defer m.Close()
+	res, err := m.Start(context.Background(), StartRequest{Command: "echo ok", WaitFor: "ok"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, _ := m.Session(res.ID)
+	return s.Containment()
 }
 
 func verdict(ok bool) string {

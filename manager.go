@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/contain"
 )
 
 // Defaults applied where an Options field is zero.
@@ -18,6 +20,8 @@ const (
 	DefaultKillGrace       = 2 * time.Second
 	DefaultScrollbackBytes = 256 << 10
 	DefaultMaxOutputBytes  = 32 << 10
+	DefaultMaxProcesses    = 4096
+	DefaultMaxCells        = 2_000_000
 )
 
 // The largest terminal a session may have (the tools' schemas say so too).
@@ -48,9 +52,19 @@ type Options struct {
 	// MaxSessions caps the sessions alive at once, exited ones included
 	// until killed; 0 means 16. One more Start is ErrTooManySessions.
 	MaxSessions int
-	// KillGrace is how long Kill waits after SIGHUP and SIGTERM before
-	// SIGKILL; 0 means 2s.
+	// KillGrace is how long Kill gives the session's processes after
+	// SIGTERM (SIGHUP follows a moment later) before SIGKILL; 0 means 2s.
 	KillGrace time.Duration
+	// MaxProcesses caps the processes (threads included) of one session
+	// where the host has a pids cgroup (see Session.Containment): a fork
+	// bomb stops there; 0 means 4096.
+	MaxProcesses int
+	// MaxCells caps the terminal cells (cols×rows) of all sessions
+	// together, so that sizes cannot multiply the work of rendering or the
+	// memory of screens; a Start or Resize over it is ErrTooManySessions.
+	// 0 means 2,000,000: four sessions of the largest size (1000×500), or
+	// 520 of the default 120×32.
+	MaxCells int
 	// ScrollbackBytes is how much raw output each session keeps; 0 means
 	// 256 KiB. Older output is dropped and counted as truncated.
 	ScrollbackBytes int
@@ -95,6 +109,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace
+	}
+	if o.MaxCells <= 0 {
+		o.MaxCells = DefaultMaxCells
+	}
+	if o.MaxProcesses <= 0 {
+		o.MaxProcesses = DefaultMaxProcesses
 	}
 	if o.ScrollbackBytes <= 0 {
 		o.ScrollbackBytes = DefaultScrollbackBytes
@@ -146,6 +166,9 @@ type SessionInfo struct {
 	Exited   bool
 	ExitCode *int
 	Signal   string
+	// Containment is what holds the session's processes (see
+	// Session.Containment).
+	Containment string
 }
 
 // Manager owns numbered sessions. Its methods are safe for concurrent use.
@@ -157,6 +180,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	pending  int // starts approved and under way, counted against MaxSessions
+	cells    int // cols×rows of the sessions and the starts under way, counted against MaxCells
 	last     int // number of the newest session; ids are never reused
 	closed   bool
 
@@ -164,6 +188,9 @@ type Manager struct {
 	queue      []queued       // events not yet handed to OnEvent or a watcher
 	delivering bool           // a goroutine is draining queue
 	eventsWG   sync.WaitGroup
+
+	containOnce sync.Once
+	contain     *contain.Host // the sessions' cgroups, made on first start; nil where the host has none
 }
 
 // NewManager returns a Manager with opts, defaults applied.
@@ -215,7 +242,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 			return StartResult{}, fmt.Errorf("%w: %s %q: %w", ErrDenied, ToolStart, req.Command, err)
 		}
 	}
-	num, err := m.reserve()
+	num, err := m.reserve(cols * rows)
 	if err != nil {
 		return StartResult{}, err
 	}
@@ -229,6 +256,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	if err != nil {
 		m.mu.Lock()
 		m.pending--
+		m.cells -= cols * rows
 		m.mu.Unlock()
 		return StartResult{}, err
 	}
@@ -296,7 +324,7 @@ func orDefault(v, def int) int {
 // concurrent starts cannot overshoot the cap, and numbers it, so the
 // session has its id before any of its goroutines run. A start that fails
 // uses up its number: ids are never reused.
-func (m *Manager) reserve() (int, error) {
+func (m *Manager) reserve(cells int) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -305,7 +333,11 @@ func (m *Manager) reserve() (int, error) {
 	if n := len(m.sessions) + m.pending; n >= m.opts.MaxSessions {
 		return 0, errorf(ErrTooManySessions, "%s: %d sessions are open, the limit is %d; kill one first", ToolStart, n, m.opts.MaxSessions)
 	}
+	if m.cells+cells > m.opts.MaxCells {
+		return 0, errorf(ErrTooManySessions, "%s: a terminal of %d cells would bring the sessions to %d, over the limit of %d; kill one or ask for fewer", ToolStart, cells, m.cells+cells, m.opts.MaxCells)
+	}
 	m.pending++
+	m.cells += cells
 	m.starting.Add(1)
 	m.last++
 	return m.last, nil
@@ -318,11 +350,30 @@ func (m *Manager) register(s *Session) bool {
 	defer m.mu.Unlock()
 	m.pending--
 	if m.closed {
+		m.cells -= s.cells
 		return false
 	}
 	m.sessions[s.id] = s
 	s.armTimers()
 	return true
+}
+
+// recount counts cells for s instead of what it held, within MaxCells,
+// and returns what it held.
+func (m *Manager) recount(s *Session, cells int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := s.cells
+	if m.sessions[s.id] != s { // ended: it holds nothing
+		s.cells = cells
+		return old, nil
+	}
+	total := m.cells - old + cells
+	if cells > old && total > m.opts.MaxCells {
+		return old, errorf(ErrTooManySessions, "%s: a terminal of %d cells would bring the sessions to %d, over the limit of %d", s.id, cells, total, m.opts.MaxCells)
+	}
+	m.cells, s.cells = total, cells
+	return old, nil
 }
 
 // lookup finds a live session for a tool call.
@@ -388,6 +439,7 @@ func (m *Manager) end(ctx context.Context, s *Session, kind EventKind) (KillResu
 	removed := m.sessions[s.id] == s
 	if removed {
 		delete(m.sessions, s.id)
+		m.cells -= s.cells
 	}
 	m.mu.Unlock()
 	if removed {
@@ -420,6 +472,10 @@ func (m *Manager) Close() error {
 		}()
 	}
 	wg.Wait()
+	m.containOnce.Do(func() {}) // no cgroup is made after this
+	if m.contain != nil {
+		errs = append(errs, m.contain.Close())
+	}
 
 	m.eventsWG.Wait()
 	for _, err := range errs {

@@ -69,7 +69,9 @@ func TestSandboxDiesWithHost(t *testing.T) {
 			if sid == 0 {
 				t.Fatal("the host never reported its session")
 			}
-			defer proc.Signal(sid, syscall.SIGKILL)
+			tr := proc.NewTracker(sid)
+			defer tr.Close()
+			defer tr.Signal(syscall.SIGKILL)
 			// The sandbox's processes die at once; the control's live on,
 			// which a short wait shows.
 			wait := 10 * time.Second
@@ -78,9 +80,9 @@ func TestSandboxDiesWithHost(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
-			err = proc.WaitGone(ctx, sid)
+			err = tr.WaitGone(ctx)
 			if sandboxed && err != nil {
-				t.Errorf("processes %v of the sandbox outlived the host", proc.Members(sid))
+				t.Errorf("processes %v of the sandbox outlived the host", tr.Members())
 			}
 			if !sandboxed && err == nil {
 				t.Errorf("the unconfined control died with its host: the test shows nothing")
@@ -97,6 +99,9 @@ func sandboxHost(t *testing.T) {
 		sb = must(NewSandbox(SandboxPolicy{}))
 	}
 	m := NewManager(Options{Sandbox: sb, Shell: sandboxShell})
+	// No cgroup, whose watchdog would end both: this shows the sandbox's
+	// own guarantee (TestContainDieWithParent shows the cgroup's).
+	m.containOnce.Do(func() {})
 	res, err := m.Start(context.Background(), StartRequest{Command: `trap '' HUP; echo "re""ady"; exec sleep 1000`, WaitFor: "ready"})
 	if err != nil || !res.Matched {
 		t.Fatalf("%v, %+v", err, res)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentpty/agentpty/internal/contain"
 	"github.com/agentpty/agentpty/internal/screen"
 )
 
@@ -25,6 +26,8 @@ const (
 	exitDrain      = 25 * time.Millisecond  // after exit, output still arriving within this is the program's
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
+	maxReplyBytes  = 4 << 10                // query replies waiting to be typed; more are dropped
+	screenPiece    = 128                    // the screen parses this much between checks for a Kill
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
 
@@ -92,10 +95,13 @@ type Session struct {
 	pty     *os.File
 	pid     int
 	started time.Time
+	group   *contain.Group // the session's cgroup; nil where the host has none
+	cells   int            // cols×rows counted against MaxCells; guarded by the manager's mu
 
 	writeMu sync.Mutex  // one writer at a time on the terminal: input and query replies
 	lane    lane        // one call at a time, in arrival order; taken before any lock below
 	reading atomic.Bool // the reader holds bytes it has not fed yet (see readTerminal)
+	dying   atomic.Bool // Kill has begun: no more writes; set before, and the terminal closed under, writeMu
 
 	// inMu guards the ring, which the reader fills; the renderer copies
 	// from it and the screen takes slices of it to read in place. It is
@@ -132,7 +138,6 @@ type Session struct {
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
 	nonPlainEnd atomic.Int64
-	noReplies   bool // the session is being killed: query replies are not sent
 
 	renderMu    sync.Mutex    // one renderer at a time: the reader, or the processor when the reader found it busy
 	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
@@ -146,10 +151,16 @@ type Session struct {
 	announced   chan struct{} // closed once Start has emitted "created" (or given up)
 	readerDone  chan struct{}
 	processDone chan struct{}
-	replies     sync.WaitGroup
-	killOnce    sync.Once
-	killRes     KillResult
-	killErr     error
+	replies     sync.WaitGroup // the reply writer, while it runs
+	// Query replies waiting for the reply writer, under mu; at most
+	// maxReplyBytes. replyCount of them are counted in answering.
+	replyQueue   []byte
+	replyCount   int32
+	replyRunning bool // the reply writer is running
+	noReplies    bool // the session is being killed: replies are not sent
+	killOnce     sync.Once
+	killRes      KillResult
+	killErr      error
 
 	around // secrets, recordings, attachments and Expect: see secret.go, tap.go, expect.go
 	// Output events (events.go). watchers is guarded by the manager's mu.
@@ -183,6 +194,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}
+	group := containChild(m, "pty-"+strconv.Itoa(num), cmd)
 	// A sandbox that must start the child itself (bubblewrap's parent
 	// thread must outlive it) runs the start; see threadStarter.
 	var f *os.File
@@ -196,9 +208,19 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	} else {
 		err = start()
 	}
+	if err == nil && group != nil {
+		if err = group.Started(); err != nil {
+			_ = group.Kill()
+			_ = cmd.Wait()
+			f.Close()
+		}
+	}
 	if err != nil {
 		if f != nil {
 			f.Close() // the sandbox refused a child it had started, and reaped it
+		}
+		if group != nil {
+			_ = group.Remove()
 		}
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
@@ -210,6 +232,8 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		cmd:         cmd,
 		pty:         f,
 		pid:         cmd.Process.Pid,
+		group:       group,
+		cells:       cols * rows,
 		started:     time.Now(),
 		ring:        newRing(m.opts.ScrollbackBytes),
 		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
@@ -268,7 +292,8 @@ func (s *Session) PID() int { return s.pid }
 func (s *Session) info() SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: s.cols, Rows: s.rows, Started: s.started, Exited: s.exited}
+	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: s.cols, Rows: s.rows, Started: s.started, Exited: s.exited,
+		Containment: s.Containment()}
 	if s.exited {
 		info.ExitCode, info.Signal = s.status.exitFields()
 	}
@@ -543,14 +568,9 @@ func (s *Session) syncScreenLocked() {
 		s.mu.Unlock()
 		s.screen = screen.New(cols, rows)
 	}
-	s.answering.Add(1) // held over from the query flag to the reply typed
+	s.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
 	s.parses.Add(1)
-	answered := true
-	defer func() {
-		if answered {
-			s.answering.Add(-1)
-		}
-	}()
+	defer s.answering.Add(-1)
 	s.queries.Store(false) // whatever asked is in what is parsed now
 	// The screen reads the ring in place: the reader does not write over
 	// bytes the screen has not parsed (see feed), so only taking the slices
@@ -578,27 +598,25 @@ func (s *Session) syncScreenLocked() {
 		if k > 0 {
 			reply = s.screen.WritePlain(reply, p[:k])
 		}
-		reply = s.screen.Write(reply, p[k:])
 		plain -= k
+		// In pieces, so that a Kill need not wait for a screen that has
+		// much to parse: a dying session's screen stops where it is.
+		for p = p[k:]; len(p) > 0 && !s.dying.Load(); p = p[min(len(p), screenPiece):] {
+			reply = s.screen.Write(reply, p[:min(len(p), screenPiece)])
+		}
 	}
 	s.screenOff.Store(end)
-	if len(reply) > 0 && !s.noReplies {
-		// A reply must not block the screen: the program that asked may
-		// not read it at once.
-		s.replies.Add(1)
-		answered = false
-		go func() {
-			defer s.replies.Done()
-			_, _ = s.writeTerminal(context.Background(), reply, time.Now().Add(replyTimeout))
-			s.answering.Add(-1)
-		}()
-	}
+	s.queueReply(reply)
 }
 
 // writeTerminal types p, giving up at deadline or when ctx ends.
+// A write that Kill overtakes fails with ErrNoSession.
 func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Time) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	if s.dying.Load() {
+		return 0, s.errKilled()
+	}
 	// Most input fits in the terminal's buffer at once; only what does not
 	// needs the poller and a deadline.
 	done := tryWrite(s.pty, p)
@@ -611,7 +629,21 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	n, err := s.pty.Write(p)
 	stop()
 	_ = s.pty.SetWriteDeadline(time.Time{})
+	if err != nil && s.dying.Load() {
+		err = s.errKilled()
+	}
 	return done + n, err
+}
+
+func (s *Session) errKilled() error {
+	return errorf(ErrNoSession, "%s: the session was killed", s.id)
+}
+
+// stopWrites makes every write from now on fail with ErrNoSession and
+// wakes one under way.
+func (s *Session) stopWrites() {
+	s.dying.Store(true)
+	_ = s.pty.SetWriteDeadline(time.Now())
 }
 
 // ended reports how the program ended, once it has.
@@ -695,8 +727,13 @@ func (s *Session) Resize(cols, rows int) error {
 	if exited {
 		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, st)
 	}
+	old, err := s.m.recount(s, cols*rows)
+	if err != nil {
+		return err
+	}
 	s.syncScreenLocked() // what came before the resize is parsed at the old size
 	if err := setSize(s.pty, cols, rows); err != nil {
+		_, _ = s.m.recount(s, old)
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
 	s.screen.Resize(cols, rows)
@@ -983,9 +1020,8 @@ func (s *Session) kill(ctx context.Context) (KillResult, error) {
 	return s.killRes, s.killErr
 }
 
-// doKill does what closing a terminal does, then makes sure: SIGHUP and
-// SIGTERM to every process group of the child's session, SIGKILL to what
-// is left after KillGrace, then reap, close and collect.
+// doKill ends every process the session holds (see endProcesses), then
+// reaps, closes and collects.
 func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Lock()
 	for _, t := range []*time.Timer{s.idle, s.life} {
@@ -994,16 +1030,10 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 		}
 	}
 	s.idle, s.life = nil, nil // a call returning after the kill must not rearm
-	exited := s.exited
 	s.mu.Unlock()
 
-	// The session id is the leader's pid. Once the leader is reaped, the
-	// kernel can hand that number to a new process only after every member
-	// of the session is gone; a live process with it is someone else's.
-	var err error
-	if !exited || !processExists(s.pid) {
-		err = endProcesses(ctx, s.pid, s.m.opts.KillGrace)
-	}
+	s.stopWrites()
+	err := s.endAll(ctx)
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
@@ -1014,14 +1044,24 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	case <-s.done:
 	case <-ctx.Done():
 	}
+	s.writeMu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.pty.Close()
-	<-s.processDone
+	s.writeMu.Unlock()
+	// A screen with much left to parse stops at its next piece (see
+	// syncScreenLocked); ctx bounds even that.
+	select {
+	case <-s.processDone:
+	case <-ctx.Done():
+		if err == nil {
+			err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, ctx.Err())
+		}
+	}
 	s.stopOutput()
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
-	s.screenMu.Lock()
+	s.mu.Lock()
 	s.noReplies = true
-	s.screenMu.Unlock()
+	s.mu.Unlock()
 	s.replies.Wait()
 	s.endAround(ctx)
 

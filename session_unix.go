@@ -3,17 +3,12 @@
 package agentpty
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
-	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
-
-	"github.com/agentpty/agentpty/internal/proc"
 )
 
 // startChild starts cmd under a new terminal of cols×rows as the leader of
@@ -113,30 +108,6 @@ func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 		return ExitStatus{Code: -1, Signal: unix.SignalName(ws.Signal())}
 	}
 	return ExitStatus{Code: ps.ExitCode()}
-}
-
-// endProcesses does what closing a terminal does, then makes sure: SIGHUP
-// and SIGTERM (and SIGCONT, so stopped jobs can act on them) to every
-// process group of session sid, then SIGKILL to whatever of the session is
-// left after grace, or at once when ctx ends.
-func endProcesses(ctx context.Context, sid int, grace time.Duration) error {
-	if proc.Signal(sid, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGCONT) == 0 {
-		return nil // nothing of the session is left
-	}
-	gctx, cancel := context.WithTimeout(ctx, grace)
-	err := proc.WaitGone(gctx, sid)
-	cancel()
-	if err == nil {
-		return nil
-	}
-	proc.Signal(sid, syscall.SIGKILL)
-	// SIGKILL cannot be caught; this only waits for the kernel.
-	kctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := proc.WaitGone(kctx, sid); err != nil {
-		return fmt.Errorf("processes %v of the session survived SIGKILL", proc.Members(sid))
-	}
-	return nil
 }
 
 // signalForeground delivers sig to the terminal's foreground process

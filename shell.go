@@ -228,6 +228,11 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 	if req.TimeoutMS != nil {
 		limit = time.Duration(*req.TimeoutMS) * time.Millisecond
 	}
+	leave, err := s.turn(ctx, ToolRun)
+	if err != nil {
+		return RunResult{}, err
+	}
+	defer leave()
 	return s.run(ctx, req.Command, time.Now().Add(min(limit, maxWait)))
 }
 
@@ -367,6 +372,11 @@ func approvedCommand(req StartRequest) string {
 // startShell is Start's wait in a shell session: for the first prompt,
 // then for the first command when one is given.
 func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult, error) {
+	leave, err := s.turn(ctx, ToolStart)
+	if err != nil {
+		return StartResult{ID: s.id}, err
+	}
+	defer leave()
 	limit := defaultRunTimeout
 	if req.WaitMS != nil {
 		limit = time.Duration(*req.WaitMS) * time.Millisecond

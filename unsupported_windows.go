@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"sync/atomic"
-	"time"
 )
 
 // Terminals here are Unix pseudo-terminals; on Windows every start fails
@@ -28,7 +27,7 @@ func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 	return ExitStatus{Code: ps.ExitCode()}
 }
 
-func endProcesses(context.Context, int, time.Duration) error { return ErrUnsupported }
+func (*Session) endAll(context.Context) error { return ErrUnsupported }
 
 func signalForeground(*os.File, int, os.Signal) error { return ErrUnsupported }
 

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -38,3 +39,14 @@ func waitExit(ctx context.Context, pids []int) error {
 		return ctx.Err()
 	}
 }
+
+// handle is a pid: macOS has no pidfd.
+type handle int
+
+func openHandle(pid int) (handle, bool) { return handle(pid), true }
+
+func (h handle) signal(sig syscall.Signal) { _ = syscall.Kill(int(h), sig) }
+
+func (h handle) alive() bool { return syscall.Kill(int(h), 0) == nil }
+
+func (h handle) close() {}

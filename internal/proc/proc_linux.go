@@ -5,13 +5,15 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // Members returns the pids of the live (not zombie) processes whose
-// session id is sid, read from /proc.
+// session id is sid, and of their descendants wherever those went (setsid),
+// read from /proc.
 func Members(sid int) []int {
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -20,49 +22,63 @@ func Members(sid int) []int {
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
 	var out []int
+	children := map[int][]int{}
 	buf := make([]byte, 512)
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		if s, ok := sessionOf(pid, buf); ok && s == sid {
-			out = append(out, pid)
+		st, ok := statOf(pid, buf)
+		if !ok {
+			continue
 		}
+		if st.sid == sid {
+			out = append(out, pid)
+		} else {
+			children[st.ppid] = append(children[st.ppid], pid)
+		}
+	}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+		delete(children, out[i])
 	}
 	return out
 }
 
-// sessionOf parses the session field of /proc/PID/stat, skipping zombies:
-// they have exited and only wait for their parent to reap them.
-func sessionOf(pid int, buf []byte) (int, bool) {
+type stat struct{ ppid, sid int }
+
+// statOf parses the parent and session fields of /proc/PID/stat, skipping
+// zombies: they have exited and only wait for their parent to reap them.
+func statOf(pid int, buf []byte) (stat, bool) {
 	// Plain system calls: an os.File would also try to register each file
 	// with the runtime's poller, a failing system call per process.
 	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, false
+		return stat{}, false
 	}
 	n, err := unix.Read(fd, buf)
 	unix.Close(fd)
 	if err != nil {
-		return 0, false
+		return stat{}, false
 	}
-	stat := buf[:n]
+	b := buf[:n]
 	// "pid (comm) state ppid pgrp session ..."; comm may hold spaces and
 	// parentheses, so parse from the last ')'.
-	i := bytes.LastIndexByte(stat, ')')
+	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, false
+		return stat{}, false
 	}
-	fields := bytes.Fields(stat[i+1:])
+	fields := bytes.Fields(b[i+1:])
 	if len(fields) < 4 {
-		return 0, false
+		return stat{}, false
 	}
 	if st := fields[0]; len(st) == 1 && (st[0] == 'Z' || st[0] == 'X') {
-		return 0, false
+		return stat{}, false
 	}
-	s, err := strconv.Atoi(string(fields[3]))
-	return s, err == nil
+	ppid, err1 := strconv.Atoi(string(fields[1]))
+	sid, err2 := strconv.Atoi(string(fields[3]))
+	return stat{ppid, sid}, err1 == nil && err2 == nil
 }
 
 // waitExit returns when any of pids exits or ctx ends, woken by pidfds
@@ -120,3 +136,21 @@ func backoff(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// handle is a pidfd: it names one process, never a later one with its pid.
+type handle int
+
+func openHandle(pid int) (handle, bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	return handle(fd), err == nil
+}
+
+func (h handle) signal(sig syscall.Signal) { _ = unix.PidfdSendSignal(int(h), sig, nil, 0) }
+
+// alive reports a process that has not exited; a zombie has.
+func (h handle) alive() bool {
+	n, _ := unix.Poll([]unix.PollFd{{Fd: int32(h), Events: unix.POLLIN}}, 0)
+	return n == 0
+}
+
+func (h handle) close() { unix.Close(int(h)) }

@@ -39,18 +39,20 @@ func TestSessionMembers(t *testing.T) {
 	if g, _ := syscall.Getpgid(bg); g == sid {
 		t.Fatalf("the background job should lead a group of its own")
 	}
+	tr := NewTracker(sid)
+	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := WaitGone(ctx, sid); err == nil {
+	if err := tr.WaitGone(ctx); err == nil {
 		t.Fatal("WaitGone returned while the session was alive")
 	}
-	if n := Signal(sid, syscall.SIGKILL); n != 2 {
+	if n := tr.Signal(syscall.SIGKILL); n != 2 {
 		t.Errorf("Signal reached %d processes, want 2", n)
 	}
 	go cmd.Wait() // reap the leader; the member is reaped by init
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
-	if err := WaitGone(ctx2, sid); err != nil {
-		t.Fatalf("WaitGone after SIGKILL: %v (left: %v)", err, Members(sid))
+	if err := tr.WaitGone(ctx2); err != nil {
+		t.Fatalf("WaitGone after SIGKILL: %v (left: %v)", err, tr.Members())
 	}
 }

@@ -1,0 +1,66 @@
+package agentpty
+
+import (
+	"os/exec"
+	"syscall"
+
+	"github.com/agentpty/agentpty/internal/contain"
+)
+
+// What Session.Containment reports.
+const (
+	// ContainCgroup: the session has a cgroup v2 of its own, which the
+	// child is cloned into; Kill reaches every process in it whatever it
+	// did (setsid, double forks, fork-and-exit chains), pids.max bounds
+	// how many there are (Options.MaxProcesses), and a watchdog kills them
+	// all if the host process dies.
+	ContainCgroup = contain.Cgroup
+	// ContainCgroupUnbounded: as ContainCgroup, but no pids controller is
+	// reachable, so forks are not bounded.
+	ContainCgroupUnbounded = contain.CgroupUnbounded
+	// ContainSession: no cgroup could be made. Kill finds the processes of
+	// the child's process session and their descendants by scanning /proc,
+	// and stops and kills them until two scans in a row find none. A
+	// process that left the session and whose parent exited is out of
+	// reach, and nothing outlives the host's death on purpose.
+	ContainSession = "session"
+)
+
+// containHost returns the manager's cgroup, made on first use, or nil
+// where the host cannot make one.
+func (m *Manager) containHost() *contain.Host {
+	m.containOnce.Do(func() {
+		h, err := contain.NewHost(m.opts.MaxProcesses)
+		if err == nil {
+			m.contain = h
+		}
+	})
+	return m.contain
+}
+
+// containChild prepares cmd to start inside a cgroup of the session's own,
+// where the host can make one. It returns nil when it cannot.
+func containChild(m *Manager, name string, cmd *exec.Cmd) *contain.Group {
+	h := m.containHost()
+	if h == nil {
+		return nil
+	}
+	g, err := h.NewGroup(name)
+	if err != nil {
+		return nil
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	g.Prepare(cmd.SysProcAttr)
+	return g
+}
+
+// Containment says what holds the session's processes: ContainCgroup,
+// ContainCgroupUnbounded or ContainSession (see each).
+func (s *Session) Containment() string {
+	if s.group == nil {
+		return ContainSession
+	}
+	return s.m.contain.Kind() // set before the session existed, never changed
+}
