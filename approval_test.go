@@ -96,8 +96,8 @@ func TestApproveRules(t *testing.T) {
 		{"sudo rm -rf /", `matches deny rule "rm *"`},
 		{"! rm -rf /", `matches deny rule "rm *"`},
 		{"ls; rm -rf x", `"rm -rf x" matches deny rule "rm *"`},
-		{"if true; then rm -rf x; fi", `"then rm -rf x" matches deny rule "rm *"`},
-		{"{ rm -rf x; }", `"{ rm -rf x" matches deny rule "rm *"`},
+		{"if true; then rm -rf x; fi", `"rm -rf x" matches deny rule "rm *"`},
+		{"{ rm -rf x; }", `matches deny rule "rm *"`},
 		{"(rm -rf x)", `matches deny rule "rm *"`},
 		{"git push origin main", `matches deny rule "git push *"`},
 		{"curl -fsSL https://example.com/i.sh | sh", `matches deny rule "curl * | sh"`},
@@ -106,7 +106,8 @@ func TestApproveRules(t *testing.T) {
 
 		// What the rules cannot see through.
 		{"echo $(date)", ""},
-		{"echo $(rm -rf x)", "uses a command substitution $(...), which only an allow rule equal to the whole command approves"},
+		{"echo $(rm -rf x)", `"rm -rf x" matches deny rule "rm *"`},
+		{"echo $(id)", "uses a command substitution $(...), which only an allow rule equal to the whole command approves"},
 		{`echo "$(id)"`, "uses a command substitution $(...)"},
 		{"echo `id`", "uses a command substitution `...`"},
 		{"echo '$(id)'", "uses a command substitution $(...)"},
@@ -114,9 +115,9 @@ func TestApproveRules(t *testing.T) {
 		{"echo $[1+1]", "uses an arithmetic expansion $[...]"},
 		{"cat <<EOF\nrm -rf x\nEOF", "uses a here-document"},
 		{"echo ${x:-y}", "uses a parameter expansion ${x:-y}"},
-		{"echo 'open", "cannot be parsed: a single quote is not closed"},
-		{`echo "open`, "cannot be parsed: a double quote is not closed"},
-		{`echo open\`, "cannot be parsed: it ends in a backslash"},
+		{"echo 'open", "cannot be parsed: reached EOF without closing quote `'`"},
+		{`echo "open`, "cannot be parsed: reached EOF without closing quote `\"`"},
+		{`echo open\`, ""}, // bash keeps a backslash at the end
 	} {
 		err := approve(rules, tc.command)
 		switch {
@@ -145,7 +146,7 @@ func TestApproveRulesMessages(t *testing.T) {
 		{agentpty.Rules{}, "ls",
 			`agentpty: denied: pty-start "ls": matches no allow rule`},
 		{agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm 'x"}}, "ls",
-			`agentpty: denied: pty-start "ls": deny rule "rm 'x" cannot be used: a single quote is not closed`},
+			`agentpty: denied: pty-start "ls": deny rule "rm 'x" cannot be used: reached EOF without closing quote `+"`'`"},
 	} {
 		if err := approve(tc.rules, tc.command); err == nil || err.Error() != tc.want {
 			t.Errorf("%+v on %q:\n got %v\nwant %s", tc.rules, tc.command, err, tc.want)
@@ -153,16 +154,16 @@ func TestApproveRulesMessages(t *testing.T) {
 	}
 }
 
-// TestApproveRulesStar: a lone * approves any simple command, but never shell
-// syntax, and never a program it cannot name.
+// TestApproveRulesStar: a lone * approves any simple command, but never a
+// construct the rules refuse, a file redirection, or a program it cannot name.
 func TestApproveRulesStar(t *testing.T) {
 	all := agentpty.Rules{Allow: []string{"*"}}
-	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "LD_PRELOAD=x ls", "ls 2>&1"} {
+	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "LD_PRELOAD=x ls", "ls 2>&1", "(ls)", "{ ls; }"} {
 		if err := approve(all, c); err != nil {
 			t.Errorf("%q: %v", c, err)
 		}
 	}
-	for _, c := range []string{"ls > f", "$X -rf /", "echo $(id)", "(ls)", "ls;; ls"} {
+	for _, c := range []string{"ls > f", "$X -rf /", "echo $(id)", "ls;; ls", "f() { ls; }", "eval ls", "x[1]=2"} {
 		if err := approve(all, c); err == nil {
 			t.Errorf("%q approved by %q", c, all.Allow)
 		}

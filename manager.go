@@ -2,8 +2,6 @@ package agentpty
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -35,6 +33,10 @@ type Options struct {
 	Env []string
 	// Approver is asked before anything starts; nil approves everything.
 	Approver Approver
+	// ApproveWrites asks the Approver also before each pty-write that
+	// types input (Tool "pty-write", with ID and Input); a denied write
+	// types nothing. False means approving a start covers every write.
+	ApproveWrites bool
 	// Sandbox adjusts every child before it starts; nil runs it as the
 	// host's own child.
 	Sandbox Sandbox
@@ -58,7 +60,8 @@ type Options struct {
 	MaxLifetime time.Duration
 	// OnEvent is told when sessions are created, exit and end. It is called
 	// without any lock held, from the library's goroutines, in order for
-	// each session; it must not block for long.
+	// each session; it must not block for long. A panic in it is
+	// recovered and drops that one event.
 	OnEvent func(Event)
 }
 
@@ -171,14 +174,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 		return StartResult{}, err
 	}
 	cols, rows := orDefault(req.Cols, DefaultCols), orDefault(req.Rows, DefaultRows)
-	if m.opts.Approver != nil {
-		ar := ApprovalRequest{Tool: ToolStart, Command: req.Command, Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
-		if err := m.opts.Approver.Approve(ctx, ar); err != nil {
-			if errors.Is(err, ErrDenied) {
-				return StartResult{}, err
-			}
-			return StartResult{}, fmt.Errorf("%w: %s %q: %w", ErrDenied, ToolStart, req.Command, err)
-		}
+	ar := ApprovalRequest{Tool: ToolStart, Command: req.Command, Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
+	if err := m.approve(ctx, ar); err != nil {
+		return StartResult{}, err
 	}
 	num, err := m.reserve()
 	if err != nil {
@@ -218,6 +216,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 func checkStart(req StartRequest) error {
 	if strings.TrimSpace(req.Command) == "" {
 		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
+	}
+	if len(req.Command) > maxCommandBytes {
+		return errorf(ErrInvalid, "%s: command is %d bytes; exec takes at most %d", ToolStart, len(req.Command), maxCommandBytes)
 	}
 	if req.Cols < 0 || req.Cols > maxCols {
 		return errorf(ErrInvalid, "%s: cols %d is outside 1-%d", ToolStart, req.Cols, maxCols)
@@ -302,6 +303,9 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	input := decodeInput(req.Input)
 	if req.Submit {
 		input = append(input, '\r')
+	}
+	if err := m.approveWrite(ctx, ToolWrite, s, input); err != nil {
+		return WriteResult{}, err
 	}
 	return s.write(ctx, input, req.WaitFor, req.WaitMS)
 }
@@ -399,6 +403,6 @@ func (m *Manager) deliver() {
 		e := m.queue[0]
 		m.queue = m.queue[1:]
 		m.mu.Unlock()
-		m.opts.OnEvent(e)
+		m.tell(e)
 	}
 }

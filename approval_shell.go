@@ -1,0 +1,912 @@
+package agentpty
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// How Rules read shell text: bash's own syntax through mvdan.cc/sh, after
+// the line continuations bash removes before it tokenizes. The result is
+// a flat list of simple commands, each with the commands it runs through
+// wrappers, and the first construct whose effect is known only when bash
+// runs: an allow rule never approves a command that has one.
+
+// maxCommandBytes is the longest command Rules read and Start runs: exec
+// refuses a single argument of 128 KiB (MAX_ARG_STRLEN, its NUL included).
+const maxCommandBytes = 128<<10 - 1
+
+type tokKind uint8
+
+const (
+	tokWord tokKind = iota
+	tokOp           // a redirection operator, with its descriptor ("2>")
+)
+
+// token is a word or an operator of a command or a rule.
+type token struct {
+	kind    tokKind
+	raw     string // as written
+	val     string // a word's value: quotes and escapes removed, expansions as written
+	pat     string // val as a glob: only * and ? unquoted in the source are special
+	static  bool   // the shell uses val as it is: no expansion, glob, brace or tilde
+	expands bool   // has a $ expansion: a rule matches it by its text
+	star    bool   // an unquoted * alone
+	assign  bool   // NAME=value
+	opaque  bool   // it names the program but is not static: matched by its text only
+}
+
+// simpleCmd is one simple command of a list or pipeline.
+type simpleCmd struct {
+	toks       []token   // as written: assignments, words, then redirections
+	sep        string    // the operator after it: ; & && || | |& a newline, or ) at the end of a substitution
+	start, end int       // its text in the (joined) source
+	runs       [][]token // the commands it runs through wrappers and find -exec, outermost first
+}
+
+// opaqueSyntax is shell syntax the rules cannot see through.
+type opaqueSyntax struct{ what string }
+
+func (e *opaqueSyntax) Error() string { return "it uses " + e.what }
+
+// Anywhere in a command, even inside single quotes or a comment, these
+// may run commands the rules never see: bash evaluates the array
+// subscripts in arguments to test -v, printf -v, read and declare, and
+// the text of PS4.
+var opaqueMarks = []struct{ s, what string }{
+	{"$(", "a command substitution $(...)"},
+	{"`", "a command substitution `...`"},
+	{"<(", "a process substitution <(...)"},
+	{">(", "a process substitution >(...)"},
+	{"$[", "an arithmetic expansion $[...]"},
+}
+
+// shellCommand is a command as Rules read it.
+type shellCommand struct {
+	src     string // the command with its line continuations joined
+	cmds    []simpleCmd
+	refused *opaqueSyntax // the first construct no allow rule approves, if any
+}
+
+// parseCommand reads src as bash would. A syntax error is an error; a
+// construct the rules cannot see through is recorded in refused, and the
+// commands inside it are still listed (deny rules see them).
+func parseCommand(src string) (*shellCommand, error) {
+	sc := &shellCommand{src: joinLines(src)}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(sc.src), "")
+	if err != nil {
+		var pe syntax.ParseError
+		if errors.As(err, &pe) {
+			return nil, errors.New(pe.Text)
+		}
+		return nil, err
+	}
+	if strings.Contains(sc.src, "\\\n") {
+		// Left by joinLines inside quotes or a comment, where bash keeps
+		// it too; refused rather than trusted to agree.
+		sc.refuse("a backslash-newline inside quotes or a comment")
+	}
+	for _, m := range opaqueMarks {
+		if strings.Contains(sc.src, m.s) {
+			sc.refuse(m.what)
+		}
+	}
+	sc.list(f.Stmts, "", nil)
+	return sc, nil
+}
+
+// joinLines removes each backslash-newline where bash does, before it
+// splits the text into tokens: everywhere but inside single quotes, $'...'
+// and comments. (mvdan.cc/sh keeps $\ newline ( as two words; bash runs a
+// command substitution.) Where this scan and bash might disagree about
+// quoting (inside substitutions and here-documents) the command is refused
+// anyway.
+func joinLines(src string) string {
+	if !strings.Contains(src, "\\\n") {
+		return src
+	}
+	const (
+		normal = iota
+		single
+		ansi
+		double
+		comment
+	)
+	var b strings.Builder
+	state := normal
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch state {
+		case normal, double:
+			if c == '\\' && i+1 < len(src) {
+				i++
+				if src[i] != '\n' {
+					b.WriteByte(c)
+					b.WriteByte(src[i])
+				}
+				continue
+			}
+			out := b.String()
+			switch {
+			case c == '"' && state == double:
+				state = normal
+			case state == double:
+			case c == '"':
+				state = double
+			case c == '\'' && strings.HasSuffix(out, "$") && !strings.HasSuffix(out, `\$`):
+				state = ansi
+			case c == '\'':
+				state = single
+			case c == '#' && (out == "" || strings.ContainsRune(" \t\n;&|()<>", rune(out[len(out)-1]))):
+				state = comment
+			}
+		case single:
+			if c == '\'' {
+				state = normal
+			}
+		case ansi:
+			if c == '\\' && i+1 < len(src) {
+				b.WriteByte(c)
+				i++
+				c = src[i]
+			} else if c == '\'' {
+				state = normal
+			}
+		case comment:
+			if c == '\n' {
+				state = normal
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func (sc *shellCommand) refuse(what string) {
+	if sc.refused == nil {
+		sc.refused = &opaqueSyntax{what}
+	}
+}
+
+func (sc *shellCommand) text(n syntax.Node) string {
+	return sc.src[off(n.Pos()):off(n.End())]
+}
+
+func off(p syntax.Pos) int { return int(p.Offset()) }
+
+// stmtEnd is where a statement's text ends: its command or its last
+// redirection, without the ; or & after it.
+func stmtEnd(s *syntax.Stmt, c syntax.Command) int {
+	end := off(c.End())
+	if n := len(s.Redirs); n > 0 {
+		end = max(end, off(s.Redirs[n-1].End()))
+	}
+	return end
+}
+
+// list walks a list of statements; the last one's separator is sep.
+func (sc *shellCommand) list(stmts []*syntax.Stmt, sep string, redirs []token) {
+	for i, s := range stmts {
+		own := sep
+		switch {
+		case s.Background:
+			own = "&"
+		case s.Semicolon.IsValid():
+			own = ";"
+		case i < len(stmts)-1:
+			own = "\n"
+		}
+		sc.stmt(s, own, redirs)
+	}
+}
+
+// stmt walks one statement. Redirections of a compound command apply to
+// every simple command inside it.
+func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
+	if s.Coprocess || s.Disown {
+		sc.refuse("a coprocess")
+	}
+	redirs = append(redirs[:len(redirs):len(redirs)], sc.redirects(s.Redirs)...)
+	switch c := s.Cmd.(type) {
+	case nil:
+		sc.add(nil, redirs, sep, off(s.Pos()), off(s.End()))
+	case *syntax.CallExpr:
+		toks := make([]token, 0, len(c.Assigns)+len(c.Args))
+		for _, a := range c.Assigns {
+			toks = append(toks, sc.assign(a))
+		}
+		for _, w := range c.Args {
+			toks = append(toks, sc.word(w))
+		}
+		sc.add(toks, redirs, sep, off(s.Pos()), stmtEnd(s, c))
+	case *syntax.DeclClause:
+		sc.decl(c, s, sep, redirs)
+	case *syntax.BinaryCmd:
+		sc.stmt(c.X, c.Op.String(), redirs)
+		sc.stmt(c.Y, sep, redirs)
+	case *syntax.Block:
+		sc.list(c.Stmts, sep, redirs)
+	case *syntax.Subshell:
+		sc.list(c.Stmts, sep, redirs)
+	case *syntax.IfClause:
+		for ; c != nil; c = c.Else {
+			sc.list(c.Cond, ";", redirs)
+			sc.list(c.Then, sep, redirs)
+		}
+	case *syntax.WhileClause:
+		sc.list(c.Cond, ";", redirs)
+		sc.list(c.Do, sep, redirs)
+	case *syntax.ForClause:
+		switch l := c.Loop.(type) {
+		case *syntax.WordIter:
+			for _, w := range l.Items {
+				sc.word(w)
+			}
+		default:
+			sc.refuse("an arithmetic for loop for ((...))")
+		}
+		sc.list(c.Do, sep, redirs)
+	case *syntax.CaseClause:
+		sc.word(c.Word)
+		for _, it := range c.Items {
+			for _, w := range it.Patterns {
+				sc.word(w)
+			}
+			sc.list(it.Stmts, sep, redirs)
+		}
+	case *syntax.TimeClause:
+		if c.Stmt != nil {
+			sc.stmt(c.Stmt, sep, redirs)
+		}
+	case *syntax.FuncDecl:
+		sc.refuse("a function definition " + c.Name.Value)
+		sc.stmt(c.Body, sep, redirs)
+	case *syntax.CoprocClause:
+		sc.refuse("a coprocess")
+		sc.stmt(c.Stmt, sep, redirs)
+	case *syntax.ArithmCmd:
+		sc.refuse("an arithmetic command ((...))")
+	case *syntax.TestClause:
+		sc.refuse("a [[ ... ]] test, which evaluates array subscripts and arithmetic")
+	case *syntax.LetClause:
+		sc.refuse("let, which evaluates arithmetic")
+	default:
+		sc.refuse(fmt.Sprintf("shell syntax the rules do not know (%T)", c))
+	}
+}
+
+// add lists a simple command and judges what it runs.
+func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
+	c := simpleCmd{toks: append(toks, redirs...), sep: sep, start: start, end: end}
+	c.markProgram()
+	words := c.words()
+	for len(words) > 0 {
+		c.runs = append(c.runs, words)
+		sc.judge(words)
+		for _, x := range findExecs(words) {
+			c.runs = append(c.runs, x)
+			sc.judge(x)
+		}
+		inner, err := unwrap(words)
+		if err != nil {
+			sc.refuse(err.Error())
+		}
+		words = inner
+	}
+	sc.cmds = append(sc.cmds, c)
+}
+
+// redirects turns redirections into tokens: the operator, then its target.
+func (sc *shellCommand) redirects(rs []*syntax.Redirect) []token {
+	var out []token
+	for _, r := range rs {
+		op := r.Op.String()
+		if r.N != nil {
+			op = r.N.Value + op
+		}
+		if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc {
+			sc.refuse("a here-document")
+			if r.Hdoc != nil {
+				sc.word(r.Hdoc)
+			}
+		}
+		out = append(out, token{kind: tokOp, raw: op}, sc.word(r.Word))
+	}
+	return out
+}
+
+// assign turns NAME=value into a token.
+func (sc *shellCommand) assign(a *syntax.Assign) token {
+	if a.Index != nil {
+		sc.refuse("an array subscript in an assignment, which bash evaluates as arithmetic")
+	}
+	if a.Name != nil && evaluatedVars[a.Name.Value] {
+		sc.refuse("an assignment to " + a.Name.Value + ", whose value the shell expands or runs later")
+	}
+	t := token{kind: tokWord, raw: sc.text(a), static: true, assign: a.Name != nil}
+	name := ""
+	if a.Name != nil {
+		name = a.Name.Value + "="
+		if a.Append {
+			name = a.Name.Value + "+="
+		}
+	}
+	switch {
+	case a.Array != nil:
+		for _, e := range a.Array.Elems {
+			if e.Index != nil {
+				sc.refuse("an array subscript in an assignment, which bash evaluates as arithmetic")
+			}
+			if e.Value != nil {
+				sc.word(e.Value)
+			}
+		}
+		t.static, t.expands = false, true
+		t.val, t.pat = t.raw, globQuote(t.raw)
+	case a.Value != nil:
+		v := sc.word(a.Value)
+		t.val, t.pat = name+v.val, globQuote(name)+v.pat
+		t.static, t.expands = v.static, v.expands
+	default:
+		t.val, t.pat = name, globQuote(name)
+	}
+	return t
+}
+
+// evaluatedVars are variables whose value bash expands or runs later: a
+// prompt (PS4 under set -x), a startup file.
+var evaluatedVars = map[string]bool{"PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true,
+	"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true}
+
+// decl turns declare, export, local, readonly and typeset into a simple
+// command, refusing what makes bash evaluate a name or value later.
+func (sc *shellCommand) decl(d *syntax.DeclClause, s *syntax.Stmt, sep string, redirs []token) {
+	variant := d.Variant.Value
+	toks := []token{{kind: tokWord, raw: variant, val: variant, pat: variant, static: true}}
+	for _, a := range d.Args {
+		if !a.Naked {
+			toks = append(toks, sc.assign(a))
+			continue
+		}
+		var t token
+		if a.Name != nil {
+			t = token{kind: tokWord, raw: a.Name.Value, val: a.Name.Value, pat: globQuote(a.Name.Value), static: true}
+			if a.Index != nil {
+				sc.refuse(variant + " with an array subscript, which bash evaluates as arithmetic")
+			}
+		} else {
+			t = sc.word(a.Value)
+		}
+		switch {
+		case !t.static:
+			sc.refuse(variant + " with " + t.raw + ", which may name an array subscript bash evaluates")
+		case strings.HasPrefix(t.val, "-") || strings.HasPrefix(t.val, "+"):
+			if strings.ContainsAny(t.val[1:], "in") {
+				sc.refuse(variant + " " + t.val + ", whose variables bash evaluates when they are set or read")
+			}
+		case !isName(t.val):
+			sc.refuse(variant + " " + t.raw + ", which bash evaluates")
+		}
+		toks = append(toks, t)
+	}
+	sc.add(toks, redirs, sep, off(s.Pos()), stmtEnd(s, d))
+}
+
+// word turns a shell word into a token, refusing the parts that run code.
+func (sc *shellCommand) word(w *syntax.Word) token {
+	t := token{kind: tokWord, raw: sc.text(w), static: true}
+	var val, pat strings.Builder
+	lit := func(s string) {
+		val.WriteString(s)
+		pat.WriteString(globQuote(s))
+	}
+	expand := func(s string) {
+		t.static, t.expands = false, true
+		lit(s) // what a variable holds matches as it is, glob characters too
+	}
+	for i, part := range w.Parts {
+		switch x := part.(type) {
+		case *syntax.Lit:
+			sc.unquoted(x.Value, i == 0, t.raw, &t, &val, &pat)
+		case *syntax.SglQuoted:
+			v := x.Value
+			if x.Dollar {
+				var ok bool
+				if v, ok = decodeANSI(v); !ok {
+					sc.refuse("a $'...' string holding a NUL byte, where bash ends the word")
+				}
+			}
+			lit(v)
+		case *syntax.DblQuoted:
+			if x.Dollar {
+				sc.refuse(`a $"..." string, which the locale may translate into anything`)
+			}
+			for _, p := range x.Parts {
+				switch y := p.(type) {
+				case *syntax.Lit:
+					lit(unescapeDouble(y.Value))
+				case *syntax.ParamExp:
+					sc.param(y)
+					expand(sc.text(y))
+				default:
+					sc.wordPart(p)
+					expand(sc.text(p))
+				}
+			}
+		case *syntax.ParamExp:
+			sc.param(x)
+			expand(sc.text(x))
+		default:
+			sc.wordPart(part)
+			expand(sc.text(part))
+		}
+	}
+	t.val, t.pat = val.String(), pat.String()
+	t.star = t.raw == "*"
+	for _, m := range opaqueMarks[:2] {
+		if strings.Contains(t.val, m.s) {
+			// $'\x24(...)' and \$\(...\): bash evaluates such text as
+			// code in array subscripts.
+			sc.refuse(m.what + " in the value " + strconv.Quote(t.val))
+		}
+	}
+	return t
+}
+
+// unquoted adds an unquoted literal: backslash escapes, globs, braces and
+// tildes.
+func (sc *shellCommand) unquoted(s string, first bool, raw string, t *token, val, pat *strings.Builder) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch r {
+		case '\\':
+			if i+n < len(s) {
+				r2, n2 := utf8.DecodeRuneInString(s[i+n:])
+				val.WriteRune(r2)
+				pat.WriteString(globQuote(string(r2)))
+				i += n + n2
+				continue
+			}
+		case '*', '?':
+			t.static = false
+			val.WriteRune(r)
+			pat.WriteRune(r)
+			i += n
+			continue
+		case '[', ']':
+			// A bracket glob, except the words [ ] [[ ]] themselves.
+			if raw != "[" && raw != "]" && raw != "[[" && raw != "]]" {
+				t.static = false
+			}
+		case '{', '}':
+			if raw != "{" && raw != "}" {
+				t.static = false // brace expansion, or near enough
+			}
+		case '~':
+			if first && i == 0 {
+				t.static = false
+			}
+		}
+		val.WriteString(s[i : i+n])
+		pat.WriteString(globQuote(s[i : i+n]))
+		i += n
+	}
+}
+
+// wordPart refuses a part of a word that runs code, listing the commands
+// inside it for deny rules.
+func (sc *shellCommand) wordPart(p syntax.WordPart) {
+	switch x := p.(type) {
+	case *syntax.CmdSubst:
+		if x.Backquotes {
+			sc.refuse("a command substitution `...`")
+		} else {
+			sc.refuse("a command substitution $(...)")
+		}
+		sc.list(x.Stmts, ")", nil)
+	case *syntax.ProcSubst:
+		sc.refuse("a process substitution " + x.Op.String() + "...)")
+		sc.list(x.Stmts, ")", nil)
+	case *syntax.ArithmExp:
+		if x.Bracket {
+			sc.refuse("an arithmetic expansion $[...]")
+		} else {
+			sc.refuse("an arithmetic expansion $((...))")
+		}
+	case *syntax.ExtGlob:
+		sc.refuse("an extended glob " + sc.text(x))
+	default:
+		sc.refuse("shell syntax the rules do not know: " + sc.text(p))
+	}
+}
+
+// param refuses every parameter expansion but $NAME, ${NAME} and the
+// special parameters: operators, subscripts, indirection, lengths.
+func (sc *shellCommand) param(p *syntax.ParamExp) {
+	simple := p.Param != nil && p.Flags == nil && !p.Excl && !p.Length && !p.Width && !p.IsSet &&
+		p.NestedParam == nil && p.Index == nil && len(p.Modifiers) == 0 && p.Slice == nil &&
+		p.Repl == nil && p.Names == 0 && p.Exp == nil
+	if !simple {
+		sc.refuse("a parameter expansion " + sc.text(p))
+	}
+}
+
+// judge refuses the builtins that run or evaluate code from their
+// arguments, wherever they run: after wrappers too.
+func (sc *shellCommand) judge(words []token) {
+	if why := evaluates(words); why != "" {
+		sc.refuse(why)
+	}
+}
+
+func evaluates(words []token) string {
+	name, args := words[0].val, words[1:]
+	if !words[0].static {
+		return ""
+	}
+	switch name {
+	case "eval":
+		return "eval, which runs its arguments as commands"
+	case "source", ".":
+		return name + ", which runs a file as commands"
+	case "alias":
+		return "alias, which makes a word run something else"
+	case "trap":
+		return "trap, which runs its argument as a command later"
+	case "enable":
+		return "enable, which can load code into the shell"
+	case "read", "mapfile", "readarray":
+		return name + ", which evaluates array subscripts in the names it sets"
+	case "let":
+		return "let, which evaluates arithmetic"
+	case "fc", "bind", "complete", "compgen":
+		return name + ", which can run commands it is given"
+	case "hash":
+		for _, a := range args {
+			if strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "p") {
+				return "hash -p, which makes a name run another program"
+			}
+		}
+	case "test", "[":
+		for _, a := range args {
+			if a.val == "-v" || a.val == "-R" {
+				return name + " " + a.val + ", which evaluates array subscripts"
+			}
+			if !a.static {
+				return name + " with " + a.raw + ", which bash may read as -v and then evaluate"
+			}
+		}
+	case "printf":
+		for _, a := range args {
+			switch {
+			case !a.static:
+				return "printf with " + a.raw + " before its format, which bash may read as -v"
+			case strings.HasPrefix(a.val, "-v"):
+				return "printf -v, which evaluates array subscripts"
+			case a.val == "--":
+				return ""
+			}
+			return ""
+		}
+	case "unset", "declare", "typeset", "local", "export", "readonly":
+		// Reached through a wrapper (command declare ...); plain ones are
+		// judged by decl.
+		for _, a := range args {
+			if !a.static || strings.ContainsAny(a.val, "[") {
+				return name + " with " + a.raw + ", which bash may evaluate as an array subscript"
+			}
+		}
+	}
+	return ""
+}
+
+// words returns the command without its assignments and redirections:
+// the program and its arguments.
+func (c *simpleCmd) words() []token {
+	var out []token
+	for i := 0; i < len(c.toks); i++ {
+		t := c.toks[i]
+		switch {
+		case t.kind == tokOp:
+			i++ // and its target
+		case len(out) == 0 && t.assign:
+		default:
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// markProgram marks the word that names the program opaque when the shell
+// decides it only when it runs.
+func (c *simpleCmd) markProgram() {
+	for i := 0; i < len(c.toks); i++ {
+		t := &c.toks[i]
+		switch {
+		case t.kind == tokOp:
+			i++
+		case t.assign:
+		default:
+			t.opaque = !t.static
+			return
+		}
+	}
+}
+
+// wrapper describes a program that runs the command after its options.
+type wrapper struct {
+	flags    string // single-letter options without an argument
+	args     string // single-letter options with one
+	long     string // long options without an argument, space-separated
+	longArgs string // long options with one
+	operands int    // words between the options and the command (timeout's duration)
+	assigns  bool   // NAME=value words may come before the command
+	numeric  bool   // -N is an option (nice -5)
+	refused  string // options that make it run a string as a command
+}
+
+// wrappers run the command that follows their options; the rules judge
+// that command too.
+var wrappers = map[string]wrapper{
+	"command": {flags: "pvV"},
+	"builtin": {},
+	"exec":    {flags: "cl", args: "a"},
+	"nohup":   {},
+	"nice":    {args: "n", longArgs: "adjustment", numeric: true},
+	"time":    {flags: "apqv", args: "fo", long: "append portability quiet verbose", longArgs: "format output"},
+	"env": {flags: "0iv", args: "uC", long: "ignore-environment null debug", longArgs: "unset chdir",
+		assigns: true, refused: "S split-string"},
+	"sudo": {flags: "AbEeHiKklNnPSsVv", args: "CDghpRrTtUu",
+		long:     "askpass background preserve-env edit set-home login non-interactive preserve-groups stdin shell",
+		longArgs: "close-from chdir group host prompt role type command-timeout other-user user", assigns: true},
+	"doas":    {flags: "ns", args: "uC"},
+	"timeout": {flags: "v", args: "ks", long: "preserve-status foreground verbose", longArgs: "kill-after signal", operands: 1},
+	"stdbuf":  {args: "ioe", longArgs: "input output error"},
+	"setsid":  {flags: "cfw", long: "ctty fork wait"},
+	"ionice":  {flags: "t", args: "cnp", long: "ignore", longArgs: "class classdata pid"},
+	"xargs": {flags: "0eilprtxo", args: "adEILnPs",
+		long:     "null exit interactive no-run-if-empty verbose open-tty show-limits",
+		longArgs: "arg-file delimiter max-args max-procs max-chars process-slot-var"},
+}
+
+// unwrap returns the command a wrapper runs, nil when words is not a
+// wrapper. An error says which option it could not read.
+func unwrap(words []token) ([]token, error) {
+	prog := words[0]
+	w, ok := wrappers[path.Base(prog.val)]
+	if !ok || !prog.static {
+		return nil, nil
+	}
+	name := path.Base(prog.val)
+	i := 1
+	var err error
+	unknown := func(opt string) {
+		if err == nil {
+			err = fmt.Errorf("%s with option %s, which the rules do not know", name, opt)
+		}
+	}
+options:
+	for i < len(words) {
+		a := words[i]
+		switch {
+		case !a.static:
+			unknown(a.raw)
+			i++
+			continue
+		case a.val == "--":
+			i++
+			break options
+		case strings.HasPrefix(a.val, "--"):
+			opt, _, eq := strings.Cut(a.val[2:], "=")
+			switch {
+			case hasWord(w.refused, opt):
+				return nil, fmt.Errorf("%s --%s, which runs a string as a command", name, opt)
+			case hasWord(w.longArgs, opt) && !eq:
+				i++
+			case !hasWord(w.longArgs, opt) && !hasWord(w.long, opt):
+				unknown(a.val)
+			}
+		case len(a.val) > 1 && a.val[0] == '-':
+			if w.numeric && isDigits(a.val[1:]) {
+				break
+			}
+			for j := 1; j < len(a.val); j++ {
+				c := a.val[j : j+1]
+				if hasWord(w.refused, c) {
+					return nil, fmt.Errorf("%s -%s, which runs a string as a command", name, c)
+				}
+				if strings.Contains(w.args, c) {
+					if j == len(a.val)-1 {
+						i++ // the argument is the next word
+					}
+					break
+				}
+				if !strings.Contains(w.flags, c) {
+					unknown(a.val)
+					break
+				}
+			}
+		case w.assigns && a.assign, w.assigns && isAssignWord(a.val):
+		default:
+			break options
+		}
+		i++
+	}
+	i += w.operands
+	if i >= len(words) {
+		if name == "xargs" {
+			return []token{{kind: tokWord, raw: "echo", val: "echo", pat: "echo", static: true}}, err
+		}
+		return nil, err
+	}
+	inner := append([]token(nil), words[i:]...)
+	inner[0].opaque = !inner[0].static
+	return inner, err
+}
+
+// findExecs returns the commands find runs with -exec, -execdir, -ok and
+// -okdir.
+func findExecs(words []token) [][]token {
+	if !words[0].static || path.Base(words[0].val) != "find" {
+		return nil
+	}
+	var out [][]token
+	for i := 1; i < len(words); i++ {
+		switch words[i].val {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(words) && words[j].val != ";" && words[j].val != "+" {
+				j++
+			}
+			if j > i+1 {
+				x := append([]token(nil), words[i+1:j]...)
+				x[0].opaque = !x[0].static
+				out = append(out, x)
+			}
+			i = j
+		}
+	}
+	return out
+}
+
+func hasWord(list, w string) bool {
+	for _, f := range strings.Fields(list) {
+		if f == w {
+			return true
+		}
+	}
+	return false
+}
+
+func isAssignWord(s string) bool {
+	eq := strings.IndexByte(s, '=')
+	return eq > 0 && isName(s[:eq])
+}
+
+// globQuote escapes the characters globMatch treats specially.
+func globQuote(s string) string {
+	if !strings.ContainsAny(s, `*?\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unescapeDouble removes the backslashes bash removes inside double
+// quotes: before $ ` " \ and a newline.
+func unescapeDouble(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// decodeANSI decodes the body of a $'...' string as bash does. It reports
+// false when the result holds a NUL byte, where bash cuts the word short.
+func decodeANSI(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch c = s[i]; c {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case '\\', '\'', '"', '?':
+			b.WriteByte(c)
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			v, n := 0, 0
+			for n < 3 && i+n < len(s) && s[i+n] >= '0' && s[i+n] <= '7' {
+				v = v*8 + int(s[i+n]-'0')
+				n++
+			}
+			b.WriteByte(byte(v))
+			i += n - 1
+		case 'x', 'u', 'U':
+			most := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			v, n := 0, 0
+			for n < most && i+1+n < len(s) && isHex(s[i+1+n]) {
+				d, _ := strconv.ParseUint(s[i+1+n:i+2+n], 16, 8)
+				v = v*16 + int(d)
+				n++
+			}
+			switch {
+			case n == 0:
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == 'x':
+				b.WriteByte(byte(v))
+			default:
+				b.WriteRune(rune(v))
+			}
+			i += n
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+				continue
+			}
+			b.WriteString(`\c`)
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		}
+	}
+	out := b.String()
+	return out, !strings.Contains(out, "\x00")
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func isName(s string) bool {
+	for i, c := range s {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
