@@ -166,7 +166,7 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 		return deny("cannot be parsed: %v", err)
 	}
 	for _, rule := range r.Deny {
-		rc, err := parseCommand(rule)
+		rc, err := parseRule(rule)
 		if err == nil && rc.refused != nil {
 			err = rc.refused
 		}
@@ -190,7 +190,7 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 	}
 	var allow [][]simpleCmd
 	for _, rule := range r.Allow {
-		if rc, err := parseCommand(rule); err == nil && rc.refused == nil && len(rc.cmds) > 0 {
+		if rc, err := parseRule(rule); err == nil && rc.refused == nil && len(rc.cmds) > 0 {
 			allow = append(allow, rc.cmds)
 		}
 	}
@@ -396,7 +396,6 @@ func globMatch(pattern, s string) bool {
 	}
 	return p == len(pat)
 }
-
 
 // allowToks returns the tokens a rule must match: all but the harmless
 // redirections.

@@ -71,13 +71,20 @@ type shellCommand struct {
 	src     string // the command with its line continuations joined
 	cmds    []simpleCmd
 	refused *opaqueSyntax // the first construct no allow rule approves, if any
+	rule    bool          // a rule: what its commands run is not judged
 }
 
 // parseCommand reads src as bash would. A syntax error is an error; a
 // construct the rules cannot see through is recorded in refused, and the
 // commands inside it are still listed (deny rules see them).
-func parseCommand(src string) (*shellCommand, error) {
-	sc := &shellCommand{src: joinLines(src)}
+func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false) }
+
+// parseRule reads a rule as parseCommand reads a command, but leaves what
+// its commands run unjudged: a rule's * is no wrapper's option.
+func parseRule(src string) (*shellCommand, error) { return parseShell(src, true) }
+
+func parseShell(src string, rule bool) (*shellCommand, error) {
+	sc := &shellCommand{src: joinLines(src), rule: rule}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(sc.src), "")
 	if err != nil {
 		var pe syntax.ParseError
@@ -86,6 +93,7 @@ func parseCommand(src string) (*shellCommand, error) {
 		}
 		return nil, err
 	}
+	sc.list(f.Stmts, "", nil)
 	if strings.Contains(sc.src, "\\\n") {
 		// Left by joinLines inside quotes or a comment, where bash keeps
 		// it too; refused rather than trusted to agree.
@@ -96,7 +104,6 @@ func parseCommand(src string) (*shellCommand, error) {
 			sc.refuse(m.what)
 		}
 	}
-	sc.list(f.Stmts, "", nil)
 	return sc, nil
 }
 
@@ -285,7 +292,7 @@ func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 	c := simpleCmd{toks: append(toks, redirs...), sep: sep, start: start, end: end}
 	c.markProgram()
 	words := c.words()
-	for len(words) > 0 {
+	for len(words) > 0 && !sc.rule {
 		c.runs = append(c.runs, words)
 		sc.judge(words)
 		for _, x := range findExecs(words) {

@@ -146,7 +146,7 @@ func TestApproveRulesMessages(t *testing.T) {
 		{agentpty.Rules{}, "ls",
 			`agentpty: denied: pty-start "ls": matches no allow rule`},
 		{agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm 'x"}}, "ls",
-			`agentpty: denied: pty-start "ls": deny rule "rm 'x" cannot be used: reached EOF without closing quote `+"`'`"},
+			`agentpty: denied: pty-start "ls": deny rule "rm 'x" cannot be used: reached EOF without closing quote ` + "`'`"},
 	} {
 		if err := approve(tc.rules, tc.command); err == nil || err.Error() != tc.want {
 			t.Errorf("%+v on %q:\n got %v\nwant %s", tc.rules, tc.command, err, tc.want)
