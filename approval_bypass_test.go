@@ -1,6 +1,7 @@
 package agentpty_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -202,6 +203,12 @@ func TestApproveRulesLongCommand(t *testing.T) {
 	}
 	if err := approve(agentpty.Rules{Allow: []string{"*"}}, over[:len(over)-1]); err != nil {
 		t.Errorf("Rules on %d bytes: %v", len(over)-1, err)
+	}
+	m := agentpty.NewManager(agentpty.Options{})
+	defer m.Close()
+	if _, err := m.Start(context.Background(), agentpty.StartRequest{Command: over}); !errors.Is(err, agentpty.ErrInvalid) ||
+		!strings.Contains(err.Error(), "pty-start: command is 131072 bytes; exec takes at most 131071") {
+		t.Errorf("Start of %d bytes: %v; want ErrInvalid", len(over), err)
 	}
 	// Control: exec itself refuses one byte more.
 	if err := exec.Command("bash", "-c", over).Run(); err == nil || !strings.Contains(err.Error(), "argument list too long") {

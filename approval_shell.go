@@ -271,7 +271,11 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 			sc.stmt(c.Stmt, sep, redirs)
 		}
 	case *syntax.FuncDecl:
-		sc.refuse("a function definition " + c.Name.Value)
+		name := ""
+		if c.Name != nil {
+			name = " " + c.Name.Value
+		}
+		sc.refuse("a function definition" + name)
 		sc.stmt(c.Body, sep, redirs)
 	case *syntax.CoprocClause:
 		sc.refuse("a coprocess")
