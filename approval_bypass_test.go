@@ -218,3 +218,30 @@ func TestApproveRulesLongCommand(t *testing.T) {
 		t.Errorf("exec of %d bytes: %v", len(over)-1, err)
 	}
 }
+
+// TestApproveRulesShellC: the command line of sh -c is judged like the
+// command itself, for deny and allow rules and the refused constructs.
+func TestApproveRulesShellC(t *testing.T) {
+	r := agentpty.Rules{Allow: []string{"bash *", "sh *", "make *"}, Deny: []string{"rm *"}}
+	for _, c := range []string{"bash -c 'make test'", "sh -ec 'make a && make b'", "bash -o pipefail -c make"} {
+		if err := approve(r, c); err != nil {
+			t.Errorf("%q: %v", c, err)
+		}
+	}
+	for c, want := range map[string]string{
+		"bash -c 'rm -rf d'":         `matches deny rule "rm *"`,
+		"sh -c \"sh -c 'rm -rf d'\"": `matches deny rule "rm *"`,
+		"bash -lc 'ls'":              `runs "ls", which matches no allow rule`,
+		"bash -c \"$X\"":             `bash with "$X", whose options the rules cannot know`,
+		"bash -c 'eval x'":           `eval, which runs its arguments as commands in bash -c "eval x"`,
+		"bash -c 'sh -c \"bash -c \\\"sh -c \\\\\\\"sh -c make\\\\\\\"\\\"\"'": "sh -c nested more than 4 deep",
+	} {
+		removed, _ := runInTemp(t, c)
+		if strings.Contains(c, "rm -rf d") && !removed {
+			t.Errorf("control: %q left d", c)
+		}
+		if err := approve(r, c); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want ...%s", c, err, want)
+		}
+	}
+}

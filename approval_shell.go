@@ -72,19 +72,21 @@ type shellCommand struct {
 	cmds    []simpleCmd
 	refused *opaqueSyntax // the first construct no allow rule approves, if any
 	rule    bool          // a rule: what its commands run is not judged
+	depth   int           // how many sh -c this command line is inside
 }
 
 // parseCommand reads src as bash would. A syntax error is an error; a
 // construct the rules cannot see through is recorded in refused, and the
 // commands inside it are still listed (deny rules see them).
-func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false) }
+func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false, 0) }
 
 // parseRule reads a rule as parseCommand reads a command, but leaves what
 // its commands run unjudged: a rule's * is no wrapper's option.
-func parseRule(src string) (*shellCommand, error) { return parseShell(src, true) }
+func parseRule(src string) (*shellCommand, error) { return parseShell(src, true, 0) }
 
-func parseShell(src string, rule bool) (*shellCommand, error) {
-	sc := &shellCommand{src: joinLines(src), rule: rule}
+// parseShell reads src as a rule or a command, inside depth sh -c.
+func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
+	sc := &shellCommand{src: joinLines(src), rule: rule, depth: depth}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(sc.src), "")
 	if err != nil {
 		var pe syntax.ParseError
@@ -303,6 +305,7 @@ func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 			c.runs = append(c.runs, x)
 			sc.judge(x)
 		}
+		c.runs = append(c.runs, sc.shellString(words)...)
 		inner, err := unwrap(words)
 		if err != nil {
 			sc.refuse(err.Error())
@@ -310,6 +313,71 @@ func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 		words = inner
 	}
 	sc.cmds = append(sc.cmds, c)
+}
+
+// shells run the string after -c as a command line.
+var shells = map[string]bool{"bash": true, "sh": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true}
+
+// maxNesting bounds how deep sh -c 'sh -c ...' is read.
+const maxNesting = 4
+
+// shellString reads the command line a shell runs with -c, and returns
+// the commands it runs; what it refuses, the whole command refuses.
+func (sc *shellCommand) shellString(words []token) [][]token {
+	prog := words[0]
+	if !prog.static || !shells[path.Base(prog.val)] {
+		return nil
+	}
+	i, dashC := 1, false
+	for ; i < len(words); i++ {
+		a := words[i]
+		if !a.static {
+			sc.refuse(prog.val + " with " + a.raw + ", whose options the rules cannot know")
+			return nil
+		}
+		if a.val == "--" || a.val == "-" {
+			i++
+			break
+		}
+		if len(a.val) < 2 || a.val[0] != '-' && a.val[0] != '+' {
+			break
+		}
+		if a.val[1] == '-' {
+			continue // --norc, --login, ...
+		}
+		dashC = dashC || a.val[0] == '-' && strings.Contains(a.val, "c")
+		if strings.ContainsAny(a.val[1:], "oO") {
+			i++ // -o errexit, -O extglob
+		}
+	}
+	if !dashC {
+		return nil // a script or standard input: an interpreter, allowing everything
+	}
+	if i >= len(words) || !words[i].static {
+		what := "nothing"
+		if i < len(words) {
+			what = words[i].raw
+		}
+		sc.refuse(prog.val + " -c with " + what + ", a command line the rules cannot read")
+		return nil
+	}
+	if sc.depth >= maxNesting {
+		sc.refuse(fmt.Sprintf("%s -c nested more than %d deep", prog.val, maxNesting))
+		return nil
+	}
+	inner, err := parseShell(words[i].val, false, sc.depth+1)
+	if err != nil {
+		sc.refuse(fmt.Sprintf("%s -c %q, which cannot be parsed: %v", prog.val, words[i].val, err))
+		return nil
+	}
+	if inner.refused != nil {
+		sc.refuse(inner.refused.what + " in " + prog.val + " -c " + strconv.Quote(words[i].val))
+	}
+	var runs [][]token
+	for _, c := range inner.cmds {
+		runs = append(runs, c.runs...)
+	}
+	return runs
 }
 
 // redirects turns redirections into tokens: the operator, then its target.
