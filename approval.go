@@ -84,7 +84,11 @@ type ApprovalRequest struct {
 // command, builtin, exec, time, env, sudo, doas, timeout, stdbuf, setsid,
 // ionice and xargs with their options, and the commands of find -exec.
 // nice -n 5 make needs rules for both nice and make; a wrapper option the
-// rules do not know refuses the command.
+// rules do not know refuses the command. The command line of bash -c and
+// sh -c (dash, zsh, ksh, ash, mksh) is read and judged as the command is,
+// nested up to four deep; a script or standard input given to a shell, or
+// any other interpreter (python3 -c, perl -e, node -e), is not read: an
+// allow rule for it allows everything.
 //
 // Refused, whatever the Allow rules say, unless an Allow rule equals the
 // whole command character for character: command and process
