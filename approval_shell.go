@@ -661,16 +661,14 @@ func evaluates(words []token) string {
 			}
 		}
 	case "printf":
-		for _, a := range args {
-			switch {
-			case !a.static:
-				return "printf with " + a.raw + " before its format, which bash may read as -v"
-			case strings.HasPrefix(a.val, "-v"):
-				return "printf -v, which evaluates array subscripts"
-			case a.val == "--":
-				return ""
-			}
-			return ""
+		// Its only option is -v; what follows -- or the first other word
+		// is the format and its arguments.
+		switch {
+		case len(args) == 0:
+		case !args[0].static:
+			return "printf with " + args[0].raw + " before its format, which bash may read as -v"
+		case strings.HasPrefix(args[0].val, "-v"):
+			return "printf -v, which evaluates array subscripts"
 		}
 	case "unset", "declare", "typeset", "local", "export", "readonly":
 		// Reached through a wrapper (command declare ...); plain ones are
