@@ -84,6 +84,12 @@ func TestApproveRulesBypasses(t *testing.T) {
 			`uses alias, which makes a word run something else`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.command, "sudo") && exec.Command("sudo", "-n", "true").Run() != nil {
+				if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+					t.Fatal("the control needs sudo without a password (AGENTPTY_REQUIRE=all)")
+				}
+				t.Skip("the control needs sudo without a password")
+			}
 			removed, out := runInTemp(t, tc.command)
 			if tc.harm == "" && !removed {
 				t.Fatalf("control: bash ran %q and d is still there (output %q): the attack does nothing", tc.command, out)
