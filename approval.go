@@ -142,9 +142,9 @@ type Rules struct {
 
 // Approve approves req when the rules allow it. It never blocks.
 func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
-	text, what := req.Command, fmt.Sprintf("%q", req.Command)
+	text, what := req.Command, quoteShort(req.Command)
 	if req.Tool == ToolWrite {
-		text, what = req.Input, fmt.Sprintf("%s %q", req.ID, req.Input)
+		text, what = req.Input, req.ID+" "+quoteShort(req.Input)
 	}
 	if req.Tool != "" {
 		what = req.Tool + " " + what
@@ -258,6 +258,16 @@ func typedLines(input string) (string, string) {
 		return "", "ends in a line continuation, which leaves the line open"
 	}
 	return text, ""
+}
+
+// quoteShort quotes s for a message, eliding the middle of a long one.
+func quoteShort(s string) string {
+	const keep = 100
+	if len(s) <= 3*keep {
+		return fmt.Sprintf("%q", s)
+	}
+	head, tail := strings.ToValidUTF8(s[:keep], ""), strings.ToValidUTF8(s[len(s)-keep:], "")
+	return fmt.Sprintf("%q...(%d bytes)...%q", head, len(s)-2*keep, tail)
 }
 
 func wordsText(words []token) string {

@@ -299,6 +299,10 @@ func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 	c.markProgram()
 	words := c.words()
 	for len(words) > 0 && !sc.rule {
+		if len(c.runs) > maxWrappers {
+			sc.refuse(fmt.Sprintf("more than %d wrappers in one command", maxWrappers))
+			break
+		}
 		c.runs = append(c.runs, words)
 		sc.judge(words)
 		for _, x := range findExecs(words) {
@@ -314,6 +318,10 @@ func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 	}
 	sc.cmds = append(sc.cmds, c)
 }
+
+// maxWrappers bounds how many wrappers of one command are looked
+// through (nice nice nice ...): each is a copy of the words after it.
+const maxWrappers = 16
 
 // shells run the string after -c as a command line.
 var shells = map[string]bool{"bash": true, "sh": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true}

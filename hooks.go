@@ -19,9 +19,9 @@ func (m *Manager) approve(ctx context.Context, req ApprovalRequest) (err error) 
 	if m.opts.Approver == nil {
 		return nil
 	}
-	what := fmt.Sprintf("%s %q", req.Tool, req.Command)
+	what := req.Tool + " " + quoteShort(req.Command)
 	if req.Tool != ToolStart {
-		what = fmt.Sprintf("%s %s %q", req.Tool, req.ID, req.Input)
+		what = req.Tool + " " + req.ID + " " + quoteShort(req.Input)
 	}
 	defer func() {
 		if p := recover(); p != nil {
