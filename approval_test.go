@@ -183,6 +183,15 @@ func TestApproveRulesLong(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("matching took %v", d)
 	}
+	// Each wrapper looked through copies the words after it.
+	start = time.Now()
+	if err := approve(agentpty.Rules{Allow: []string{"*"}}, strings.Repeat("nice ", 26000)+"ls"); err == nil ||
+		!strings.Contains(err.Error(), "uses more than 16 wrappers in one command") {
+		t.Errorf("26000 wrappers: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("26000 wrappers took %v", d)
+	}
 }
 
 // TestApproveRulesWithManager: a denied start runs nothing.
