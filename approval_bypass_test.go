@@ -64,6 +64,7 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"CommandP", all, "command -p rm -rf d", "", `matches deny rule "rm *"`},
 		{"ExecA", all, "exec -a x rm -rf d", "", `matches deny rule "rm *"`},
 		{"TimeP", all, "time -p rm -rf d", "", `matches deny rule "rm *"`},
+		{"TimeDashDash", all, "time -p -- rm -rf d", "", `matches deny rule "rm *"`},
 		{"Function", all, "function f { rm -rf d; }; f", "", `"rm -rf d" matches deny rule "rm *"`},
 		{"EnvI", all, "env -i X=1 rm -rf d", "", `matches deny rule "rm *"`},
 		{"SudoU", all, "sudo -u root rm -rf d", "", `matches deny rule "rm *"`},

@@ -270,7 +270,7 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 		}
 	case *syntax.TimeClause:
 		if c.Stmt != nil {
-			sc.stmt(c.Stmt, sep, redirs)
+			sc.stmt(timed(c.Stmt), sep, redirs)
 		}
 	case *syntax.FuncDecl:
 		name := ""
@@ -291,6 +291,18 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	default:
 		sc.refuse(fmt.Sprintf("shell syntax the rules do not know (%T)", c))
 	}
+}
+
+// timed is the statement the time keyword runs: bash takes one -- after
+// time (-p), which mvdan.cc/sh leaves as the command's first word.
+func timed(s *syntax.Stmt) *syntax.Stmt {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(call.Args) < 2 || call.Args[0].Lit() != "--" {
+		return s
+	}
+	inner := *s
+	inner.Cmd = &syntax.CallExpr{Args: call.Args[1:]}
+	return &inner
 }
 
 // add lists a simple command and judges what it runs.
