@@ -63,7 +63,9 @@ type ApprovalRequest struct {
 //     an operator, nor a program named by an expansion or glob.
 //   - Inside a word, * matches any characters and ? one: "python3 *.py",
 //     "go test -run=*". Quote them in a rule to match them literally.
-//   - A word holding an expansion ($EDITOR) matches only the same text.
+//   - A word holding an expansion ($EDITOR) matches only the same text,
+//     and so does an unquoted expansion in a command ($X.txt, which bash
+//     may split into several words), except by a lone *.
 //   - Every other word matches only its own value: "git status" matches
 //     git status and 'git' "status", and nothing longer.
 //   - Redirections are matched after the words, in their order, and only
@@ -361,7 +363,7 @@ func tokenMatches(r, c token) bool {
 	switch {
 	case r.kind != c.kind:
 		return false
-	case r.kind == tokOp, c.opaque, r.expands:
+	case r.kind == tokOp, c.opaque, c.splits, r.expands:
 		return r.raw == c.raw
 	}
 	return globMatch(r.pat, c.val)

@@ -252,3 +252,25 @@ func TestApproveRulesShellC(t *testing.T) {
 		}
 	}
 }
+
+// TestApproveRulesSplitting: an unquoted expansion may become several
+// words (X='/etc/shadow x' makes cat $X.txt read /etc/shadow), so only a
+// lone * or the same text matches it; quoted, it is one word.
+func TestApproveRulesSplitting(t *testing.T) {
+	r := agentpty.Rules{Allow: []string{"cat *.txt", "echo *", "ls $D"}}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Control: bash splits the word and cat reads the file.
+	cmd := exec.Command("bash", "-c", "X='secret x'; cat $X.txt")
+	cmd.Dir = dir
+	if out, _ := cmd.CombinedOutput(); !strings.Contains(string(out), "s3cret") {
+		t.Fatalf("control: %q", out)
+	}
+	for c, ok := range map[string]bool{"cat $X.txt": false, `cat "$X".txt`: true, "cat notes.txt": true, "echo $X": true, "ls $D": true} {
+		if err := approve(r, c); (err == nil) != ok {
+			t.Errorf("%q: %v; want approved %v", c, err, ok)
+		}
+	}
+}

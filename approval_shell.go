@@ -39,6 +39,7 @@ type token struct {
 	star    bool   // an unquoted * alone
 	assign  bool   // NAME=value
 	opaque  bool   // it names the program but is not static: matched by its text only
+	splits  bool   // an unquoted expansion, which bash may split into several words: matched by a lone * or its text
 }
 
 // simpleCmd is one simple command of a list or pipeline.
@@ -540,6 +541,7 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 		case *syntax.ParamExp:
 			sc.param(x)
 			expand(sc.text(x))
+			t.splits = true
 		default:
 			sc.wordPart(part)
 			expand(sc.text(part))
