@@ -189,6 +189,8 @@ func TestApproveRulesRefused(t *testing.T) {
 		"echo 'a\\\nb'":                    "a backslash-newline inside quotes or a comment",
 		"ls # \\\nrm -rf d":                "a backslash-newline inside quotes or a comment",
 		"env -S 'rm -rf d'":                "env -S, which runs a string as a command",
+		"find $D -name x":                  "find with $D, which may expand to -exec",
+		"find * -quit":                     "find with *, which may expand to -exec",
 		"echo '$(id)'":                     "a command substitution $(...)",
 	} {
 		err := approve(all, c)

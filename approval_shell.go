@@ -584,9 +584,11 @@ func (sc *shellCommand) unquoted(s string, first bool, raw string, t *token, val
 			if raw != "[" && raw != "]" && raw != "[[" && raw != "]]" {
 				t.static = false
 			}
-		case '{', '}':
-			if raw != "{" && raw != "}" {
-				t.static = false // brace expansion, or near enough
+		case '{':
+			// Brace expansion needs a comma or a .. sequence; a quoted one
+			// counts too, erring towards not static. {} stays {}.
+			if strings.Contains(raw, "}") && (strings.Contains(raw, ",") || strings.Contains(raw, "..")) {
+				t.static = false
 			}
 		case '~':
 			if first && i == 0 {
@@ -651,6 +653,12 @@ func evaluates(words []token) string {
 		return ""
 	}
 	switch name {
+	case "find", "/usr/bin/find", "/bin/find":
+		for _, a := range args {
+			if !a.static {
+				return "find with " + a.raw + ", which may expand to -exec and a command"
+			}
+		}
 	case "eval":
 		return "eval, which runs its arguments as commands"
 	case "source", ".":
