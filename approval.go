@@ -104,7 +104,9 @@ type ApprovalRequest struct {
 // expansion before its format), declare, typeset, local, export, readonly
 // and unset with subscripts, expansions, -i or -n, assignments with
 // subscripts and to PS0-PS4, PROMPT_COMMAND, BASH_ENV and ENV, extended
-// globs, $"..." strings, coprocesses, and a backslash-newline left inside
+// globs, $"..." strings, coprocesses, find with a glob or expansion
+// (which may expand to -exec), more than 16 nested wrappers, bash -c with
+// a command line it cannot read, and a backslash-newline left inside
 // quotes or a comment. A program named by an expansion or a glob ($EDITOR
 // file, /bin/r?) is known only when the shell runs, so only a rule that
 // spells the same text approves it. A command longer than 131071 bytes
@@ -114,11 +116,11 @@ type ApprovalRequest struct {
 // matches: as written, without its assignments and redirections, named by
 // a path (a deny rule "rm *" refuses /bin/rm -rf x), behind any of the
 // wrappers above (nice -n 5 rm, sudo -u u rm, xargs rm, find -exec rm),
-// inside compound commands, function bodies and substitutions. Deny rules
-// are a guard against mistakes, not a boundary: a script, an interpreter
-// or a copy of the program under another name still reaches rm. The
-// boundary is a short Allow list of programs that run no other programs,
-// and the Sandbox.
+// inside compound commands, function bodies, substitutions and sh -c
+// command lines. Deny rules are a guard against mistakes, not a boundary:
+// a script, an interpreter or a copy of the program under another name
+// still reaches rm. The boundary is a short Allow list of programs that
+// run no other programs, and the Sandbox.
 //
 // Denials wrap ErrDenied and name the command and the rule or construct
 // that decided:
