@@ -516,10 +516,12 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 		case *syntax.SglQuoted:
 			v := x.Value
 			if x.Dollar {
-				var ok bool
-				if v, ok = decodeANSI(v); !ok {
+				var nul, local bool
+				v, nul, local = decodeANSI(v)
+				if nul {
 					sc.refuse("a $'...' string holding a NUL byte, where bash ends the word")
 				}
+				t.static = t.static && !local
 			}
 			lit(v)
 		case *syntax.DblQuoted:
@@ -930,8 +932,10 @@ func unescapeDouble(s string) string {
 }
 
 // decodeANSI decodes the body of a $'...' string as bash does. It reports
-// false when the result holds a NUL byte, where bash cuts the word short.
-func decodeANSI(s string) (string, bool) {
+// whether the result holds a NUL byte, where bash cuts the word short, and
+// whether a \u or \U escape names a character beyond ASCII, which bash
+// encodes as the locale says.
+func decodeANSI(s string) (out string, nul, local bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -982,23 +986,31 @@ func decodeANSI(s string) (string, bool) {
 			case c == 'x':
 				b.WriteByte(byte(v))
 			default:
+				local = local || v > 0x7f
 				b.WriteRune(rune(v))
 			}
 			i += n
 		case 'c':
-			if i+1 < len(s) {
+			switch {
+			case i+1 == len(s):
+				b.WriteString(`\c`)
+			case s[i+1] == '?':
+				b.WriteByte(0x7f)
 				i++
+			default:
+				i++
+				if s[i] == '\\' && i+1 < len(s) && s[i+1] == '\\' {
+					i++ // \c\\ is control-backslash
+				}
 				b.WriteByte(s[i] & 0x1f)
-				continue
 			}
-			b.WriteString(`\c`)
 		default:
 			b.WriteByte('\\')
 			b.WriteByte(c)
 		}
 	}
-	out := b.String()
-	return out, !strings.Contains(out, "\x00")
+	out = b.String()
+	return out, strings.Contains(out, "\x00"), local
 }
 
 func isHex(c byte) bool {
