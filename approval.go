@@ -135,10 +135,10 @@ type ApprovalRequest struct {
 //
 // With Options.ApproveWrites, Rules judge a pty-write's Input as the
 // command line a shell would read: it must be whole lines (end in Enter,
-// no line continuation left open), hold no control character but tab, and
-// each line's commands are judged as a start's are. Input to a program
-// that is not a shell is judged the same way, so such writes are mostly
-// denied.
+// no line continuation left open), hold no control character (a tab
+// would complete the line into something else), and each line's commands
+// are judged as a start's are. Input to a program that is not a shell is
+// judged the same way, so such writes are mostly denied.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
@@ -254,7 +254,7 @@ func typedLines(input string) (string, string) {
 		return "", "types a partial line (no Enter at its end), which the rules cannot judge"
 	}
 	for _, c := range text {
-		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+		if c < 0x20 && c != '\n' || c == 0x7f { // a tab completes the line into something else
 			return "", fmt.Sprintf("types the control character %q, which the rules cannot judge", c)
 		}
 	}

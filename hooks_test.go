@@ -234,6 +234,7 @@ func writeRules(t *testing.T, rules Rules, approveWrites bool) {
 		"echo a \\\r":    "ends in a line continuation",
 		"\x15rm -rf d\r": `types the control character '\x15'`,
 		"ls\r":           "matches no allow rule",
+		"echo x\t\r":     `types the control character '\t'`,
 	} {
 		if _, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: input}); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Write(%q): %v; want ...%s", input, err, want)
