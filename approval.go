@@ -136,7 +136,8 @@ type ApprovalRequest struct {
 // With Options.ApproveWrites, Rules judge a pty-write's Input as the
 // command line a shell would read: it must be whole lines (end in Enter,
 // no line continuation left open), hold no control character (a tab
-// would complete the line into something else), and each line's commands
+// would complete the line into something else) and no history expansion
+// (! anywhere, ^ leading a line), and each line's commands
 // are judged as a start's are. Input to a program that is not a shell is
 // judged the same way, so such writes are mostly denied.
 type Rules struct {
@@ -256,6 +257,11 @@ func typedLines(input string) (string, string) {
 	for _, c := range text {
 		if c < 0x20 && c != '\n' || c == 0x7f { // a tab completes the line into something else
 			return "", fmt.Sprintf("types the control character %q, which the rules cannot judge", c)
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "!") || strings.HasPrefix(line, "^") {
+			return "", "types " + quoteShort(line) + ", which an interactive shell expands from its history (! and ^)"
 		}
 	}
 	if strings.HasSuffix(strings.TrimRight(text, "\n"), `\`) {

@@ -217,11 +217,23 @@ func writeRules(t *testing.T, rules Rules, approveWrites bool) {
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "echo hi", Submit: true, WaitFor: "hi\n" + prompt})
 	_, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "rm -rf d", Submit: true, WaitFor: prompt})
 	_, statErr := os.Stat(d)
+	// History expansion rewrites an approved-looking line into another:
+	// the quotes of the line before are stripped and touch runs.
+	pwn := filepath.Join(dir, "pwn")
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "echo 'x;touch pwn'", Submit: true, WaitFor: "x;touch pwn\n" + prompt})
+	_, histErr := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "echo !!:1:gs/'//", Submit: true, WaitFor: prompt})
+	_, pwnErr := os.Stat(pwn)
 	if !approveWrites {
 		if err != nil || statErr == nil {
 			t.Fatalf("control: write %v, d %v; want d removed", err, statErr)
 		}
+		if histErr != nil || pwnErr != nil {
+			t.Fatalf("control: write %v, pwn %v; want pwn created", histErr, pwnErr)
+		}
 		return
+	}
+	if !errors.Is(histErr, ErrDenied) || pwnErr == nil {
+		t.Errorf("history expansion: write %v, pwn %v; want denied and no pwn", histErr, pwnErr)
 	}
 	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `matches deny rule "rm *"`) {
 		t.Errorf("Write: %v; want the deny rule named", err)
@@ -230,11 +242,13 @@ func writeRules(t *testing.T, rules Rules, approveWrites bool) {
 		t.Errorf("d: %v after a denied write", statErr)
 	}
 	for input, want := range map[string]string{
-		"echo a":         "types a partial line",
-		"echo a \\\r":    "ends in a line continuation",
-		"\x15rm -rf d\r": `types the control character '\x15'`,
-		"ls\r":           "matches no allow rule",
-		"echo x\t\r":     `types the control character '\t'`,
+		"echo a":             "types a partial line",
+		"echo a \\\r":        "ends in a line continuation",
+		"\x15rm -rf d\r":     `types the control character '\x15'`,
+		"ls\r":               "matches no allow rule",
+		"echo x\t\r":         `types the control character '\t'`,
+		"echo !!:1:gs/'//\r": "which an interactive shell expands from its history",
+		"^echo^rm\r":         "which an interactive shell expands from its history",
 	} {
 		if _, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: input}); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Write(%q): %v; want ...%s", input, err, want)
