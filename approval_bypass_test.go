@@ -67,6 +67,7 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"TimeDashDash", all, "time -p -- rm -rf d", "", `matches deny rule "rm *"`},
 		{"Function", all, "function f { rm -rf d; }; f", "", `"rm -rf d" matches deny rule "rm *"`},
 		{"EnvI", all, "env -i X=1 rm -rf d", "", `matches deny rule "rm *"`},
+		{"EnvDash", all, "env - rm -rf d", "", `matches deny rule "rm *"`},
 		{"SudoU", all, "sudo -u root rm -rf d", "", `matches deny rule "rm *"`},
 		{"Xargs", all, "echo d | xargs rm -rf", "", `"xargs rm -rf" matches deny rule "rm *"`},
 		{"FindExec", all, "find . -name d -exec rm -rf {} +", "", `matches deny rule "rm *"`},

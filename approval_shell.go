@@ -787,34 +787,51 @@ var wrappers = map[string]wrapper{
 // wrapper. An error says which option it could not read.
 func unwrap(words []token) ([]token, error) {
 	prog := words[0]
-	w, ok := wrappers[path.Base(prog.val)]
+	name := path.Base(prog.val)
+	w, ok := wrappers[name]
 	if !ok || !prog.static {
 		return nil, nil
 	}
-	name := path.Base(prog.val)
-	i := 1
+	i, err := w.skipOptions(name, words)
+	if i < 0 {
+		return nil, err
+	}
+	i += w.operands
+	if i >= len(words) {
+		if name == "xargs" {
+			return []token{{kind: tokWord, raw: "echo", val: "echo", pat: "echo", static: true}}, err
+		}
+		return nil, err
+	}
+	inner := append([]token(nil), words[i:]...)
+	inner[0].opaque = !inner[0].static
+	return inner, err
+}
+
+// skipOptions returns where the options of the wrapper name end in words,
+// and an error naming the first option it does not know; -1 when an
+// option makes it run a string as a command.
+func (w wrapper) skipOptions(name string, words []token) (int, error) {
 	var err error
 	unknown := func(opt string) {
 		if err == nil {
 			err = fmt.Errorf("%s with option %s, which the rules do not know", name, opt)
 		}
 	}
-options:
-	for i < len(words) {
+	i := 1
+	for ; i < len(words); i++ {
 		a := words[i]
 		switch {
 		case !a.static:
 			unknown(a.raw)
-			i++
-			continue
 		case a.val == "--":
-			i++
-			break options
+			return i + 1, err
+		case a.val == "-" && name == "env": // env - is env -i
 		case strings.HasPrefix(a.val, "--"):
 			opt, _, eq := strings.Cut(a.val[2:], "=")
 			switch {
 			case hasWord(w.refused, opt):
-				return nil, fmt.Errorf("%s --%s, which runs a string as a command", name, opt)
+				return -1, fmt.Errorf("%s --%s, which runs a string as a command", name, opt)
 			case hasWord(w.longArgs, opt) && !eq:
 				i++
 			case !hasWord(w.longArgs, opt) && !hasWord(w.long, opt):
@@ -822,12 +839,12 @@ options:
 			}
 		case len(a.val) > 1 && a.val[0] == '-':
 			if w.numeric && isDigits(a.val[1:]) {
-				break
+				continue
 			}
 			for j := 1; j < len(a.val); j++ {
 				c := a.val[j : j+1]
 				if hasWord(w.refused, c) {
-					return nil, fmt.Errorf("%s -%s, which runs a string as a command", name, c)
+					return -1, fmt.Errorf("%s -%s, which runs a string as a command", name, c)
 				}
 				if strings.Contains(w.args, c) {
 					if j == len(a.val)-1 {
@@ -840,22 +857,12 @@ options:
 					break
 				}
 			}
-		case w.assigns && a.assign, w.assigns && isAssignWord(a.val):
+		case w.assigns && (a.assign || isAssignWord(a.val)):
 		default:
-			break options
+			return i, err
 		}
-		i++
 	}
-	i += w.operands
-	if i >= len(words) {
-		if name == "xargs" {
-			return []token{{kind: tokWord, raw: "echo", val: "echo", pat: "echo", static: true}}, err
-		}
-		return nil, err
-	}
-	inner := append([]token(nil), words[i:]...)
-	inner[0].opaque = !inner[0].static
-	return inner, err
+	return i, err
 }
 
 // findExecs returns the commands find runs with -exec, -execdir, -ok and
