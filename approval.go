@@ -83,8 +83,10 @@ type ApprovalRequest struct {
 // command count for each command inside it.
 //
 // A wrapper's command is judged as well as the wrapper: nice, nohup,
-// command, builtin, exec, time, env, sudo, doas, timeout, stdbuf, setsid,
-// ionice and xargs with their options, and the commands of find -exec.
+// command, builtin, exec, time, env, sudo, doas, su, runuser, timeout,
+// stdbuf, setsid, ionice, chrt, taskset, chroot, flock, watch, busybox and
+// xargs with their options, and the commands of find -exec (su -c, flock
+// -c and env -S, which run a string, are refused).
 // nice -n 5 make needs rules for both nice and make; a wrapper option the
 // rules do not know refuses the command. The command line of bash -c and
 // sh -c (dash, zsh, ksh, ash, mksh) is read and judged as the command is,
