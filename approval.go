@@ -105,7 +105,8 @@ type ApprovalRequest struct {
 // or glob, which bash might read as -v), printf -v (and printf with an
 // expansion before its format), declare, typeset, local, export, readonly
 // and unset with subscripts, expansions, -i or -n, assignments with
-// subscripts and to PS0-PS4, PROMPT_COMMAND, BASH_ENV and ENV, extended
+// subscripts and to PS0-PS4, PROMPT_COMMAND, BASH_ENV and ENV (also
+// through env and sudo, with BASH_FUNC_ functions), extended
 // globs, $"..." strings, coprocesses, find with a glob or expansion
 // (which may expand to -exec), more than 16 nested wrappers, bash -c with
 // a command line it cannot read, and a backslash-newline left inside

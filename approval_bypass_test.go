@@ -68,6 +68,8 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"Function", all, "function f { rm -rf d; }; f", "", `"rm -rf d" matches deny rule "rm *"`},
 		{"EnvI", all, "env -i X=1 rm -rf d", "", `matches deny rule "rm *"`},
 		{"EnvDash", all, "env - rm -rf d", "", `matches deny rule "rm *"`},
+		{"EnvFunction", all, "env 'BASH_FUNC_ls%%=() { rm -rf d; }' bash -c ls", "", "env 'BASH_FUNC_ls%%=() { rm -rf d; }', whose value a shell runs"},
+		{"EnvBashEnv", all, "echo 'rm -rf d' > e; env BASH_ENV=e bash -c :", "", "env BASH_ENV=e, whose value a shell runs"},
 		{"Flock", all, "flock f rm -rf d", "", `matches deny rule "rm *"`},
 		{"Taskset", all, "taskset -c 0 rm -rf d", "", `matches deny rule "rm *"`},
 		{"Chrt", all, "chrt -o 0 rm -rf d", "", `matches deny rule "rm *"`},

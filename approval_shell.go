@@ -867,7 +867,11 @@ func (w wrapper) skipOptions(name string, words []token) (int, error) {
 					break
 				}
 			}
-		case w.assigns && (a.assign || isAssignWord(a.val)):
+		case w.assigns && !strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "="):
+			// env and sudo take any NAME=value, names bash would not.
+			if v, _, _ := strings.Cut(a.val, "="); strings.HasPrefix(v, "BASH_FUNC_") || evaluatedVars[v] {
+				return -1, fmt.Errorf("%s %s, whose value a shell runs", name, a.raw)
+			}
 		default:
 			return i, err
 		}
@@ -907,11 +911,6 @@ func hasWord(list, w string) bool {
 		}
 	}
 	return false
-}
-
-func isAssignWord(s string) bool {
-	eq := strings.IndexByte(s, '=')
-	return eq > 0 && isName(s[:eq])
 }
 
 // globQuote escapes the characters globMatch treats specially.
