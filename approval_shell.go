@@ -46,7 +46,7 @@ type simpleCmd struct {
 	toks       []token   // as written: assignments, words, then redirections
 	sep        string    // the operator after it: ; & && || | |& a newline, or ) at the end of a substitution
 	start, end int       // its text in the (joined) source
-	runs       [][]token // the commands it runs through wrappers and find -exec, outermost first
+	runs       [][]token // what it runs: its own words, then each wrapper's command, find -exec's, sh -c's
 }
 
 // opaqueSyntax is shell syntax the rules cannot see through.
