@@ -84,9 +84,9 @@ type ApprovalRequest struct {
 //
 // A wrapper's command is judged as well as the wrapper: nice, nohup,
 // command, builtin, exec, time, env, sudo, doas, su, runuser, timeout,
-// stdbuf, setsid, ionice, chrt, taskset, chroot, flock, watch, busybox and
-// xargs with their options, and the commands of find -exec (su -c, flock
-// -c and env -S, which run a string, are refused).
+// stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox and xargs
+// with their options, and the commands of find -exec (su -c, flock -c,
+// sudo -s and env -S, which run a string, are refused).
 // nice -n 5 make needs rules for both nice and make; a wrapper option the
 // rules do not know refuses the command. The command line of bash -c and
 // sh -c (dash, zsh, ksh, ash, mksh) is read and judged as the command is,

@@ -75,6 +75,7 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"Chrt", all, "chrt -o 0 rm -rf d", "", `matches deny rule "rm *"`},
 		{"Runuser", all, "runuser -u root -- rm -rf d", "", `matches deny rule "rm *"`},
 		{"SuC", all, "su -c 'rm -rf d'", "", "su -c, which runs a string as a command"},
+		{"SudoS", all, "sudo -s rm -rf d", "", "sudo -s, which runs a string as a command"},
 		{"SudoU", all, "sudo -u root rm -rf d", "", `matches deny rule "rm *"`},
 		{"Xargs", all, "echo d | xargs rm -rf", "", `"xargs rm -rf" matches deny rule "rm *"`},
 		{"FindExec", all, "find . -name d -exec rm -rf {} +", "", `matches deny rule "rm *"`},
