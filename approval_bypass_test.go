@@ -76,6 +76,8 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"Runuser", all, "runuser -u root -- rm -rf d", "", `matches deny rule "rm *"`},
 		{"SuC", all, "su -c 'rm -rf d'", "", "su -c, which runs a string as a command"},
 		{"SudoS", all, "sudo -s rm -rf d", "", "sudo -s, which runs a string as a command"},
+		{"FindExecShell", all, "find . -maxdepth 0 -exec sh -c 'rm -rf d' \\;", "", `matches deny rule "rm *"`},
+		{"FindExecWrapper", all, "find . -maxdepth 0 -exec nice rm -rf d \\;", "", `matches deny rule "rm *"`},
 		{"SudoU", all, "sudo -u root rm -rf d", "", `matches deny rule "rm *"`},
 		{"Xargs", all, "echo d | xargs rm -rf", "", `"xargs rm -rf" matches deny rule "rm *"`},
 		{"FindExec", all, "find . -name d -exec rm -rf {} +", "", `matches deny rule "rm *"`},

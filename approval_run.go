@@ -80,6 +80,31 @@ func (sc *shellCommand) shellString(words []token) [][]token {
 	return runs
 }
 
+// runsOf returns what words run, each judged: the words themselves, then
+// each wrapper's command, find -exec's and sh -c's, and theirs.
+func (sc *shellCommand) runsOf(words []token) [][]token {
+	var runs [][]token
+	for queue := [][]token{words}; len(queue) > 0; queue = queue[1:] {
+		w := queue[0]
+		if len(w) == 0 {
+			continue
+		}
+		if len(runs) > maxWrappers {
+			sc.refuse(fmt.Sprintf("more than %d wrappers in one command", maxWrappers))
+			break
+		}
+		runs = append(runs, w)
+		sc.judge(w)
+		runs = append(runs, sc.shellString(w)...)
+		inner, err := unwrap(w)
+		if err != nil {
+			sc.refuse(err.Error())
+		}
+		queue = append(append(queue, findExecs(w)...), inner)
+	}
+	return runs
+}
+
 // judge refuses the builtins that run or evaluate code from their
 // arguments, wherever they run: after wrappers too.
 func (sc *shellCommand) judge(words []token) {

@@ -309,24 +309,8 @@ func timed(s *syntax.Stmt) *syntax.Stmt {
 func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 	c := simpleCmd{toks: append(toks, redirs...), sep: sep, start: start, end: end}
 	c.markProgram()
-	words := c.words()
-	for len(words) > 0 && !sc.rule {
-		if len(c.runs) > maxWrappers {
-			sc.refuse(fmt.Sprintf("more than %d wrappers in one command", maxWrappers))
-			break
-		}
-		c.runs = append(c.runs, words)
-		sc.judge(words)
-		for _, x := range findExecs(words) {
-			c.runs = append(c.runs, x)
-			sc.judge(x)
-		}
-		c.runs = append(c.runs, sc.shellString(words)...)
-		inner, err := unwrap(words)
-		if err != nil {
-			sc.refuse(err.Error())
-		}
-		words = inner
+	if !sc.rule {
+		c.runs = sc.runsOf(c.words())
 	}
 	sc.cmds = append(sc.cmds, c)
 }
