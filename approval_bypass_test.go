@@ -287,3 +287,62 @@ func TestApproveRulesSplitting(t *testing.T) {
 		}
 	}
 }
+
+// TestApproveRulesRunsOnlyAllowed: for every command the rules approve in
+// a corpus of tricky ones, bash's own trace (set -x, which shows each
+// simple command as it runs, in subshells and substitutions too) lists
+// only programs an Allow rule names.
+func TestApproveRulesRunsOnlyAllowed(t *testing.T) {
+	r := agentpty.Rules{Allow: []string{"echo *", "printf *", "true", "cd *"}}
+	// and the compound commands bash traces by their keyword
+	allowed := map[string]bool{"echo": true, "printf": true, "true": true, "cd": true, "case": true, "for": true, "select": true}
+	corpus := []string{
+		"echo \"$\\\n(rm -rf d)\"", "echo $\\\n(rm -rf d)", `echo $'\x24(rm -rf d)'`, `printf -v $'a[\x24(rm -rf d)]' x`,
+		"echo a\\\n;rm -rf d", "ec\\\nho x; r\\\nm -rf d", "echo x; rm -rf d", "echo x & rm -rf d", "echo x\nrm -rf d",
+		"echo x | rm -rf d", "true && rm -rf d", "true || rm -rf d", "echo $(rm -rf d)", "echo `rm -rf d`",
+		"echo ${x:-$(rm -rf d)}", "echo ${x[$(rm -rf d)]}", "(rm -rf d)", "{ rm -rf d; }", "if true; then rm -rf d; fi",
+		"function f { rm -rf d; }; f", "f() { rm -rf d; }; f", "echo x > >(rm -rf d)", "echo <(rm -rf d)",
+		"cd d && rm -rf ../d", "echo # c \\\nrm -rf d", "echo 'a\\\nb'; rm -rf d", "printf '%s' x", "printf -- -v x",
+		"echo \"a\\\nb\"", "echo a\\\n b", "cd .. \\\n; true", "echo !!", "echo $'\\'' ; rm -rf d", `echo '\'';rm -rf d #'`,
+		"echo x\r\nrm -rf d", "ech\\\no hi", "e\"ch\"o hi", `\echo hi`, "echo {a,b}", "echo ~", "echo *", "echo $HOME",
+		"x=1 echo hi", "echo hi 2>&1", "echo hi >/dev/null", "echo hi <<< x", "cd; echo hi", "true; true; echo x",
+		"printf '%s\\n' a b", "echo $((1+1))", "echo $[1+1]", "[ -v x ]", "eval echo", "command echo hi", "nice echo hi",
+		"echo hi | printf x", "echo hi |& printf x", "! true", "time true", "time -p echo x", "case x in x) echo y;; esac",
+		"for i in 1 2; do echo $i; done", "while true; do break; done", "select x in a; do break; done <<< 1",
+	}
+	approved := 0
+	for _, c := range corpus {
+		if approve(r, c) != nil {
+			continue
+		}
+		approved++
+		dir := t.TempDir()
+		trace := filepath.Join(dir, "trace")
+		cmd := exec.Command("bash", "-xc", c)
+		cmd.Dir = dir
+		f, err := os.Create(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(os.Environ(), "BASH_XTRACEFD=3")
+		cmd.ExtraFiles = []*os.File{f}
+		_ = cmd.Run()
+		f.Close()
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			fields := strings.Fields(strings.TrimLeft(line, "+"))
+			if len(fields) == 0 || !allowed[fields[0]] {
+				t.Errorf("%q approved, but bash ran %q", c, line)
+			}
+		}
+	}
+	if approved < 25 {
+		t.Errorf("only %d of %d commands approved: the corpus no longer tests the rules", approved, len(corpus))
+	}
+}
