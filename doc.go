@@ -20,4 +20,13 @@
 // the typed methods Start, Write and Kill. Options hold the host's hooks
 // (an Approver asked before anything starts, a Sandbox applied to every
 // child) and bounds.
+//
+// An error from Call is meant for the model: hand err.Error() back as the
+// tool call's result, marked as an error, and the model can correct its
+// call; it names the session and the value involved. Optional millisecond
+// fields are pointers, since nil means the default: WaitMS: Millis(700).
+//
+// The default shell, bash -lc, runs the login profile for every session;
+// input typed before the profile has finished can be lost, so wait for the
+// program's prompt (WaitFor) before typing.
 package agentpty

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agentpty/agentpty"
 )
@@ -27,7 +29,7 @@ func Example() {
 	fmt.Printf("%q\n", start.Output)
 
 	// The wait ends early when the program exits.
-	res, err := m.Write(ctx, agentpty.WriteRequest{ID: start.ID, Input: "world", Submit: true, WaitMS: ptr(5000)})
+	res, err := m.Write(ctx, agentpty.WriteRequest{ID: start.ID, Input: "world", Submit: true, WaitMS: agentpty.Millis(5000)})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -67,7 +69,7 @@ func ExampleManager_Write_interrupt() {
 	ctx := context.Background()
 
 	start, _ := m.Start(ctx, agentpty.StartRequest{Command: "echo waiting; sleep 100; echo not reached", WaitFor: "waiting"})
-	res, _ := m.Write(ctx, agentpty.WriteRequest{ID: start.ID, Input: `\x03`, WaitMS: ptr(5000)})
+	res, _ := m.Write(ctx, agentpty.WriteRequest{ID: start.ID, Input: `\x03`, WaitMS: agentpty.Millis(5000)})
 	fmt.Println(res.Exited, res.Signal)
 	// Output:
 	// true SIGINT
@@ -80,7 +82,7 @@ func ExampleWriteResult_inputHidden() {
 	ctx := context.Background()
 
 	start, _ := m.Start(ctx, agentpty.StartRequest{Command: "read -s -p 'Password: ' pw; echo; echo ${#pw} chars", WaitFor: "Password: "})
-	poll, _ := m.Write(ctx, agentpty.WriteRequest{ID: start.ID, WaitMS: ptr(0)})
+	poll, _ := m.Write(ctx, agentpty.WriteRequest{ID: start.ID, WaitMS: agentpty.Millis(0)})
 	fmt.Println("hidden:", poll.InputHidden)
 	res, _ := m.Write(ctx, agentpty.WriteRequest{ID: start.ID, Input: "hunter2", Submit: true, WaitFor: "chars"})
 	// The prompt's line comes back whole now that it has ended.
@@ -128,4 +130,38 @@ func ExampleApproverFunc() {
 	// agentpty: denied: pty-start "rm -rf build": no deleting
 }
 
-func ptr(n int) *int { return &n }
+// Go tests drive a REPL with Send and Expect, as with go-expect: each
+// Expect consumes the output up to the end of its match.
+func ExampleSession_Expect() {
+	m := agentpty.NewManager(agentpty.Options{})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	start, err := m.Start(ctx, agentpty.StartRequest{Command: "python3 -q", WaitFor: ">>> ",
+		Env: []string{"PYTHON_BASIC_REPL=1"}}) // the same REPL on every Python 3
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, _ := m.Session(start.ID)
+	number := regexp.MustCompile(`\d{20}`)
+	_ = s.Send("2**64\r")
+	out, err := s.Expect(ctx, number)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(number.FindString(out))
+
+	// Type only at a prompt: keys typed earlier are echoed twice, once by
+	// the terminal and once by readline.
+	_, _ = s.Expect(ctx, regexp.MustCompile(`>>> `))
+	_ = s.Send("print('日本' * 2)\r")
+	_, _ = s.Expect(ctx, regexp.MustCompile(`\)\n`)) // past the echo
+	out, _ = s.Expect(ctx, regexp.MustCompile(`(日本)+`))
+	fmt.Printf("%q\n", out)
+	// Output:
+	// 18446744073709551616
+	// "日本日本"
+}

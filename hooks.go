@@ -7,11 +7,11 @@ import (
 	"os/exec"
 )
 
-// The host's hooks (Approver, Sandbox.Prepare, OnEvent) are called only
-// through these functions, which turn a panic into a denial or drop it:
-// a hook's bug never crashes the host, holds a MaxSessions slot or leaves
-// a process behind, since each is called before anything starts or after
-// everything is accounted for.
+// The host's Approver and Sandbox.Prepare are called only through these
+// functions, which turn a panic into a denial (OnEvent goes through hand,
+// in events.go, which drops a panic): a hook's bug never crashes the host,
+// holds a MaxSessions slot or leaves a process behind, since each is
+// called before anything starts.
 
 // approve asks the Approver about req; nil approves. Any error or panic
 // denies, wrapped in ErrDenied.
@@ -56,11 +56,4 @@ func prepare(sb Sandbox, cmd *exec.Cmd) (err error) {
 		}
 	}()
 	return sb.Prepare(cmd)
-}
-
-// tell hands e to OnEvent. A panic drops that event; later ones are still
-// delivered.
-func (m *Manager) tell(e Event) {
-	defer func() { _ = recover() }()
-	m.opts.OnEvent(e)
 }

@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -26,17 +27,20 @@ const maxCols, maxRows = 1000, 500
 type Options struct {
 	// Shell runs each command as Shell followed by the command; nil means
 	// {"bash", "-lc"}, so the login profile sets up PATH as in a person's
-	// terminal.
+	// terminal. The profile runs for every session (a few ms for a plain
+	// one, 100 ms and more with pyenv or nvm), and one that reads the
+	// terminal can eat input typed before it finishes: wait for a prompt
+	// (wait_for) before typing. {"bash", "-c"} skips it.
 	Shell []string
+	// Cols and Rows are the terminal size a start gets when its request
+	// gives none; 0 means 120 columns by 32 rows. The tools' schemas say
+	// the size the manager uses.
+	Cols, Rows int
 	// Env is added to the environment every session inherits from the
 	// host; TERM is always xterm-256color.
 	Env []string
 	// Approver is asked before anything starts; nil approves everything.
 	Approver Approver
-	// ApproveWrites asks the Approver also before each pty-write that
-	// types input (Tool "pty-write", with ID and Input); a denied write
-	// types nothing. False means approving a start covers every write.
-	ApproveWrites bool
 	// Sandbox adjusts every child before it starts; nil runs it as the
 	// host's own child.
 	Sandbox Sandbox
@@ -58,11 +62,25 @@ type Options struct {
 	// MaxLifetime kills a session this long after it started; 0 means
 	// never.
 	MaxLifetime time.Duration
-	// OnEvent is told when sessions are created, exit and end. It is called
-	// without any lock held, from the library's goroutines, in order for
-	// each session; it must not block for long. A panic in it is
-	// recovered and drops that one event.
+	// OnEvent is told when sessions are created, exit and end, and of their
+	// output (EventOutput, at most a few a second per session). It is
+	// called without any lock held, from the library's goroutines, in
+	// order, one event at a time; a slow OnEvent delays only later events
+	// (output events waiting for it are merged into the newest), and a
+	// panic in it is recovered.
 	OnEvent func(Event)
+	// Spool, when set, is handed the whole output of a result whose output
+	// MaxOutputBytes cut, and the result's Spool field carries the
+	// reference it returns; nil means the rest is dropped. See spool.go.
+	Spool Spool
+	// RecordInput adds what is typed ("i" events) to recordings made with
+	// Session.Record; input typed while echo is off and secrets given to
+	// WriteSecret are never recorded. False records output and resizes only.
+	RecordInput bool
+	// ApproveWrites asks the Approver also before each pty-write that
+	// types input (Tool "pty-write", with ID and Input); a denied write
+	// types nothing. False means approving a start covers every write.
+	ApproveWrites bool
 }
 
 // withDefaults applies every default in one place.
@@ -70,6 +88,8 @@ func (o Options) withDefaults() Options {
 	if o.Shell == nil {
 		o.Shell = []string{"bash", "-lc"}
 	}
+	o.Cols = orDefault(o.Cols, DefaultCols)
+	o.Rows = orDefault(o.Rows, DefaultRows)
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
@@ -94,6 +114,10 @@ const (
 	EventExited  EventKind = "exited"  // the child exited (ExitCode or Signal set)
 	EventKilled  EventKind = "killed"  // Kill or Close ended the session
 	EventReaped  EventKind = "reaped"  // IdleTimeout or MaxLifetime ended the session
+	// EventInputHidden: the terminal stopped echoing in line mode, so the
+	// program most likely waits for a password (see Manager.WriteSecret).
+	EventInputHidden EventKind = "input_hidden"
+	EventOutput      EventKind = "output" // the program printed; Lines holds the newest lines
 )
 
 // Event reports a change in a session's life to Options.OnEvent.
@@ -105,6 +129,10 @@ type Event struct {
 	ExitCode *int
 	Signal   string
 	Time     time.Time
+	// Lines holds, for EventOutput, the newest lines of the settled
+	// scrollback (the last one being written), for a live tail. It is
+	// shared: do not change it.
+	Lines []string
 }
 
 // SessionInfo describes a session for List.
@@ -133,7 +161,7 @@ type Manager struct {
 	closed   bool
 
 	starting   sync.WaitGroup // starts between reserve and register, which Close waits for
-	queue      []Event        // events not yet handed to OnEvent
+	queue      []queued       // events not yet handed to OnEvent or a watcher
 	delivering bool           // a goroutine is draining queue
 	eventsWG   sync.WaitGroup
 }
@@ -173,7 +201,11 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	if err := checkStart(req); err != nil {
 		return StartResult{}, err
 	}
-	cols, rows := orDefault(req.Cols, DefaultCols), orDefault(req.Rows, DefaultRows)
+	want, err := newWaitSpec(ToolStart, req.WaitFor, req.WaitForRegex)
+	if err != nil {
+		return StartResult{}, err
+	}
+	cols, rows := orDefault(req.Cols, m.opts.Cols), orDefault(req.Rows, m.opts.Rows)
 	ar := ApprovalRequest{Tool: ToolStart, Command: req.Command, Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
 	if err := m.approve(ctx, ar); err != nil {
 		return StartResult{}, err
@@ -205,12 +237,17 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	close(s.announced)
 	started = true
 	m.starting.Done() // registered: Close sees it from here on
-	w, err := s.wait(ctx, req.WaitFor, req.WaitMS)
+	w, err := s.wait(ctx, want, req.WaitMS)
+	if ctx.Err() != nil {
+		// No one will learn the id: the session must not hold its slot.
+		_, _ = m.end(context.Background(), s, EventKilled)
+		return StartResult{}, fmt.Errorf("agentpty: %s %q: %s killed: %w", ToolStart, req.Command, s.id, ctx.Err())
+	}
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated}, nil
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool}, nil
 }
 
 func checkStart(req StartRequest) error {
@@ -296,18 +333,25 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if req.WaitMS != nil && *req.WaitMS < 0 {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: wait_ms %d is negative", ToolWrite, req.ID, *req.WaitMS)
 	}
+	want, err := newWaitSpec(ToolWrite+" "+req.ID, req.WaitFor, req.WaitForRegex)
+	if err != nil {
+		return WriteResult{}, err
+	}
 	s, err := m.lookup(ToolWrite, req.ID)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	input := decodeInput(req.Input)
+	input := []byte(req.Input)
+	if !req.Literal {
+		input = decodeInput(req.Input)
+	}
 	if req.Submit {
 		input = append(input, '\r')
 	}
 	if err := m.approveWrite(ctx, ToolWrite, s, input); err != nil {
 		return WriteResult{}, err
 	}
-	return s.write(ctx, input, req.WaitFor, req.WaitMS)
+	return s.write(ctx, input, want, req.WaitMS)
 }
 
 // Kill ends a session and everything it started, frees its terminal and
@@ -378,16 +422,23 @@ func (m *Manager) emit(e Event) {
 		return
 	}
 	m.mu.Lock()
-	m.queue = append(m.queue, e)
-	start := !m.delivering
-	if start {
-		m.delivering = true
-		m.eventsWG.Add(1)
-	}
+	start := m.enqueue(queued{e: e})
 	m.mu.Unlock()
 	if start {
 		go m.deliver()
 	}
+}
+
+// enqueue adds q to the queue and reports whether a goroutine must be
+// started to deliver it. Call with mu held.
+func (m *Manager) enqueue(q queued) bool {
+	m.queue = append(m.queue, q)
+	if m.delivering {
+		return false
+	}
+	m.delivering = true
+	m.eventsWG.Add(1)
+	return true
 }
 
 func (m *Manager) deliver() {
@@ -400,9 +451,9 @@ func (m *Manager) deliver() {
 			m.mu.Unlock()
 			return
 		}
-		e := m.queue[0]
+		q := m.queue[0]
 		m.queue = m.queue[1:]
 		m.mu.Unlock()
-		m.tell(e)
+		m.hand(q)
 	}
 }

@@ -48,6 +48,9 @@ type StartRequest struct {
 	Env []string `json:"-"`
 	// WaitFor returns as soon as this literal appears in the output.
 	WaitFor string `json:"wait_for,omitempty"`
+	// WaitForRegex is WaitFor as an RE2 pattern (Go's regexp syntax);
+	// give one or the other.
+	WaitForRegex string `json:"wait_for_regex,omitempty"`
 	// WaitMS bounds the wait in milliseconds; nil means the default (10000
 	// with WaitFor; otherwise until the output has been quiet briefly, at
 	// most 700). Any wait is capped at 30000 and ends when the program exits.
@@ -61,10 +64,17 @@ type WriteRequest struct {
 	// Input is typed into the terminal after its backslash escapes
 	// (\r \n \t \e \xHH \uHHHH \\) are decoded. Empty input just reads.
 	Input string `json:"input,omitempty"`
+	// Literal types Input exactly as it is, with no escape decoding: for
+	// code and text that hold backslashes.
+	Literal bool `json:"literal,omitempty"`
 	// Submit appends a carriage return, the Enter key.
 	Submit bool `json:"submit,omitempty"`
-	// WaitFor returns as soon as this literal appears in the new output.
+	// WaitFor returns as soon as this literal appears in the new output,
+	// in what the program printed: the echo of Input does not count.
 	WaitFor string `json:"wait_for,omitempty"`
+	// WaitForRegex is WaitFor as an RE2 pattern (Go's regexp syntax);
+	// give one or the other.
+	WaitForRegex string `json:"wait_for_regex,omitempty"`
 	// WaitMS bounds the wait in milliseconds; nil means the default (10000
 	// with WaitFor, else 700) and 0 means do not wait. Capped at 30000;
 	// the wait ends early when the program exits.
@@ -85,6 +95,9 @@ type StartResult struct {
 	// Truncated counts the bytes of output that were dropped from the
 	// scrollback before any result returned them, over the session's life.
 	Truncated int64 `json:"truncated,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
 // WriteResult is the result of pty-write.
@@ -99,6 +112,9 @@ type WriteResult struct {
 	// InputHidden is true while the terminal does not echo what is typed
 	// in line mode: the program is most likely reading a password.
 	InputHidden bool `json:"input_hidden,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
 // KillResult is the result of pty-kill.
@@ -108,6 +124,12 @@ type KillResult struct {
 	Output   string `json:"output"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
+	// Truncated counts, as on the other results, the bytes of output
+	// dropped from the scrollback before any result returned them.
+	Truncated int64 `json:"truncated,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
 // KillRequest is the argument of pty-kill.
@@ -115,17 +137,52 @@ type KillRequest struct {
 	ID string `json:"id"`
 }
 
-// Tool describes one tool for a model: its name, what it does, and the JSON
-// Schema of its arguments.
+// Millis returns a pointer to n, for the optional millisecond fields such
+// as WaitMS, where nil means the default: WaitMS: agentpty.Millis(700).
+func Millis(n int) *int { return &n }
+
+// Tool describes one tool for a model: its name, what it does, the JSON
+// Schema of its arguments and of its result, and hints for the host.
 type Tool struct {
-	Name        string          `json:"name"`
+	Name string `json:"name"`
+	// Title is a short human-readable name for a host's UI.
+	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema is the JSON Schema of the result Call returns; results
+	// may carry fields it does not list.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Annotations tell a host what calling the tool may do.
+	Annotations ToolAnnotations `json:"annotations"`
 }
+
+// ToolAnnotations are hints about a tool's effects, named as MCP names
+// them. A host may use them to decide what needs a person's consent; they
+// are hints, not guarantees.
+type ToolAnnotations struct {
+	// ReadOnlyHint: the tool changes nothing.
+	ReadOnlyHint bool `json:"readOnlyHint"`
+	// DestructiveHint: the tool may destroy or overwrite (a command the
+	// model runs can delete files; a kill ends a program's state).
+	DestructiveHint bool `json:"destructiveHint"`
+	// IdempotentHint: calling it again with the same arguments has no
+	// further effect.
+	IdempotentHint bool `json:"idempotentHint"`
+	// OpenWorldHint: the tool reaches beyond the host's own sessions (the
+	// network, other machines through ssh).
+	OpenWorldHint bool `json:"openWorldHint"`
+}
+
+// runs is what starting or typing into a program may do: anything a
+// command can.
+var runs = ToolAnnotations{DestructiveHint: true, OpenWorldHint: true}
 
 var tools = []Tool{
 	{
-		Name: ToolStart,
+		Name:         ToolStart,
+		Title:        "Start a terminal program",
+		Annotations:  runs,
+		OutputSchema: outputSchema(StartResult{}),
 		Description: "Start a program in a new interactive terminal (a pseudo-terminal, like a person's). " +
 			"Use it for anything that needs a terminal: REPLs (python3, node), debuggers, ssh, sudo and other password prompts, " +
 			"watch-mode servers, full-screen programs (vim, less, htop). The command runs as `bash -lc COMMAND`. " +
@@ -139,6 +196,7 @@ var tools = []Tool{
     "rows": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Terminal height in rows (default 32)."},
     "cwd": {"type": "string", "description": "Working directory."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the output, e.g. a prompt like \">>> \"."},
+    "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else until output goes quiet, at most 700)."}
   },
   "required": ["command"],
@@ -146,19 +204,25 @@ var tools = []Tool{
 }`),
 	},
 	{
-		Name: ToolWrite,
+		Name:         ToolWrite,
+		Title:        "Type into a terminal",
+		Annotations:  runs,
+		OutputSchema: outputSchema(WriteResult{}),
 		Description: "Type into a terminal session and read what it printed since the last read, as plain text " +
 			"(colours and cursor movement removed, edited lines shown in their final form; for a full-screen program, the screen). " +
 			"Backslash escapes in input are decoded: \\r is Enter, \\x03 is Ctrl-C, \\x04 Ctrl-D, \\e[A arrow up, \\t Tab. " +
-			"Set submit to press Enter after the input. Use wait_for to return the moment some text (such as the next prompt) appears. " +
+			"When the input is code or text that holds backslashes of its own (print(\"a\\nb\"), C:\\temp, a regex), set literal so it is typed exactly, and press Enter with submit. " +
+			"Set submit to press Enter after the input. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
 			"Empty input just reads new output. input_hidden means the program is reading a password.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
     "id": {"type": "string", "description": "Session id from pty-start, e.g. \"pty-1\"."},
-    "input": {"type": "string", "description": "Text to type; escapes like \\r, \\x03, \\e[A are decoded."},
+    "input": {"type": "string", "description": "Text to type; escapes like \\r, \\x03, \\e[A are decoded unless literal is set."},
+    "literal": {"type": "boolean", "description": "Type input exactly as given, decoding no escapes. Use it for code or text that holds backslashes, such as print(\"a\\nb\"), a Windows path or a regex; press Enter with submit."},
     "submit": {"type": "boolean", "description": "Press Enter after the input."},
-    "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the new output."},
+    "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in what the program printed since the last read (the echo of the input typed does not count)."},
+    "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else 700)."}
   },
   "required": ["id"],
@@ -166,7 +230,10 @@ var tools = []Tool{
 }`),
 	},
 	{
-		Name: ToolKill,
+		Name:         ToolKill,
+		Title:        "End a terminal session",
+		Annotations:  ToolAnnotations{DestructiveHint: true, IdempotentHint: true},
+		OutputSchema: outputSchema(KillResult{}),
 		Description: "End a terminal session: stop its program and everything it started, and free the terminal. " +
 			"Returns the output not yet read and how the program ended.",
 		InputSchema: json.RawMessage(`{
@@ -180,12 +247,28 @@ var tools = []Tool{
 	},
 }
 
-// Tools returns the three tools with descriptions written for a model and
-// the JSON Schemas of their arguments. The slice is the caller's.
+// Tools returns the tools with descriptions written for a model, the JSON
+// Schemas of their arguments and results, and their annotations. The
+// slice is the caller's; a host registers every tool in it as it is.
 func (m *Manager) Tools() []Tool {
 	out := make([]Tool, len(tools))
 	copy(out, tools)
+	for i := range out {
+		out[i].InputSchema = m.sizeDefaults(out[i].InputSchema)
+	}
 	return out
+}
+
+// sizeDefaults writes the manager's default terminal size into a schema's
+// descriptions, so the model reads the size it will get.
+func (m *Manager) sizeDefaults(schema json.RawMessage) json.RawMessage {
+	if m.opts.Cols != DefaultCols {
+		schema = bytes.ReplaceAll(schema, []byte(fmt.Sprintf("columns (default %d)", DefaultCols)), []byte(fmt.Sprintf("columns (default %d)", m.opts.Cols)))
+	}
+	if m.opts.Rows != DefaultRows {
+		schema = bytes.ReplaceAll(schema, []byte(fmt.Sprintf("rows (default %d)", DefaultRows)), []byte(fmt.Sprintf("rows (default %d)", m.opts.Rows)))
+	}
+	return schema
 }
 
 // Call runs the tool name with JSON arguments and returns its JSON result,
@@ -218,7 +301,19 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(res)
+	return marshal(res)
+}
+
+// marshal encodes a result without HTML escaping: a model reads ">>> ",
+// not "\u003e\u003e\u003e ".
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // decodeArgs is strict: a misspelt argument is an error the model can act

@@ -91,6 +91,7 @@ type Session struct {
 	started time.Time
 
 	writeMu sync.Mutex // one writer at a time on the terminal: input and query replies
+	lane    lane       // one call at a time, in arrival order; taken before any lock below
 
 	// inMu guards the ring, which the reader fills; the renderer copies
 	// from it and the screen takes slices of it to read in place. It is
@@ -107,6 +108,7 @@ type Session struct {
 	truncated  int64
 	changed    chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
 	lastOutput time.Time
+	frameEnd   int64 // ring offset of the end of the last batch that ended a synchronized update
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
 	status     ExitStatus
@@ -120,6 +122,7 @@ type Session struct {
 	// need one); take it before mu, never under it.
 	screenMu  sync.Mutex
 	screen    *screen.Screen
+	shown     []string     // the rows the last read returned while the alternate screen showed, else nil
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
@@ -140,6 +143,14 @@ type Session struct {
 	killOnce    sync.Once
 	killRes     KillResult
 	killErr     error
+
+	around // secrets, recordings, attachments and Expect: see secret.go, tap.go, expect.go
+	// Output events (events.go). watchers is guarded by the manager's mu.
+	outArmed atomic.Bool  // an output event is due
+	outLast  atomic.Int64 // when the last one was sent, unix ns
+	outTimer atomic.Pointer[time.Timer]
+	watched  atomic.Int32 // len(watchers), read without the lock
+	watchers []*watcher
 }
 
 // startSession starts the child under a new terminal. On failure nothing
@@ -159,8 +170,8 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}
-	// A sandbox that confines the starting thread (Landlock) runs the start
-	// itself, so the fork inherits the confinement; see threadStarter.
+	// A sandbox that must start the child itself (bubblewrap's parent
+	// thread must outlive it) runs the start; see threadStarter.
 	var f *os.File
 	start := func() (err error) {
 		f, err = startChild(cmd, cols, rows)
@@ -173,6 +184,9 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		err = start()
 	}
 	if err != nil {
+		if f != nil {
+			f.Close() // the sandbox refused a child it had started, and reaped it
+		}
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
@@ -255,7 +269,7 @@ func (s *Session) read() {
 	for {
 		n, err := s.pty.Read(buf)
 		if n > 0 {
-			s.feed(buf[:n])
+			s.take(buf[:n])
 			eio = false
 		}
 		if n == len(buf) && n < size {
@@ -340,6 +354,7 @@ func (s *Session) kickProcessor() {
 // drainSeenAt records that the reader has everything the program wrote up
 // to now; Wait returns once that much is rendered.
 func (s *Session) drainSeenAt() {
+	s.flushMask() // nothing more comes to complete a secret held back
 	s.inMu.Lock()
 	end := s.ring.end()
 	s.inMu.Unlock()
@@ -415,6 +430,9 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	if ev&evNonPlain != 0 {
 		s.nonPlainEnd.Store(end)
 	}
+	if ev&evSyncEnd != 0 {
+		s.frameEnd = end
+	}
 	s.settled.Store(end)
 	s.lastOutput = time.Now()
 	s.broadcast()
@@ -423,6 +441,7 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	if ev&evQuery != 0 {
 		s.queries.Store(true)
 	}
+	s.outputChanged()
 }
 
 // copyFrom copies the ring's bytes from off into buf, reusing its memory,
@@ -468,6 +487,9 @@ func (s *Session) checkDrained() {
 func (s *Session) reap() {
 	err := s.cmd.Wait()
 	st := exitStatus(s.cmd.ProcessState, err)
+	if sm, ok := s.m.opts.Sandbox.(statusMapper); ok {
+		st = sm.childStatus(st)
+	}
 	s.mu.Lock()
 	s.exited = true
 	s.status = st
@@ -577,6 +599,7 @@ func (s *Session) Send(text string) error {
 	if exited {
 		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
 	}
+	s.tapInput([]byte(text))
 	if n, err := s.writeTerminal(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
 		return fmt.Errorf("agentpty: %s: send: typed %d of %d bytes: %w", s.id, n, len(text), err)
 	}
@@ -644,6 +667,7 @@ func (s *Session) Resize(cols, rows int) error {
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
 	s.screen.Resize(cols, rows)
+	s.tapResize(cols, rows) // with screenMu held: at the place in the output where it happened
 	s.mu.Lock()
 	s.settle.setCols(cols)
 	s.cols, s.rows = cols, rows
@@ -673,34 +697,51 @@ type waitResult struct {
 	signal      string
 	truncated   int64
 	inputHidden bool
+	spool       string
 }
 
 // waitLimit turns the request's wait into a duration.
-func waitLimit(waitFor string, waitMS *int) time.Duration {
+func waitLimit(want *waitSpec, waitMS *int) time.Duration {
 	d := defaultWait
 	switch {
 	case waitMS != nil:
 		d = time.Duration(*waitMS) * time.Millisecond
-	case waitFor != "":
+	case want != nil:
 		d = defaultWaitFor
 	}
 	return min(d, maxWait)
 }
 
 // write types input, then waits and collects as pty-write does.
-func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitMS *int) (WriteResult, error) {
+func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitMS *int) (WriteResult, error) {
 	defer s.use()() // a long wait is use, not idleness
+	leave, err := s.turn(ctx, ToolWrite)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	defer leave()
+	return s.writeInTurn(ctx, input, want, waitMS)
+}
+
+// writeInTurn is write once the call has its turn.
+func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int) (WriteResult, error) {
 	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
 	}
-	deadline := time.Now().Add(waitLimit(waitFor, waitMS))
+	deadline := time.Now().Add(waitLimit(want, waitMS))
+	if len(input) > 0 && want != nil {
+		s.mu.Lock()
+		want.typed(s.settle, input)
+		s.mu.Unlock()
+	}
 	if len(input) > 0 {
 		// Even a call that will not wait for output gets a moment to type.
 		typing := deadline
 		if least := time.Now().Add(minTyping); typing.Before(least) {
 			typing = least
 		}
+		s.tapInput(input)
 		if n, err := s.writeTerminal(ctx, input, typing); err != nil {
 			why := ""
 			switch {
@@ -712,35 +753,45 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
 		}
 	}
-	w, err := s.waitUntil(ctx, waitFor, deadline, false)
+	w, err := s.waitUntil(ctx, want, deadline, false)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
-		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden}, nil
+		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool}, nil
 }
 
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
 // it returns once output has appeared and paused.
-func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int) (waitResult, error) {
+func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int) (waitResult, error) {
 	defer s.use()() // the idle clock starts when start returns
-	quiet := waitFor == "" && waitMS == nil
-	return s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet)
+	leave, err := s.turn(ctx, ToolStart)
+	if err != nil {
+		return waitResult{}, err
+	}
+	defer leave()
+	quiet := want == nil && waitMS == nil
+	return s.waitUntil(ctx, want, time.Now().Add(waitLimit(want, waitMS)), quiet)
 }
 
-// waitUntil waits as await does, then collects the result.
-func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.Time, quiet bool) (waitResult, error) {
-	matched, err := s.await(ctx, waitFor, deadline, quiet)
+// waitUntil waits as await does and, on a full screen, for the frame to be
+// finished, then collects the result.
+func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet bool) (waitResult, error) {
+	matched, err := s.await(ctx, want, deadline, quiet)
+	if err == nil {
+		err = s.awaitFrame(ctx, deadline)
+	}
 	if err != nil {
 		return waitResult{}, err
 	}
 	return s.collect(matched), nil
 }
 
-// await blocks until waitFor appears in new output, the child exits, the
+// await blocks until want matches new output, the child exits, the
 // deadline passes, or (quiet) output has appeared and paused. It reads
 // nothing. Only the reader wakes it: nothing polls.
-func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time, quiet bool) (bool, error) {
+func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time, quiet bool) (bool, error) {
+	defer s.watch(ctx)()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	var pause *time.Timer
@@ -752,7 +803,7 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 	}()
 	for {
 		s.mu.Lock()
-		matched := waitFor != "" && s.settle.match(waitFor)
+		matched := want != nil && want.inSettled(s.settle)
 		drained, alt, ch := s.drained, s.settle.altScreen(), s.changes()
 		var since time.Duration
 		hasOutput := quiet && s.settle.unread()
@@ -760,8 +811,8 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 			since = time.Since(s.lastOutput)
 		}
 		s.mu.Unlock()
-		if !matched && waitFor != "" && alt {
-			matched = s.screenMatch(waitFor)
+		if !matched && want != nil && alt {
+			matched = s.screenMatch(want)
 		}
 		if matched || drained || (hasOutput && since >= startQuiet) {
 			return matched, nil
@@ -785,34 +836,11 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 	}
 }
 
-// screenMatch reports whether lit appears in a screen row that changed
-// since the last read, for full-screen programs whose output is the
-// screen. The screen keeps the rows it last reported; collect resets them.
-func (s *Session) screenMatch(lit string) bool {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
-	s.syncScreenLocked()
-	lines := s.screen.Lines()
-	for _, i := range s.screen.Changed() {
-		if strings.Contains(lines[i], lit) {
-			return true
-		}
-	}
-	return false
-}
-
 // collect takes everything new as one result and marks it read.
 func (s *Session) collect(matched bool) waitResult {
 	s.mu.Lock()
-	out := s.settle.read(s.m.opts.MaxOutputBytes)
-	s.inMu.Lock()
-	start := s.ring.start()
-	s.inMu.Unlock()
-	if start > s.readOff {
-		s.truncated += start - s.readOff
-	}
-	s.readOff = s.settled.Load()
-	w := waitResult{matched: matched, exited: s.exited, truncated: s.truncated}
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil)
+	w := waitResult{matched: matched, exited: s.exited, truncated: s.readTo(s.settled.Load())}
 	if s.exited {
 		w.exitCode, w.signal = s.status.exitFields()
 	}
@@ -823,16 +851,44 @@ func (s *Session) collect(matched bool) waitResult {
 		s.screenMu.Lock()
 		s.syncScreenLocked()
 		scr := s.snapshot()
-		s.screen.Changed() // what this read returned is what wait_for compares with next
+		s.shown = scr.Lines // what this read returned is what wait_for compares with next
 		s.screenMu.Unlock()
-		if out != "" {
-			out += "\n"
+		out = joinScreen(out, scr.Text())
+		if whole != "" {
+			whole = joinScreen(whole, scr.Text())
 		}
-		out += scr.Text()
+	} else {
+		s.screenMu.Lock()
+		s.shown = nil
+		s.screenMu.Unlock()
 	}
 	w.output = out
+	w.spool = s.m.spool(s.id, whole)
 	w.inputHidden = echoOff(s.pty)
+	s.noteHidden(w.inputHidden)
 	return w
+}
+
+// joinScreen appends the rendered screen to a read's text.
+func joinScreen(out, screen string) string {
+	if out != "" {
+		out += "\n"
+	}
+	return out + screen
+}
+
+// readTo counts what left the ring before any result returned it, marks
+// the output read up to ring offset off, and returns the count. Call with
+// mu held.
+func (s *Session) readTo(off int64) int64 {
+	s.inMu.Lock()
+	start := s.ring.start()
+	s.inMu.Unlock()
+	if start > s.readOff {
+		s.truncated += start - s.readOff
+	}
+	s.readOff = max(s.readOff, off)
+	return s.truncated
 }
 
 // use stops the idle clock for a call; the func it returns restarts it
@@ -906,18 +962,21 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	}
 	closeErr := s.pty.Close()
 	<-s.processDone
+	s.stopOutput()
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
 	s.screenMu.Lock()
 	s.noReplies = true
 	s.screenMu.Unlock()
 	s.replies.Wait()
+	s.endAround(ctx)
 
 	s.mu.Lock()
-	out := s.settle.read(s.m.opts.MaxOutputBytes)
-	res := KillResult{ID: s.id, Output: out}
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil)
+	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.settled.Load())}
 	res.ExitCode, res.Signal = s.status.exitFields()
 	s.mu.Unlock()
+	res.Spool = s.m.spool(s.id, whole)
 	if err == nil && closeErr != nil {
 		err = fmt.Errorf("agentpty: %s %s: close terminal: %w", ToolKill, s.id, closeErr)
 	}

@@ -4,13 +4,14 @@ go 1.26.0
 
 require (
 	github.com/agentpty/agentpty v0.0.0-00010101000000-000000000000
+	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/term v0.45.0
 )
 
 require (
 	github.com/creack/pty v1.1.24 // indirect
-	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect

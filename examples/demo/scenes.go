@@ -46,7 +46,7 @@ func python(ctx context.Context, c *caller, _ string) error {
 		return err
 	}
 	c.note(`Ctrl-D (\x04) at the prompt ends the REPL; the wait ends when it exits.`)
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x04`, WaitMS: ms(5000)})
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x04`, WaitMS: agentpty.Millis(5000)})
 	if err := check(r, err, exitCode(0)); err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func shell(ctx context.Context, c *caller, dir string) error {
 		return err
 	}
 	c.note("A command that would block a one-shot shell tool: the write returns after its wait, the command still running.")
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sleep 30", Submit: true, WaitMS: ms(300)})
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sleep 30", Submit: true, WaitMS: agentpty.Millis(300)})
 	if err := check(r, err, running()); err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func vim(ctx context.Context, c *caller, dir string) error {
 		return err
 	}
 	c.note("Quit; the wait ends when vim exits.")
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `:q\r`, WaitMS: ms(5000)})
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `:q\r`, WaitMS: agentpty.Millis(5000)})
 	if err := check(r, err, exitCode(0)); err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func vim(ctx context.Context, c *caller, dir string) error {
 		return err
 	}
 	c.note("A new session shows what vim saved; wait_ms bounds the wait, which ends when cat exits.")
-	r, err = c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "cat notes.txt", Cwd: dir, WaitMS: ms(10000)})
+	r, err = c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "cat notes.txt", Cwd: dir, WaitMS: agentpty.Millis(10000)})
 	if err := check(r, err, exitCode(0), contains("hello from the model\nline one\nline two")); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func password(ctx context.Context, c *caller, _ string) error {
 	}
 	id := r.ID
 	c.note("An empty write just reads; input_hidden says the terminal is not echoing: a password prompt.")
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, WaitMS: ms(0)})
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, WaitMS: agentpty.Millis(0)})
 	if err := check(r, err, hidden(true)); err != nil {
 		return err
 	}
@@ -160,8 +160,6 @@ func password(ctx context.Context, c *caller, _ string) error {
 	_, err = c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id})
 	return err
 }
-
-func ms(n int) *int { return &n }
 
 // A want checks one thing about a result and says what was wrong.
 type want func(result) error

@@ -101,7 +101,7 @@ func TestPythonREPL(t *testing.T) {
 	}
 
 	// Ctrl-D at the prompt: the write's wait ends when python exits.
-	res, err = m.Write(ctx, agentpty.WriteRequest{ID: id, Input: "\x04", WaitMS: waitMS(10000)})
+	res, err = m.Write(ctx, agentpty.WriteRequest{ID: id, Input: "\x04", WaitMS: agentpty.Millis(10000)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestShellPipeline(t *testing.T) {
 	// The command is a shell command line, run as `bash -lc COMMAND`, so a
 	// pipeline is fine. WaitMS bounds the wait; Start returns as soon as the
 	// command exits, with all its output.
-	res, err := m.Start(ctx, agentpty.StartRequest{Command: `printf 'a\nb\n' | wc -l`, WaitMS: waitMS(10000)})
+	res, err := m.Start(ctx, agentpty.StartRequest{Command: `printf 'a\nb\n' | wc -l`, WaitMS: agentpty.Millis(10000)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +187,3 @@ func TestInteractiveShell(t *testing.T) {
 		t.Errorf("kill: %v", err)
 	}
 }
-
-// waitMS spells an optional wait for a request.
-func waitMS(n int) *int { return &n }

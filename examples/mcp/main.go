@@ -1,78 +1,180 @@
 // Command mcp is a Model Context Protocol server over stdio that gives a
-// model agentpty's three tools, pty-start, pty-write and pty-kill. It shows
-// how little a host needs: the names, descriptions and JSON Schemas come
-// from Manager.Tools, every call goes to Manager.Call with its JSON
-// arguments as they arrived, and the manager is closed on shutdown, so no
-// program a model started outlives the server.
+// model agentpty's terminal tools (pty-start, pty-write, pty-kill and
+// whatever else the library's Manager.Tools lists). The names, titles,
+// descriptions, annotations and JSON Schemas come from Manager.Tools, every
+// call goes to Manager.Call with its JSON arguments as they arrived, and
+// the manager is closed on shutdown, so no program a model started
+// outlives the server.
 //
-// Build it from the examples module and register the binary with an MCP
-// client as a stdio server:
+// Build it from the examples module (its go.mod replaces the library with
+// the checkout, which go install pkg@version refuses) and register it (the
+// README lists the flags; -h prints them):
 //
-//	go build -o agentpty-mcp ./mcp
-//	{"mcpServers": {"agentpty": {"command": "/path/to/agentpty-mcp"}}}
+//	go build -o "$(go env GOPATH)/bin/agentpty-mcp" ./mcp
+//	claude mcp add agentpty -- agentpty-mcp --idle-timeout 30m
 //
-// It stops when the client closes its stdin, or on SIGINT or SIGTERM.
+// It stops when the client closes its stdin, or on SIGINT, SIGTERM or
+// SIGHUP, killing every session, and exits 0.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentpty/agentpty"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2) // the flag package has said why
+	}
+	opts, err := cfg.options()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
+		os.Exit(2)
+	}
+	// A write to a client that went away is an error to handle, not a
+	// signal that ends the server before it kills its sessions. Notify,
+	// not Ignore: an ignored SIGPIPE would be inherited by every program.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	if err := run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(os.Stderr, "agentpty mcp: %v\n", err)
+	if err := run(ctx, opts, &lineTransport{r: os.Stdin, w: os.Stdout}, os.Stderr); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
 		stop()
 		os.Exit(1)
 	}
 }
 
 // run serves the tools over t until the client goes away or ctx ends, then
-// kills every session the model left running.
-func run(ctx context.Context, t mcp.Transport) (err error) {
-	m := agentpty.NewManager(agentpty.Options{})
+// kills every session the model left running. Session lifecycle lines go
+// to stderr.
+func run(ctx context.Context, opts agentpty.Options, t mcp.Transport, stderr io.Writer) (err error) {
+	srv := &server{stderr: stderr}
+	opts.OnEvent = srv.event
+	m := agentpty.NewManager(opts)
+	srv.m = m
+	// A signal ends every session at once, so calls waiting on one return
+	// and the server can stop.
+	stop := context.AfterFunc(ctx, func() { _ = m.Close() })
+	defer stop()
 	defer func() {
 		if cerr := m.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("closing sessions: %w", cerr)
 		}
 	}()
-	return newServer(m).Run(ctx, t)
+	return srv.mcp(version()).Run(ctx, t)
 }
 
-// newServer returns an MCP server whose tools are m's.
-func newServer(m *agentpty.Manager) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "agentpty", Version: version()}, nil)
-	for _, t := range m.Tools() {
-		// The raw-schema form of AddTool: Manager.Call validates and decodes
-		// the arguments itself, strictly, with errors written for a model.
-		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(m, t.Name))
+// config is what the flags set.
+type config struct {
+	cols, rows, maxSessions     int
+	killGrace, idle, lifetime   time.Duration
+	allow, deny, writable       list
+	approveWrites, sandbox, net bool
+	shell                       string
+}
+
+// list is a flag that may be given more than once.
+type list []string
+
+func (l *list) String() string     { return strings.Join(*l, ", ") }
+func (l *list) Set(v string) error { *l = append(*l, v); return nil }
+
+const usage = `agentpty-mcp: an MCP server over stdio that gives a model real interactive
+terminals (REPLs, debuggers, ssh, sudo, full-screen programs).
+
+Usage: agentpty-mcp [flags]
+
+Register it with an MCP client as a stdio server, e.g.
+  claude mcp add agentpty -- agentpty-mcp --max-sessions 8
+It serves until the client closes its stdin, or SIGINT, SIGTERM or SIGHUP,
+then kills every program it started and exits 0.
+
+Flags:
+`
+
+// parseFlags reads the command line; -h prints the usage to stderr and
+// returns flag.ErrHelp.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("agentpty-mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
 	}
-	return s
+	fs.IntVar(&c.cols, "cols", agentpty.DefaultCols, "terminal width in `columns` when the model gives none")
+	fs.IntVar(&c.rows, "rows", agentpty.DefaultRows, "terminal height in `rows` when the model gives none")
+	fs.IntVar(&c.maxSessions, "max-sessions", agentpty.DefaultMaxSessions, "`n` sessions alive at once, exited ones included until killed")
+	fs.DurationVar(&c.killGrace, "kill-grace", agentpty.DefaultKillGrace, "wait between SIGTERM and SIGKILL when a session ends")
+	fs.DurationVar(&c.idle, "idle-timeout", 0, "kill a session no call has touched for this long (0: never)")
+	fs.DurationVar(&c.lifetime, "max-lifetime", 0, "kill a session this long after it started (0: never)")
+	fs.Var(&c.allow, "allow", "a command `pattern` the model may start, e.g. 'python3 *' (repeatable); with any, a command runs only when each of its simple commands matches one")
+	fs.Var(&c.deny, "deny", "a command `pattern` the model may not start, e.g. 'rm *' (repeatable); checked before --allow, and alone it refuses only what it matches")
+	fs.BoolVar(&c.approveWrites, "approve-writes", false, "apply the --allow/--deny rules to each pty-write that types input too, not only to starts")
+	fs.BoolVar(&c.sandbox, "sandbox", false, "confine every program in the kernel (Landlock and namespaces on Linux, Seatbelt on macOS): writes only under --writable; refuse to start where that cannot be enforced")
+	fs.Var(&c.writable, "writable", "a `dir`ectory sandboxed programs may write under (repeatable; implies --sandbox)")
+	fs.BoolVar(&c.net, "network", true, "let sandboxed programs use the network; --network=false implies --sandbox")
+	fs.StringVar(&c.shell, "shell", "bash -lc", "the `command line` each command runs under, split at spaces; 'bash -c' skips the login profile")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return c, err
+	}
+	return c, nil
 }
 
-// handler dispatches one tool to m.Call.
-func handler(m *agentpty.Manager, tool string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := m.Call(ctx, tool, req.Params.Arguments)
+// options turns the flags into the manager's options.
+func (c config) options() (agentpty.Options, error) {
+	opts := agentpty.Options{
+		Cols: c.cols, Rows: c.rows, MaxSessions: c.maxSessions, KillGrace: c.killGrace,
+		IdleTimeout: c.idle, MaxLifetime: c.lifetime, ApproveWrites: c.approveWrites,
+		Shell: strings.Fields(c.shell),
+	}
+	if c.cols < 1 || c.cols > 1000 || c.rows < 1 || c.rows > 500 {
+		return opts, fmt.Errorf("--cols %d --rows %d: the size must be within 1-1000 by 1-500", c.cols, c.rows)
+	}
+	if len(opts.Shell) == 0 {
+		return opts, errors.New("--shell is empty")
+	}
+	switch {
+	case len(c.allow) > 0:
+		opts.Approver = agentpty.Rules{Allow: c.allow, Deny: c.deny}
+	case len(c.deny) > 0:
+		// Deny rules alone refuse what they match and nothing else: each
+		// command is its own allow rule.
+		deny := c.deny
+		opts.Approver = agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
+			return agentpty.Rules{Allow: []string{req.Command}, Deny: deny}.Approve(ctx, req)
+		})
+	}
+	if c.sandbox || len(c.writable) > 0 || !c.net {
+		sb, err := agentpty.NewSandbox(agentpty.SandboxPolicy{WritableRoots: c.writable, AllowNetwork: c.net})
 		if err != nil {
-			// A tool error, not a protocol error: the model reads it (an
-			// unknown id, a misspelt argument) and can correct its call.
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+			return opts, fmt.Errorf("--sandbox: %w", err)
 		}
-		// The JSON result as text for clients that show content, and as
-		// structured content for those that read it.
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(res)}}, StructuredContent: res}, nil
+		opts.Sandbox = sb
 	}
+	return opts, nil
 }
 
 // version reports the agentpty module this server was built with.

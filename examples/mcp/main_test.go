@@ -1,100 +1,212 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"os/exec"
-	"slices"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentpty/agentpty"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
 
 // serverEnv makes the test binary run the server instead of the tests, so
-// TestStdio talks to the real main over real pipes with no build step.
-const serverEnv = "AGENTPTY_MCP_TEST_SERVER"
+// the tests talk to the real main over real pipes with no build step;
+// argsEnv holds its flags as a JSON array.
+const (
+	serverEnv = "AGENTPTY_MCP_TEST_SERVER"
+	argsEnv   = "AGENTPTY_MCP_TEST_ARGS"
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) == "1" {
+		var args []string
+		_ = json.Unmarshal([]byte(os.Getenv(argsEnv)), &args)
+		os.Args = append(os.Args[:1], args...)
 		main()
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
 }
 
-// connect starts the server as a subprocess and connects the SDK's client.
-// The session is closed when the test ends, if the test has not closed it.
-func connect(t *testing.T, ctx context.Context) (*mcp.ClientSession, *exec.Cmd) {
-	t.Helper()
+// serverCmd is the server as a subprocess with flags.
+func serverCmd(flags ...string) *exec.Cmd {
+	args, _ := json.Marshal(flags)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	// Without atexit_sleep_ms=0 a server built with -race lingers a second
 	// after it exits, and every Close waits for it.
-	cmd.Env = append(os.Environ(), serverEnv+"=1", "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), serverEnv+"=1", argsEnv+"="+string(args), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 	cmd.Stderr = os.Stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "agentpty-test", Version: "v0.0.0"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	return cmd
+}
+
+// notes collects what the server sends besides responses.
+type notes struct {
+	mu       sync.Mutex
+	logs     []string
+	progress []*mcp.ProgressNotificationParams
+	news     chan struct{}
+}
+
+func (n *notes) add(f func()) {
+	n.mu.Lock()
+	f()
+	n.mu.Unlock()
+	select {
+	case n.news <- struct{}{}:
+	default:
+	}
+}
+
+// awaitLog waits for a log message containing text.
+func (n *notes) awaitLog(t *testing.T, ctx context.Context, text string) string {
+	t.Helper()
+	for {
+		n.mu.Lock()
+		for _, l := range n.logs {
+			if strings.Contains(l, text) {
+				n.mu.Unlock()
+				return l
+			}
+		}
+		logs := strings.Join(n.logs, "; ")
+		n.mu.Unlock()
+		select {
+		case <-n.news:
+		case <-ctx.Done():
+			t.Fatalf("no log message with %q; logs: %s", text, logs)
+		}
+	}
+}
+
+// awaitProgress waits for a progress message containing text.
+func (n *notes) awaitProgress(t *testing.T, ctx context.Context, text string) *mcp.ProgressNotificationParams {
+	t.Helper()
+	for {
+		n.mu.Lock()
+		for _, p := range n.progress {
+			if strings.Contains(p.Message, text) {
+				n.mu.Unlock()
+				return p
+			}
+		}
+		n.mu.Unlock()
+		select {
+		case <-n.news:
+		case <-ctx.Done():
+			t.Fatalf("no progress with %q", text)
+		}
+	}
+}
+
+func newClient(n *notes) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "agentpty-test", Version: "v0.0.0"}, &mcp.ClientOptions{
+		//lint:ignore SA1019 the server still logs to clients that ask
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			s, _ := r.Params.Data.(string)
+			n.add(func() { n.logs = append(n.logs, string(r.Params.Level)+" "+s) })
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			n.add(func() { n.progress = append(n.progress, r.Params) })
+		},
+	})
+}
+
+// connect starts the server with flags and connects the SDK's client,
+// asking for log messages at info level. The session is closed when the
+// test ends, if the test has not closed it.
+func connect(t *testing.T, ctx context.Context, flags ...string) (*mcp.ClientSession, *exec.Cmd, *notes) {
+	t.Helper()
+	n := &notes{news: make(chan struct{}, 1)}
+	cmd := serverCmd(flags...)
+	cs, err := newClient(n).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect to the server: %v", err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	return cs, cmd
+	//lint:ignore SA1019 the server still logs to clients that ask
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatalf("set the log level: %v", err)
+	}
+	return cs, cmd, n
 }
 
-func TestStdio(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, _ := connect(t, ctx)
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
 
+// TestStdio checks what a client sees of the tools, and a call's result.
+func TestStdio(t *testing.T) {
+	ctx := testCtx(t)
+	cs, _, _ := connect(t, ctx)
+
+	if got := cs.InitializeResult().Instructions; !strings.Contains(got, "pty-start") || !strings.Contains(got, "wait_for") {
+		t.Errorf("instructions %q say nothing of pty-start and wait_for", got)
+	}
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatalf("list tools: %v", err)
 	}
-	required := map[string][]string{}
-	for _, tool := range list.Tools {
-		if tool.Description == "" {
-			t.Errorf("%s has no description", tool.Name)
-		}
-		schema, _ := tool.InputSchema.(map[string]any)
-		var req []string
-		if rs, ok := schema["required"].([]any); ok {
-			for _, r := range rs {
-				req = append(req, r.(string))
-			}
-		}
-		required[tool.Name] = req
+	m := agentpty.NewManager(agentpty.Options{})
+	defer m.Close()
+	want := map[string]agentpty.Tool{}
+	for _, tool := range m.Tools() {
+		want[tool.Name] = tool
 	}
-	want := map[string][]string{"pty-start": {"command"}, "pty-write": {"id"}, "pty-kill": {"id"}}
-	for name, args := range want {
-		got, ok := required[name]
+	if len(list.Tools) != len(want) {
+		t.Errorf("the server lists %d tools, Manager.Tools %d", len(list.Tools), len(want))
+	}
+	schemas := map[string]*jsonschema.Resolved{}
+	for _, tool := range list.Tools {
+		w, ok := want[tool.Name]
 		if !ok {
-			t.Errorf("tool %s is missing; the server lists %v", name, required)
+			t.Errorf("tool %s is not one of Manager.Tools", tool.Name)
 			continue
 		}
-		if !slices.Equal(got, args) {
-			t.Errorf("%s requires %v, want %v", name, got, args)
+		a := tool.Annotations
+		if tool.Description != w.Description || tool.Title != w.Title || a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil ||
+			*a.DestructiveHint != w.Annotations.DestructiveHint || *a.OpenWorldHint != w.Annotations.OpenWorldHint ||
+			a.ReadOnlyHint != w.Annotations.ReadOnlyHint || a.IdempotentHint != w.Annotations.IdempotentHint {
+			t.Errorf("%s: title %q, annotations %+v; want those of Manager.Tools: %q %+v", tool.Name, tool.Title, a, w.Title, w.Annotations)
 		}
-	}
-	if len(required) != len(want) {
-		t.Errorf("the server lists %d tools (%v), want %d", len(required), required, len(want))
+		if !sameJSON(t, tool.InputSchema, w.InputSchema) || !sameJSON(t, tool.OutputSchema, w.OutputSchema) {
+			t.Errorf("%s: schemas differ from Manager.Tools", tool.Name)
+		}
+		var s jsonschema.Schema
+		b, _ := json.Marshal(tool.OutputSchema)
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: output schema: %v", tool.Name, err)
+		}
+		r, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: output schema does not resolve: %v", tool.Name, err)
+		}
+		schemas[tool.Name] = r
 	}
 
-	// wait_for, not the default wait: on a loaded machine the login
-	// profile alone can outlast the 700 ms a start waits without it.
-	start := call(t, ctx, cs, "pty-start", map[string]any{"command": "echo hello", "wait_for": "hello"})
-	if !strings.Contains(start.text, "hello") {
-		t.Errorf("pty-start output %q does not contain hello", start.text)
+	// Each result validates against its tool's output schema, and its text
+	// is as the model should read it, with no HTML escaping.
+	start := call(t, ctx, cs, schemas, "pty-start", map[string]any{"command": "echo ready; printf '>>> a<b\\n'; exec cat", "wait_for": "a<b"})
+	if !strings.Contains(start.text, ">>> a<b") {
+		t.Errorf("pty-start text %q does not read >>> a<b", start.text)
 	}
-	if start.result.ID == "" {
-		t.Fatalf("pty-start returned no id: %s", start.text)
-	}
-	kill := call(t, ctx, cs, "pty-kill", map[string]any{"id": start.result.ID})
+	call(t, ctx, cs, schemas, "pty-write", map[string]any{"id": start.result.ID, "input": "hi", "submit": true, "wait_for": "hi"})
+	kill := call(t, ctx, cs, schemas, "pty-kill", map[string]any{"id": start.result.ID})
 	if kill.result.ID != start.result.ID {
 		t.Errorf("pty-kill answered for %q, want %q", kill.result.ID, start.result.ID)
 	}
@@ -104,25 +216,395 @@ func TestStdio(t *testing.T) {
 	}
 }
 
+func sameJSON(t *testing.T, a any, b json.RawMessage) bool {
+	t.Helper()
+	ab, _ := json.Marshal(a)
+	var x, y any
+	_ = json.Unmarshal(ab, &x)
+	_ = json.Unmarshal(b, &y)
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
+
+// A call with a progress token gets the newest line while it waits; one
+// without gets none.
+func TestProgress(t *testing.T) {
+	ctx := testCtx(t)
+	cs, _, n := connect(t, ctx)
+	loop := "echo ready; for i in 1 2 3 4 5 6; do echo step$i; sleep 0.2; done; echo finished; exec cat"
+	params := &mcp.CallToolParams{Name: "pty-start", Arguments: map[string]any{"command": loop, "wait_for": "finished"}}
+	params.SetProgressToken("tok-1")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("pty-start: %v %s", err, textOf(res))
+	}
+	p := n.awaitProgress(t, ctx, "step")
+	if p.ProgressToken != "tok-1" || p.Progress <= 0 {
+		t.Errorf("progress %+v", p)
+	}
+	n.mu.Lock()
+	count := len(n.progress)
+	for i := 1; i < len(n.progress); i++ {
+		if n.progress[i].Progress <= n.progress[i-1].Progress {
+			t.Errorf("progress does not increase: %v then %v", n.progress[i-1].Progress, n.progress[i].Progress)
+		}
+	}
+	n.mu.Unlock()
+	if count > 12 {
+		t.Errorf("%d progress notifications in about 1.2 s, want at most a few a second", count)
+	}
+
+	// Without a token: output for as long, and no progress.
+	var id struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(textOf(res)), &id)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id.ID, "input": "again", "submit": true, "wait_for": "never printed", "wait_ms": 1000}})
+	if err != nil || res.IsError {
+		t.Fatalf("pty-write: %v %s", err, textOf(res))
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range n.progress {
+		if strings.Contains(p.Message, "again") {
+			t.Errorf("a call without a progress token got progress %+v", p)
+		}
+	}
+}
+
+// A cancelled pty-start kills what it started and frees its slot.
+func TestCancelKillsItsStart(t *testing.T) {
+	ctx := testCtx(t)
+	cs, _, n := connect(t, ctx, "--max-sessions", "1")
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "pty-start", Arguments: map[string]any{"command": "echo ready $$; exec sleep 300", "wait_for": "never printed", "wait_ms": 30000}}
+	params.SetProgressToken(7)
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(callCtx, params)
+		done <- err
+	}()
+	p := n.awaitProgress(t, ctx, "ready ")
+	pid, err := strconv.Atoi(strings.Fields(strings.SplitN(p.Message, "ready ", 2)[1])[0])
+	if err != nil {
+		t.Fatalf("no pid in %q", p.Message)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled call returned %v", err)
+	}
+	n.awaitLog(t, ctx, "pty-1 killed")
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("sleep (pid %d) outlived its cancelled start: kill -0 says %v", pid, err)
+	}
+	// The only slot is free again.
+	start := call(t, ctx, cs, nil, "pty-start", map[string]any{"command": "echo ready", "wait_for": "ready"})
+	if start.result.ID != "pty-2" {
+		t.Errorf("next start got %q", start.result.ID)
+	}
+}
+
+// rawServer is the server over pipes the test reads and writes itself.
+type rawServer struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startRaw(t *testing.T, flags ...string) *rawServer {
+	t.Helper()
+	cmd := serverCmd(flags...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = in.Close()
+		_ = cmd.Wait()
+	})
+	return &rawServer{cmd: cmd, in: in, out: bufio.NewReader(out)}
+}
+
+func (r *rawServer) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
+		t.Fatalf("write %q: %v", line, err)
+	}
+}
+
+// reply reads the next message from the server.
+func (r *rawServer) reply(t *testing.T) map[string]any {
+	t.Helper()
+	line, err := r.out.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("read a reply: %v (the server has ended?)", err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(line, &v); err != nil {
+		t.Fatalf("reply %q is not a JSON object: %v", line, err)
+	}
+	return v
+}
+
+func errorCode(v map[string]any) float64 {
+	e, _ := v["error"].(map[string]any)
+	c, _ := e["code"].(float64)
+	return c
+}
+
+// Lines that are not JSON-RPC get error replies and the server serves on;
+// the SDK's client then uses the same pipes.
+func TestBadInputIsAnswered(t *testing.T) {
+	ctx := testCtx(t)
+	r := startRaw(t)
+	for _, tc := range []struct {
+		line string
+		code float64
+		id   any
+	}{
+		{"a stray log line", -32700, nil},
+		{`{"jsonrpc":"2.0","id":"x"`, -32700, nil},
+		{`[{"jsonrpc":"2.0","id":"b1","method":"ping"}]`, -32600, nil},
+		{`{"id":"no-version","method":"ping"}`, -32600, "no-version"},
+		{`{"jsonrpc":"1.0","id":42,"method":"ping"}`, -32600, float64(42)},
+		{`"just a string"`, -32600, nil},
+		{`{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}`, -32600, nil},
+	} {
+		r.send(t, tc.line)
+		v := r.reply(t)
+		if errorCode(v) != tc.code || v["id"] != tc.id || v["jsonrpc"] != "2.0" {
+			t.Errorf("%s: reply %v, want error %v with id %v", tc.line, v, tc.code, tc.id)
+		}
+	}
+	// The server still serves: the SDK's client connects over the same pipes.
+	n := &notes{news: make(chan struct{}, 1)}
+	cs, err := newClient(n).Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(r.out), Writer: r.in}, nil)
+	if err != nil {
+		t.Fatalf("connect after bad input: %v", err)
+	}
+	defer cs.Close()
+	start := call(t, ctx, cs, nil, "pty-start", map[string]any{"command": "echo still serving", "wait_for": "serving"})
+	if !strings.Contains(start.result.Output, "still serving") {
+		t.Errorf("output %q", start.result.Output)
+	}
+}
+
+// A cancelled request gets no response; the server answers the next one.
+func TestCancelledRequestIsNotAnswered(t *testing.T) {
+	r := startRaw(t)
+	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	if v := r.reply(t); v["result"] == nil {
+		t.Fatalf("initialize: %v", v)
+	}
+	r.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.send(t, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"info"}}`)
+	if v := r.reply(t); v["id"] != float64(2) {
+		t.Fatalf("setLevel: %v", v)
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pty-start","arguments":{"command":"echo ready; exec sleep 300","wait_for":"never printed","wait_ms":30000},"_meta":{"progressToken":"p"}}}`)
+	var got []map[string]any
+	seen := func(pred func(map[string]any) bool) {
+		for {
+			v := r.reply(t)
+			got = append(got, v)
+			if v["id"] == float64(3) {
+				t.Fatalf("the request was answered before it was cancelled: %v", v)
+			}
+			if pred(v) {
+				return
+			}
+		}
+	}
+	isLog := func(text string) func(map[string]any) bool {
+		return func(v map[string]any) bool {
+			p, _ := v["params"].(map[string]any)
+			s, _ := p["data"].(string)
+			return v["method"] == "notifications/message" && strings.Contains(s, text)
+		}
+	}
+	seen(func(v map[string]any) bool { return v["method"] == "notifications/progress" })
+	r.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"test"}}`)
+	seen(isLog("pty-1 killed"))
+	r.send(t, `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	seen(func(v map[string]any) bool { return v["id"] == float64(4) })
+}
+
+// Each flag changes what it says, seen through the tools.
+func TestFlags(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	write := "touch " + in + "/f && echo wrote-in; touch " + out + "/f 2>/dev/null && echo wrote-out || echo refused-out; " +
+		"(echo > /dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo net-yes || echo net-no; echo end-of-test"
+	type step struct {
+		tool string
+		args map[string]any
+		want string // in the result's text; "!" first: a tool error with this text
+	}
+	start := func(cmd string, want string) step {
+		return step{"pty-start", map[string]any{"command": cmd, "wait_for": "end-of-test"}, want}
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		steps []step
+		log   string // a log message that must come
+	}{
+		{"size", []string{"--cols", "80", "--rows", "24"}, []step{start("echo size $(stty size) end-of-test", "size 24 80")}, ""},
+		{"size default", nil, []step{start("echo size $(stty size) end-of-test", "size 32 120")}, ""},
+		{"max-sessions", []string{"--max-sessions", "1"}, []step{start("echo end-of-test", "end-of-test"), start("echo end-of-test", "!too many sessions")}, ""},
+		{"idle-timeout", []string{"--idle-timeout", "300ms"}, []step{start("echo end-of-test; exec cat", "end-of-test")}, "pty-1 reaped"},
+		{"max-lifetime", []string{"--max-lifetime", "1s"}, []step{start("echo end-of-test; exec cat", "end-of-test"),
+			{"pty-write", map[string]any{"id": "pty-1", "wait_for": "never printed", "wait_ms": 20000}, `"exited":true`}}, "pty-1 reaped"},
+		{"allow", []string{"--allow", "echo *"}, []step{start("echo end-of-test", "end-of-test"), start("ls", "!matches no allow rule")}, ""},
+		{"deny", []string{"--deny", "rm *"}, []step{start("echo end-of-test", "end-of-test"), start("rm -rf "+out+"/x", "!matches deny rule")}, ""},
+		{"sandbox", []string{"--writable", in, "--network=false"}, []step{start(write, "wrote-in\nrefused-out\nnet-no")}, ""},
+		{"no sandbox", nil, []step{start(write, "wrote-in\nwrote-out\nnet-yes")}, ""},
+		{"shell", []string{"--shell", "bash -c"}, []step{start("shopt -q login_shell && echo login || echo no-login; echo end-of-test", "no-login")}, ""},
+		{"shell default", nil, []step{start("shopt -q login_shell && echo login || echo no-login; echo end-of-test", "\nlogin")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(filepath.Join(out, "f"))
+			ctx := testCtx(t)
+			cs, _, n := connect(t, ctx, tc.flags...)
+			for _, s := range tc.steps {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: s.tool, Arguments: s.args})
+				if err != nil {
+					t.Fatalf("%s %v: %v", s.tool, s.args, err)
+				}
+				text := textOf(res)
+				if wantErr := strings.HasPrefix(s.want, "!"); wantErr != res.IsError || !strings.Contains(resultText(text), strings.TrimPrefix(s.want, "!")) {
+					t.Errorf("%s %v: error %t, %s; want %q", s.tool, s.args, res.IsError, text, s.want)
+				}
+			}
+			if tc.log != "" {
+				n.awaitLog(t, ctx, tc.log)
+			}
+		})
+	}
+}
+
+// resultText is a result's output with its JSON unquoted, or the text as
+// it is when it is not a result.
+func resultText(text string) string {
+	var r struct {
+		Output string `json:"output"`
+	}
+	if json.Unmarshal([]byte(text), &r) != nil || r.Output == "" {
+		return text
+	}
+	return "\n" + r.Output + "\n" + text
+}
+
+// --kill-grace bounds how long a program that ignores SIGTERM and SIGHUP
+// holds a kill; the default is 2 s.
+func TestKillGraceFlag(t *testing.T) {
+	ctx := testCtx(t)
+	cs, _, _ := connect(t, ctx, "--kill-grace", "100ms")
+	start := call(t, ctx, cs, nil, "pty-start", map[string]any{"command": "trap '' TERM HUP; echo ready; exec sleep 300", "wait_for": "ready"})
+	began := time.Now()
+	kill := call(t, ctx, cs, nil, "pty-kill", map[string]any{"id": start.result.ID})
+	if took := time.Since(began); took > 1500*time.Millisecond {
+		t.Errorf("kill took %v with --kill-grace 100ms", took)
+	}
+	if !strings.Contains(kill.text, "SIGKILL") {
+		t.Errorf("kill result %s: the program should have needed SIGKILL", kill.text)
+	}
+}
+
+// -h documents every flag and exits 0; a bad flag exits 2.
+func TestHelp(t *testing.T) {
+	cmd := serverCmd("-h")
+	cmd.Stderr = nil
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("-h: %v\n%s", err, out)
+	}
+	for _, f := range []string{"-cols", "-rows", "-max-sessions", "-kill-grace", "-idle-timeout", "-max-lifetime", "-allow", "-deny", "-approve-writes", "-sandbox", "-writable", "-network", "-shell", "claude mcp add"} {
+		if !strings.Contains(string(out), f) {
+			t.Errorf("-h does not mention %s:\n%s", f, out)
+		}
+	}
+	cmd = serverCmd("--no-such-flag")
+	cmd.Stderr = nil
+	out, err = cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "no-such-flag") {
+		t.Errorf("a bad flag: %v\n%s", err, out)
+	}
+}
+
+// The flags reach the manager's options; --approve-writes only sets
+// Options.ApproveWrites, which the library applies.
+func TestFlagsToOptions(t *testing.T) {
+	c, err := parseFlags([]string{"--approve-writes", "--allow", "ls *", "--allow", "cat *", "--deny", "rm *", "--shell", "zsh -c", "--kill-grace", "3s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := c.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, ok := opts.Approver.(agentpty.Rules)
+	if !opts.ApproveWrites || !ok || len(rules.Allow) != 2 || len(rules.Deny) != 1 || strings.Join(opts.Shell, " ") != "zsh -c" || opts.KillGrace != 3*time.Second {
+		t.Errorf("options %+v", opts)
+	}
+	if _, err := parseFlags([]string{"stray"}, io.Discard); err == nil {
+		t.Error("a stray argument is accepted")
+	}
+	for _, bad := range [][]string{{"--cols", "0"}, {"--rows", "501"}, {"--shell", " "}} {
+		c, err := parseFlags(bad, io.Discard)
+		if err == nil {
+			_, err = c.options()
+		}
+		if err == nil {
+			t.Errorf("%v is accepted", bad)
+		}
+	}
+}
+
 // TestShutdown checks that a program the model left running does not
 // outlive the server, whether the client goes away or the server is told
-// to stop.
+// to stop, and that the server exits 0.
 func TestShutdown(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		stop func(*exec.Cmd) error
+		sig  syscall.Signal
 	}{
-		{"stdin closed", func(*exec.Cmd) error { return nil }},
-		{"SIGTERM", func(cmd *exec.Cmd) error { return cmd.Process.Signal(syscall.SIGTERM) }},
+		{"stdin closed", 0},
+		{"SIGTERM", syscall.SIGTERM},
+		{"SIGINT", syscall.SIGINT},
+		{"SIGHUP", syscall.SIGHUP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cs, cmd := connect(t, ctx)
-
+			ctx := testCtx(t)
+			cs, cmd, _ := connect(t, ctx)
 			// exec keeps the pid the shell printed; waiting for "ready" lets
 			// the login profile finish before anything is killed.
-			start := call(t, ctx, cs, "pty-start", map[string]any{"command": "echo ready $$; exec sleep 300", "wait_for": "ready"})
+			start := call(t, ctx, cs, nil, "pty-start", map[string]any{"command": "echo ready $$; exec sleep 300", "wait_for": "ready"})
 			_, after, _ := strings.Cut(start.result.Output, "ready ")
 			pid, err := strconv.Atoi(strings.Fields(after + " x")[0])
 			if err != nil {
@@ -131,13 +613,26 @@ func TestShutdown(t *testing.T) {
 			if err := syscall.Kill(pid, 0); err != nil {
 				t.Fatalf("the program is not running before shutdown: %v", err)
 			}
-			if err := tc.stop(cmd); err != nil {
-				t.Fatalf("stop the server: %v", err)
+			if tc.sig != 0 {
+				// A call in progress does not hold the shutdown up.
+				go func() {
+					_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": start.result.ID, "wait_for": "never", "wait_ms": 30000}})
+				}()
+				if err := cmd.Process.Signal(tc.sig); err != nil {
+					t.Fatalf("signal the server: %v", err)
+				}
+				// The server ends its session: the client sees its stdout close.
+				if err := cs.Wait(); err != nil {
+					t.Logf("the session ended with %v", err)
+				}
 			}
 			// Close closes the server's stdin and returns once it has
-			// exited; the server closes its manager before it exits.
+			// exited; an error is its exit status.
 			if err := cs.Close(); err != nil {
 				t.Fatalf("close the client: %v", err)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("the server exited %d, want 0", code)
 			}
 			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -150,11 +645,10 @@ func TestShutdown(t *testing.T) {
 // TestToolErrors runs the server in-process: a bad call is a tool error
 // the model can read, not a protocol error.
 func TestToolErrors(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	st, ct := mcp.NewInMemoryTransports()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, st) }()
+	go func() { done <- run(ctx, agentpty.Options{}, st, io.Discard) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentpty-test", Version: "v0.0.0"}, nil)
 	cs, err := client.Connect(ctx, ct, nil)
 	if err != nil {
@@ -189,6 +683,53 @@ func TestToolErrors(t *testing.T) {
 	}
 }
 
+// The instructions speak of what the tools offer and of nothing else.
+func TestInstructionsFollowTheTools(t *testing.T) {
+	m := agentpty.NewManager(agentpty.Options{})
+	defer m.Close()
+	tools := m.Tools()
+	got := instructions(tools)
+	for _, name := range []string{"pty-start", "pty-write", "pty-kill", "wait_for", "submit", "input_hidden"} {
+		if !strings.Contains(got, name) {
+			t.Errorf("the instructions leave out %s", name)
+		}
+	}
+	offered := map[string]bool{}
+	for _, tool := range tools {
+		offered[tool.Name] = true
+		for _, schema := range []json.RawMessage{tool.InputSchema, tool.OutputSchema} {
+			var v struct{ Properties map[string]any }
+			_ = json.Unmarshal(schema, &v)
+			for p := range v.Properties {
+				offered[tool.Name+"."+p] = true
+			}
+		}
+	}
+	for needs, text := range map[string]string{"pty-run": "pty-run", "pty-write.literal": "literal: true", "pty-write.wait_until": "wait_until",
+		"pty-write.wait_for_regex": "wait_for_regex", "pty-write.state": "waiting_input", "pty-write.screen": `screen: "full"`} {
+		if strings.Contains(got, text) != offered[needs] {
+			t.Errorf("the instructions mention %s: %t; the tools offer %s: %t", text, !offered[needs], needs, offered[needs])
+		}
+	}
+	// With every capability the contract names, every paragraph is there.
+	all := append(tools, agentpty.Tool{Name: "pty-run", InputSchema: json.RawMessage(`{}`)},
+		agentpty.Tool{Name: "pty-write", InputSchema: json.RawMessage(`{"properties":{"literal":{},"wait_until":{},"wait_for_regex":{},"screen":{}}}`),
+			OutputSchema: json.RawMessage(`{"properties":{"state":{}}}`)})
+	if full := instructions(all); strings.Count(full, "\n\n")+1 != len(guide) {
+		t.Errorf("with every capability the instructions have %d paragraphs, want %d", strings.Count(full, "\n\n")+1, len(guide))
+	}
+	// The README shows the model's instructions as they are.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range guide {
+		if !strings.Contains(string(readme), "> "+g.text+"\n") {
+			t.Errorf("the README's MCP section lacks the paragraph %q", g.text)
+		}
+	}
+}
+
 // toolResult is a successful call: its text content and that text decoded.
 type toolResult struct {
 	text   string
@@ -198,7 +739,9 @@ type toolResult struct {
 	}
 }
 
-func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) toolResult {
+// call makes a call that must succeed and, with schemas, checks its
+// structured content against the tool's output schema.
+func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, schemas map[string]*jsonschema.Resolved, tool string, args map[string]any) toolResult {
 	t.Helper()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -212,10 +755,21 @@ func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string,
 	if err := json.Unmarshal([]byte(r.text), &r.result); err != nil {
 		t.Fatalf("%s %v: result %q is not JSON: %v", tool, args, r.text, err)
 	}
+	if s := schemas[tool]; s != nil {
+		var v any
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &v)
+		if err := s.Validate(v); err != nil {
+			t.Errorf("%s: structured content %s does not validate against the output schema: %v", tool, b, err)
+		}
+	}
 	return r
 }
 
 func textOf(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
 	var b strings.Builder
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {

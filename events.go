@@ -1,0 +1,138 @@
+package agentpty
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// Output events: at most one per outputEvery per session, each with the
+// newest outputLines lines of the settled scrollback.
+const (
+	outputEvery = 250 * time.Millisecond
+	outputLines = 10
+)
+
+// queued is an event on its way: to Options.OnEvent when to is nil, else
+// to one waiting call's watcher.
+type queued struct {
+	e  Event
+	to *watcher
+}
+
+// watcher is the event function of one call that waits on a session.
+type watcher struct {
+	f      func(Event)
+	active atomic.Bool // false once the call's wait has ended
+}
+
+type eventsKey struct{}
+
+// WithEvents returns a copy of ctx that makes a call given it (Start,
+// Write, Call) report the output events of the session it waits on to f,
+// while it waits, whether or not Options.OnEvent is set: a host's way to
+// show a tool call's progress. f is called as OnEvent is: in order, one
+// event at a time, without any lock held, from the library's goroutines,
+// and never once the call's wait has ended.
+func WithEvents(ctx context.Context, f func(Event)) context.Context {
+	return context.WithValue(ctx, eventsKey{}, f)
+}
+
+// watch sends s's output events to the function ctx carries (WithEvents),
+// if any, until the func it returns is called.
+func (s *Session) watch(ctx context.Context) func() {
+	f, _ := ctx.Value(eventsKey{}).(func(Event))
+	if f == nil {
+		return func() {}
+	}
+	w := &watcher{f: f}
+	w.active.Store(true)
+	s.m.mu.Lock()
+	s.watchers = append(s.watchers, w)
+	s.m.mu.Unlock()
+	s.watched.Add(1)
+	return func() {
+		w.active.Store(false)
+		s.watched.Add(-1)
+		s.m.mu.Lock()
+		s.watchers = slices.DeleteFunc(s.watchers, func(x *watcher) bool { return x == w })
+		s.m.mu.Unlock()
+	}
+}
+
+// outputChanged is the reader's news that output was rendered. It arms one
+// timer at a time, so it never blocks and costs nothing when no one
+// listens; the timer sends the event at most outputEvery after the last.
+func (s *Session) outputChanged() {
+	if s.m.opts.OnEvent == nil && s.watched.Load() == 0 {
+		return
+	}
+	if !s.outArmed.CompareAndSwap(false, true) {
+		return
+	}
+	delay := time.Duration(s.outLast.Load() + int64(outputEvery) - time.Now().UnixNano())
+	s.outTimer.Store(time.AfterFunc(max(delay, 0), s.emitOutput))
+}
+
+// emitOutput queues an output event with the newest lines.
+func (s *Session) emitOutput() {
+	<-s.announced // output events come after "created"
+	s.outLast.Store(time.Now().UnixNano())
+	// Disarmed before the lines are taken: output rendered after this
+	// arms the next event, so none is lost.
+	s.outArmed.Store(false)
+	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: time.Now()}
+	m := s.m
+	m.mu.Lock()
+	// Only while the session is the manager's: none before "created" or
+	// after "killed".
+	start := false
+	if m.sessions[s.id] == s {
+		if m.opts.OnEvent != nil {
+			start = m.enqueueOutput(queued{e: e}) || start
+		}
+		for _, w := range s.watchers {
+			start = m.enqueueOutput(queued{e: e, to: w}) || start
+		}
+	}
+	m.mu.Unlock()
+	if start {
+		go m.deliver()
+	}
+}
+
+// enqueueOutput queues an output event, or, when the newest event queued
+// for the same session and receiver is an undelivered output event,
+// replaces that one: a slow receiver gets the newest lines, not a backlog.
+// Call with mu held.
+func (m *Manager) enqueueOutput(q queued) bool {
+	for i := len(m.queue) - 1; i >= 0; i-- {
+		if p := &m.queue[i]; p.e.ID == q.e.ID && p.to == q.to {
+			if p.e.Kind != EventOutput {
+				break
+			}
+			p.e = q.e
+			return false
+		}
+	}
+	return m.enqueue(q)
+}
+
+// stopOutput stops a pending output event once the reader has stopped.
+func (s *Session) stopOutput() {
+	if t := s.outTimer.Load(); t != nil {
+		t.Stop()
+	}
+}
+
+// hand gives q to its receiver. A receiver that panics does not take the
+// host down with it, nor stop later events.
+func (m *Manager) hand(q queued) {
+	defer func() { _ = recover() }()
+	if q.to == nil {
+		m.opts.OnEvent(q.e)
+	} else if q.to.active.Load() {
+		q.to.f(q.e)
+	}
+}

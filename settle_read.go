@@ -1,0 +1,204 @@
+package agentpty
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Reading.
+
+// read returns the text of every line touched since the last read, joined
+// with "\n", and marks everything read. Over limit bytes (limit > 0), a
+// head and a tail are kept around one marker line saying what was left out.
+func (s *settler) read(limit int) string {
+	if s.lines == nil {
+		return ""
+	}
+	s.sync()
+	defer s.markRead()
+	if s.unreadLines == 0 && s.lostLines == 0 {
+		return ""
+	}
+	total := max(s.unreadBytes-1, 0) // joined: no separator after the last line
+	if s.lostLines == 0 && (limit <= 0 || total <= limit) {
+		return s.joinTouched(total)
+	}
+	return s.elide(limit, total)
+}
+
+// joinTouched returns the touched lines joined with "\n"; total is their
+// length.
+func (s *settler) joinTouched(total int) string {
+	var b strings.Builder
+	b.Grow(total)
+	for i, first := s.firstTouched(), true; i >= 0; i, first = s.nextTouched(i), false {
+		if !first {
+			b.WriteByte('\n')
+		}
+		b.Write(s.text(i))
+	}
+	return b.String()
+}
+
+// readWhole is read, and also (when whole is asked for and the limit cut
+// the text) everything read would have returned without the limit: the
+// lines still held, after a marker for any that were lost.
+func (s *settler) readWhole(limit int, whole bool) (out, all string) {
+	if whole && s.lines != nil && limit > 0 {
+		s.sync()
+		if total := max(s.unreadBytes-1, 0); s.unreadLines > 0 && total > limit {
+			all = s.joinTouched(total)
+			if s.lostLines > 0 {
+				all = settleMarker(s.lostBytes, s.lostLines) + "\n" + all
+			}
+		}
+	}
+	return s.read(limit), all
+}
+
+// elide builds a read's result when it is over limit, or lines were lost.
+// Only the lines kept are visited; the figures come from the counters.
+func (s *settler) elide(limit, total int) string {
+	allBytes, allLines := s.lostBytes+total, s.lostLines+s.unreadLines
+	room := total
+	if limit > 0 {
+		room = limit - len(settleMarker(allBytes, allLines)) - 2
+	}
+	headRoom := room / 2
+	if s.lostLines > 0 { // the oldest text is gone: say so first, then the newest
+		headRoom = 0
+	}
+	var b strings.Builder
+	b.Grow(max(room, 0) + 64)
+	h, headLines, stop := s.head(&b, headRoom)
+	tail, t := s.tailPieces(room-headRoom, stop)
+	tailLines := len(tail)
+	if tailLines > 0 && tail[tailLines-1].from > 0 {
+		tailLines--
+	}
+	if h > 0 || headLines > 0 {
+		b.WriteByte('\n')
+	}
+	b.WriteString(settleMarker(allBytes-h-t, allLines-headLines-tailLines))
+	for k := len(tail) - 1; k >= 0; k-- {
+		b.WriteByte('\n')
+		b.Write(s.text(tail[k].line)[tail[k].from:])
+	}
+	return b.String()
+}
+
+// The cut rule for a read's head and tail: whole lines while they fit, then
+// part of the next one, cut at a character, if a quarter of the room or
+// more would otherwise go unused.
+
+// head writes the oldest touched lines that fit in room to b, and returns
+// the bytes written, the lines written whole, and the first line not.
+func (s *settler) head(b *strings.Builder, room int) (n, lines, stop int) {
+	for stop = s.firstTouched(); stop >= 0 && room > 0; stop = s.nextTouched(stop) {
+		t := s.text(stop)
+		sep := min(lines, 1)
+		if n+sep+len(t) > room {
+			if cut := room - n - sep; cut >= room/4 {
+				for cut > 0 && !utf8.RuneStart(t[cut]) {
+					cut--
+				}
+				if cut > 0 {
+					b.WriteString("\n"[:sep])
+					b.Write(t[:cut])
+					n += sep + cut
+				}
+			}
+			break
+		}
+		b.WriteString("\n"[:sep])
+		b.Write(t)
+		n += sep + len(t)
+		lines++
+	}
+	return n, lines, stop
+}
+
+// settlePiece is a line a read's tail ends with, from a byte on.
+type settlePiece struct{ line, from int }
+
+// tailPieces returns the newest touched lines from stop on that fit in
+// room, newest first, and their bytes.
+func (s *settler) tailPieces(room, stop int) (pieces []settlePiece, n int) {
+	for i := s.lastLine() + 1; room > 0; {
+		if i = s.prevTouched(i); i < 0 || i < stop {
+			break
+		}
+		t := s.text(i)
+		sep := min(len(pieces), 1)
+		if n+sep+len(t) > room {
+			if cut := room - n - sep; cut >= room/4 {
+				from := len(t) - cut
+				for from < len(t) && !utf8.RuneStart(t[from]) {
+					from++
+				}
+				if from < len(t) {
+					pieces = append(pieces, settlePiece{i, from})
+					n += sep + len(t) - from
+				}
+			}
+			break
+		}
+		pieces = append(pieces, settlePiece{i, 0})
+		n += sep + len(t)
+	}
+	return pieces, n
+}
+
+// settleMarker is the line that stands for text a read left out.
+func settleMarker(bytes, lines int) string {
+	return "[... " + strconv.Itoa(bytes) + " bytes in " + strconv.Itoa(lines) + " lines elided ...]"
+}
+
+// markRead starts a new epoch: nothing is touched, everything is seen.
+func (s *settler) markRead() {
+	s.epoch++
+	s.readLast = s.lastLine()
+	s.unreadLines, s.unreadBytes = 0, 0
+	s.lostLines, s.lostBytes = 0, 0
+	s.dirtyFrom, s.mfrom = settleNone, settleNone
+	s.mhits = 0
+}
+
+// unread reports whether read would return anything.
+func (s *settler) unread() bool {
+	switch {
+	case s.lostLines > 0 || s.unreadLines > 1:
+		return true
+	case s.unreadLines == 0:
+		return false
+	}
+	i := s.firstTouched() // the one touched line: is it empty?
+	if i == s.cur {
+		return settleExtent(s.cells) > 0
+	}
+	return i >= 0 && s.line(i).n > 0
+}
+
+// tail returns the last n lines of the settled scrollback, read or not; the
+// last line is left out while it is empty.
+func (s *settler) tail(n int) []string {
+	if s.lines == nil || n <= 0 {
+		return nil
+	}
+	s.sync()
+	last := s.lastLine()
+	if s.line(last).n == 0 {
+		last--
+	}
+	var out []string
+	for i := max(last-n+1, s.base); i <= last; i++ {
+		out = append(out, string(s.text(i)))
+	}
+	return out
+}
+
+// scrollback returns every settled line kept, joined with "\n".
+func (s *settler) scrollback() string {
+	return strings.Join(s.tail(len(s.lines)), "\n")
+}
