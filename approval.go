@@ -2,7 +2,6 @@ package agentpty
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -10,11 +9,14 @@ import (
 	"unicode/utf8"
 )
 
-// Approver decides whether a session may start. Approving a start covers
-// every later write to that session.
+// Approver decides whether a session may start and, with
+// Options.ApproveWrites, whether input may be typed into one. Without
+// ApproveWrites, approving a start covers every later write to that
+// session.
 type Approver interface {
 	// Approve returns nil to let the request go ahead; any error refuses
-	// it, and Start returns it wrapped in ErrDenied.
+	// it, and the call returns it wrapped in ErrDenied. A panic refuses
+	// it too: the call returns ErrDenied naming the panic.
 	Approve(ctx context.Context, req ApprovalRequest) error
 }
 
@@ -26,144 +28,267 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) error { 
 
 // ApprovalRequest is what an Approver is asked about.
 type ApprovalRequest struct {
-	// Tool is the tool's name, "pty-start".
+	// Tool is the tool's name: "pty-start", or "pty-write" with
+	// Options.ApproveWrites.
 	Tool string
-	// Command is the command as the model gave it, before the shell.
+	// Command is the command as the model gave it, before the shell; for
+	// a write, the command the session was started with.
 	Command string
 	// Dir is the working directory; empty means the host's.
 	Dir string
 	// Env is what the request adds to the environment.
-	Env        []string
+	Env []string
+	// Cols and Rows size the terminal of a start.
 	Cols, Rows int
+	// ID names the session a write goes to ("pty-1"); empty for a start.
+	ID string
+	// Input is what a write types, exactly as the terminal will get it:
+	// escapes decoded, the \r of submit included.
+	Input string
 }
 
 // Rules is an Approver configured by patterns instead of code, for hosts
-// that read their policy from a file. A command is approved when it
-// matches an Allow rule and no Deny rule; the zero value approves nothing.
+// that read their policy from a file. A command is approved when every
+// program it runs matches an Allow rule, none matches a Deny rule, and it
+// holds nothing whose effect only bash knows when it runs. The zero value
+// approves nothing.
 //
-// A rule is written like the command it matches, and both are split into
-// words the way bash splits them, so quoting cannot disguise a command:
-// 'rm' -rf / and r\m -rf / are the words rm, -rf, /. Then:
+// Commands and rules are read with bash's grammar (mvdan.cc/sh), after
+// joining line continuations as bash does, so quoting cannot disguise a
+// command: 'rm' -rf /, r\m -rf /, $'\x72m' -rf / and r\<newline>m -rf / are
+// all the words rm, -rf, /. A rule is written like the command it matches:
 //
 //   - A * standing alone as a word matches any number of words, none
-//     included: "ls *" matches ls, ls -la and ls -la /tmp.
+//     included: "ls *" matches ls, ls -la and ls -la /tmp. It never matches
+//     an operator, nor a program named by an expansion or glob.
 //   - Inside a word, * matches any characters and ? one: "python3 *.py",
 //     "go test -run=*". Quote them in a rule to match them literally.
-//   - Every other word matches only itself: "git status" matches git status
-//     and nothing longer.
-//   - Shell operators (| && || ; & and redirections) are never matched by
-//     a *: a rule matches them only by spelling them out, as in
-//     "make * 2>&1 | tee *.log".
+//   - A word holding an expansion ($EDITOR) matches only the same text,
+//     and so does an unquoted expansion in a command ($X.txt, which bash
+//     may split into several words), except by a lone *.
+//   - Every other word matches only its own value: "git status" matches
+//     git status and 'git' "status", and nothing longer.
+//   - Redirections are matched after the words, in their order, and only
+//     by spelling them out ("make * 2>&1 | tee *.log", "* > /etc/*"),
+//     except the harmless ones, which need no rule: 2>&1 and other
+//     descriptor copies, output to /dev/null, input from a named file
+//     (< file, but not bash's /dev/tcp/host/port) or a word (<<< word).
+//     Leading assignments need spelling out too ("CGO_ENABLED=0 go build *").
 //
-// A compound command is approved one simple command at a time: "cd *" and
-// "make *" together approve cd src && make test, and a rule for "ls *"
-// never approves ls; rm -rf x, whose rm -rf x matches no rule. Harmless
-// redirections need no rule: 2>&1 and other descriptor copies, output to
-// /dev/null, and input from a named file (< file, but not bash's
-// /dev/tcp/host/port) or a word (<<< word). Output to a file does, as do
-// leading variable assignments ("CGO_ENABLED=0 go build *").
+// A command is approved one simple command at a time; a rule of several
+// commands ("curl * | sh") matches consecutive ones joined by the same
+// operators. "cd *" and "make *" together approve cd src && make test;
+// "ls *" never approves ls; rm -rf x. Commands inside if, while, for,
+// case, { } and ( ) are judged the same way; redirections of a compound
+// command count for each command inside it.
 //
-// What the rules cannot see through is refused unless an Allow rule equals
-// the whole command, character for character: command and process
-// substitution ($(...), backticks, <(...)), arithmetic ($[...]), here
-// documents (<<EOF), and parameter expansions other than $NAME and
-// ${NAME}. A program named by an expansion or a glob ($EDITOR file, /bin/r?)
-// is known only when the shell runs, so only a rule that spells the same
-// text approves it.
+// A wrapper's command is judged as well as the wrapper: nice, nohup,
+// command, builtin, exec, time, env, sudo, doas, su, runuser, timeout,
+// stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox and xargs
+// with their options, and the commands of find -exec (su -c, flock -c,
+// sudo -s and env -S, which run a string, are refused).
+// nice -n 5 make needs rules for both nice and make; a wrapper option the
+// rules do not know refuses the command. The command line of bash -c and
+// sh -c (dash, zsh, ksh, ash, mksh) is read and judged as the command is,
+// nested up to four deep; a script or standard input given to a shell, or
+// any other interpreter (python3 -c, perl -e, node -e), is not read: an
+// allow rule for it allows everything.
+//
+// Refused, whatever the Allow rules say, unless an Allow rule equals the
+// whole command character for character: command and process
+// substitution, arithmetic, parameter expansions other than $NAME and
+// ${NAME} (operators, subscripts, ${!x}, ${#x}), the text $( or ` anywhere
+// (quoted or not, decoded from $'...' or escapes: bash evaluates such text
+// in array subscripts), here-documents, function definitions, [[ ]], (( )),
+// let, eval, source and ., alias, trap, enable, read, mapfile, fc, bind,
+// complete, compgen, hash -p, test -v and [ -v (and test with an expansion
+// or glob, which bash might read as -v), printf -v (and printf with an
+// expansion before its format), declare, typeset, local, export, readonly
+// and unset with subscripts, expansions, -i or -n, assignments with
+// subscripts and to PS0-PS4, PROMPT_COMMAND, BASH_ENV and ENV (also
+// through env and sudo, with BASH_FUNC_ functions), extended
+// globs, $"..." strings, coprocesses, find with a glob or expansion
+// (which may expand to -exec), more than 16 nested wrappers, bash -c with
+// a command line it cannot read, and a backslash-newline left inside
+// quotes or a comment. A program named by an expansion or a glob ($EDITOR
+// file, /bin/r?) is known only when the shell runs, so only a rule that
+// spells the same text approves it. A command longer than 131071 bytes
+// (exec's limit for one argument) is refused before it is read.
 //
 // A Deny rule matches wherever the command runs a simple command it
-// matches, also when that command is named by a path (a deny rule "rm *"
-// refuses /bin/rm -rf x), follows assignments, redirections or a plain
-// wrapper (env, command, exec, nohup, nice, sudo), or sits in a bash
-// keyword construct (if rm -rf x; then ...). Deny rules are a guard
-// against mistakes, not a boundary: xargs rm, env -i rm, find -delete or
-// a script still reach rm. The boundary is a short Allow list of programs
-// that run no other programs (not bash, env, xargs, find -exec, make), and
-// the Sandbox.
+// matches: as written, without its assignments and redirections, named by
+// a path (a deny rule "rm *" refuses /bin/rm -rf x), behind any of the
+// wrappers above (nice -n 5 rm, sudo -u u rm, xargs rm, find -exec rm),
+// inside compound commands, function bodies, substitutions and sh -c
+// command lines. Deny rules are a guard against mistakes, not a boundary:
+// a script, an interpreter or a copy of the program under another name
+// still reaches rm. The boundary is a short Allow list of programs that
+// run no other programs, and the Sandbox.
 //
-// Denials wrap ErrDenied and name the command and what decided:
+// Denials wrap ErrDenied and name the command and the rule or construct
+// that decided:
 //
 //	agentpty: denied: pty-start "rm -rf /": matches deny rule "rm *"
 //	agentpty: denied: pty-start "ls; rm -rf x": "rm -rf x" matches no allow rule
+//	agentpty: denied: pty-start "echo $(id)": uses a command substitution $(...), which only an allow rule equal to the whole command approves
 //
-// A Deny rule that cannot be parsed (an unterminated quote) makes every
-// command denied, naming the rule; an Allow rule that cannot be parsed
-// approves only a command equal to it.
+// A Deny rule that cannot be parsed or uses a refused construct makes
+// every command denied, naming the rule; such an Allow rule approves only
+// a command equal to it.
+//
+// With Options.ApproveWrites, Rules judge a pty-write's Input as the
+// command line a shell would read: it must be whole lines (end in Enter,
+// no line continuation left open), hold no control character (a tab
+// would complete the line into something else) and no history expansion
+// (! anywhere, ^ leading a line), and each line's commands
+// are judged as a start's are. Input to a program that is not a shell is
+// judged the same way, so such writes are mostly denied.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
 }
 
-// Approve approves req.Command when the rules allow it. It never blocks.
+// Approve approves req when the rules allow it. It never blocks.
 func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
+	text, what := req.Command, quoteShort(req.Command)
+	if req.Tool == ToolWrite {
+		text, what = req.Input, req.ID+" "+quoteShort(req.Input)
+	}
+	if req.Tool != "" {
+		what = req.Tool + " " + what
+	}
 	deny := func(format string, args ...any) error {
-		what := fmt.Sprintf("%q", req.Command)
-		if req.Tool != "" {
-			what = req.Tool + " " + what
-		}
 		return fmt.Errorf("%w: %s: %s", ErrDenied, what, fmt.Sprintf(format, args...))
 	}
-	exact := slices.Contains(r.Allow, req.Command)
-	cmds, err := parseCommand(req.Command)
-	if err != nil && !exact {
-		var syn *opaqueSyntax
-		if errors.As(err, &syn) {
-			return deny("uses %s, which only an allow rule equal to the whole command approves", syn.what)
+	if len(text) > maxCommandBytes {
+		return deny("is %d bytes, more than the %d a command may have", len(text), maxCommandBytes)
+	}
+	if req.Tool == ToolWrite {
+		var why string
+		if text, why = typedLines(text); why != "" {
+			return deny("%s", why)
+		}
+	}
+	exact := slices.Contains(r.Allow, text)
+	sc, err := parseCommand(text)
+	if err != nil {
+		if exact {
+			return nil
 		}
 		return deny("cannot be parsed: %v", err)
 	}
 	for _, rule := range r.Deny {
-		rcmds, err := parseCommand(rule)
+		rc, err := parseRule(rule)
+		if err == nil && rc.refused != nil {
+			err = rc.refused
+		}
 		if err != nil {
 			return deny("deny rule %q cannot be used: %v", rule, err)
 		}
-		if at, n := findRun(rcmds, cmds, denyMatch); n > 0 {
-			if n == len(cmds) {
+		if at, n := findRun(rc.cmds, sc.cmds, denyMatch); n > 0 {
+			if n == len(sc.cmds) {
 				return deny("matches deny rule %q", rule)
 			}
-			return deny("%q matches deny rule %q", runText(req.Command, cmds[at:at+n]), rule)
+			return deny("%q matches deny rule %q", runText(sc.src, sc.cmds[at:at+n]), rule)
 		}
 	}
-	if exact {
+	switch {
+	case exact:
 		return nil
-	}
-	if len(cmds) == 0 {
+	case sc.refused != nil:
+		return deny("uses %s, which only an allow rule equal to the whole command approves", sc.refused.what)
+	case len(sc.cmds) == 0:
 		return deny("runs no command (only comments)")
 	}
 	var allow [][]simpleCmd
 	for _, rule := range r.Allow {
-		if rcmds, err := parseCommand(rule); err == nil && len(rcmds) > 0 {
-			allow = append(allow, rcmds)
+		if rc, err := parseRule(rule); err == nil && rc.refused == nil && len(rc.cmds) > 0 {
+			allow = append(allow, rc.cmds)
 		}
 	}
-	// covered[i]: commands i.. are approved by runs of consecutive
-	// commands, each matching one allow rule as a whole.
-	covered := make([]bool, len(cmds)+1)
-	covered[len(cmds)] = true
+	return r.covered(sc, allow, deny)
+}
+
+// covered approves cmds when runs of consecutive commands each match one
+// allow rule as a whole, and every command a wrapper runs matches an allow
+// rule of its own.
+func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, ...any) error) error {
+	cmds := sc.cmds
+	for i := range cmds {
+		for _, run := range cmds[i].runs[min(1, len(cmds[i].runs)):] {
+			if !slices.ContainsFunc(allow, func(rule []simpleCmd) bool {
+				return len(rule) == 1 && matchTokens(rule[0].allowToks(), run)
+			}) {
+				return deny("%q runs %q, which matches no allow rule", runText(sc.src, cmds[i:i+1]), wordsText(run))
+			}
+		}
+	}
+	// ok[i]: commands i.. are approved.
+	ok := make([]bool, len(cmds)+1)
+	ok[len(cmds)] = true
 	for i := len(cmds) - 1; i >= 0; i-- {
-		for _, rcmds := range allow {
-			if n := len(rcmds); i+n <= len(cmds) && covered[i+n] && runMatches(rcmds, cmds[i:i+n], allowMatch) {
-				covered[i] = true
+		for _, rule := range allow {
+			if n := len(rule); i+n <= len(cmds) && ok[i+n] && runMatches(rule, cmds[i:i+n], allowMatch) {
+				ok[i] = true
 				break
 			}
 		}
 	}
-	if covered[0] {
+	if ok[0] {
 		return nil
 	}
 	for i := range cmds {
-		ok := false
-		for _, rcmds := range allow {
-			ok = ok || runMatches(rcmds, cmds[i:min(i+len(rcmds), len(cmds))], allowMatch)
-		}
-		if !ok {
+		if !slices.ContainsFunc(allow, func(rule []simpleCmd) bool {
+			return runMatches(rule, cmds[i:min(i+len(rule), len(cmds))], allowMatch)
+		}) {
 			if len(cmds) == 1 {
 				return deny("matches no allow rule")
 			}
-			return deny("%q matches no allow rule", runText(req.Command, cmds[i:i+1]))
+			return deny("%q matches no allow rule", runText(sc.src, cmds[i:i+1]))
 		}
 	}
 	return deny("matches no allow rule as a whole")
+}
+
+// typedLines turns a write's input into the command lines a shell would
+// read, or says why it cannot be judged as such.
+func typedLines(input string) (string, string) {
+	text := strings.ReplaceAll(input, "\r", "\n")
+	if !strings.HasSuffix(text, "\n") {
+		return "", "types a partial line (no Enter at its end), which the rules cannot judge"
+	}
+	for _, c := range text {
+		if c < 0x20 && c != '\n' || c == 0x7f { // a tab completes the line into something else
+			return "", fmt.Sprintf("types the control character %q, which the rules cannot judge", c)
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "!") || strings.HasPrefix(line, "^") {
+			return "", "types " + quoteShort(line) + ", which an interactive shell expands from its history (! and ^)"
+		}
+	}
+	if strings.HasSuffix(strings.TrimRight(text, "\n"), `\`) {
+		return "", "ends in a line continuation, which leaves the line open"
+	}
+	return text, ""
+}
+
+// quoteShort quotes s for a message, eliding the middle of a long one.
+func quoteShort(s string) string {
+	const keep = 100
+	if len(s) <= 3*keep {
+		return fmt.Sprintf("%q", s)
+	}
+	head, tail := strings.ToValidUTF8(s[:keep], ""), strings.ToValidUTF8(s[len(s)-keep:], "")
+	return fmt.Sprintf("%q...(%d bytes)...%q", head, len(s)-2*keep, tail)
+}
+
+func wordsText(words []token) string {
+	s := make([]string, len(words))
+	for i, w := range words {
+		s[i] = w.raw
+	}
+	return strings.Join(s, " ")
 }
 
 // findRun finds consecutive commands in cmds that rule matches. It returns
@@ -196,22 +321,26 @@ func runMatches(rule, cmds []simpleCmd, match func(r, c *simpleCmd) bool) bool {
 
 func allowMatch(r, c *simpleCmd) bool { return matchTokens(r.allowToks(), c.allowToks()) }
 
-// denyMatch matches a deny rule against two views of a command: as it is
-// written (so a rule can name a redirection), and as its program sees it.
+// denyMatch matches a deny rule against every view of a command: as it is
+// written (so a rule can name a redirection), and each program it runs,
+// also by the base name of a program named by its path.
 func denyMatch(r, c *simpleCmd) bool {
 	rule := r.allowToks()
 	if matchTokens(rule, c.allowToks()) {
 		return true
 	}
-	toks := c.denyToks()
-	if matchTokens(rule, toks) {
-		return true
-	}
-	// A program named by its path is still that program.
-	if len(toks) > 0 && toks[0].kind == tokWord && toks[0].static && strings.Contains(toks[0].val, "/") {
-		base := append([]token(nil), toks...)
-		base[0].val = path.Base(toks[0].val)
-		return matchTokens(rule, base)
+	for _, run := range c.runs {
+		if matchTokens(rule, run) {
+			return true
+		}
+		if run[0].static && strings.Contains(run[0].val, "/") {
+			base := append([]token(nil), run...)
+			base[0].val = path.Base(run[0].val)
+			base[0].pat = globQuote(base[0].val)
+			if matchTokens(rule, base) {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -245,7 +374,7 @@ func tokenMatches(r, c token) bool {
 	switch {
 	case r.kind != c.kind:
 		return false
-	case r.kind == tokOp, c.opaque, r.expands:
+	case r.kind == tokOp, c.opaque, c.splits, r.expands:
 		return r.raw == c.raw
 	}
 	return globMatch(r.pat, c.val)
@@ -295,416 +424,14 @@ func globMatch(pattern, s string) bool {
 	return p == len(pat)
 }
 
-// The shell syntax Rules understand: enough of bash's to split a command
-// into simple commands and words as bash would, and to refuse whatever it
-// cannot split with certainty.
-
-type tokKind uint8
-
-const (
-	tokWord tokKind = iota
-	tokOp           // a redirection, a parenthesis, ;; and the like
-)
-
-// token is a word or an operator of a command or a rule.
-type token struct {
-	kind    tokKind
-	raw     string // as written
-	val     string // a word's value: quotes and escapes removed, expansions as written
-	pat     string // val as a glob: only * and ? unquoted in the source are special
-	static  bool   // the shell uses val as it is: no expansion, glob, brace or tilde
-	expands bool   // has a $ expansion: a rule matches it by its text
-	star    bool   // an unquoted * alone
-	assign  bool   // NAME=value
-	opaque  bool   // it names the program but is not static: matched by its text only
-}
-
-// simpleCmd is one simple command of a list or pipeline.
-type simpleCmd struct {
-	toks       []token
-	sep        string // the operator after it: ; & && || | |& or a newline
-	start, end int    // its text in the source
-}
-
-// opaqueSyntax is shell syntax the rules cannot see through.
-type opaqueSyntax struct{ what string }
-
-func (e *opaqueSyntax) Error() string { return "it uses " + e.what }
-
-// Anywhere in a command, even inside single quotes (bash evaluates array
-// subscripts in arguments to printf -v, test -v, read and others), these
-// can run commands the rules never see.
-var opaqueMarks = []struct{ s, what string }{
-	{"$(", "a command substitution $(...)"},
-	{"`", "a command substitution `...`"},
-	{"<(", "a process substitution <(...)"},
-	{">(", "a process substitution >(...)"},
-	{"$[", "an arithmetic expansion $[...]"},
-}
-
-// operators, longest first.
-var operators = []string{"&>>", ";;&", "<<<", "<<-",
-	"&&", "||", "|&", ";;", ";&", ">>", "<<", "<>", ">|", ">&", "<&", "&>",
-	";", "&", "|", "(", ")", "<", ">"}
-
-// reserved are bash's reserved words; in deny rules' view of a command the
-// ones leading it are skipped.
-var reserved = map[string]bool{"!": true, "{": true, "}": true, "if": true, "then": true, "else": true, "elif": true,
-	"fi": true, "do": true, "done": true, "while": true, "until": true, "for": true, "case": true, "esac": true,
-	"select": true, "function": true, "time": true, "coproc": true, "in": true, "[[": true, "]]": true}
-
-// wrappers run the command that follows them; deny rules look past them.
-var wrappers = map[string]bool{"command": true, "builtin": true, "exec": true, "env": true, "nohup": true,
-	"nice": true, "sudo": true, "doas": true}
-
-// parseCommand splits src into simple commands.
-func parseCommand(src string) ([]simpleCmd, error) {
-	for _, m := range opaqueMarks {
-		if strings.Contains(src, m.s) {
-			return nil, &opaqueSyntax{m.what}
-		}
-	}
-	var cmds []simpleCmd
-	cur := simpleCmd{start: -1}
-	end := func(sep string) {
-		if len(cur.toks) > 0 {
-			cur.sep = sep
-			cmds = append(cmds, cur)
-		}
-		cur = simpleCmd{start: -1}
-	}
-	add := func(t token, from, to int) {
-		if cur.start < 0 {
-			cur.start = from
-		}
-		cur.end = to
-		cur.toks = append(cur.toks, t)
-	}
-	for i := 0; i < len(src); {
-		switch c := src[i]; {
-		case c == ' ' || c == '\t':
-			i++
-		case c == '\\' && i+1 < len(src) && src[i+1] == '\n':
-			i += 2
-		case c == '\n':
-			end("\n")
-			i++
-		case c == '#': // a comment, since a word starts here
-			for i < len(src) && src[i] != '\n' {
-				i++
-			}
-		default:
-			if op := operatorAt(src[i:]); op != "" {
-				switch {
-				case op == "<<" || op == "<<-":
-					return nil, &opaqueSyntax{"a here-document"}
-				case isSeparator(op):
-					end(op)
-				default:
-					add(token{kind: tokOp, raw: op}, i, i+len(op))
-				}
-				i += len(op)
-				continue
-			}
-			t, n, err := lexWord(src[i:])
-			if err != nil {
-				return nil, err
-			}
-			add(t, i, i+n)
-			i += n
-		}
-	}
-	end("")
-	for k := range cmds {
-		cmds[k].markProgram()
-	}
-	return cmds, nil
-}
-
-// operatorAt returns the operator s starts with, if any. Digits directly
-// before a redirection name its descriptor ("2>").
-func operatorAt(s string) string {
-	fd := 0
-	for fd < len(s) && s[fd] >= '0' && s[fd] <= '9' {
-		fd++
-	}
-	if fd > 0 && (fd == len(s) || (s[fd] != '<' && s[fd] != '>')) {
-		return ""
-	}
-	for _, op := range operators {
-		if strings.HasPrefix(s[fd:], op) && (fd == 0 || isRedirect(op)) {
-			return s[:fd+len(op)]
-		}
-	}
-	return ""
-}
-
-func isSeparator(op string) bool {
-	switch op {
-	case ";", "&", "&&", "||", "|", "|&", "\n":
-		return true
-	}
-	return false
-}
-
-func isRedirect(op string) bool {
-	op = strings.TrimLeft(op, "0123456789")
-	return strings.HasPrefix(op, "<") || strings.HasPrefix(op, ">") || strings.HasPrefix(op, "&>")
-}
-
-// lexWord reads the word s starts with and returns it and its length.
-func lexWord(s string) (token, int, error) {
-	t := token{kind: tokWord, static: true}
-	var val, pat strings.Builder
-	lit := func(str string) {
-		val.WriteString(str)
-		for _, r := range str {
-			if strings.ContainsRune(`*?\`, r) {
-				pat.WriteByte('\\')
-			}
-			pat.WriteRune(r)
-		}
-	}
-	expand := func(s string) {
-		t.static, t.expands = false, true
-		lit(s) // what a variable holds matches as it is, glob characters too
-	}
-	braces := false
-	i := 0
-word:
-	for i < len(s) {
-		switch c := s[i]; c {
-		case ' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>':
-			break word
-		case '\\':
-			if i+1 == len(s) {
-				return t, 0, errors.New("it ends in a backslash")
-			}
-			if s[i+1] == '\n' {
-				i += 2
-				continue
-			}
-			_, n := utf8.DecodeRuneInString(s[i+1:])
-			lit(s[i+1 : i+1+n])
-			i += 1 + n
-		case '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return t, 0, errors.New("a single quote is not closed")
-			}
-			lit(s[i+1 : i+1+j])
-			i += j + 2
-		case '"':
-			n, err := lexDoubleQuoted(s[i:], lit, expand)
-			if err != nil {
-				return t, 0, err
-			}
-			i += n
-		case '$':
-			switch {
-			case strings.HasPrefix(s[i:], "$'"):
-				// ANSI-C quoting: its escapes stay undecoded, so the value
-				// is known by its text only.
-				j := i + 2
-				for j < len(s) && s[j] != '\'' {
-					if s[j] == '\\' {
-						j++
-					}
-					j++
-				}
-				if j >= len(s) {
-					return t, 0, errors.New("a $' quote is not closed")
-				}
-				expand(s[i : j+1])
-				i = j + 1
-			case strings.HasPrefix(s[i:], `$"`):
-				// Translated by the locale: known by its text only.
-				n, err := lexDoubleQuoted(s[i+1:], func(string) {}, func(string) {})
-				if err != nil {
-					return t, 0, err
-				}
-				expand(s[i : i+1+n])
-				i += 1 + n
-			default:
-				n, err := expansion(s[i:])
-				if err != nil {
-					return t, 0, err
-				}
-				if n == 1 {
-					lit("$")
-				} else {
-					expand(s[i : i+n])
-				}
-				i += n
-			}
-		case '*', '?':
-			t.static = false
-			val.WriteByte(c)
-			pat.WriteByte(c)
-			i++
-		case '[', ']':
-			// A bracket glob, or test's [ ... ]: either way, for a
-			// program name, not a name known before the shell runs,
-			// except the command [ itself.
-			if i > 0 || len(s) > 1 && !strings.ContainsRune(" \t\n;&|()<>", rune(s[1])) {
-				t.static = false
-			}
-			lit(s[i : i+1])
-			i++
-		case '{', '}':
-			if braces || len(s) > 1 && !strings.ContainsRune(" \t\n;&|()<>", rune(s[1])) {
-				t.static = false // brace expansion, or near enough
-			}
-			braces = true
-			lit(s[i : i+1])
-			i++
-		case '~':
-			if i == 0 {
-				t.static = false
-			}
-			lit("~")
-			i++
-		default:
-			_, n := utf8.DecodeRuneInString(s[i:])
-			lit(s[i : i+n])
-			i += n
-		}
-	}
-	t.raw, t.val, t.pat = s[:i], val.String(), pat.String()
-	t.star = t.raw == "*"
-	if eq := strings.IndexByte(t.raw, '='); eq > 0 && isName(strings.TrimSuffix(t.raw[:eq], "+")) {
-		t.assign = true
-	}
-	return t, i, nil
-}
-
-// lexDoubleQuoted reads the double-quoted string s starts with, passing
-// its literal parts to lit and its expansions to expand, and returns its
-// length.
-func lexDoubleQuoted(s string, lit, expand func(string)) (int, error) {
-	for i := 1; i < len(s); {
-		switch c := s[i]; c {
-		case '"':
-			return i + 1, nil
-		case '\\':
-			if i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-				if s[i+1] != '\n' {
-					lit(s[i+1 : i+2])
-				}
-				i += 2
-				continue
-			}
-			lit(`\`)
-			i++
-		case '$':
-			n, err := expansion(s[i:])
-			if err != nil {
-				return 0, err
-			}
-			if n == 1 {
-				lit("$")
-			} else {
-				expand(s[i : i+n])
-			}
-			i += n
-		default:
-			_, n := utf8.DecodeRuneInString(s[i:])
-			lit(s[i : i+n])
-			i += n
-		}
-	}
-	return 0, errors.New("a double quote is not closed")
-}
-
-// expansion returns the length of the parameter expansion s starts with:
-// $NAME, ${NAME}, $1, $? and the like; 1 for a $ that stays a dollar sign.
-func expansion(s string) (int, error) {
-	if len(s) < 2 {
-		return 1, nil
-	}
-	switch c := s[1]; {
-	case c == '{':
-		j := strings.IndexByte(s, '}')
-		if j < 0 {
-			return 0, errors.New("a ${ is not closed")
-		}
-		if inner := s[2:j]; !isName(inner) && !isDigits(inner) && (len(inner) != 1 || !strings.Contains("@*#?$!-", inner)) {
-			return 0, &opaqueSyntax{"a parameter expansion " + s[:j+1]}
-		}
-		return j + 1, nil
-	case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		j := 2
-		for j < len(s) && isName("_"+s[j:j+1]) {
-			j++
-		}
-		return j, nil
-	case strings.IndexByte("0123456789@*#?$!-", c) >= 0:
-		return 2, nil
-	}
-	return 1, nil
-}
-
-func isName(s string) bool {
-	for i, c := range s {
-		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return s != ""
-}
-
-func isDigits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
-}
-
-// markProgram marks the word that names the program opaque when the shell
-// decides it only when it runs.
-func (c *simpleCmd) markProgram() {
-	for i := 0; i < len(c.toks); i++ {
-		t := &c.toks[i]
-		switch {
-		case t.kind == tokOp && isRedirect(t.raw):
-			i++ // and its target
-		case t.kind == tokOp, t.assign, reserved[t.raw]:
-		default:
-			t.opaque = !t.static
-			return
-		}
-	}
-}
-
 // allowToks returns the tokens a rule must match: all but the harmless
 // redirections.
 func (c *simpleCmd) allowToks() []token {
 	var out []token
 	for i := 0; i < len(c.toks); i++ {
 		t := c.toks[i]
-		if t.kind == tokOp && isRedirect(t.raw) && i+1 < len(c.toks) && c.toks[i+1].kind == tokWord &&
-			harmless(t.raw, c.toks[i+1]) {
+		if t.kind == tokOp && i+1 < len(c.toks) && harmless(t.raw, c.toks[i+1]) {
 			i++
-			continue
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-// denyToks returns the simple command as deny rules see it: without
-// redirections and parentheses, and without the assignments, reserved
-// words and wrappers before the program.
-func (c *simpleCmd) denyToks() []token {
-	var out []token
-	for i := 0; i < len(c.toks); i++ {
-		t := c.toks[i]
-		if t.kind == tokOp {
-			if isRedirect(t.raw) && i+1 < len(c.toks) && c.toks[i+1].kind == tokWord {
-				i++
-			}
-			if isRedirect(t.raw) || t.raw == "(" || t.raw == ")" {
-				continue
-			}
-		}
-		if len(out) == 0 && t.kind == tokWord && (t.assign || reserved[t.raw] || wrappers[t.raw]) {
 			continue
 		}
 		out = append(out, t)

@@ -2,7 +2,6 @@ package agentpty
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -92,8 +91,9 @@ type Options struct {
 	// Session.Record; input typed while echo is off and secrets given to
 	// WriteSecret are never recorded. False records output and resizes only.
 	RecordInput bool
-	// ApproveWrites has the Approver also decide each pty-write that types
-	// input, not only each start.
+	// ApproveWrites asks the Approver also before each pty-write that
+	// types input (Tool "pty-write", with ID and Input); a denied write
+	// types nothing. False means approving a start covers every write.
 	ApproveWrites bool
 }
 
@@ -233,14 +233,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 		return StartResult{}, err
 	}
 	cols, rows := orDefault(req.Cols, m.opts.Cols), orDefault(req.Rows, m.opts.Rows)
-	if m.opts.Approver != nil {
-		ar := ApprovalRequest{Tool: ToolStart, Command: approvedCommand(req), Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
-		if err := m.opts.Approver.Approve(ctx, ar); err != nil {
-			if errors.Is(err, ErrDenied) {
-				return StartResult{}, err
-			}
-			return StartResult{}, fmt.Errorf("%w: %s %q: %w", ErrDenied, ToolStart, req.Command, err)
-		}
+	ar := ApprovalRequest{Tool: ToolStart, Command: approvedCommand(req), Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
+	if err := m.approve(ctx, ar); err != nil {
+		return StartResult{}, err
 	}
 	num, err := m.reserve(cols * rows)
 	if err != nil {
@@ -300,6 +295,9 @@ func checkStart(req StartRequest) error {
 	}
 	if err := checkWaitUntil(ToolStart, "", req.WaitUntil); err != nil {
 		return err
+	}
+	if len(req.Command) > maxCommandBytes {
+		return errorf(ErrInvalid, "%s: command is %d bytes; exec takes at most %d", ToolStart, len(req.Command), maxCommandBytes)
 	}
 	if req.Cols < 0 || req.Cols > maxCols {
 		return errorf(ErrInvalid, "%s: cols %d is outside 1-%d", ToolStart, req.Cols, maxCols)
@@ -417,6 +415,9 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	}
 	if req.Submit {
 		input = append(input, '\r')
+	}
+	if err := m.approveWrite(ctx, ToolWrite, s, input); err != nil {
+		return WriteResult{}, err
 	}
 	return s.write(ctx, input, want, req.WaitMS, req.WaitUntil)
 }

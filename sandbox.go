@@ -13,6 +13,7 @@ import (
 type Sandbox interface {
 	// Prepare adjusts the command before it starts. An error stops the
 	// start: a child is never run unconfined because confinement failed.
+	// A panic stops it too, as an error wrapping ErrDenied.
 	Prepare(cmd *exec.Cmd) error
 }
 

@@ -190,7 +190,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	cmd.Dir = req.Cwd
 	cmd.Env = childEnv(m.opts.Env, req.Env, shEnv)
 	if m.opts.Sandbox != nil {
-		if err := m.opts.Sandbox.Prepare(cmd); err != nil {
+		if err := prepare(m.opts.Sandbox, cmd); err != nil {
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}

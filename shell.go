@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -215,14 +214,11 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 	if strings.TrimSpace(req.Command) == "" {
 		return RunResult{}, errorf(ErrInvalid, "%s %s: command is empty", ToolRun, s.id)
 	}
-	if m.opts.Approver != nil {
-		ar := ApprovalRequest{Tool: ToolRun, Command: req.Command, Cols: s.cols, Rows: s.rows}
-		if err := m.opts.Approver.Approve(ctx, ar); err != nil {
-			if errors.Is(err, ErrDenied) {
-				return RunResult{}, err
-			}
-			return RunResult{}, fmt.Errorf("%w: %s %s %q: %w", ErrDenied, ToolRun, s.id, req.Command, err)
-		}
+	// A shell session runs whatever it is given: every command is asked
+	// about, whatever Options.ApproveWrites says.
+	ar := ApprovalRequest{Tool: ToolRun, ID: s.id, Command: req.Command, Cols: s.cols, Rows: s.rows}
+	if err := m.approve(ctx, ar); err != nil {
+		return RunResult{}, err
 	}
 	limit := defaultRunTimeout
 	if req.TimeoutMS != nil {

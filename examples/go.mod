@@ -1,13 +1,13 @@
 module github.com/agentpty/agentpty/examples
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/agentpty/agentpty v0.0.0-00010101000000-000000000000
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.uber.org/goleak v1.3.0
-	golang.org/x/term v0.40.0
+	golang.org/x/term v0.45.0
 )
 
 require (
@@ -18,8 +18,9 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.20.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
+	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
 
 replace github.com/agentpty/agentpty => ../

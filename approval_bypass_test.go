@@ -1,0 +1,348 @@
+package agentpty_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentpty/agentpty"
+)
+
+// runInTemp runs command through bash in a new directory holding the
+// directory d and the file keep, and reports whether d is gone and what
+// the command printed.
+func runInTemp(t *testing.T, command string) (removed bool, out string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", command)
+	cmd.Dir = dir
+	b, _ := cmd.CombinedOutput()
+	if _, err := os.Stat(filepath.Join(dir, "keep")); err != nil {
+		t.Fatalf("%q removed the control file: %v", command, err)
+	}
+	_, err := os.Stat(filepath.Join(dir, "d"))
+	return errors.Is(err, os.ErrNotExist), string(b)
+}
+
+// TestApproveRulesBypasses: each command here was approved by the rules
+// and did what a rule refuses. The control runs it through bash for real
+// and shows the harm (d removed, sudo run); the rules must now deny it,
+// naming the rule or construct that decided.
+func TestApproveRulesBypasses(t *testing.T) {
+	echo := agentpty.Rules{Allow: []string{"echo *"}, Deny: []string{"rm *"}}
+	all := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
+	sudo := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"sudo *"}}
+	for _, tc := range []struct {
+		name    string
+		rules   agentpty.Rules
+		command string
+		harm    string // "" when the harm is d removed; else what the output shows
+		want    string
+	}{
+		{"LineContinuation", echo, "echo \"$\\\n(rm -rf d)\"", "", `"rm -rf d" matches deny rule "rm *"`},
+		{"LineContinuationUnquoted", echo, "echo $\\\n(rm -rf d)", "", `"rm -rf d" matches deny rule "rm *"`},
+		{"TestV", agentpty.Rules{Allow: []string{"test *"}}, `test -v $'a[\x24(rm -rf d)]'`, "",
+			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
+		{"BracketV", agentpty.Rules{Allow: []string{"[ *"}}, `[ -v $'a[\x24(rm -rf d)]' ]`, "",
+			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
+		{"PrintfV", agentpty.Rules{Allow: []string{"printf *"}}, `printf -v $'a[\x24(rm -rf d)]' x`, "",
+			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
+		{"TestVEscaped", agentpty.Rules{Allow: []string{"test *"}}, `test -v a[\$\(rm\ -rf\ d\)]`, "",
+			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
+		{"NiceSudo", sudo, "nice sudo id", "uid=0", `matches deny rule "sudo *"`},
+		{"NiceN", all, "nice -n 5 rm -rf d", "", `matches deny rule "rm *"`},
+		{"CommandP", all, "command -p rm -rf d", "", `matches deny rule "rm *"`},
+		{"ExecA", all, "exec -a x rm -rf d", "", `matches deny rule "rm *"`},
+		{"TimeP", all, "time -p rm -rf d", "", `matches deny rule "rm *"`},
+		{"TimeDashDash", all, "time -p -- rm -rf d", "", `matches deny rule "rm *"`},
+		{"Function", all, "function f { rm -rf d; }; f", "", `"rm -rf d" matches deny rule "rm *"`},
+		{"EnvI", all, "env -i X=1 rm -rf d", "", `matches deny rule "rm *"`},
+		{"EnvDash", all, "env - rm -rf d", "", `matches deny rule "rm *"`},
+		{"EnvFunction", all, "env 'BASH_FUNC_ls%%=() { rm -rf d; }' bash -c ls", "", "env 'BASH_FUNC_ls%%=() { rm -rf d; }', whose value a shell runs"},
+		{"EnvBashEnv", all, "echo 'rm -rf d' > e; env BASH_ENV=e bash -c :", "", "env BASH_ENV=e, whose value a shell runs"},
+		{"Flock", all, "flock f rm -rf d", "", `matches deny rule "rm *"`},
+		{"Taskset", all, "taskset -c 0 rm -rf d", "", `matches deny rule "rm *"`},
+		{"Chrt", all, "chrt -o 0 rm -rf d", "", `matches deny rule "rm *"`},
+		{"Runuser", all, "runuser -u root -- rm -rf d", "", `matches deny rule "rm *"`},
+		{"SuC", all, "su -c 'rm -rf d'", "", "su -c, which runs a string as a command"},
+		{"SudoS", all, "sudo -s rm -rf d", "", "sudo -s, which runs a string as a command"},
+		{"FindExecShell", all, "find . -maxdepth 0 -exec sh -c 'rm -rf d' \\;", "", `matches deny rule "rm *"`},
+		{"FindExecWrapper", all, "find . -maxdepth 0 -exec nice rm -rf d \\;", "", `matches deny rule "rm *"`},
+		{"SudoU", all, "sudo -u root rm -rf d", "", `matches deny rule "rm *"`},
+		{"Xargs", all, "echo d | xargs rm -rf", "", `"xargs rm -rf" matches deny rule "rm *"`},
+		{"FindExec", all, "find . -name d -exec rm -rf {} +", "", `matches deny rule "rm *"`},
+		{"Timeout", all, "timeout 5 rm -rf d", "", `matches deny rule "rm *"`},
+		{"Stdbuf", all, "stdbuf -o0 rm -rf d", "", `matches deny rule "rm *"`},
+		{"AnsiProgram", all, `$'\x72m' -rf d`, "", `matches deny rule "rm *"`},
+		{"WrapperNotAllowed", agentpty.Rules{Allow: []string{"nice *"}}, "nice -n 5 rm -rf d", "",
+			`"nice -n 5 rm -rf d" runs "rm -rf d", which matches no allow rule`},
+		{"FindExecNotAllowed", agentpty.Rules{Allow: []string{"find *"}}, "find . -name d -exec rm -rf {} +", "",
+			`runs "rm -rf {}", which matches no allow rule`},
+		{"Declare", agentpty.Rules{Allow: []string{"*"}}, `declare $'a[\x24(rm -rf d)]=1'`, "",
+			`uses a command substitution $(...) in the value`},
+		{"Read", agentpty.Rules{Allow: []string{"*"}}, `x='a[$'; y="${x}(rm -rf d)]"; read "$y" <<< 1`, "",
+			`uses read, which evaluates array subscripts`},
+		{"Alias", agentpty.Rules{Allow: []string{"*"}}, "shopt -s expand_aliases\nalias ls='rm -rf d'\nls", "",
+			`uses alias, which makes a word run something else`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.command, "sudo") && exec.Command("sudo", "-n", "true").Run() != nil {
+				if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+					t.Fatal("the control needs sudo without a password (AGENTPTY_REQUIRE=all)")
+				}
+				t.Skip("the control needs sudo without a password")
+			}
+			removed, out := runInTemp(t, tc.command)
+			if tc.harm == "" && !removed {
+				t.Fatalf("control: bash ran %q and d is still there (output %q): the attack does nothing", tc.command, out)
+			}
+			if tc.harm != "" && !strings.Contains(out, tc.harm) {
+				t.Fatalf("control: bash ran %q and printed %q, not %q", tc.command, out, tc.harm)
+			}
+			err := approve(tc.rules, tc.command)
+			if err == nil {
+				t.Fatalf("%q approved by %+v", tc.command, tc.rules)
+			}
+			if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%q: %v\nwant ErrDenied ...%s", tc.command, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestApproveRulesWrappers: a wrapper and the program it runs each need
+// an allow rule; ordinary wrapped commands still pass.
+func TestApproveRulesWrappers(t *testing.T) {
+	r := agentpty.Rules{Allow: []string{"nice *", "timeout *", "make *", "go test *", "find *", "grep *", "xargs *", "ls *"}}
+	for _, c := range []string{
+		"nice -n 5 make test", "nice -5 make", "timeout 60 go test ./...", "timeout -k 5 -s INT 10s make",
+		"find . -name '*.go' -exec grep -l TODO {} +", "ls | xargs -n 1 grep x", "make 2>&1",
+	} {
+		if err := approve(r, c); err != nil {
+			t.Errorf("%q: %v", c, err)
+		}
+	}
+	for c, want := range map[string]string{
+		"nice rm -rf d":            `runs "rm -rf d", which matches no allow rule`,
+		"make -C x; rm -rf d":      `"rm -rf d" matches no allow rule`,
+		"nice --frobnicate make":   "nice with option --frobnicate, which the rules do not know",
+		"timeout 5 $CMD":           `runs "$CMD", which matches no allow rule`,
+		"find . -exec sh -c x \\;": `runs "sh -c x", which matches no allow rule`,
+		"xargs":                    `runs "echo", which matches no allow rule`,
+	} {
+		if err := approve(r, c); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want ...%s", c, err, want)
+		}
+	}
+}
+
+// TestApproveRulesRefused: every construct on the refused list is denied
+// under an allow-everything rule, and the denial names it.
+func TestApproveRulesRefused(t *testing.T) {
+	all := agentpty.Rules{Allow: []string{"*"}}
+	for c, want := range map[string]string{
+		"echo $(id)":                       "a command substitution $(...)",
+		"echo `id`":                        "a command substitution `...`",
+		"cat <(ls)":                        "a process substitution <(...)",
+		"tee >(cat) < /dev/null":           "a process substitution >(...)",
+		"echo $((1+1))":                    "an arithmetic expansion $((...))",
+		"echo $[1+1]":                      "an arithmetic expansion $[...]",
+		"echo ${x:-y}":                     "a parameter expansion ${x:-y}",
+		"echo ${#x}":                       "a parameter expansion ${#x}",
+		"echo ${!x}":                       "a parameter expansion ${!x}",
+		"echo ${a[1]}":                     "a parameter expansion ${a[1]}",
+		"eval ls":                          "eval, which runs its arguments",
+		"source x.sh":                      "source, which runs a file",
+		". x.sh":                           "., which runs a file",
+		"command eval ls":                  "eval, which runs its arguments",
+		"test -v x":                        "test -v, which evaluates array subscripts",
+		"[ -v x ]":                         "[ -v, which evaluates array subscripts",
+		"test -f $f":                       "test with $f, which bash may read as -v",
+		"[[ -f x ]]":                       "a [[ ... ]] test",
+		"printf -v x %s y":                 "printf -v, which evaluates array subscripts",
+		"printf $f x":                      "printf with $f before its format",
+		"read x":                           "read, which evaluates array subscripts",
+		"mapfile x < f":                    "mapfile, which evaluates",
+		"let x=1":                          "let, which evaluates arithmetic",
+		"((x=1))":                          "an arithmetic command ((...))",
+		"for ((i=0;i<2;i++)); do ls; done": "an arithmetic for loop",
+		"declare 'a[1]=2'":                 "declare 'a[1]=2', which bash evaluates",
+		"declare a[1]=2":                   "an array subscript in an assignment",
+		"local -n r=x":                     "local -n, whose variables bash evaluates",
+		"export $v":                        "export with $v, which may name an array subscript",
+		"declare -i x=y":                   "declare -i, whose variables bash evaluates",
+		"a[1]=2":                           "an array subscript in an assignment",
+		"a=([1]=2)":                        "an array subscript in an assignment",
+		"unset 'a[1]'":                     "unset with 'a[1]'",
+		"f() { ls; }":                      "a function definition f",
+		"function f { ls; }":               "a function definition f",
+		"alias ll=ls":                      "alias, which makes a word run something else",
+		"trap ls EXIT":                     "trap, which runs its argument",
+		"enable -f x.so y":                 "enable, which can load code",
+		"hash -p /bin/rm ls":               "hash -p, which makes a name run another program",
+		"PS4=x bash -x y":                  "an assignment to PS4",
+		"export BASH_ENV=x":                "an assignment to BASH_ENV",
+		"cat <<EOF\nx\nEOF":                "a here-document",
+		"echo @(a|b)":                      "an extended glob @(a|b)",
+		`echo $"hi"`:                       `a $"..." string`,
+		`echo $'a\x00b'`:                   "a $'...' string holding a NUL byte",
+		"coproc ls":                        "a coprocess",
+		"echo 'a\\\nb'":                    "a backslash-newline inside quotes or a comment",
+		"ls # \\\nrm -rf d":                "a backslash-newline inside quotes or a comment",
+		"env -S 'rm -rf d'":                "env -S, which runs a string as a command",
+		"find $D -name x":                  "find with $D, which may expand to -exec",
+		"find * -quit":                     "find with *, which may expand to -exec",
+		"echo '$(id)'":                     "a command substitution $(...)",
+	} {
+		err := approve(all, c)
+		if err == nil || !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), "uses "+want) {
+			t.Errorf("%q: %v; want ...uses %s", c, err, want)
+		}
+	}
+}
+
+// TestApproveRulesLongCommand: a command exec could not run is refused
+// before it is read, by Rules (ErrDenied) and by Start (ErrInvalid); the
+// longest one exec takes still runs.
+func TestApproveRulesLongCommand(t *testing.T) {
+	const limit = 128<<10 - 1 // MAX_ARG_STRLEN less its NUL
+	over := ": " + strings.Repeat("x", limit-1)
+	err := approve(agentpty.Rules{Allow: []string{"*"}}, over)
+	if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), "is 131072 bytes, more than the 131071 a command may have") {
+		t.Errorf("Rules on %d bytes: %v", len(over), err)
+	}
+	if err := approve(agentpty.Rules{Allow: []string{"*"}}, over[:len(over)-1]); err != nil {
+		t.Errorf("Rules on %d bytes: %v", len(over)-1, err)
+	}
+	m := agentpty.NewManager(agentpty.Options{})
+	defer m.Close()
+	if _, err := m.Start(context.Background(), agentpty.StartRequest{Command: over}); !errors.Is(err, agentpty.ErrInvalid) ||
+		!strings.Contains(err.Error(), "pty-start: command is 131072 bytes; exec takes at most 131071") {
+		t.Errorf("Start of %d bytes: %v; want ErrInvalid", len(over), err)
+	}
+	// Control: exec itself refuses one byte more.
+	if err := exec.Command("bash", "-c", over).Run(); err == nil || !strings.Contains(err.Error(), "argument list too long") {
+		t.Errorf("exec of %d bytes: %v; want E2BIG", len(over), err)
+	}
+	if err := exec.Command("bash", "-c", over[:len(over)-1]).Run(); err != nil {
+		t.Errorf("exec of %d bytes: %v", len(over)-1, err)
+	}
+}
+
+// TestApproveRulesShellC: the command line of sh -c is judged like the
+// command itself, for deny and allow rules and the refused constructs.
+func TestApproveRulesShellC(t *testing.T) {
+	r := agentpty.Rules{Allow: []string{"bash *", "sh *", "make *"}, Deny: []string{"rm *"}}
+	for _, c := range []string{"bash -c 'make test'", "sh -ec 'make a && make b'", "bash -o pipefail -c make"} {
+		if err := approve(r, c); err != nil {
+			t.Errorf("%q: %v", c, err)
+		}
+	}
+	for c, want := range map[string]string{
+		"bash -c 'rm -rf d'":         `matches deny rule "rm *"`,
+		"sh -c \"sh -c 'rm -rf d'\"": `matches deny rule "rm *"`,
+		"bash -lc 'ls'":              `runs "ls", which matches no allow rule`,
+		"bash -c \"$X\"":             `bash with "$X", whose options the rules cannot know`,
+		"bash -c 'eval x'":           `eval, which runs its arguments as commands in bash -c "eval x"`,
+		"bash -c 'sh -c \"bash -c \\\"sh -c \\\\\\\"sh -c make\\\\\\\"\\\"\"'": "sh -c nested more than 4 deep",
+	} {
+		removed, _ := runInTemp(t, c)
+		if strings.Contains(c, "rm -rf d") && !removed {
+			t.Errorf("control: %q left d", c)
+		}
+		if err := approve(r, c); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want ...%s", c, err, want)
+		}
+	}
+}
+
+// TestApproveRulesSplitting: an unquoted expansion may become several
+// words (X='/etc/shadow x' makes cat $X.txt read /etc/shadow), so only a
+// lone * or the same text matches it; quoted, it is one word.
+func TestApproveRulesSplitting(t *testing.T) {
+	r := agentpty.Rules{Allow: []string{"cat *.txt", "echo *", "ls $D"}}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Control: bash splits the word and cat reads the file.
+	cmd := exec.Command("bash", "-c", "X='secret x'; cat $X.txt")
+	cmd.Dir = dir
+	if out, _ := cmd.CombinedOutput(); !strings.Contains(string(out), "s3cret") {
+		t.Fatalf("control: %q", out)
+	}
+	for c, ok := range map[string]bool{"cat $X.txt": false, `cat "$X".txt`: true, "cat notes.txt": true, "echo $X": true, "ls $D": true} {
+		if err := approve(r, c); (err == nil) != ok {
+			t.Errorf("%q: %v; want approved %v", c, err, ok)
+		}
+	}
+}
+
+// TestApproveRulesRunsOnlyAllowed: for every command the rules approve in
+// a corpus of tricky ones, bash's own trace (set -x, which shows each
+// simple command as it runs, in subshells and substitutions too) lists
+// only programs an Allow rule names.
+func TestApproveRulesRunsOnlyAllowed(t *testing.T) {
+	r := agentpty.Rules{Allow: []string{"echo *", "printf *", "true", "cd *"}}
+	// and the compound commands bash traces by their keyword
+	allowed := map[string]bool{"echo": true, "printf": true, "true": true, "cd": true, "case": true, "for": true, "select": true}
+	corpus := []string{
+		"echo \"$\\\n(rm -rf d)\"", "echo $\\\n(rm -rf d)", `echo $'\x24(rm -rf d)'`, `printf -v $'a[\x24(rm -rf d)]' x`,
+		"echo a\\\n;rm -rf d", "ec\\\nho x; r\\\nm -rf d", "echo x; rm -rf d", "echo x & rm -rf d", "echo x\nrm -rf d",
+		"echo x | rm -rf d", "true && rm -rf d", "true || rm -rf d", "echo $(rm -rf d)", "echo `rm -rf d`",
+		"echo ${x:-$(rm -rf d)}", "echo ${x[$(rm -rf d)]}", "(rm -rf d)", "{ rm -rf d; }", "if true; then rm -rf d; fi",
+		"function f { rm -rf d; }; f", "f() { rm -rf d; }; f", "echo x > >(rm -rf d)", "echo <(rm -rf d)",
+		"cd d && rm -rf ../d", "echo # c \\\nrm -rf d", "echo 'a\\\nb'; rm -rf d", "printf '%s' x", "printf -- -v x",
+		"echo \"a\\\nb\"", "echo a\\\n b", "cd .. \\\n; true", "echo !!", "echo $'\\'' ; rm -rf d", `echo '\'';rm -rf d #'`,
+		"echo x\r\nrm -rf d", "ech\\\no hi", "e\"ch\"o hi", `\echo hi`, "echo {a,b}", "echo ~", "echo *", "echo $HOME",
+		"x=1 echo hi", "echo hi 2>&1", "echo hi >/dev/null", "echo hi <<< x", "cd; echo hi", "true; true; echo x",
+		"printf '%s\\n' a b", "echo $((1+1))", "echo $[1+1]", "[ -v x ]", "eval echo", "command echo hi", "nice echo hi",
+		"echo hi | printf x", "echo hi |& printf x", "! true", "time true", "time -p echo x", "case x in x) echo y;; esac",
+		"for i in 1 2; do echo $i; done", "while true; do break; done", "select x in a; do break; done <<< 1",
+	}
+	approved := 0
+	for _, c := range corpus {
+		if approve(r, c) != nil {
+			continue
+		}
+		approved++
+		dir := t.TempDir()
+		trace := filepath.Join(dir, "trace")
+		cmd := exec.Command("bash", "-xc", c)
+		cmd.Dir = dir
+		f, err := os.Create(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(os.Environ(), "BASH_XTRACEFD=3")
+		cmd.ExtraFiles = []*os.File{f}
+		_ = cmd.Run()
+		f.Close()
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			fields := strings.Fields(strings.TrimLeft(line, "+"))
+			if len(fields) == 0 || !allowed[fields[0]] {
+				t.Errorf("%q approved, but bash ran %q", c, line)
+			}
+		}
+	}
+	if approved < 25 {
+		t.Errorf("only %d of %d commands approved: the corpus no longer tests the rules", approved, len(corpus))
+	}
+}

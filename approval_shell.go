@@ -1,0 +1,722 @@
+package agentpty
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// How Rules read shell text: bash's own syntax through mvdan.cc/sh, after
+// the line continuations bash removes before it tokenizes. The result is
+// a flat list of simple commands, each with the commands it runs through
+// wrappers, and the first construct whose effect is known only when bash
+// runs: an allow rule never approves a command that has one.
+
+// maxCommandBytes is the longest command Rules read and Start runs: exec
+// refuses a single argument of 128 KiB (MAX_ARG_STRLEN, its NUL included).
+const maxCommandBytes = 128<<10 - 1
+
+type tokKind uint8
+
+const (
+	tokWord tokKind = iota
+	tokOp           // a redirection operator, with its descriptor ("2>")
+)
+
+// token is a word or an operator of a command or a rule.
+type token struct {
+	kind    tokKind
+	raw     string // as written
+	val     string // a word's value: quotes and escapes removed, expansions as written
+	pat     string // val as a glob: only * and ? unquoted in the source are special
+	static  bool   // the shell uses val as it is: no expansion, glob, brace or tilde
+	expands bool   // has a $ expansion: a rule matches it by its text
+	star    bool   // an unquoted * alone
+	assign  bool   // NAME=value
+	opaque  bool   // it names the program but is not static: matched by its text only
+	splits  bool   // an unquoted expansion, which bash may split into several words: matched by a lone * or its text
+}
+
+// simpleCmd is one simple command of a list or pipeline.
+type simpleCmd struct {
+	toks       []token   // as written: assignments, words, then redirections
+	sep        string    // the operator after it: ; & && || | |& a newline, or ) at the end of a substitution
+	start, end int       // its text in the (joined) source
+	runs       [][]token // what it runs: its own words, then each wrapper's command, find -exec's, sh -c's
+}
+
+// opaqueSyntax is shell syntax the rules cannot see through.
+type opaqueSyntax struct{ what string }
+
+func (e *opaqueSyntax) Error() string { return "it uses " + e.what }
+
+// Anywhere in a command, even inside single quotes or a comment, these
+// may run commands the rules never see: bash evaluates the array
+// subscripts in arguments to test -v, printf -v, read and declare, and
+// the text of PS4.
+var opaqueMarks = []struct{ s, what string }{
+	{"$(", "a command substitution $(...)"},
+	{"`", "a command substitution `...`"},
+	{"<(", "a process substitution <(...)"},
+	{">(", "a process substitution >(...)"},
+	{"$[", "an arithmetic expansion $[...]"},
+}
+
+// shellCommand is a command as Rules read it.
+type shellCommand struct {
+	src     string // the command with its line continuations joined
+	cmds    []simpleCmd
+	refused *opaqueSyntax // the first construct no allow rule approves, if any
+	rule    bool          // a rule: what its commands run is not judged
+	depth   int           // how many sh -c this command line is inside
+}
+
+// parseCommand reads src as bash would. A syntax error is an error; a
+// construct the rules cannot see through is recorded in refused, and the
+// commands inside it are still listed (deny rules see them).
+func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false, 0) }
+
+// parseRule reads a rule as parseCommand reads a command, but leaves what
+// its commands run unjudged: a rule's * is no wrapper's option.
+func parseRule(src string) (*shellCommand, error) { return parseShell(src, true, 0) }
+
+// parseShell reads src as a rule or a command, inside depth sh -c.
+func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
+	sc := &shellCommand{src: joinLines(src), rule: rule, depth: depth}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(sc.src), "")
+	if err != nil {
+		var pe syntax.ParseError
+		if errors.As(err, &pe) {
+			return nil, errors.New(pe.Text)
+		}
+		return nil, err
+	}
+	sc.list(f.Stmts, "", nil)
+	if strings.Contains(sc.src, "\\\n") {
+		// Left by joinLines inside quotes or a comment, where bash keeps
+		// it too; refused rather than trusted to agree.
+		sc.refuse("a backslash-newline inside quotes or a comment")
+	}
+	for _, m := range opaqueMarks {
+		if strings.Contains(sc.src, m.s) {
+			sc.refuse(m.what)
+		}
+	}
+	return sc, nil
+}
+
+// joinLines removes each backslash-newline where bash does, before it
+// splits the text into tokens: everywhere but inside single quotes, $'...'
+// and comments. (mvdan.cc/sh keeps $\ newline ( as two words; bash runs a
+// command substitution.) Where this scan and bash might disagree about
+// quoting (inside substitutions and here-documents) the command is refused
+// anyway.
+func joinLines(src string) string {
+	if !strings.Contains(src, "\\\n") {
+		return src
+	}
+	const (
+		normal = iota
+		single
+		ansi
+		double
+		comment
+	)
+	var b strings.Builder
+	state := normal
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch state {
+		case normal, double:
+			if c == '\\' && i+1 < len(src) {
+				i++
+				if src[i] != '\n' {
+					b.WriteByte(c)
+					b.WriteByte(src[i])
+				}
+				continue
+			}
+			out := b.String()
+			switch {
+			case c == '"' && state == double:
+				state = normal
+			case state == double:
+			case c == '"':
+				state = double
+			case c == '\'' && strings.HasSuffix(out, "$") && !strings.HasSuffix(out, `\$`):
+				state = ansi
+			case c == '\'':
+				state = single
+			case c == '#' && (out == "" || strings.ContainsRune(" \t\n;&|()<>", rune(out[len(out)-1]))):
+				state = comment
+			}
+		case single:
+			if c == '\'' {
+				state = normal
+			}
+		case ansi:
+			if c == '\\' && i+1 < len(src) {
+				b.WriteByte(c)
+				i++
+				c = src[i]
+			} else if c == '\'' {
+				state = normal
+			}
+		case comment:
+			if c == '\n' {
+				state = normal
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func (sc *shellCommand) refuse(what string) {
+	if sc.refused == nil {
+		sc.refused = &opaqueSyntax{what}
+	}
+}
+
+func (sc *shellCommand) text(n syntax.Node) string {
+	return sc.src[off(n.Pos()):off(n.End())]
+}
+
+func off(p syntax.Pos) int { return int(p.Offset()) }
+
+// stmtEnd is where a statement's text ends: its command or its last
+// redirection, without the ; or & after it.
+func stmtEnd(s *syntax.Stmt, c syntax.Command) int {
+	end := off(c.End())
+	if n := len(s.Redirs); n > 0 {
+		end = max(end, off(s.Redirs[n-1].End()))
+	}
+	return end
+}
+
+// list walks a list of statements; the last one's separator is sep.
+func (sc *shellCommand) list(stmts []*syntax.Stmt, sep string, redirs []token) {
+	for i, s := range stmts {
+		own := sep
+		switch {
+		case s.Background:
+			own = "&"
+		case s.Semicolon.IsValid():
+			own = ";"
+		case i < len(stmts)-1:
+			own = "\n"
+		}
+		sc.stmt(s, own, redirs)
+	}
+}
+
+// stmt walks one statement. Redirections of a compound command apply to
+// every simple command inside it.
+func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
+	if s.Coprocess || s.Disown {
+		sc.refuse("a coprocess")
+	}
+	redirs = append(redirs[:len(redirs):len(redirs)], sc.redirects(s.Redirs)...)
+	switch c := s.Cmd.(type) {
+	case nil:
+		sc.add(nil, redirs, sep, off(s.Pos()), off(s.End()))
+	case *syntax.CallExpr:
+		toks := make([]token, 0, len(c.Assigns)+len(c.Args))
+		for _, a := range c.Assigns {
+			toks = append(toks, sc.assign(a))
+		}
+		for _, w := range c.Args {
+			toks = append(toks, sc.word(w))
+		}
+		sc.add(toks, redirs, sep, off(s.Pos()), stmtEnd(s, c))
+	case *syntax.DeclClause:
+		sc.decl(c, s, sep, redirs)
+	case *syntax.BinaryCmd:
+		sc.stmt(c.X, c.Op.String(), redirs)
+		sc.stmt(c.Y, sep, redirs)
+	case *syntax.Block:
+		sc.list(c.Stmts, sep, redirs)
+	case *syntax.Subshell:
+		sc.list(c.Stmts, sep, redirs)
+	case *syntax.IfClause:
+		for ; c != nil; c = c.Else {
+			sc.list(c.Cond, ";", redirs)
+			sc.list(c.Then, sep, redirs)
+		}
+	case *syntax.WhileClause:
+		sc.list(c.Cond, ";", redirs)
+		sc.list(c.Do, sep, redirs)
+	case *syntax.ForClause:
+		switch l := c.Loop.(type) {
+		case *syntax.WordIter:
+			for _, w := range l.Items {
+				sc.word(w)
+			}
+		default:
+			sc.refuse("an arithmetic for loop for ((...))")
+		}
+		sc.list(c.Do, sep, redirs)
+	case *syntax.CaseClause:
+		sc.word(c.Word)
+		for _, it := range c.Items {
+			for _, w := range it.Patterns {
+				sc.word(w)
+			}
+			sc.list(it.Stmts, sep, redirs)
+		}
+	case *syntax.TimeClause:
+		if c.Stmt != nil {
+			sc.stmt(timed(c.Stmt), sep, redirs)
+		}
+	case *syntax.FuncDecl:
+		name := ""
+		if c.Name != nil {
+			name = " " + c.Name.Value
+		}
+		sc.refuse("a function definition" + name)
+		sc.stmt(c.Body, sep, redirs)
+	case *syntax.CoprocClause:
+		sc.refuse("a coprocess")
+		sc.stmt(c.Stmt, sep, redirs)
+	case *syntax.ArithmCmd:
+		sc.refuse("an arithmetic command ((...))")
+	case *syntax.TestClause:
+		sc.refuse("a [[ ... ]] test, which evaluates array subscripts and arithmetic")
+	case *syntax.LetClause:
+		sc.refuse("let, which evaluates arithmetic")
+	default:
+		sc.refuse(fmt.Sprintf("shell syntax the rules do not know (%T)", c))
+	}
+}
+
+// timed is the statement the time keyword runs: bash takes one -- after
+// time (-p), which mvdan.cc/sh leaves as the command's first word.
+func timed(s *syntax.Stmt) *syntax.Stmt {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(call.Args) < 2 || call.Args[0].Lit() != "--" {
+		return s
+	}
+	inner := *s
+	inner.Cmd = &syntax.CallExpr{Args: call.Args[1:]}
+	return &inner
+}
+
+// add lists a simple command and judges what it runs.
+func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
+	c := simpleCmd{toks: append(toks, redirs...), sep: sep, start: start, end: end}
+	c.markProgram()
+	if !sc.rule {
+		c.runs = sc.runsOf(c.words())
+	}
+	sc.cmds = append(sc.cmds, c)
+}
+
+// redirects turns redirections into tokens: the operator, then its target.
+func (sc *shellCommand) redirects(rs []*syntax.Redirect) []token {
+	var out []token
+	for _, r := range rs {
+		op := r.Op.String()
+		if r.N != nil {
+			op = r.N.Value + op
+		}
+		if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc {
+			sc.refuse("a here-document")
+			if r.Hdoc != nil {
+				sc.word(r.Hdoc)
+			}
+		}
+		out = append(out, token{kind: tokOp, raw: op}, sc.word(r.Word))
+	}
+	return out
+}
+
+// assign turns NAME=value into a token.
+func (sc *shellCommand) assign(a *syntax.Assign) token {
+	if a.Index != nil {
+		sc.refuse("an array subscript in an assignment, which bash evaluates as arithmetic")
+	}
+	if a.Name != nil && evaluatedVars[a.Name.Value] {
+		sc.refuse("an assignment to " + a.Name.Value + ", whose value the shell expands or runs later")
+	}
+	t := token{kind: tokWord, raw: sc.text(a), static: true, assign: a.Name != nil}
+	name := ""
+	if a.Name != nil {
+		name = a.Name.Value + "="
+		if a.Append {
+			name = a.Name.Value + "+="
+		}
+	}
+	switch {
+	case a.Array != nil:
+		for _, e := range a.Array.Elems {
+			if e.Index != nil {
+				sc.refuse("an array subscript in an assignment, which bash evaluates as arithmetic")
+			}
+			if e.Value != nil {
+				sc.word(e.Value)
+			}
+		}
+		t.static, t.expands = false, true
+		t.val, t.pat = t.raw, globQuote(t.raw)
+	case a.Value != nil:
+		v := sc.word(a.Value)
+		t.val, t.pat = name+v.val, globQuote(name)+v.pat
+		t.static, t.expands = v.static, v.expands
+	default:
+		t.val, t.pat = name, globQuote(name)
+	}
+	return t
+}
+
+// evaluatedVars are variables whose value bash expands or runs later: a
+// prompt (PS4 under set -x), a startup file.
+var evaluatedVars = map[string]bool{"PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true,
+	"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true}
+
+// decl turns declare, export, local, readonly and typeset into a simple
+// command, refusing what makes bash evaluate a name or value later.
+func (sc *shellCommand) decl(d *syntax.DeclClause, s *syntax.Stmt, sep string, redirs []token) {
+	variant := d.Variant.Value
+	toks := []token{{kind: tokWord, raw: variant, val: variant, pat: variant, static: true}}
+	for _, a := range d.Args {
+		if !a.Naked {
+			toks = append(toks, sc.assign(a))
+			continue
+		}
+		var t token
+		if a.Name != nil {
+			t = token{kind: tokWord, raw: a.Name.Value, val: a.Name.Value, pat: globQuote(a.Name.Value), static: true}
+			if a.Index != nil {
+				sc.refuse(variant + " with an array subscript, which bash evaluates as arithmetic")
+			}
+		} else {
+			t = sc.word(a.Value)
+		}
+		switch {
+		case !t.static:
+			sc.refuse(variant + " with " + t.raw + ", which may name an array subscript bash evaluates")
+		case strings.HasPrefix(t.val, "-") || strings.HasPrefix(t.val, "+"):
+			if strings.ContainsAny(t.val[1:], "in") {
+				sc.refuse(variant + " " + t.val + ", whose variables bash evaluates when they are set or read")
+			}
+		case !isName(t.val):
+			sc.refuse(variant + " " + t.raw + ", which bash evaluates")
+		}
+		toks = append(toks, t)
+	}
+	sc.add(toks, redirs, sep, off(s.Pos()), stmtEnd(s, d))
+}
+
+// word turns a shell word into a token, refusing the parts that run code.
+func (sc *shellCommand) word(w *syntax.Word) token {
+	t := token{kind: tokWord, raw: sc.text(w), static: true}
+	var val, pat strings.Builder
+	lit := func(s string) {
+		val.WriteString(s)
+		pat.WriteString(globQuote(s))
+	}
+	expand := func(s string) {
+		t.static, t.expands = false, true
+		lit(s) // what a variable holds matches as it is, glob characters too
+	}
+	for i, part := range w.Parts {
+		switch x := part.(type) {
+		case *syntax.Lit:
+			sc.unquoted(x.Value, i == 0, t.raw, &t, &val, &pat)
+		case *syntax.SglQuoted:
+			v := x.Value
+			if x.Dollar {
+				var nul, local bool
+				v, nul, local = decodeANSI(v)
+				if nul {
+					sc.refuse("a $'...' string holding a NUL byte, where bash ends the word")
+				}
+				t.static = t.static && !local
+			}
+			lit(v)
+		case *syntax.DblQuoted:
+			if x.Dollar {
+				sc.refuse(`a $"..." string, which the locale may translate into anything`)
+			}
+			for _, p := range x.Parts {
+				switch y := p.(type) {
+				case *syntax.Lit:
+					lit(unescapeDouble(y.Value))
+				case *syntax.ParamExp:
+					sc.param(y)
+					expand(sc.text(y))
+				default:
+					sc.wordPart(p)
+					expand(sc.text(p))
+				}
+			}
+		case *syntax.ParamExp:
+			sc.param(x)
+			expand(sc.text(x))
+			t.splits = true
+		default:
+			sc.wordPart(part)
+			expand(sc.text(part))
+		}
+	}
+	t.val, t.pat = val.String(), pat.String()
+	t.star = t.raw == "*"
+	for _, m := range opaqueMarks[:2] {
+		if strings.Contains(t.val, m.s) {
+			// $'\x24(...)' and \$\(...\): bash evaluates such text as
+			// code in array subscripts.
+			sc.refuse(m.what + " in the value " + strconv.Quote(t.val))
+		}
+	}
+	return t
+}
+
+// unquoted adds an unquoted literal: backslash escapes, globs, braces and
+// tildes.
+func (sc *shellCommand) unquoted(s string, first bool, raw string, t *token, val, pat *strings.Builder) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch r {
+		case '\\':
+			if i+n < len(s) {
+				r2, n2 := utf8.DecodeRuneInString(s[i+n:])
+				val.WriteRune(r2)
+				pat.WriteString(globQuote(string(r2)))
+				i += n + n2
+				continue
+			}
+		case '*', '?':
+			t.static = false
+			val.WriteRune(r)
+			pat.WriteRune(r)
+			i += n
+			continue
+		case '[', ']':
+			// A bracket glob, except the words [ ] [[ ]] themselves.
+			if raw != "[" && raw != "]" && raw != "[[" && raw != "]]" {
+				t.static = false
+			}
+		case '{':
+			// Brace expansion needs a comma or a .. sequence; a quoted one
+			// counts too, erring towards not static. {} stays {}.
+			if strings.Contains(raw, "}") && (strings.Contains(raw, ",") || strings.Contains(raw, "..")) {
+				t.static = false
+			}
+		case '~':
+			if first && i == 0 {
+				t.static = false
+			}
+		}
+		val.WriteString(s[i : i+n])
+		pat.WriteString(globQuote(s[i : i+n]))
+		i += n
+	}
+}
+
+// wordPart refuses a part of a word that runs code, listing the commands
+// inside it for deny rules.
+func (sc *shellCommand) wordPart(p syntax.WordPart) {
+	switch x := p.(type) {
+	case *syntax.CmdSubst:
+		if x.Backquotes {
+			sc.refuse("a command substitution `...`")
+		} else {
+			sc.refuse("a command substitution $(...)")
+		}
+		sc.list(x.Stmts, ")", nil)
+	case *syntax.ProcSubst:
+		sc.refuse("a process substitution " + x.Op.String() + "...)")
+		sc.list(x.Stmts, ")", nil)
+	case *syntax.ArithmExp:
+		if x.Bracket {
+			sc.refuse("an arithmetic expansion $[...]")
+		} else {
+			sc.refuse("an arithmetic expansion $((...))")
+		}
+	case *syntax.ExtGlob:
+		sc.refuse("an extended glob " + sc.text(x))
+	default:
+		sc.refuse("shell syntax the rules do not know: " + sc.text(p))
+	}
+}
+
+// param refuses every parameter expansion but $NAME, ${NAME} and the
+// special parameters: operators, subscripts, indirection, lengths.
+func (sc *shellCommand) param(p *syntax.ParamExp) {
+	simple := p.Param != nil && p.Flags == nil && !p.Excl && !p.Length && !p.Width && !p.IsSet &&
+		p.NestedParam == nil && p.Index == nil && len(p.Modifiers) == 0 && p.Slice == nil &&
+		p.Repl == nil && p.Names == 0 && p.Exp == nil
+	if !simple {
+		sc.refuse("a parameter expansion " + sc.text(p))
+	}
+}
+
+// words returns the command without its assignments and redirections:
+// the program and its arguments.
+func (c *simpleCmd) words() []token {
+	var out []token
+	for i := 0; i < len(c.toks); i++ {
+		t := c.toks[i]
+		switch {
+		case t.kind == tokOp:
+			i++ // and its target
+		case len(out) == 0 && t.assign:
+		default:
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// markProgram marks the word that names the program opaque when the shell
+// decides it only when it runs.
+func (c *simpleCmd) markProgram() {
+	for i := 0; i < len(c.toks); i++ {
+		t := &c.toks[i]
+		switch {
+		case t.kind == tokOp:
+			i++
+		case t.assign:
+		default:
+			t.opaque = !t.static
+			return
+		}
+	}
+}
+
+// globQuote escapes the characters globMatch treats specially.
+func globQuote(s string) string {
+	if !strings.ContainsAny(s, `*?\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unescapeDouble removes the backslashes bash removes inside double
+// quotes: before $ ` " \ and a newline.
+func unescapeDouble(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// decodeANSI decodes the body of a $'...' string as bash does. It reports
+// whether the result holds a NUL byte, where bash cuts the word short, and
+// whether a \u or \U escape names a character beyond ASCII, which bash
+// encodes as the locale says.
+func decodeANSI(s string) (out string, nul, local bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch c = s[i]; c {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case '\\', '\'', '"', '?':
+			b.WriteByte(c)
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			v, n := 0, 0
+			for n < 3 && i+n < len(s) && s[i+n] >= '0' && s[i+n] <= '7' {
+				v = v*8 + int(s[i+n]-'0')
+				n++
+			}
+			b.WriteByte(byte(v))
+			i += n - 1
+		case 'x', 'u', 'U':
+			most := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			v, n := 0, 0
+			for n < most && i+1+n < len(s) && isHex(s[i+1+n]) {
+				d, _ := strconv.ParseUint(s[i+1+n:i+2+n], 16, 8)
+				v = v*16 + int(d)
+				n++
+			}
+			switch {
+			case n == 0:
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == 'x':
+				b.WriteByte(byte(v))
+			default:
+				local = local || v > 0x7f
+				b.WriteRune(rune(v))
+			}
+			i += n
+		case 'c':
+			switch {
+			case i+1 == len(s):
+				b.WriteString(`\c`)
+			case s[i+1] == '?':
+				b.WriteByte(0x7f)
+				i++
+			default:
+				i++
+				if s[i] == '\\' && i+1 < len(s) && s[i+1] == '\\' {
+					i++ // \c\\ is control-backslash
+				}
+				b.WriteByte(s[i] & 0x1f)
+			}
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		}
+	}
+	out = b.String()
+	return out, strings.Contains(out, "\x00"), local
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func isName(s string) bool {
+	for i, c := range s {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}

@@ -1,0 +1,72 @@
+package agentpty
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestRulesReadWordsAsBash: the words Rules see are the words bash passes
+// to the program, byte for byte: quotes, escapes, $'...' and line
+// continuations. printf prints each argument bash gave it between < >.
+func TestRulesReadWordsAsBash(t *testing.T) {
+	words := []string{
+		`plain`, `'single'`, `"double"`, `a\ b`, `\$x`, `"\$x"`, `"a\"b"`, `"a\\b"`, `"a\b"`, `'a\b'`, `a"b"'c'`,
+		`$'\x41\101\x4a\u00e9\U0001F600'`, `$'\a\b\e\E\f\n\r\t\v\\\'\"\?'`, `$'\x'`, `$'\q'`, `$'\1234'`, `$'\cA\cz\c['`, `$'\c?'`, `$'\c'`, `$'\c\\'`,
+		`$'\x7e\x7'`, `$'\u41'`, "a\\\nb", "\"a\\\nb\"", "$\\\nHOME_NOT_SET_X", `\\`, `x\`, `'#'`, `a#b`, `{}`, `[`, `]`,
+		`"$"`, `$`, `a$`, `"'"`, `'"'`, `\'`, `\"`, `é`, `$'\xff'`, `$'\u00e9'`, `$'\U110000'`, `$'\ud800'`, `$'\U7fffffff'`,
+	}
+	for _, w := range words {
+		command := "printf '<%s>' " + w
+		sc, err := parseCommand(command)
+		if err != nil {
+			t.Errorf("%q: %v", w, err)
+			continue
+		}
+		if len(sc.cmds) != 1 {
+			t.Errorf("%q: %d commands", w, len(sc.cmds))
+			continue
+		}
+		var want strings.Builder
+		static := true
+		for _, tok := range sc.cmds[0].toks[2:] {
+			want.WriteString("<" + tok.val + ">")
+			static = static && tok.static
+		}
+		if !static {
+			continue // an expansion: Rules know it by its text, not its value
+		}
+		out, err := exec.Command("bash", "-c", command).Output()
+		if err != nil {
+			t.Errorf("bash on %q: %v", command, err)
+			continue
+		}
+		if string(out) != want.String() {
+			t.Errorf("%q: bash passes %q, Rules read %q", w, out, want.String())
+		}
+	}
+}
+
+// TestJoinLines: backslash-newline goes where bash removes it and stays
+// in single quotes, $'...' and comments; what bash then runs is what the
+// joined text says.
+func TestJoinLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\\\nb":            "ab",
+		"\"a\\\nb\"":        "\"ab\"",
+		"'a\\\nb'":          "'a\\\nb'",
+		"$'a\\\nb'":         "$'a\\\nb'",
+		"$'\\'\\\n'":        "$'\\'\\\n'",
+		"# c\\\nrm":         "# c\\\nrm",
+		"a #c\\\nrm":        "a #c\\\nrm",
+		"a#b\\\nc":          "a#bc",
+		"echo \"$\\\n(x)\"": "echo \"$(x)\"",
+		"\\\\\n":            "\\\\\n",
+		"'a'\\\nb":          "'a'b",
+		"\"'\"\\\n'x\\\ny'": "\"'\"'x\\\ny'",
+	} {
+		if got := joinLines(in); got != want {
+			t.Errorf("joinLines(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package agentpty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+)
+
+// The host's Approver and Sandbox.Prepare are called only through these
+// functions, which turn a panic into a denial (OnEvent goes through hand,
+// in events.go, which drops a panic): a hook's bug never crashes the host,
+// holds a MaxSessions slot or leaves a process behind, since each is
+// called before anything starts.
+
+// approve asks the Approver about req; nil approves. Any error or panic
+// denies, wrapped in ErrDenied.
+func (m *Manager) approve(ctx context.Context, req ApprovalRequest) (err error) {
+	if m.opts.Approver == nil {
+		return nil
+	}
+	what := req.Tool + " " + quoteShort(req.Command)
+	switch req.Tool {
+	case ToolStart:
+	case ToolWrite:
+		what = req.Tool + " " + req.ID + " " + quoteShort(req.Input)
+	default:
+		what = req.Tool + " " + req.ID + " " + quoteShort(req.Command)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s: the approver panicked: %v", ErrDenied, what, p)
+		}
+	}()
+	if err := m.opts.Approver.Approve(ctx, req); err != nil {
+		if errors.Is(err, ErrDenied) {
+			return err
+		}
+		return fmt.Errorf("%w: %s: %w", ErrDenied, what, err)
+	}
+	return nil
+}
+
+// approveWrite asks the Approver, when Options.ApproveWrites is on, before
+// input is typed into s by tool. Every call that types input calls it
+// first; a denial types nothing.
+func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, input []byte) error {
+	if !m.opts.ApproveWrites || len(input) == 0 {
+		return nil
+	}
+	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input)})
+}
+
+// prepare runs the sandbox's Prepare; a panic is an error wrapping
+// ErrDenied, so the child is not started.
+func prepare(sb Sandbox, cmd *exec.Cmd) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: Prepare panicked: %v", ErrDenied, p)
+		}
+	}()
+	return sb.Prepare(cmd)
+}

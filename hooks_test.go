@@ -1,0 +1,257 @@
+package agentpty
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// childPIDs lists the host's own children, to show a failed start left no
+// process behind.
+func childPIDs(t *testing.T) []int {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(s); err == nil && alive(pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// TestApproverPanicDenies: a panicking Approver denies the start; the
+// host lives on, the slot is free and nothing runs.
+func TestApproverPanicDenies(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	m := newManager(t, Options{MaxSessions: 1, Approver: ApproverFunc(func(_ context.Context, req ApprovalRequest) error {
+		if strings.Contains(req.Command, "touch") {
+			panic("approver bug")
+		}
+		return nil
+	})})
+	before := childPIDs(t)
+	_, err := m.Start(waitCtx(t), StartRequest{Command: "touch " + marker})
+	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "the approver panicked: approver bug") {
+		t.Fatalf("Start: %v; want ErrDenied naming the panic", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a start whose approver panicked ran")
+	}
+	if now := childPIDs(t); !slices.Equal(now, before) {
+		t.Errorf("children %v before, %v after", before, now)
+	}
+	// The one slot is free: the next start gets it.
+	mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+}
+
+// panicSandbox panics in Prepare while armed.
+type panicSandbox struct{ armed atomic.Bool }
+
+func (p *panicSandbox) Prepare(*exec.Cmd) error {
+	if p.armed.Load() {
+		panic("sandbox bug")
+	}
+	return nil
+}
+
+// TestPreparePanicDenies: a panicking Prepare fails the start with
+// ErrDenied; no child, no slot held.
+func TestPreparePanicDenies(t *testing.T) {
+	sb := &panicSandbox{}
+	sb.armed.Store(true)
+	m := newManager(t, Options{MaxSessions: 1, Sandbox: sb})
+	before := childPIDs(t)
+	_, err := m.Start(waitCtx(t), StartRequest{Command: readyCat})
+	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "Prepare panicked: sandbox bug") {
+		t.Fatalf("Start: %v; want ErrDenied naming the panic", err)
+	}
+	if n := len(m.List()); n != 0 {
+		t.Errorf("%d sessions after a failed start", n)
+	}
+	if now := childPIDs(t); !slices.Equal(now, before) {
+		t.Errorf("children %v before, %v after", before, now)
+	}
+	sb.armed.Store(false)
+	mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+}
+
+// TestOnEventPanicRecovered: OnEvent panicking on every event crashes
+// nothing; each event still reaches it, and sessions start and end.
+func TestOnEventPanicRecovered(t *testing.T) {
+	var mu sync.Mutex
+	var kinds []EventKind
+	m := newManager(t, Options{MaxSessions: 1, OnEvent: func(e Event) {
+		mu.Lock()
+		kinds = append(kinds, e.Kind)
+		mu.Unlock()
+		panic("event bug")
+	}})
+	for range 2 { // the slot comes back after each kill
+		res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+		if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+			t.Fatalf("Kill: %v", err)
+		}
+	}
+	if err := m.Close(); err != nil { // waits for delivery
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(joinKinds(kinds), string(EventCreated)); n != 2 {
+		t.Errorf("events %v; want two created", kinds)
+	}
+	if n := strings.Count(joinKinds(kinds), string(EventKilled)); n != 2 {
+		t.Errorf("events %v; want two killed", kinds)
+	}
+}
+
+func joinKinds(ks []EventKind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, " ")
+}
+
+// TestApproveWrites: with ApproveWrites the Approver decides each write
+// that types input; a denied one types nothing. Without it only the start
+// is asked.
+func TestApproveWrites(t *testing.T) {
+	var mu sync.Mutex
+	var asked []ApprovalRequest
+	approver := ApproverFunc(func(_ context.Context, req ApprovalRequest) error {
+		mu.Lock()
+		asked = append(asked, req)
+		mu.Unlock()
+		switch {
+		case strings.Contains(req.Input, "secret"):
+			return errors.New("no secrets")
+		case strings.Contains(req.Input, "boom"):
+			panic("approver bug")
+		}
+		return nil
+	})
+	m := newManager(t, Options{Approver: approver, ApproveWrites: true})
+	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "hello", Submit: true, WaitFor: "hello"})
+	if !strings.Contains(w.Output, "hello") {
+		t.Fatalf("approved write: %q", w.Output)
+	}
+	for _, input := range []string{"secret", "boom"} {
+		_, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: input, Submit: true})
+		if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `pty-write `+res.ID+` "`+input+`\r"`) {
+			t.Errorf("Write(%q): %v; want ErrDenied naming the session and input", input, err)
+		}
+	}
+	// Polling asks nothing and shows nothing of the denied input.
+	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: "end", Submit: true, WaitFor: "end"})
+	s, _ := m.Session(res.ID)
+	if strings.Contains(w.Output+s.Scrollback(), "secret") || strings.Contains(w.Output+s.Scrollback(), "boom") {
+		t.Errorf("a denied write reached the terminal: %q", s.Scrollback())
+	}
+	mu.Lock()
+	got := slices.Clone(asked)
+	mu.Unlock()
+	if len(got) != 5 {
+		t.Fatalf("asked %d times, want 5 (start, hello, secret, boom, end): %+v", len(got), got)
+	}
+	if r := got[1]; r.Tool != ToolWrite || r.ID != res.ID || r.Input != "hello\r" || r.Command != readyCat {
+		t.Errorf("write request %+v", r)
+	}
+
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Off by default: only the start is asked.
+	mu.Lock()
+	asked = nil
+	mu.Unlock()
+	m2 := NewManager(Options{Approver: approver})
+	defer m2.Close()
+	res = mustStart(t, m2, StartRequest{Command: readyCat, WaitFor: "ready"})
+	mustWrite(t, m2, WriteRequest{ID: res.ID, Input: "secret", Submit: true, WaitFor: "secret"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0].Tool != ToolStart {
+		t.Errorf("without ApproveWrites asked %+v", asked)
+	}
+}
+
+// TestApproveWritesRules: Rules judge typed lines as a shell would read
+// them. The control shows the same write removes d when writes are not
+// approved.
+func TestApproveWritesRules(t *testing.T) {
+	rules := Rules{Allow: []string{"bash --norc --noprofile", "echo *"}, Deny: []string{"rm *"}}
+	for _, approveWrites := range []bool{false, true} {
+		t.Run("ApproveWrites="+strconv.FormatBool(approveWrites), func(t *testing.T) { writeRules(t, rules, approveWrites) })
+	}
+}
+
+// writeRules starts a shell approved by rules and types rm -rf d into it.
+func writeRules(t *testing.T, rules Rules, approveWrites bool) {
+	dir := t.TempDir()
+	d := filepath.Join(dir, "d")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, Options{Approver: rules, ApproveWrites: approveWrites})
+	res := mustStart(t, m, StartRequest{Command: "bash --norc --noprofile", Cwd: dir, WaitFor: "bash-"})
+	prompt := res.Output[strings.LastIndex(res.Output, "bash-"):] // bash-5.2#
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "echo hi", Submit: true, WaitFor: "hi\n" + prompt})
+	_, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "rm -rf d", Submit: true, WaitFor: prompt})
+	_, statErr := os.Stat(d)
+	// History expansion rewrites an approved-looking line into another:
+	// the quotes of the line before are stripped and touch runs.
+	pwn := filepath.Join(dir, "pwn")
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "echo 'x;touch pwn'", Submit: true, WaitFor: "x;touch pwn\n" + prompt})
+	_, histErr := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "echo !!:1:gs/'//", Submit: true, WaitFor: prompt})
+	_, pwnErr := os.Stat(pwn)
+	if !approveWrites {
+		if err != nil || statErr == nil {
+			t.Fatalf("control: write %v, d %v; want d removed", err, statErr)
+		}
+		if histErr != nil || pwnErr != nil {
+			t.Fatalf("control: write %v, pwn %v; want pwn created", histErr, pwnErr)
+		}
+		return
+	}
+	if !errors.Is(histErr, ErrDenied) || pwnErr == nil {
+		t.Errorf("history expansion: write %v, pwn %v; want denied and no pwn", histErr, pwnErr)
+	}
+	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `matches deny rule "rm *"`) {
+		t.Errorf("Write: %v; want the deny rule named", err)
+	}
+	if statErr != nil {
+		t.Errorf("d: %v after a denied write", statErr)
+	}
+	for input, want := range map[string]string{
+		"echo a":             "types a partial line",
+		"echo a \\\r":        "ends in a line continuation",
+		"\x15rm -rf d\r":     `types the control character '\x15'`,
+		"ls\r":               "matches no allow rule",
+		"echo x\t\r":         `types the control character '\t'`,
+		"echo !!:1:gs/'//\r": "which an interactive shell expands from its history",
+		"^echo^rm\r":         "which an interactive shell expands from its history",
+	} {
+		if _, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: input}); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Write(%q): %v; want ...%s", input, err, want)
+		}
+	}
+}
