@@ -86,7 +86,7 @@ func (s *Screen) ground(p []byte, i int) int {
 		for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
 			j++
 		}
-		if s.insert || s.phantom {
+		if s.insert || s.phantom || s.protect {
 			for _, c := range p[i:j] {
 				s.put(rune(c), 1)
 			}
@@ -395,6 +395,10 @@ func (s *Screen) put(r rune, w int) {
 			s.out = appendCSI(s.out, '@', w)
 		}
 	}
+	if s.protect {
+		r = s.clusters.protect(r, w)
+		s.anyProt = true
+	}
 	s.out = utf8.AppendRune(s.out, r)
 	if tail {
 		s.out = utf8.AppendRune(s.out, wideTail)
@@ -427,7 +431,8 @@ func (s *Screen) clearWrap() {
 // it by re-printing that cell as a cluster rune.
 func (s *Screen) combine(mark rune) {
 	if !s.lastOK {
-		return // nothing to attach to: dropped
+		s.combineBefore(mark) // after a move or a sequence: the character before the cursor
+		return
 	}
 	cl, ok := s.clusters.add(s.last, mark, s.lastW)
 	if !ok {

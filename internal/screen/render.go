@@ -28,8 +28,26 @@ type clusterTable struct {
 }
 
 type cluster struct {
-	s string
-	w int
+	s    string
+	w    int
+	prot bool // printed while DECSCA protected it from selective erase
+}
+
+// protected reports whether r is a character DECSCA protected.
+func (t *clusterTable) protected(r rune) bool {
+	return r >= sentinelBase && int(r-sentinelBase) < len(t.list) && t.list[r-sentinelBase].prot
+}
+
+// protect returns the rune that stands for r, w cells wide, marked
+// protected, or r itself when the table is full.
+func (t *clusterTable) protect(r rune, w int) rune {
+	if t.protected(r) {
+		return r
+	}
+	if p, ok := t.intern(t.str(r), w, true); ok {
+		return p
+	}
+	return r
 }
 
 func (t *clusterTable) str(r rune) string {
@@ -46,7 +64,17 @@ func (t *clusterTable) add(base, mark rune, w int) (rune, bool) {
 	if utf8.RuneCountInString(s) > maxClusterRunes {
 		return 0, false
 	}
-	if r, ok := t.ids[s]; ok {
+	return t.intern(s, w, t.protected(base))
+}
+
+// intern returns the rune for the cluster s, w cells wide, protected or
+// not, or false when the table is full.
+func (t *clusterTable) intern(s string, w int, prot bool) (rune, bool) {
+	key := s
+	if prot {
+		key = "\x00" + s // no cluster starts with NUL
+	}
+	if r, ok := t.ids[key]; ok {
 		return r, true
 	}
 	if len(t.list) >= maxClusters {
@@ -56,8 +84,8 @@ func (t *clusterTable) add(base, mark rune, w int) (rune, bool) {
 		t.ids = make(map[string]rune)
 	}
 	r := rune(sentinelBase + len(t.list))
-	t.ids[s] = r
-	t.list = append(t.list, cluster{s, w})
+	t.ids[key] = r
+	t.list = append(t.list, cluster{s, w, prot})
 	return r, true
 }
 

@@ -72,6 +72,16 @@ type Screen struct {
 	// away from the last column, where vt10x can't keep one.
 	phantom bool
 
+	// protect is DECSCA: characters printed now are protected from
+	// selective erase (DECSED, DECSEL), which vt10x lacks; they are
+	// stored as protected clusters. anyProt says one was ever printed,
+	// so selective erase is a plain erase until then.
+	protect, anyProt bool
+
+	// altKeep is the alternate screen as ?47l left it: xterm shows it
+	// again at the next ?47h, where vt10x has cleared it.
+	altKeep [][]vt10x.Glyph
+
 	clusters clusterTable
 
 	prevLines []string // what Changed last reported against
@@ -140,6 +150,7 @@ func (s *Screen) reset() {
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 	s.lastOK = false
+	s.protect, s.altKeep = false, nil
 	// vt10x's own reset clears only part of the screen (it swaps rows and
 	// columns); start from a clean slate.
 	s.out = append(s.out, "\x1b[2J"...)
@@ -278,6 +289,7 @@ func (s *Screen) Resize(cols, rows int) {
 	s.cols, s.rows = cols, rows
 	s.top, s.bottom = 0, rows-1
 	s.lastOK = false
+	s.altKeep = nil
 	if cols > old {
 		// vt10x sets the new default tab stops on its old slice and loses
 		// them; set them here, on the cursor's row, then put it back.
