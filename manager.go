@@ -236,8 +236,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}
+	s.applyScreen(req.Screen, &screenView{}, &w)
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated}, nil
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
 func checkStart(req StartRequest) error {
@@ -253,7 +254,7 @@ func checkStart(req StartRequest) error {
 	if req.WaitMS != nil && *req.WaitMS < 0 {
 		return errorf(ErrInvalid, "%s: wait_ms %d is negative", ToolStart, *req.WaitMS)
 	}
-	return nil
+	return checkScreen(ToolStart, req.Screen)
 }
 
 func orDefault(v, def int) int {
@@ -320,6 +321,10 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if req.WaitMS != nil && *req.WaitMS < 0 {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: wait_ms %d is negative", ToolWrite, req.ID, *req.WaitMS)
 	}
+	v, err := writeView(req)
+	if err != nil {
+		return WriteResult{}, err
+	}
 	s, err := m.lookup(ToolWrite, req.ID)
 	if err != nil {
 		return WriteResult{}, err
@@ -328,7 +333,7 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if req.Submit {
 		input = append(input, '\r')
 	}
-	return s.write(ctx, input, req.WaitFor, req.WaitMS)
+	return s.write(ctx, input, req.WaitFor, req.WaitMS, v)
 }
 
 // Kill ends a session and everything it started, frees its terminal and

@@ -52,6 +52,10 @@ type StartRequest struct {
 	// with WaitFor; otherwise until the output has been quiet briefly, at
 	// most 700). Any wait is capped at 30000 and ends when the program exits.
 	WaitMS *int `json:"wait_ms,omitempty"`
+	// Screen "full" makes Output the rendered screen, "diff" a unified diff
+	// of it against a blank one; both add Cursor and Highlights. Empty
+	// means the plain output.
+	Screen string `json:"screen,omitempty"`
 }
 
 // WriteRequest is the argument of pty-write.
@@ -69,6 +73,22 @@ type WriteRequest struct {
 	// with WaitFor, else 700) and 0 means do not wait. Capped at 30000;
 	// the wait ends early when the program exits.
 	WaitMS *int `json:"wait_ms,omitempty"`
+	// Screen "full" makes Output the rendered screen; "diff" makes it a
+	// unified diff of the screen before and after this call (see
+	// screenview.go for its form). Both add Cursor and Highlights. Empty
+	// means the plain output.
+	Screen string `json:"screen,omitempty"`
+	// Peek returns the output without consuming it: the next read returns
+	// it again. A peek waits and matches as any read does.
+	Peek bool `json:"peek,omitempty"`
+	// SendSignal is sent to the terminal's foreground process group
+	// before typing: a name with or without "SIG" ("SIGINT", "int") or a
+	// number ("2").
+	SendSignal string `json:"send_signal,omitempty"`
+	// Cols and Rows resize the terminal before typing (the program gets
+	// SIGWINCH); 0 keeps the current size.
+	Cols int `json:"cols,omitempty"`
+	Rows int `json:"rows,omitempty"`
 }
 
 // StartResult is the result of pty-start.
@@ -85,6 +105,9 @@ type StartResult struct {
 	// Truncated counts the bytes of output that were dropped from the
 	// scrollback before any result returned them, over the session's life.
 	Truncated int64 `json:"truncated,omitempty"`
+	// Cursor and Highlights come with a screen mode (StartRequest.Screen).
+	Cursor     *Cursor     `json:"cursor,omitempty"`
+	Highlights []Highlight `json:"highlights,omitempty"`
 }
 
 // WriteResult is the result of pty-write.
@@ -99,6 +122,12 @@ type WriteResult struct {
 	// InputHidden is true while the terminal does not echo what is typed
 	// in line mode: the program is most likely reading a password.
 	InputHidden bool `json:"input_hidden,omitempty"`
+	// Cursor is where the cursor is, zero-based, with a screen mode.
+	Cursor *Cursor `json:"cursor,omitempty"`
+	// Highlights are the spans drawn in reverse video or on a background
+	// the screen is not mostly drawn on (a selected menu item, a focused
+	// button), with a screen mode; at most maxHighlights, top to bottom.
+	Highlights []Highlight `json:"highlights,omitempty"`
 }
 
 // KillResult is the result of pty-kill.
@@ -174,7 +203,8 @@ var tools = []Tool{
     "rows": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Terminal height in rows (default 32)."},
     "cwd": {"type": "string", "description": "Working directory."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the output, e.g. a prompt like \">>> \"."},
-    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else until output goes quiet, at most 700)."}
+    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else until output goes quiet, at most 700)."},
+    "screen": {"type": "string", "enum": ["full", "diff"], "description": "For full-screen programs (menus, dialogs, editors): \"full\" returns the whole rendered screen as output, \"diff\" a unified diff of it; both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based), the selected or focused items."}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -197,7 +227,12 @@ var tools = []Tool{
     "input": {"type": "string", "description": "Text to type; escapes like \\r, \\x03, \\e[A are decoded."},
     "submit": {"type": "boolean", "description": "Press Enter after the input."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the new output."},
-    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else 700)."}
+    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else 700)."},
+    "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button."},
+    "peek": {"type": "boolean", "description": "Look without consuming: the next read returns this output again."},
+    "send_signal": {"type": "string", "description": "Signal for the foreground program, sent before typing: a name like \"SIGINT\", \"TERM\", or a number. Use it when a control key is not read (raw mode) or to send one with no key (SIGTERM, SIGHUP)."},
+    "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Resize the terminal to this many columns before typing (the program is told, SIGWINCH)."},
+    "rows": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Resize the terminal to this many rows before typing."}
   },
   "required": ["id"],
   "additionalProperties": false

@@ -55,7 +55,10 @@ func (e ExitStatus) exitFields() (*int, string) {
 }
 
 // Cursor is a zero-based screen position.
-type Cursor struct{ Row, Col int }
+type Cursor struct {
+	Row int `json:"row"`
+	Col int `json:"col"`
+}
 
 // Screen is a snapshot of what the terminal shows, as a person would see it.
 type Screen struct {
@@ -681,6 +684,8 @@ type waitResult struct {
 	signal      string
 	truncated   int64
 	inputHidden bool
+	cursor      *Cursor     // with a screen mode (screenview.go)
+	highlights  []Highlight // ...
 }
 
 // waitLimit turns the request's wait into a duration.
@@ -696,11 +701,15 @@ func waitLimit(waitFor string, waitMS *int) time.Duration {
 }
 
 // write types input, then waits and collects as pty-write does.
-func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitMS *int) (WriteResult, error) {
+func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitMS *int, v callView) (WriteResult, error) {
 	defer s.use()() // a long wait is use, not idleness
 	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
+	}
+	before, err := s.beforeTyping(v)
+	if err != nil {
+		return WriteResult{}, err
 	}
 	deadline := time.Now().Add(waitLimit(waitFor, waitMS))
 	if len(input) > 0 {
@@ -720,12 +729,13 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
 		}
 	}
-	w, err := s.waitUntil(ctx, waitFor, deadline, false)
+	w, err := s.waitUntil(ctx, waitFor, deadline, false, v.peek)
 	if err != nil {
 		return WriteResult{}, err
 	}
+	s.applyScreen(v.screen, before, &w)
 	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
-		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden}, nil
+		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
@@ -733,16 +743,17 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int) (waitResult, error) {
 	defer s.use()() // the idle clock starts when start returns
 	quiet := waitFor == "" && waitMS == nil
-	return s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet)
+	return s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet, false)
 }
 
-// waitUntil waits as await does, then collects the result.
-func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.Time, quiet bool) (waitResult, error) {
+// waitUntil waits as await does, then collects the result (peek: without
+// consuming it).
+func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.Time, quiet, peek bool) (waitResult, error) {
 	matched, err := s.await(ctx, waitFor, deadline, quiet)
 	if err != nil {
 		return waitResult{}, err
 	}
-	return s.collect(matched), nil
+	return s.collect(matched, peek), nil
 }
 
 // await blocks until waitFor appears in new output, the child exits, the
@@ -810,17 +821,24 @@ func (s *Session) screenMatch(lit string) bool {
 	return false
 }
 
-// collect takes everything new as one result and marks it read.
-func (s *Session) collect(matched bool) waitResult {
+// collect takes everything new as one result and marks it read; a peek
+// marks nothing read.
+func (s *Session) collect(matched, peek bool) waitResult {
 	s.mu.Lock()
-	out := s.settle.read(s.m.opts.MaxOutputBytes)
-	s.inMu.Lock()
-	start := s.ring.start()
-	s.inMu.Unlock()
-	if start > s.readOff {
-		s.truncated += start - s.readOff
+	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
+	var out string
+	if peek {
+		out = s.settle.peek(s.m.opts.MaxOutputBytes)
+	} else {
+		out = s.settle.read(s.m.opts.MaxOutputBytes)
+		s.inMu.Lock()
+		start := s.ring.start()
+		s.inMu.Unlock()
+		if start > s.readOff {
+			s.truncated += start - s.readOff
+		}
+		s.readOff = s.settled.Load()
 	}
-	s.readOff = s.settled.Load()
 	w := waitResult{matched: matched, exited: s.exited, truncated: s.truncated}
 	if s.exited {
 		w.exitCode, w.signal = s.status.exitFields()
@@ -828,12 +846,17 @@ func (s *Session) collect(matched bool) waitResult {
 	alt := s.settle.altScreen()
 	s.mu.Unlock()
 
-	if alt {
+	if alt || redrawn {
 		s.screenMu.Lock()
 		s.syncScreenLocked()
 		scr := s.snapshot()
-		s.screen.Changed() // what this read returned is what wait_for compares with next
+		if !peek {
+			s.screen.Changed() // what this read returned is what wait_for compares with next
+		}
 		s.screenMu.Unlock()
+		if redrawn {
+			out = "" // the frames' text mixed together: the screen says it
+		}
 		if out != "" {
 			out += "\n"
 		}

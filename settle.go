@@ -88,6 +88,12 @@ type settler struct {
 	ev  settleEvents
 	alt bool // the alternate screen is showing: record nothing
 
+	// A redraw in place (redrawn, screenview.go): the epoch in which the
+	// program last addressed the primary screen by row or erased it all,
+	// and the lines begun since.
+	addrEpoch uint32
+	addrLines int
+
 	// odd is set when a write completes anything but plain text: a
 	// sequence other than SGR and the line-local ones (EL, ECH, DCH, ICH,
 	// CHA, HPA, CUF, HPR, CUB), or a control other than CR, LF, VT, FF, BS,
@@ -601,6 +607,7 @@ func (s *settler) dispatch(f byte) {
 	case 'G', '`':
 		s.setCol(s.rowStart() + n - 1)
 	case 'H', 'f': // the row is meaningless in settled text
+		s.addressed()
 		s.setCol(s.rowStart() + max(int(s.params[1]), 1) - 1)
 	case 'I':
 		s.tab(n)
@@ -609,9 +616,13 @@ func (s *settler) dispatch(f byte) {
 		for rs := s.rowStart(); n > 0 && s.col > rs; n-- {
 			s.col = rs + (s.col-rs-1)/8*8
 		}
+	case 'd': // VPA
+		s.addressed()
 	case 'J':
 		if p0 == 0 {
 			s.eraseBelow()
+		} else if p0 == 2 {
+			s.addressed()
 		}
 	case 'K':
 		s.eraseInLine(p0)

@@ -12,11 +12,20 @@ import (
 // with "\n", and marks everything read. Over limit bytes (limit > 0), a
 // head and a tail are kept around one marker line saying what was left out.
 func (s *settler) read(limit int) string {
+	out := s.peek(limit)
+	if s.lines != nil {
+		s.markRead()
+	}
+	return out
+}
+
+// peek is read without marking anything read: the next read returns the
+// same text and more.
+func (s *settler) peek(limit int) string {
 	if s.lines == nil {
 		return ""
 	}
 	s.sync()
-	defer s.markRead()
 	if s.unreadLines == 0 && s.lostLines == 0 {
 		return ""
 	}
