@@ -16,8 +16,8 @@ func TestToolsDescribeTheContract(t *testing.T) {
 		props    []string
 		required []string
 	}{
-		ToolStart: {[]string{"cols", "command", "cwd", "rows", "wait_for", "wait_ms"}, []string{"command"}},
-		ToolWrite: {[]string{"id", "input", "submit", "wait_for", "wait_ms"}, []string{"id"}},
+		ToolStart: {[]string{"cols", "command", "cwd", "rows", "screen", "wait_for", "wait_ms"}, []string{"command"}},
+		ToolWrite: {[]string{"cols", "id", "input", "peek", "rows", "screen", "send_signal", "submit", "wait_for", "wait_ms"}, []string{"id"}},
 		ToolKill:  {[]string{"id"}, []string{"id"}},
 	}
 	tools := m.Tools()

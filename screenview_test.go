@@ -19,7 +19,14 @@ func TestScreenDiffShowsAMenuHighlightMoving(t *testing.T) {
 	m := newManager(t, Options{})
 	st := mustStart(t, m, StartRequest{Command: "whiptail --menu 'Pick one' 15 50 4 alpha 'first item' beta 'second item' gamma 'third item'; echo rc=$?",
 		Cols: 80, Rows: 24, WaitFor: "<Cancel>"})
-	res := mustWrite(t, m, WriteRequest{ID: st.ID, Screen: ScreenFull, WaitMS: ms(300)})
+	raw, err := m.Call(context.Background(), ToolWrite, json.RawMessage(`{"id":"`+st.ID+`","screen":"full","wait_ms":300}`))
+	if err != nil || !strings.Contains(string(raw), `"cursor":{"row":7,"col":31}`) || !strings.Contains(string(raw), `"highlights":[{"row":7,"col":31,"len":17,"text":"alpha first item"}]`) {
+		t.Fatalf("pty-write with screen full: %s %v", raw, err)
+	}
+	var res WriteResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(res.Output, "alpha first item ") || !strings.Contains(res.Output, "<Cancel>") {
 		t.Fatalf("full screen at start: %q", res.Output)
 	}
