@@ -125,8 +125,8 @@ type WriteResult struct {
 	// Cursor is where the cursor is, zero-based, with a screen mode.
 	Cursor *Cursor `json:"cursor,omitempty"`
 	// Highlights are the spans drawn in reverse video or on a background
-	// the screen is not mostly drawn on (a selected menu item, a focused
-	// button), with a screen mode; at most maxHighlights, top to bottom.
+	// of their own (a selected menu item, a focused button), with a screen
+	// mode; at most 16, top to bottom (see Highlight).
 	Highlights []Highlight `json:"highlights,omitempty"`
 }
 

@@ -25,8 +25,8 @@ const (
 const maxHighlights = 16
 
 // Highlight is a span of one screen row drawn in reverse video or on a
-// background the screen is not mostly drawn on: a menu's selected item, a
-// focused button, a selection bar. Row and Col are zero-based; Col and Len
+// background of its own: a menu's selected item, a focused button, a
+// selection bar (see highlights for the rule). Row and Col are zero-based; Col and Len
 // count terminal columns (a wide character takes two).
 type Highlight struct {
 	Row int `json:"row"`
@@ -94,42 +94,29 @@ func keyOf(c screen.Cell) highlightKey {
 	return highlightKey{false, c.BG}
 }
 
-// highlights finds the spans drawn apart from the screen's grounds. A
-// ground is the terminal's default background, the style most cells have,
-// and any style covering an eighth of the screen or more (a dialog's
-// window on a coloured backdrop). A span is a run of cells of one other
-// style along a row that holds some text: a coloured shadow or border of
-// blanks is decoration, not a highlight.
+// highlights finds the spans drawn apart from what surrounds them: a
+// region of cells of one style (reverse video, or a background other than
+// the terminal's default), joined row to row and column to column, that
+// covers less than an eighth of the screen. A larger region is a ground
+// (a dialog's window, its coloured backdrop); a selected item drawn in the
+// backdrop's colour inside the window is still its own small region. A
+// span is the part of such a region on one row, when it holds some text:
+// a coloured shadow or border of blanks is decoration, not a highlight.
 func highlights(rows [][]screen.Cell) []Highlight {
-	count := map[highlightKey]int{}
+	label, area := regions(rows)
 	total := 0
 	for _, row := range rows {
-		for _, c := range row {
-			count[keyOf(c)]++
-			total++
-		}
+		total += len(row)
 	}
-	ground := map[highlightKey]bool{{false, screen.DefaultColor}: true}
-	var most highlightKey
-	for k, n := range count {
-		tie := !k.reverse && most.reverse || k.reverse == most.reverse && k.bg < most.bg // map order must not decide
-		if n > count[most] || n == count[most] && tie {
-			most = k
-		}
-		if 8*n >= total {
-			ground[k] = true
-		}
-	}
-	ground[most] = true
 	var out []Highlight
 	for y, row := range rows {
 		for x := 0; x < len(row); {
-			k := keyOf(row[x])
+			l := label[y][x]
 			end := x + 1
-			for end < len(row) && keyOf(row[end]) == k {
+			for end < len(row) && label[y][end] == l {
 				end++
 			}
-			if !ground[k] {
+			if k := keyOf(row[x]); k != (highlightKey{false, screen.DefaultColor}) && 8*area[l] < total {
 				var b strings.Builder
 				for _, c := range row[x:end] {
 					b.WriteString(c.Text)
@@ -142,6 +129,44 @@ func highlights(rows [][]screen.Cell) []Highlight {
 		}
 	}
 	return out
+}
+
+// regions labels each cell with its region: the cells of one style
+// reachable from it through neighbours above, below, left and right. It
+// returns the labels and each region's size in cells.
+func regions(rows [][]screen.Cell) (label [][]int32, area []int) {
+	label = make([][]int32, len(rows))
+	for y, row := range rows {
+		label[y] = make([]int32, len(row))
+		for x := range label[y] {
+			label[y][x] = -1
+		}
+	}
+	type pos struct{ y, x int }
+	var stack []pos
+	for y, row := range rows {
+		for x := range row {
+			if label[y][x] >= 0 {
+				continue
+			}
+			l, k := int32(len(area)), keyOf(row[x])
+			area = append(area, 0)
+			label[y][x] = l
+			stack = append(stack[:0], pos{y, x})
+			for len(stack) > 0 {
+				p := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				area[l]++
+				for _, q := range [4]pos{{p.y - 1, p.x}, {p.y + 1, p.x}, {p.y, p.x - 1}, {p.y, p.x + 1}} {
+					if q.y >= 0 && q.y < len(rows) && q.x >= 0 && q.x < len(rows[q.y]) && label[q.y][q.x] < 0 && keyOf(rows[q.y][q.x]) == k {
+						label[q.y][q.x] = l
+						stack = append(stack, q)
+					}
+				}
+			}
+		}
+	}
+	return label, area
 }
 
 // screenDiff is a unified diff of the screen, rows as lines, without

@@ -52,20 +52,48 @@ func TestScreenDiffShowsAMenuHighlightMoving(t *testing.T) {
 		t.Fatalf("after arrow down the diff is the two rows whose highlight changed, as context:\n%s", w.Output)
 	}
 
-	var tab WriteResult
-	for range 3 { // Tab reaches <Ok>, then <Cancel>; each move is one call's diff
-		tab = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\t`, Screen: ScreenDiff, WaitMS: ms(400)})
-		if len(tab.Highlights) == 1 && tab.Highlights[0].Text == "<Cancel>" {
-			break
+	// Tab takes the focus to <Ok>, then to <Cancel>: the list keeps its
+	// selected item highlighted, and each diff is the buttons' row.
+	for _, button := range []string{"<Ok>", "<Cancel>"} {
+		tab := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\t`, Screen: ScreenDiff, WaitMS: ms(400)})
+		if texts := highlightTexts(tab.Highlights); texts != "beta  second item|"+button || !strings.Contains(tab.Output, "@@ -17 +17 @@ highlighted: \""+button+"\"\n ") ||
+			strings.Count(tab.Output, "@@") != 2 {
+			t.Fatalf("Tab should focus %s: highlights %+v, diff\n%s", button, tab.Highlights, tab.Output)
 		}
-	}
-	if len(tab.Highlights) != 1 || tab.Highlights[0].Text != "<Cancel>" || !strings.Contains(tab.Output, `highlighted: "<Cancel>"`) {
-		t.Fatalf("Tab did not move the focus to <Cancel>: %+v\n%s", tab.Highlights, tab.Output)
 	}
 	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\r`, WaitFor: "rc="})
 	if !strings.Contains(w.Output, "rc=1") {
 		t.Fatalf("Enter on <Cancel> should exit 1: %q", w.Output)
 	}
+}
+
+// dialog draws its selected item and focused button in the backdrop's
+// colour inside its window.
+func TestHighlightsInADialogMenu(t *testing.T) {
+	need(t, "dialog")
+	m := newManager(t, Options{})
+	st := mustStart(t, m, StartRequest{Command: "dialog --menu 'Pick one' 15 50 4 alpha 'first item' beta 'second item'; echo rc=$?",
+		Cols: 80, Rows: 24, WaitFor: "Cancel"})
+	w := mustWrite(t, m, WriteRequest{ID: st.ID, Screen: ScreenFull, WaitMS: ms(300)})
+	if got := highlightTexts(w.Highlights); got != "alpha|first item|<  OK  >" {
+		t.Fatalf("dialog's highlights at start: %q\n%s", got, w.Output)
+	}
+	w = mustWrite(t, m, WriteRequest{ID: st.ID, Input: `\t`, Screen: ScreenDiff, WaitMS: ms(300)})
+	if got := highlightTexts(w.Highlights); got != "alpha|first item|<Cancel>" || !strings.Contains(w.Output, `highlighted: "<Cancel>"`) {
+		t.Fatalf("after Tab: %q\n%s", got, w.Output)
+	}
+	w = mustWrite(t, m, WriteRequest{ID: st.ID, Input: `\r`, WaitFor: "rc="})
+	if !strings.Contains(w.Output, "rc=1") {
+		t.Fatalf("Enter on <Cancel> should exit 1: %q", w.Output)
+	}
+}
+
+func highlightTexts(hs []Highlight) string {
+	var texts []string
+	for _, h := range hs {
+		texts = append(texts, h.Text)
+	}
+	return strings.Join(texts, "|")
 }
 
 // top redraws the primary screen in place: a read that saw several frames
@@ -267,9 +295,10 @@ func TestScreenDiffForm(t *testing.T) {
 	}
 }
 
-// Highlights are spans off the screen's grounds: a dialog window covering
-// much of the screen is a ground, its blank shadow is decoration, the
-// reverse-video item and the coloured button are highlights.
+// Highlights are small regions of their own style: a dialog window covering
+// much of the screen is a ground, its blank shadow is decoration; the
+// reverse-video item, an item in the backdrop's colour inside the window
+// and the coloured button are highlights.
 func TestHighlightsSkipGroundsAndBlankDecoration(t *testing.T) {
 	const cols, rows = 20, 6
 	grid := make([][]screen.Cell, rows)
@@ -293,9 +322,10 @@ func TestHighlightsSkipGroundsAndBlankDecoration(t *testing.T) {
 		paint(y, 16, 17, "", func(c *screen.Cell) { c.BG = 0 }) // its shadow, blank
 	}
 	paint(2, 3, 10, " item ", func(c *screen.Cell) { c.Reverse = true })
+	paint(3, 3, 9, "pick", func(c *screen.Cell) { c.BG = 4 }) // the backdrop's colour, inside the window
 	paint(4, 4, 8, "<Ok>", func(c *screen.Cell) { c.BG = 1 })
 	got := highlights(grid)
-	want := []Highlight{{2, 3, 7, "item"}, {4, 4, 4, "<Ok>"}}
+	want := []Highlight{{2, 3, 7, "item"}, {3, 3, 6, "pick"}, {4, 4, 4, "<Ok>"}}
 	if b1, b2 := mustJSON(t, got), mustJSON(t, want); b1 != b2 {
 		t.Fatalf("highlights %s, want %s", b1, b2)
 	}
