@@ -218,7 +218,7 @@ func isErr(err, target error) bool { return errors.Is(err, target) }
 // yet, without reading it.
 func awaitUnread(t *testing.T, s *Session, lit string) {
 	t.Helper()
-	matched, err := s.await(waitCtx(t), lit, time.Now().Add(maxWait), false)
+	matched, err := s.await(waitCtx(t), literalWait(lit), time.Now().Add(maxWait), false)
 	if err != nil || !matched {
 		t.Fatalf("%q did not arrive: %v", lit, err)
 	}

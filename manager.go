@@ -190,6 +190,10 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	if err := checkStart(req); err != nil {
 		return StartResult{}, err
 	}
+	want, err := newWaitSpec(ToolStart, req.WaitFor, req.WaitForRegex)
+	if err != nil {
+		return StartResult{}, err
+	}
 	cols, rows := orDefault(req.Cols, m.opts.Cols), orDefault(req.Rows, m.opts.Rows)
 	if m.opts.Approver != nil {
 		ar := ApprovalRequest{Tool: ToolStart, Command: req.Command, Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
@@ -227,7 +231,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	close(s.announced)
 	started = true
 	m.starting.Done() // registered: Close sees it from here on
-	w, err := s.wait(ctx, req.WaitFor, req.WaitMS)
+	w, err := s.wait(ctx, want, req.WaitMS)
 	if ctx.Err() != nil {
 		// No one will learn the id: the session must not hold its slot.
 		_, _ = m.end(context.Background(), s, EventKilled)
@@ -325,15 +329,22 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if err != nil {
 		return WriteResult{}, err
 	}
+	want, err := newWaitSpec(ToolWrite+" "+req.ID, req.WaitFor, req.WaitForRegex)
+	if err != nil {
+		return WriteResult{}, err
+	}
 	s, err := m.lookup(ToolWrite, req.ID)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	input := decodeInput(req.Input)
+	input := []byte(req.Input)
+	if !req.Literal {
+		input = decodeInput(req.Input)
+	}
 	if req.Submit {
 		input = append(input, '\r')
 	}
-	return s.write(ctx, input, req.WaitFor, req.WaitMS, v)
+	return s.write(ctx, input, want, req.WaitMS, v)
 }
 
 // Kill ends a session and everything it started, frees its terminal and

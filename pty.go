@@ -48,6 +48,9 @@ type StartRequest struct {
 	Env []string `json:"-"`
 	// WaitFor returns as soon as this literal appears in the output.
 	WaitFor string `json:"wait_for,omitempty"`
+	// WaitForRegex is WaitFor as an RE2 pattern (Go's regexp syntax);
+	// give one or the other.
+	WaitForRegex string `json:"wait_for_regex,omitempty"`
 	// WaitMS bounds the wait in milliseconds; nil means the default (10000
 	// with WaitFor; otherwise until the output has been quiet briefly, at
 	// most 700). Any wait is capped at 30000 and ends when the program exits.
@@ -65,10 +68,17 @@ type WriteRequest struct {
 	// Input is typed into the terminal after its backslash escapes
 	// (\r \n \t \e \xHH \uHHHH \\) are decoded. Empty input just reads.
 	Input string `json:"input,omitempty"`
+	// Literal types Input exactly as it is, with no escape decoding: for
+	// code and text that hold backslashes.
+	Literal bool `json:"literal,omitempty"`
 	// Submit appends a carriage return, the Enter key.
 	Submit bool `json:"submit,omitempty"`
-	// WaitFor returns as soon as this literal appears in the new output.
+	// WaitFor returns as soon as this literal appears in the new output,
+	// in what the program printed: the echo of Input does not count.
 	WaitFor string `json:"wait_for,omitempty"`
+	// WaitForRegex is WaitFor as an RE2 pattern (Go's regexp syntax);
+	// give one or the other.
+	WaitForRegex string `json:"wait_for_regex,omitempty"`
 	// WaitMS bounds the wait in milliseconds; nil means the default (10000
 	// with WaitFor, else 700) and 0 means do not wait. Capped at 30000;
 	// the wait ends early when the program exits.
@@ -203,6 +213,7 @@ var tools = []Tool{
     "rows": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Terminal height in rows (default 32)."},
     "cwd": {"type": "string", "description": "Working directory."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the output, e.g. a prompt like \">>> \"."},
+    "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else until output goes quiet, at most 700)."},
     "screen": {"type": "string", "enum": ["full", "diff"], "description": "For full-screen programs (menus, dialogs, editors): \"full\" returns the whole rendered screen as output, \"diff\" a unified diff of it; both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based), the selected or focused items."}
   },
@@ -218,15 +229,18 @@ var tools = []Tool{
 		Description: "Type into a terminal session and read what it printed since the last read, as plain text " +
 			"(colours and cursor movement removed, edited lines shown in their final form; for a full-screen program, the screen). " +
 			"Backslash escapes in input are decoded: \\r is Enter, \\x03 is Ctrl-C, \\x04 Ctrl-D, \\e[A arrow up, \\t Tab. " +
-			"Set submit to press Enter after the input. Use wait_for to return the moment some text (such as the next prompt) appears. " +
+			"When the input is code or text that holds backslashes of its own (print(\"a\\nb\"), C:\\temp, a regex), set literal so it is typed exactly, and press Enter with submit. " +
+			"Set submit to press Enter after the input. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
 			"Empty input just reads new output. input_hidden means the program is reading a password.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
     "id": {"type": "string", "description": "Session id from pty-start, e.g. \"pty-1\"."},
-    "input": {"type": "string", "description": "Text to type; escapes like \\r, \\x03, \\e[A are decoded."},
+    "input": {"type": "string", "description": "Text to type; escapes like \\r, \\x03, \\e[A are decoded unless literal is set."},
+    "literal": {"type": "boolean", "description": "Type input exactly as given, decoding no escapes. Use it for code or text that holds backslashes, such as print(\"a\\nb\"), a Windows path or a regex; press Enter with submit."},
     "submit": {"type": "boolean", "description": "Press Enter after the input."},
-    "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the new output."},
+    "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in what the program printed since the last read (the echo of the input typed does not count)."},
+    "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else 700)."},
     "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button."},
     "peek": {"type": "boolean", "description": "Look without consuming: the next read returns this output again."},

@@ -16,8 +16,8 @@ func TestToolsDescribeTheContract(t *testing.T) {
 		props    []string
 		required []string
 	}{
-		ToolStart: {[]string{"cols", "command", "cwd", "rows", "screen", "wait_for", "wait_ms"}, []string{"command"}},
-		ToolWrite: {[]string{"cols", "id", "input", "peek", "rows", "screen", "send_signal", "submit", "wait_for", "wait_ms"}, []string{"id"}},
+		ToolStart: {[]string{"cols", "command", "cwd", "rows", "screen", "wait_for", "wait_for_regex", "wait_ms"}, []string{"command"}},
+		ToolWrite: {[]string{"cols", "id", "input", "literal", "peek", "rows", "screen", "send_signal", "submit", "wait_for", "wait_for_regex", "wait_ms"}, []string{"id"}},
 		ToolKill:  {[]string{"id"}, []string{"id"}},
 	}
 	tools := m.Tools()
@@ -28,6 +28,9 @@ func TestToolsDescribeTheContract(t *testing.T) {
 		w, ok := want[tool.Name]
 		if !ok {
 			t.Fatalf("unexpected tool %q", tool.Name)
+		}
+		if tool.Name == ToolWrite && (!strings.Contains(tool.Description, "literal") || !strings.Contains(tool.Description, "backslashes")) {
+			t.Errorf("%s: the description does not say when to type literally: %q", tool.Name, tool.Description)
 		}
 		if len(tool.Description) < 80 {
 			t.Errorf("%s: description too thin for a model: %q", tool.Name, tool.Description)

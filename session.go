@@ -94,6 +94,7 @@ type Session struct {
 	started time.Time
 
 	writeMu sync.Mutex // one writer at a time on the terminal: input and query replies
+	lane    lane       // one call at a time, in arrival order; taken before any lock below
 
 	// inMu guards the ring, which the reader fills; the renderer copies
 	// from it and the screen takes slices of it to read in place. It is
@@ -110,6 +111,7 @@ type Session struct {
 	truncated  int64
 	changed    chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
 	lastOutput time.Time
+	frameEnd   int64 // ring offset of the end of the last batch that ended a synchronized update
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
 	status     ExitStatus
@@ -123,6 +125,7 @@ type Session struct {
 	// need one); take it before mu, never under it.
 	screenMu  sync.Mutex
 	screen    *screen.Screen
+	shown     []string     // the rows the last read returned while the alternate screen showed, else nil
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
@@ -425,6 +428,9 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	if ev&evNonPlain != 0 {
 		s.nonPlainEnd.Store(end)
 	}
+	if ev&evSyncEnd != 0 {
+		s.frameEnd = end
+	}
 	s.settled.Store(end)
 	s.lastOutput = time.Now()
 	s.broadcast()
@@ -689,20 +695,25 @@ type waitResult struct {
 }
 
 // waitLimit turns the request's wait into a duration.
-func waitLimit(waitFor string, waitMS *int) time.Duration {
+func waitLimit(want *waitSpec, waitMS *int) time.Duration {
 	d := defaultWait
 	switch {
 	case waitMS != nil:
 		d = time.Duration(*waitMS) * time.Millisecond
-	case waitFor != "":
+	case want != nil:
 		d = defaultWaitFor
 	}
 	return min(d, maxWait)
 }
 
 // write types input, then waits and collects as pty-write does.
-func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitMS *int, v callView) (WriteResult, error) {
+func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
 	defer s.use()() // a long wait is use, not idleness
+	leave, err := s.turn(ctx, ToolWrite)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	defer leave()
 	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
@@ -711,7 +722,12 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 	if err != nil {
 		return WriteResult{}, err
 	}
-	deadline := time.Now().Add(waitLimit(waitFor, waitMS))
+	deadline := time.Now().Add(waitLimit(want, waitMS))
+	if len(input) > 0 && want != nil {
+		s.mu.Lock()
+		want.typed(s.settle, input)
+		s.mu.Unlock()
+	}
 	if len(input) > 0 {
 		// Even a call that will not wait for output gets a moment to type.
 		typing := deadline
@@ -729,7 +745,7 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
 		}
 	}
-	w, err := s.waitUntil(ctx, waitFor, deadline, false, v.peek)
+	w, err := s.waitUntil(ctx, want, deadline, false, v.peek)
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -740,26 +756,34 @@ func (s *Session) write(ctx context.Context, input []byte, waitFor string, waitM
 
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
 // it returns once output has appeared and paused.
-func (s *Session) wait(ctx context.Context, waitFor string, waitMS *int) (waitResult, error) {
+func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int) (waitResult, error) {
 	defer s.use()() // the idle clock starts when start returns
-	quiet := waitFor == "" && waitMS == nil
-	return s.waitUntil(ctx, waitFor, time.Now().Add(waitLimit(waitFor, waitMS)), quiet, false)
+	leave, err := s.turn(ctx, ToolStart)
+	if err != nil {
+		return waitResult{}, err
+	}
+	defer leave()
+	quiet := want == nil && waitMS == nil
+	return s.waitUntil(ctx, want, time.Now().Add(waitLimit(want, waitMS)), quiet, false)
 }
 
-// waitUntil waits as await does, then collects the result (peek: without
-// consuming it).
-func (s *Session) waitUntil(ctx context.Context, waitFor string, deadline time.Time, quiet, peek bool) (waitResult, error) {
-	matched, err := s.await(ctx, waitFor, deadline, quiet)
+// waitUntil waits as await does and, on a full screen, for the frame to be
+// finished, then collects the result (peek: without consuming it).
+func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet, peek bool) (waitResult, error) {
+	matched, err := s.await(ctx, want, deadline, quiet)
+	if err == nil {
+		err = s.awaitFrame(ctx, deadline)
+	}
 	if err != nil {
 		return waitResult{}, err
 	}
 	return s.collect(matched, peek), nil
 }
 
-// await blocks until waitFor appears in new output, the child exits, the
+// await blocks until want matches new output, the child exits, the
 // deadline passes, or (quiet) output has appeared and paused. It reads
 // nothing. Only the reader wakes it: nothing polls.
-func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time, quiet bool) (bool, error) {
+func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time, quiet bool) (bool, error) {
 	defer s.watch(ctx)()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -772,7 +796,7 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 	}()
 	for {
 		s.mu.Lock()
-		matched := waitFor != "" && s.settle.match(waitFor)
+		matched := want != nil && want.inSettled(s.settle)
 		drained, alt, ch := s.drained, s.settle.altScreen(), s.changes()
 		var since time.Duration
 		hasOutput := quiet && s.settle.unread()
@@ -780,8 +804,8 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 			since = time.Since(s.lastOutput)
 		}
 		s.mu.Unlock()
-		if !matched && waitFor != "" && alt {
-			matched = s.screenMatch(waitFor)
+		if !matched && want != nil && alt {
+			matched = s.screenMatch(want)
 		}
 		if matched || drained || (hasOutput && since >= startQuiet) {
 			return matched, nil
@@ -803,22 +827,6 @@ func (s *Session) await(ctx context.Context, waitFor string, deadline time.Time,
 			return false, fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
 		}
 	}
-}
-
-// screenMatch reports whether lit appears in a screen row that changed
-// since the last read, for full-screen programs whose output is the
-// screen. The screen keeps the rows it last reported; collect resets them.
-func (s *Session) screenMatch(lit string) bool {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
-	s.syncScreenLocked()
-	lines := s.screen.Lines()
-	for _, i := range s.screen.Changed() {
-		if strings.Contains(lines[i], lit) {
-			return true
-		}
-	}
-	return false
 }
 
 // collect takes everything new as one result and marks it read; a peek
@@ -851,7 +859,10 @@ func (s *Session) collect(matched, peek bool) waitResult {
 		s.syncScreenLocked()
 		scr := s.snapshot()
 		if !peek {
-			s.screen.Changed() // what this read returned is what wait_for compares with next
+			s.shown = nil
+			if alt {
+				s.shown = scr.Lines // what this read returned is what wait_for compares with next
+			}
 		}
 		s.screenMu.Unlock()
 		if redrawn {
@@ -861,6 +872,10 @@ func (s *Session) collect(matched, peek bool) waitResult {
 			out += "\n"
 		}
 		out += scr.Text()
+	} else if !peek {
+		s.screenMu.Lock()
+		s.shown = nil
+		s.screenMu.Unlock()
 	}
 	w.output = out
 	w.inputHidden = echoOff(s.pty)

@@ -585,7 +585,9 @@ func TestConcurrentSessions(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		go func() {
 			ctx := context.Background()
-			res, err := m.Start(ctx, StartRequest{Command: "cat", WaitMS: ms(0)})
+			// Typed only once the login profile is done, so nothing it prints
+			// lands between the echo and cat's copy.
+			res, err := m.Start(ctx, StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"})
 			if err != nil {
 				errs <- err
 				return

@@ -16,6 +16,7 @@ const (
 	evAltEnter                          // the program switched to the alternate screen
 	evAltLeave                          // the program switched back to the primary screen
 	evNonPlain                          // more than text, CR, LF, BS, HT, BEL, SGR and line-local sequences: the screen cannot skip it
+	evSyncEnd                           // a synchronized update (mode 2026) ended: the frame is complete
 )
 
 const (
@@ -85,8 +86,9 @@ type settler struct {
 	np     int   // index of the CSI parameter being read
 	params [16]int32
 
-	ev  settleEvents
-	alt bool // the alternate screen is showing: record nothing
+	ev      settleEvents
+	alt     bool // the alternate screen is showing: record nothing
+	syncing bool // inside a synchronized update (mode 2026): the screen is mid-frame
 
 	// A redraw in place (redrawn, screenview.go): the epoch in which the
 	// program last addressed the primary screen by row or erased it all,
@@ -131,6 +133,7 @@ type settler struct {
 	unreadLines int
 	unreadBytes int // their text plus one separator each
 	dirtyFrom   int // no touched line lies before this one
+	readLast    int // the last line when the last read was made: lines after it are new
 	lostLines   int // touched lines evicted before anyone read them
 	lostBytes   int
 
@@ -157,6 +160,7 @@ func newSettler(maxBytes int) *settler {
 		ordered:   true,
 		epoch:     1,
 		dirtyFrom: settleNone,
+		readLast:  -1,
 		mfrom:     settleNone,
 		slowLine:  -1,
 	}
@@ -641,9 +645,16 @@ func (s *settler) dispatch(f byte) {
 	}
 }
 
-// privateModes applies DECSET or DECRST; only the alternate screen matters here.
+// privateModes applies DECSET or DECRST; only the alternate screen and
+// synchronized updates matter here.
 func (s *settler) privateModes(set bool) {
 	for _, m := range s.params[:s.np+1] {
+		if m == 2026 {
+			if s.syncing && !set {
+				s.ev |= evSyncEnd
+			}
+			s.syncing = set
+		}
 		if m != 1049 && m != 1047 && m != 47 {
 			continue
 		}

@@ -145,6 +145,7 @@ func settleMarker(bytes, lines int) string {
 // markRead starts a new epoch: nothing is touched, everything is seen.
 func (s *settler) markRead() {
 	s.epoch++
+	s.readLast = s.lastLine()
 	s.unreadLines, s.unreadBytes = 0, 0
 	s.lostLines, s.lostBytes = 0, 0
 	s.dirtyFrom, s.mfrom = settleNone, settleNone

@@ -1,0 +1,243 @@
+package agentpty
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Waits on full-screen programs and patterns.
+const (
+	frameQuiet = 50 * time.Millisecond  // a full-screen program that drew nothing for this long has finished its frame
+	syncQuiet  = 300 * time.Millisecond // ... or this long inside a synchronized update it never ended
+	frameMax   = time.Second            // the longest wait for a frame: some programs never stop drawing
+	regexBack  = 8                      // lines of old text before the new in which a pattern's match may start
+)
+
+// waitSpec is what a call waits for: a literal or an RE2 pattern, and the
+// input the call typed, whose echo never counts as a match.
+type waitSpec struct {
+	lit      string
+	litb     []byte
+	re       *regexp.Regexp
+	echo     []echoPiece // the runs of text the call typed, in order
+	echoLine int         // the settled line the cursor was on when it typed them
+
+	text, kinds []byte // the text last looked in, kept for its memory
+	scanned     bool   // the settled text was looked in ...
+	hit         bool   // ... and a match found; after none, only what changed since needs another look
+}
+
+// newWaitSpec checks a call's wait_for and wait_for_regex; who names the
+// call in errors ("pty-write pty-3"). Neither gives nil: no match to wait for.
+func newWaitSpec(who, lit, pattern string) (*waitSpec, error) {
+	switch {
+	case lit != "" && pattern != "":
+		return nil, errorf(ErrInvalid, "%s: give wait_for or wait_for_regex, not both", who)
+	case pattern != "":
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return nil, errorf(ErrInvalid, "%s: wait_for_regex %q is not an RE2 pattern: %v", who, pattern, err)
+		}
+		return &waitSpec{re: re}, nil
+	case lit != "":
+		return literalWait(lit), nil
+	}
+	return nil, nil
+}
+
+// literalWait waits for lit.
+func literalWait(lit string) *waitSpec { return &waitSpec{lit: lit, litb: []byte(lit)} }
+
+// typed records that the call is about to type input, so that its echo
+// does not count. Call with mu held.
+func (w *waitSpec) typed(s *settler, input []byte) {
+	w.echo = echoPieces(input)
+	w.echoLine = s.cur
+}
+
+// inSettled reports whether w matches the new settled text in a way that
+// counts: not wholly in text an earlier read returned, and not in the echo
+// of what the call typed.
+func (w *waitSpec) inSettled(st *settler) bool {
+	back := regexBack
+	if w.re == nil {
+		back = bytes.Count(w.litb, []byte("\n"))
+		// The incremental scan finds every one-line occurrence not wholly
+		// old; only one that may be echo needs the closer look.
+		if back == 0 {
+			if !st.match(w.lit) {
+				return false
+			}
+			if len(w.echo) == 0 {
+				return true
+			}
+		}
+	}
+	first := st.firstTouched()
+	if first < 0 {
+		return false
+	}
+	start := first - back
+	if len(w.echo) == 0 {
+		// After a look that found nothing, a new match holds a line changed
+		// since, so floods are scanned once; the echo's runs are looked for
+		// from their start.
+		changed := st.takeChanges()
+		if w.scanned && !w.hit {
+			if changed == settleNone {
+				return false
+			}
+			start = max(start, changed-back)
+		}
+		w.scanned = true
+	}
+	var echoFrom int
+	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine)
+	markEcho(w.text, w.kinds, echoFrom, w.echo)
+	w.hit = findCounted(w.text, w.kinds, w.litb, w.re)
+	return w.hit
+}
+
+// screenMatch reports whether w matches the screen of a full-screen
+// program in a way that counts.
+func (s *Session) screenMatch(w *waitSpec) bool {
+	s.screenMu.Lock()
+	defer s.screenMu.Unlock()
+	s.syncScreenLocked()
+	return w.inScreen(s.screen.Lines(), s.shown)
+}
+
+// inScreen reports whether w matches a screen's rows in a way that counts:
+// holding text of a row that differs from shown, the rows the last read
+// returned, and not in the echo of what the call typed (a program's prompt
+// line); the program's own drawing counts.
+func (w *waitSpec) inScreen(rows, shown []string) bool {
+	text, kinds := w.text[:0], w.kinds[:0]
+	for y, l := range rows {
+		if y > 0 {
+			text, kinds = append(text, '\n'), append(kinds, byteOld) // the rows are never new
+		}
+		k := byteOld
+		if y < len(shown) && l != shown[y] || y >= len(shown) && l != "" {
+			k = byteNew
+		}
+		text, kinds = append(text, l...), appendKinds(kinds, k, len(l))
+	}
+	w.text, w.kinds = text, kinds
+	markEcho(text, kinds, 0, w.echo)
+	return findCounted(text, kinds, w.litb, w.re)
+}
+
+// awaitFrame waits, while a full-screen program shows, until it has
+// finished drawing: its synchronized update (mode 2026) has ended, or it
+// has drawn nothing for frameQuiet. The deadline and frameMax bound it, and
+// exit ends it. Only the reader wakes it.
+func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
+	timer := time.NewTimer(min(time.Until(deadline), frameMax))
+	defer timer.Stop()
+	var pause *time.Timer
+	defer func() {
+		if pause != nil {
+			pause.Stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		alt, drained, ch := s.settle.altScreen(), s.drained, s.changes()
+		syncing := s.settle.syncing
+		ended := !syncing && s.frameEnd == s.settled.Load() // the last output ended an update
+		since := time.Since(s.lastOutput)
+		s.mu.Unlock()
+		quiet := frameQuiet
+		if syncing {
+			quiet = syncQuiet
+		}
+		// The end conditions of a frame. Where the kernel can tell that the
+		// program blocks reading the terminal again, that is one more.
+		if !alt || drained || ended || since >= quiet {
+			return nil
+		}
+		if pause == nil {
+			pause = time.NewTimer(quiet - since)
+		} else {
+			pause.Reset(quiet - since)
+		}
+		select {
+		case <-ch:
+		case <-pause.C:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
+		}
+	}
+}
+
+// turn waits until the calls on the session that arrived before this one
+// have returned, and returns the func that lets the next one go.
+func (s *Session) turn(ctx context.Context, tool string) (func(), error) {
+	if err := s.lane.enter(ctx); err != nil {
+		return nil, fmt.Errorf("agentpty: %s %s: waiting for the call before it: %w", tool, s.id, err)
+	}
+	return s.lane.leave, nil
+}
+
+// lane runs a session's calls one at a time, in the order they arrived: a
+// call that finds it busy queues, and leaving hands it to the first in the
+// queue.
+type lane struct {
+	mu     sync.Mutex // guards the fields below; nothing else is taken under it
+	busy   bool
+	queue  []chan struct{} // closed to hand the lane to that call
+	queued func()          // tests: told, outside mu, each time a call queues
+}
+
+// enter takes the lane, waiting for the calls queued before this one, or
+// gives up when ctx ends.
+func (l *lane) enter(ctx context.Context) error {
+	l.mu.Lock()
+	if !l.busy {
+		l.busy = true
+		l.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	l.queue = append(l.queue, ch)
+	queued := l.queued
+	l.mu.Unlock()
+	if queued != nil {
+		queued()
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	for i, c := range l.queue {
+		if c == ch {
+			l.queue = append(l.queue[:i], l.queue[i+1:]...)
+			l.mu.Unlock()
+			return ctx.Err()
+		}
+	}
+	l.mu.Unlock()
+	l.leave() // handed the lane as ctx ended: pass it on
+	return ctx.Err()
+}
+
+// leave hands the lane to the first queued call, or frees it.
+func (l *lane) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		l.busy = false
+		return
+	}
+	close(l.queue[0])
+	l.queue = l.queue[1:]
+}

@@ -1,0 +1,271 @@
+package agentpty
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// wait_for and wait_for_regex match what the program printed, never the
+// echo of what the call typed: the terminal's (cat), readline's (bash,
+// python3, node, with the terminal's echo off) or a full-screen program's
+// prompt line (less).
+func TestWaitForSkipsTheEcho(t *testing.T) {
+	cases := []struct {
+		name, program string
+		start, ready  string
+		input         string
+		lit, re       string
+		want          string // in the output only once the program has answered
+	}{
+		{name: "python3", program: "python3", start: "python3 -q", ready: ">>> ",
+			input: "import time; time.sleep(0.5); print('finished')", lit: "finished", want: "')\nfinished"},
+		{name: "python3 regex", program: "python3", start: "python3 -q", ready: ">>> ",
+			input: "import time; time.sleep(0.5); print('fin' + 'ished')", re: `fin\w+`, want: "\nfinished"},
+		{name: "node", program: "node", start: "node", ready: "> ",
+			input: "const f = (x) => x * 2; setTimeout(() => console.log('timer ran'), 500)", lit: "> ", want: "\n> "},
+		{name: "bash", program: "bash", start: "PS1='$ ' bash --norc -i", ready: "$ ",
+			input: `sleep 0.5; echo "exit=$?"`, lit: "exit=", want: "\nexit=0"},
+		{name: "cat", program: "cat", start: readyCat, ready: "ready",
+			input: "hello there", lit: "hello", want: "hello there\nhello there"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			need(t, c.program)
+			m := newManager(t, Options{})
+			res := mustStart(t, m, StartRequest{Command: c.start, WaitFor: c.ready, Rows: 32})
+			w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: c.input, Submit: true, WaitFor: c.lit, WaitForRegex: c.re})
+			if err != nil || !w.Matched {
+				t.Fatalf("Write: %+v, %v", w, err)
+			}
+			if c.want != "" && !strings.Contains(w.Output, c.want) {
+				t.Fatalf("wait_for %q%q returned before the program printed it: %q", c.lit, c.re, w.Output)
+			}
+		})
+	}
+}
+
+// On a full screen, the echo of a prompt line (less's search) does not
+// match; the program's own drawing (the line found) does.
+func TestWaitForSkipsAPromptLineEcho(t *testing.T) {
+	need(t, "less")
+	file := filepath.Join(t.TempDir(), "lines.txt")
+	writeLines(t, file, 3000, "line %d")
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "less " + file, Rows: 32, WaitFor: "line 31"})
+	w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "/line 1500", WaitFor: "line 1500", WaitMS: ms(300)})
+	if err != nil || w.Matched || !strings.HasSuffix(w.Output, "\n/line 1500") {
+		t.Fatalf("wait_for matched the search prompt's echo: %+v, %v", w, err)
+	}
+	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\r`, WaitFor: "line 1500"})
+	if !strings.HasPrefix(w.Output, "line 1500\nline 1501\n") {
+		t.Fatalf("the screen is not the found line: %q", w.Output)
+	}
+}
+
+// A match partly in text an earlier read returned counts; one wholly in it
+// does not.
+func TestWaitForPartlyOld(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "stty -echo; printf 'MAR\\n'; read x; printf KER; read x; printf '\\nEND'; read x", WaitFor: "MAR"})
+	if res.Output != "MAR" {
+		t.Fatalf("first read %q", res.Output)
+	}
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\r`, WaitFor: "MAR\nKER", WaitMS: ms(5000)})
+	if w.Output != "KER" {
+		t.Fatalf("second read %q", w.Output)
+	}
+	for _, req := range []WriteRequest{
+		{ID: res.ID, WaitFor: "MAR\nKER", WaitMS: ms(200)},
+		{ID: res.ID, WaitFor: "KER", WaitMS: ms(200)},
+		{ID: res.ID, WaitForRegex: `MAR\s+K`, WaitMS: ms(200)},
+	} {
+		if w, err := m.Write(waitCtx(t), req); err != nil || w.Matched {
+			t.Fatalf("%+v matched text wholly read before: %+v, %v", req, w, err)
+		}
+	}
+	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\r`, WaitForRegex: `(?s)MAR.KER\nE`, WaitMS: ms(5000)})
+	if w.Output != "KER\nEND" {
+		t.Fatalf("third read %q", w.Output)
+	}
+}
+
+// An invalid pattern, or both kinds of wait at once, is ErrInvalid naming
+// what is wrong, and the session is left as it was.
+func TestWaitForRegexErrors(t *testing.T) {
+	m := newManager(t, Options{})
+	if _, err := m.Start(waitCtx(t), StartRequest{Command: readyCat, WaitForRegex: `ready(`}); !isErr(err, ErrInvalid) || !strings.Contains(err.Error(), "missing closing )") {
+		t.Fatalf("Start with a bad pattern: %v", err)
+	}
+	if len(m.List()) != 0 {
+		t.Fatal("a start with a bad pattern started a session")
+	}
+	res, err := m.Start(waitCtx(t), StartRequest{Command: readyCat, WaitForRegex: `^re.dy$`})
+	if err != nil || !res.Matched || res.Output != "ready" {
+		t.Fatalf("Start with wait_for_regex: %+v, %v", res, err)
+	}
+	for _, req := range []WriteRequest{
+		{ID: res.ID, Input: "lost", Submit: true, WaitForRegex: `a[`},
+		{ID: res.ID, Input: "lost", Submit: true, WaitFor: "a", WaitForRegex: "a"},
+	} {
+		_, err := m.Write(waitCtx(t), req)
+		if !isErr(err, ErrInvalid) || !strings.Contains(err.Error(), res.ID) {
+			t.Fatalf("Write(%+v): %v", req, err)
+		}
+		if req.WaitFor == "" && !strings.Contains(err.Error(), "missing closing ]") {
+			t.Fatalf("the error does not say what is wrong with the pattern: %v", err)
+		}
+	}
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "kept", Submit: true, WaitForRegex: `kept\nkept`})
+	if strings.Contains(w.Output, "lost") {
+		t.Fatalf("a refused write typed its input: %q", w.Output)
+	}
+	if _, err := m.Call(waitCtx(t), ToolWrite, []byte(`{"id":"`+res.ID+`","wait_for_regex":"(?<x>a"}`)); !isErr(err, ErrInvalid) {
+		t.Fatalf("Call with a bad pattern: %v", err)
+	}
+}
+
+// literal types input exactly: backslashes in code reach the program.
+func TestLiteralInput(t *testing.T) {
+	need(t, "python3")
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "python3 -q", WaitFor: ">>> "})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `print("a\nb", "C:\\temp", len("\x41"))`, Literal: true, Submit: true, WaitFor: ">>> "})
+	if want := "\na\nb C:\\temp 1\n>>> "; !strings.HasSuffix(w.Output, want) {
+		t.Fatalf("literal input was not typed as it is: %q, want it to end %q", w.Output, want)
+	}
+	// The same input decoded: \n is Enter, \\ one backslash.
+	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `print("C:\\temp")`, Submit: true, WaitFor: ">>> "})
+	if !strings.Contains(w.Output, "\nC:      emp\n") { // a tab, to column 8
+		t.Fatalf("decoded input: %q", w.Output)
+	}
+}
+
+// A full-screen result is a finished frame: vim's whole screen, not the
+// status line it drew first.
+func TestFullScreenFrameIsFinished(t *testing.T) {
+	need(t, "vim")
+	dir := t.TempDir()
+	writeLines(t, filepath.Join(dir, "frame.txt"), 20, "row %d of the file")
+	m := newManager(t, Options{})
+	for run := 0; run < 5; run++ {
+		res := mustStart(t, m, StartRequest{Command: "vim -u NONE -N -n frame.txt", Cwd: dir, Cols: 80, Rows: 24, WaitFor: "frame.txt"})
+		if !strings.HasPrefix(res.Output, "row 1 of the file\nrow 2 of the file\n") || !strings.Contains(res.Output, "row 20 of the file\n~") {
+			t.Fatalf("run %d: vim's screen is half drawn: %q", run, res.Output)
+		}
+		if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A synchronized update (mode 2026) that pauses mid-frame is waited out:
+// the frame is finished when the update ends, not when output pauses.
+func TestFullScreenSynchronizedUpdate(t *testing.T) {
+	m := newManager(t, Options{})
+	draw := `printf '\e[?1049h\e[H\e[2Jready'; read x; printf '\e[?2026h\e[2J\e[Hfirst row'; sleep 0.2; printf '\e[2;1Hsecond row\e[?2026l'; read x`
+	res := mustStart(t, m, StartRequest{Command: draw, WaitFor: "ready"})
+	start := time.Now()
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\r`, WaitFor: "first row"})
+	if w.Output != "first row\nsecond row" {
+		t.Fatalf("the frame was returned before its synchronized update ended (after %v): %q", time.Since(start), w.Output)
+	}
+}
+
+// Calls on one session take turns in the order they arrive, each waiting
+// its own time once its turn comes, and each result holds only what came
+// in its own turn.
+func TestCallsTakeTurns(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
+	s, _ := m.Session(res.ID)
+	queued := make(chan struct{}, 8)
+	s.lane.mu.Lock()
+	s.lane.queued = func() { queued <- struct{}{} }
+	s.lane.mu.Unlock()
+
+	type outcome struct {
+		name string
+		res  WriteResult
+		err  error
+	}
+	var mu sync.Mutex
+	var order []outcome
+	var wg sync.WaitGroup
+	call := func(name string, req WriteRequest) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := m.Write(waitCtx(t), req)
+			mu.Lock()
+			order = append(order, outcome{name, w, err})
+			mu.Unlock()
+		}()
+	}
+	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; sleep 0.5; echo A-DONE`, Submit: true, WaitFor: "A-DONE"})
+	awaitUnread(t, s, "A-START") // A has its turn
+	// B's fixed wait starts with its turn: counted from its arrival, it
+	// would end before its command does.
+	call("B", WriteRequest{ID: res.ID, Input: `sleep 0.4; echo B-DONE`, Submit: true, WaitMS: ms(800)})
+	<-queued
+	call("C", WriteRequest{ID: res.ID, Input: `echo C-DONE`, Submit: true, WaitFor: "C-DONE\n$ "})
+	<-queued
+	// One that gives up waiting for its turn types nothing.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: `echo NEVER`, Submit: true})
+		done <- err
+	}()
+	<-queued
+	cancel()
+	if err := <-done; !isErr(err, context.Canceled) {
+		t.Fatalf("a call that gave up waiting for its turn: %v", err)
+	}
+	wg.Wait()
+	if len(order) != 3 || order[0].name != "A" || order[1].name != "B" || order[2].name != "C" {
+		t.Fatalf("calls did not return in arrival order: %+v", order)
+	}
+	for _, o := range order {
+		if o.err != nil || !strings.Contains(o.res.Output, o.name+"-DONE") {
+			t.Fatalf("%s: %+v, %v", o.name, o.res, o.err)
+		}
+		for _, other := range []string{"A", "B", "C", "NEVER"} {
+			if other != o.name && strings.Contains(o.res.Output, other+"-DONE") || strings.Contains(o.res.Output, "NEVER") {
+				t.Fatalf("%s's result holds another call's output: %q", o.name, o.res.Output)
+			}
+		}
+	}
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `echo after`, Submit: true, WaitFor: "after\n$ "})
+	if strings.Contains(w.Output, "NEVER") {
+		t.Fatalf("the call that gave up typed: %q", w.Output)
+	}
+}
+
+// writeLines writes n lines to path, line i made by format from i.
+func writeLines(t *testing.T, path string, n int, format string) {
+	t.Helper()
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, format+"\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A program that never stops drawing gets its screen as it is after a
+// bounded wait for the frame, far inside the call's own.
+func TestFullScreenFrameWaitIsBounded(t *testing.T) {
+	m := newManager(t, Options{})
+	start := time.Now()
+	res := mustStart(t, m, StartRequest{Command: `printf '\e[?1049h'; while :; do printf '\e[Htick %s' $RANDOM; sleep 0.02; done`, WaitFor: "tick"})
+	if d := time.Since(start); d > 5*time.Second || !strings.HasPrefix(res.Output, "tick ") {
+		t.Fatalf("after %v: %q", d, res.Output)
+	}
+}
