@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agentpty/agentpty"
 )
@@ -126,4 +128,40 @@ func ExampleApproverFunc() {
 	// Output:
 	// true
 	// agentpty: denied: pty-start "rm -rf build": no deleting
+}
+
+// Go tests drive a REPL with Send and Expect, as with go-expect: each
+// Expect consumes the output up to the end of its match.
+func ExampleSession_Expect() {
+	m := agentpty.NewManager(agentpty.Options{})
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	start, err := m.Start(ctx, agentpty.StartRequest{Command: "python3 -q", WaitFor: ">>> ",
+		Env: []string{"PYTHON_BASIC_REPL=1"}}) // the same REPL on every Python 3
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, _ := m.Session(start.ID)
+	number := regexp.MustCompile(`\d{20}`)
+	_ = s.Send("2**64\r")
+	out, err := s.Expect(ctx, number)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(number.FindString(out))
+
+	// Type only at a prompt: keys typed earlier are echoed twice, once by
+	// the terminal and once by readline.
+	_, _ = s.Expect(ctx, regexp.MustCompile(`>>> `))
+	_ = s.Send("print('日本' * 2)\r")
+	_, _ = s.Expect(ctx, regexp.MustCompile(`\)\n`)) // past the echo
+	out, _ = s.Expect(ctx, regexp.MustCompile(`(日本)+`))
+	fmt.Printf("%q\n", out)
+	// Output:
+	// 18446744073709551616
+	// "日本日本"
 }

@@ -70,6 +70,14 @@ type Options struct {
 	// (output events waiting for it are merged into the newest), and a
 	// panic in it is recovered.
 	OnEvent func(Event)
+	// Spool, when set, is handed the whole output of a result whose output
+	// MaxOutputBytes cut, and the result's Spool field carries the
+	// reference it returns; nil means the rest is dropped. See spool.go.
+	Spool Spool
+	// RecordInput adds what is typed ("i" events) to recordings made with
+	// Session.Record; input typed while echo is off and secrets given to
+	// WriteSecret are never recorded. False records output and resizes only.
+	RecordInput bool
 	// ApproveWrites has the Approver also decide each pty-write that types
 	// input, not only each start.
 	ApproveWrites bool
@@ -106,7 +114,10 @@ const (
 	EventExited  EventKind = "exited"  // the child exited (ExitCode or Signal set)
 	EventKilled  EventKind = "killed"  // Kill or Close ended the session
 	EventReaped  EventKind = "reaped"  // IdleTimeout or MaxLifetime ended the session
-	EventOutput  EventKind = "output"  // the program printed; Lines holds the newest lines
+	// EventInputHidden: the terminal stopped echoing in line mode, so the
+	// program most likely waits for a password (see Manager.WriteSecret).
+	EventInputHidden EventKind = "input_hidden"
+	EventOutput      EventKind = "output" // the program printed; Lines holds the newest lines
 )
 
 // Event reports a change in a session's life to Options.OnEvent.
@@ -242,7 +253,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	}
 	s.applyScreen(req.Screen, &screenView{}, &w)
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Cursor: w.cursor, Highlights: w.highlights}, nil
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
 func checkStart(req StartRequest) error {

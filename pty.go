@@ -115,6 +115,9 @@ type StartResult struct {
 	// Truncated counts the bytes of output that were dropped from the
 	// scrollback before any result returned them, over the session's life.
 	Truncated int64 `json:"truncated,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 	// Cursor and Highlights come with a screen mode (StartRequest.Screen).
 	Cursor     *Cursor     `json:"cursor,omitempty"`
 	Highlights []Highlight `json:"highlights,omitempty"`
@@ -132,6 +135,9 @@ type WriteResult struct {
 	// InputHidden is true while the terminal does not echo what is typed
 	// in line mode: the program is most likely reading a password.
 	InputHidden bool `json:"input_hidden,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 	// Cursor is where the cursor is, zero-based, with a screen mode.
 	Cursor *Cursor `json:"cursor,omitempty"`
 	// Highlights are the spans drawn in reverse video or on a background
@@ -147,6 +153,12 @@ type KillResult struct {
 	Output   string `json:"output"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
+	// Truncated counts, as on the other results, the bytes of output
+	// dropped from the scrollback before any result returned them.
+	Truncated int64 `json:"truncated,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
 // KillRequest is the argument of pty-kill.

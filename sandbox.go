@@ -17,39 +17,83 @@ type Sandbox interface {
 }
 
 // SandboxPolicy says what a sandboxed child may do. Reading and executing
-// are never restricted; writing and the network are.
+// are never restricted (a child can read ~/.ssh and print it); writing,
+// the network, other processes and terminals are.
 //
 // Programs need somewhere to write more often than one expects: a
 // temporary directory (point TMPDIR at a writable root), build and package
-// caches (~/.cache/go-build, ~/.npm), POSIX shared memory (/dev/shm, for
-// Python's multiprocessing and browsers). Add what the commands need.
+// caches (~/.cache/go-build, ~/.npm). Add what the commands need. On
+// Linux the child gets a private /dev/shm; on macOS POSIX shared memory
+// needs no root.
 type SandboxPolicy struct {
 	// WritableRoots are the directories (and everything below them), or
 	// single files, the child may create, change, rename and delete;
-	// everything else is read-only, except the terminal and the few device
-	// files every program writes (/dev/null, /dev/tty, ...). Relative paths
-	// are taken from the working directory when NewSandbox runs; each must
-	// exist. None leaves the child nothing to write.
+	// everything else is read-only, metadata included, except the terminal
+	// and the few device files every program writes (/dev/null, /dev/tty,
+	// ...). Relative paths are taken from the working directory when
+	// NewSandbox runs; each must exist, and a symlink is resolved then.
+	// None leaves the child nothing to write.
 	WritableRoots []string
-	// AllowNetwork lets the child use the network. False cuts it off: on
-	// Linux the child gets a network namespace of its own, whose loopback
-	// works (a server it starts on 127.0.0.1 is reachable to it) when the
-	// host may create network namespaces (it has CAP_SYS_ADMIN, as root
-	// does) and is down otherwise; on macOS every network operation is
-	// refused, loopback and Unix sockets included. Either way nothing
-	// outside the child, the host's loopback included, is reachable.
+	// AllowNetwork lets the child use the network, and on Linux Unix
+	// sockets by path (Docker's, an SSH agent's). False cuts both off: on
+	// Linux the child gets a network namespace of its own whose loopback
+	// works (a server it starts on 127.0.0.1 is reachable to it) and
+	// cannot create Unix sockets (socketpairs of stream and seqpacket
+	// type still work) nor any but IPv4, IPv6 and netlink ones (no
+	// vsock); on macOS every network operation is refused,
+	// loopback and Unix sockets included. Either way nothing outside the
+	// child, the host's loopback included, is reachable.
 	AllowNetwork bool
+	// Env names the environment variables the child may inherit, from the
+	// host and from Options.Env alike; a name ending in "*" stands for
+	// every name that starts with the rest. Nil means DefaultSandboxEnv;
+	// an empty, non-nil list passes nothing. Everything else (API keys,
+	// SSH_AUTH_SOCK, cloud credentials) stays with the host.
+	Env []string
 }
 
-// threadStarter is the seam for a sandbox that confines the thread that
-// starts the child rather than the command: os/exec forks from the calling
-// thread, and the child inherits what the kernel attached to that thread
-// (a Landlock domain, a network namespace). startSession starts the child
-// through startOnThread when Options.Sandbox implements it, after Prepare.
+// DefaultSandboxEnv is what a sandboxed child inherits when
+// SandboxPolicy.Env is nil: what programs need to find themselves, their
+// user's files and a locale, and nothing that grants access.
+var DefaultSandboxEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM",
+	"LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR"}
+
+// sandboxEnv keeps the entries of env whose names allow lists (nil:
+// DefaultSandboxEnv).
+func sandboxEnv(env, allow []string) []string {
+	if allow == nil {
+		allow = DefaultSandboxEnv
+	}
+	out := []string{}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, a := range allow {
+			if prefix, ok := strings.CutSuffix(a, "*"); ok && strings.HasPrefix(name, prefix) || a == name {
+				out = append(out, kv)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// statusMapper is the seam for a sandbox whose launcher passes a signal
+// death on as an exit status (bubblewrap exits 128+N): reap lets it turn
+// the status back into the signal.
+type statusMapper interface {
+	childStatus(st ExitStatus) ExitStatus
+}
+
+// threadStarter is the seam for a sandbox that starts the child itself:
+// startSession starts the child through startOnThread when Options.Sandbox
+// implements it, after Prepare. The Linux sandbox starts from a thread
+// that outlives the child (bubblewrap dies with the thread that forked
+// it) and waits until its helper reports the child confined.
 type threadStarter interface {
-	// startOnThread runs start, which starts cmd, on a thread confined for
-	// it, and returns start's error. It refuses a cmd its own Prepare has
-	// not seen.
+	// startOnThread runs start, which starts cmd, and returns start's
+	// error or the sandbox's. When it fails after the child started, it
+	// has killed and reaped the child. It refuses a cmd its own Prepare
+	// has not seen.
 	startOnThread(cmd *exec.Cmd, start func() error) error
 }
 

@@ -46,7 +46,7 @@ func NewSandbox(p SandboxPolicy) (Sandbox, error) {
 	if _, err := os.Stat(sandboxExec); err != nil {
 		return nil, errorf(ErrUnsupported, "sandbox: seatbelt's launcher is missing (%v)", err)
 	}
-	s := &seatbeltSandbox{roots: roots, allowNet: p.AllowNetwork, args: seatbeltArgs(paths, p.AllowNetwork)}
+	s := &seatbeltSandbox{roots: roots, allowNet: p.AllowNetwork, env: p.Env, args: seatbeltArgs(paths, p.AllowNetwork)}
 	probe := exec.Command(sandboxExec, append(append([]string(nil), s.args...), "--", "/usr/bin/true")...)
 	if out, err := probe.CombinedOutput(); err != nil {
 		return nil, errorf(ErrUnsupported, "sandbox: %s cannot apply the profile here (%v: %s)", sandboxExec, err, bytes.TrimSpace(out))
@@ -57,11 +57,18 @@ func NewSandbox(p SandboxPolicy) (Sandbox, error) {
 type seatbeltSandbox struct {
 	roots    []string
 	allowNet bool
+	env      []string // SandboxPolicy.Env
 	args     []string // sandbox-exec's options: the profile and its parameters
 }
 
-// Prepare makes the command run under sandbox-exec.
+// Prepare makes the command run under sandbox-exec, with only the
+// environment the policy allows.
 func (s *seatbeltSandbox) Prepare(cmd *exec.Cmd) error {
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = sandboxEnv(env, s.env)
 	args := append([]string{sandboxExec}, s.args...)
 	args = append(args, "--", cmd.Path)
 	if len(cmd.Args) > 1 {

@@ -3,52 +3,61 @@
 package agentpty
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
-	"unsafe"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentpty/agentpty/internal/sandbox"
 )
 
 // NewSandbox returns a Sandbox the kernel enforces on every child it
-// starts, or an error wrapping ErrUnsupported that names what this kernel
+// starts, or an error wrapping ErrUnsupported that names what this host
 // lacks: Start never runs a child unconfined.
 //
-// On Linux:
+// On Linux the child runs under bubblewrap (bwrap, 0.5 or later), with
+// Landlock (ABI 3 or later, Linux 6.2) and a seccomp filter applied inside
+// it by the host binary itself, executed again as a helper (see
+// internal/sandbox; package initialisers of the host binary run in it):
 //
-//   - Landlock (ABI 3 or later, Linux 6.2) confines the filesystem: the
-//     child may read and execute everything, and create, write, truncate,
-//     rename and delete only under p.WritableRoots. It may also read, write
-//     and ioctl its terminal and the device files every program uses
-//     (/dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom,
-//     /dev/tty, /dev/ptmx and /dev/pts, so it can open terminals of its
-//     own), and ioctl any device under /dev it may open. The newest ABI the
-//     kernel offers is used.
-//   - Without p.AllowNetwork the child gets a network namespace of its own.
-//     A host with CAP_SYS_ADMIN (root) creates it on the starting thread and
-//     brings its loopback up, so servers a command starts on 127.0.0.1
-//     work. Otherwise the child is cloned into new user and network
-//     namespaces whose loopback stays down, and Landlock (ABI 4) refuses
-//     TCP as well. In the user namespace the child keeps its identity in
-//     the kernel, but sees itself and files owned by others as the overflow
-//     id 65534 ("nobody"): the uid map would be written from the starting
-//     thread after the clone, and Landlock rightly refuses that thread
-//     writes to /proc.
-//   - The child has no capabilities and no_new_privs is set: a root host's
-//     child is root without privileges, and setuid programs (sudo) do not
-//     gain any.
+//   - A mount namespace in which the whole filesystem is mounted read-only
+//     but p.WritableRoots: outside them nothing changes, metadata included
+//     (chmod, chown, utimes and xattrs fail with EROFS), even for a root
+//     host's child. Landlock repeats the rule: writes only under the roots.
+//     Reading and executing stay allowed everywhere.
+//   - A /dev of its own: null, zero, full, random, urandom, tty, a private
+//     /dev/shm, a devpts instance of its own (so nested terminals work) in
+//     which no other terminal of the host exists, and the child's own
+//     terminal as /dev/console.
+//   - A PID namespace: no process of the host is visible, so none can be
+//     signalled or traced; from Landlock ABI 6 (Linux 6.12) Landlock also
+//     refuses signals and abstract Unix sockets to anything outside the
+//     sandbox. An IPC namespace hides the host's System V IPC.
+//   - Without p.AllowNetwork, a network namespace whose loopback is up (a
+//     server the child starts on 127.0.0.1 works, the host's is out of
+//     reach), no socket families but IPv4, IPv6 and netlink (vsock to the
+//     hypervisor is refused), and no Unix socket but stream and seqpacket
+//     socketpairs: socket(AF_UNIX) fails with EACCES, so no socket on the
+//     host's filesystem (Docker's, an SSH agent's, D-Bus) can be reached.
+//   - No capabilities and no_new_privs; io_uring and the kernel keyrings
+//     refused; every descriptor of the host but the terminal closed at
+//     exec; only the environment variables p.Env names.
+//   - bubblewrap's --die-with-parent: when the host process dies, so does
+//     everything in the sandbox.
 //
-// The confinement happens on a thread of its own, which ends after the
-// start: the host process and its other threads stay unconfined.
-//
-// Landlock does not cover everything a process can do to files and other
-// processes: changing the mode, owner or times of a file the child owns,
-// connecting to a Unix socket by path (a Docker or D-Bus socket), and
-// signalling processes of the same user all stay possible.
+// A host without privileges gets the same through a user namespace,
+// where the child keeps its uid and sees files of other users as owned by
+// the overflow id ("nobody").
 //
 // The sandbox works as Options.Sandbox itself, not wrapped in another
 // Sandbox: its Prepare marks the command so that only its own start can
@@ -58,65 +67,119 @@ func NewSandbox(p SandboxPolicy) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, r := range roots {
+		// bubblewrap binds the directory a root resolves to; Prepare
+		// checks that it still does.
+		if roots[i], err = filepath.EvalSymlinks(r); err != nil {
+			return nil, errorf(ErrInvalid, "sandbox: writable root %q: %v", r, err)
+		}
+	}
 	abi, err := landlockABI()
 	if err != nil {
 		return nil, err
 	}
-	s := &landlockSandbox{abi: abi, roots: roots}
-	if !p.AllowNetwork {
-		if s.net, err = netnsMode(); err != nil {
-			return nil, err
-		}
+	if !sandbox.FilterSupported() {
+		return nil, errorf(ErrUnsupported, "sandbox: the seccomp filter that refuses Unix sockets is not written for %s", runtime.GOARCH)
 	}
-	// Everything a start does but the start, on a thread that ends with
-	// it: what this kernel refuses shows here, not at every Start.
-	if err := onOwnThread(s.confine); err != nil {
-		return nil, errorf(ErrUnsupported, "sandbox: %v", err)
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil, errorf(ErrUnsupported, "sandbox: bubblewrap (bwrap) is not installed: %v", err)
+	}
+	s := &bwrapSandbox{abi: abi, roots: roots, network: p.AllowNetwork, env: p.Env,
+		bwrap: bwrapArgs(bwrap, roots, p.AllowNetwork)}
+	if out, err := exec.Command(bwrap, "--version").Output(); err == nil {
+		s.version = strings.TrimSpace(string(out))
+	}
+	// A whole start with nothing to run: what this host refuses shows
+	// here, not at every Start.
+	probe := &exec.Cmd{Path: "/", Args: []string{"/"}}
+	if err := s.Prepare(probe); err != nil {
+		return nil, err
+	}
+	probe.Args = probe.Args[:1] // no command: the helper exits once confined
+	if err := s.startOnThread(probe, probe.Start); err != nil {
+		return nil, errorf(ErrUnsupported, "%v", err)
+	}
+	if err := probe.Wait(); err != nil {
+		return nil, errorf(ErrUnsupported, "sandbox: the probe failed after confinement: %v", err)
 	}
 	return s, nil
 }
 
-// netMode says how a child without network is cut off.
-type netMode int
+type bwrapSandbox struct {
+	abi     int      // the kernel's Landlock ABI version
+	roots   []string // real paths
+	network bool
+	env     []string // SandboxPolicy.Env
+	bwrap   []string // bubblewrap's path and options
+	version string   // bwrap --version
+}
 
-const (
-	netHost    netMode = iota // AllowNetwork: the host's network
-	netOwn                    // the starting thread enters a new network namespace with loopback up
-	netUserOwn                // the child is cloned into new user and network namespaces
-)
-
-type landlockSandbox struct {
-	abi   int      // the kernel's Landlock ABI version
-	roots []string // absolute
-	net   netMode
+// bwrapArgs returns bubblewrap's command line up to the command: the
+// namespaces, then the read-only filesystem with the roots bound writable
+// over it.
+func bwrapArgs(bwrap string, roots []string, network bool) []string {
+	args := []string{bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc"}
+	if !network {
+		args = append(args, "--unshare-net")
+	}
+	args = append(args, "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc")
+	for _, r := range roots {
+		args = append(args, "--bind", r, r)
+	}
+	return args
 }
 
 // errNotOnThread stands in cmd.Err between Prepare and startOnThread, so a
 // command prepared but started any other way fails instead of running
-// without its Landlock domain.
-var errNotOnThread = errors.New("sandbox: a sandbox from NewSandbox confines the thread that starts the child; " +
+// unconfined.
+var errNotOnThread = errors.New("sandbox: a sandbox from NewSandbox starts the child itself; " +
 	"use it as Options.Sandbox itself, not inside another Sandbox")
 
-// Prepare puts the command in new namespaces where the policy needs it and
-// marks it so that it starts only through startOnThread.
-func (s *landlockSandbox) Prepare(cmd *exec.Cmd) error {
-	if s.net == netUserOwn {
-		if cmd.SysProcAttr == nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{}
+// Prepare makes the command run through the helper under bubblewrap, with
+// only the environment the policy allows, and marks it so that it starts
+// only through startOnThread.
+func (s *bwrapSandbox) Prepare(cmd *exec.Cmd) error {
+	if cmd.Err != nil {
+		return nil // the command was not found: the start reports it
+	}
+	for _, r := range s.roots {
+		// A root that now resolves elsewhere (a child replaced a directory
+		// under another root with a symlink) would be bound writable there.
+		if real, err := filepath.EvalSymlinks(r); err != nil || real != r {
+			return errorf(ErrInvalid, "sandbox: writable root %q no longer resolves to itself (%q, %v)", r, real, err)
 		}
-		// No uid or gid maps: see NewSandbox.
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
 	}
-	if cmd.Err == nil {
-		cmd.Err = errNotOnThread
+	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Bwrap: s.bwrap, ABI: s.abi, Roots: s.roots, Network: s.network})
+	if err != nil {
+		return err
 	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(sandboxEnv(env, s.env), sandbox.Env+"="+string(spec))
+	cmd.Args = append([]string{"agentpty-sandbox", cmd.Path}, cmd.Args...)
+	cmd.Path = "/proc/self/exe"
+	cmd.Err = errNotOnThread
 	return nil
 }
 
-// startOnThread confines a thread of its own and starts cmd from it: the
-// fork inherits the thread's Landlock domain, network namespace, empty
-// capabilities and no_new_privs, and the thread ends afterwards.
-func (s *landlockSandbox) startOnThread(cmd *exec.Cmd, start func() error) error {
+// startTimeout bounds how long a start waits for the helper to report the
+// child confined.
+const startTimeout = 30 * time.Second
+
+// startOnThread starts cmd from a thread that stays until the child has
+// exited, and returns once the helper reports the child confined, or with
+// the error that stopped it (bubblewrap's own message, or the helper's),
+// after killing and reaping what it started.
+//
+// bubblewrap's --die-with-parent is PR_SET_PDEATHSIG, which fires when the
+// thread that forked it ends, not the process: the goroutine that starts
+// the child keeps its thread locked until the child exits, then ends
+// locked, and the runtime ends the thread with it.
+func (s *bwrapSandbox) startOnThread(cmd *exec.Cmd, start func() error) error {
 	switch cmd.Err {
 	case errNotOnThread:
 	case nil:
@@ -124,81 +187,108 @@ func (s *landlockSandbox) startOnThread(cmd *exec.Cmd, start func() error) error
 	default:
 		return cmd.Err // the command was not found: nothing to start
 	}
-	return onOwnThread(func() error {
-		if err := s.confine(); err != nil {
-			return fmt.Errorf("sandbox: %w", err)
-		}
-		cmd.Err = nil
-		return start()
-	})
-}
-
-// onOwnThread runs f on a thread that ends with it. The goroutine locks its
-// thread and never unlocks it, so the runtime ends the thread rather than
-// hand what f did to it (a namespace, a Landlock domain, no capabilities)
-// to other goroutines; and while it is locked the runtime starts new
-// threads from its template thread, never by cloning this one.
-//
-// The runtime's main thread is the exception: it cannot end, so the
-// runtime would park it for good, confined, inside the host, and in the
-// very Landlock domain of the children, which may then trace it. When the
-// goroutine lands there, it keeps that thread busy, so that a second
-// goroutine runs f elsewhere, and then gives it back untouched.
-func onOwnThread(f func() error) error {
-	errc := make(chan error, 1)
+	if len(cmd.ExtraFiles) != 0 {
+		return errors.New("sandbox: the command already has extra files; the sandbox passes none but its own")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	defer r.Close()
+	exe, err := os.Open("/proc/self/exe")
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{w, exe} // sandbox.FDStatus, sandbox.FDExe
+	cmd.Err = nil
+	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if tid := unix.Gettid(); tid == mainThread || tid == unix.Getpid() {
-			errc <- onOwnThread(f)
-			runtime.UnlockOSThread()
-			return
+		err := start()
+		w.Close()
+		exe.Close()
+		if err == nil {
+			var pidfd int
+			if pidfd, err = unix.PidfdOpen(cmd.Process.Pid, 0); err == nil {
+				started <- nil
+				waitExit(pidfd)
+				return
+			}
+			err = fmt.Errorf("pidfd_open: %w", err)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
-		errc <- f()
+		started <- err
 	}()
-	return <-errc
-}
-
-// mainThread is the runtime's main thread: package initialization runs
-// on it (runtime.main insists).
-var mainThread = unix.Gettid()
-
-// confine applies the policy to the calling thread, which must be locked
-// and must end afterwards.
-func (s *landlockSandbox) confine() error {
-	if s.net == netOwn {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
-		}
-		if err := loopbackUp(); err != nil {
-			return err
-		}
-	}
-	fd, err := s.ruleset()
-	if err != nil {
+	if err := <-started; err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	// With no capabilities left in any set, and no_new_privs, exec gives
-	// the child none back: not even to root, whose new permitted set is cut
-	// down to the (empty) old one.
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var none [2]unix.CapUserData
-	if err := unix.Capset(&hdr, &none[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
+	report, err := readStatus(r)
+	if err == nil {
+		return nil
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	_ = cmd.Process.Kill() // bubblewrap's own child dies with it
+	_ = cmd.Wait()
+	if report = strings.TrimSpace(report); report != "" {
+		return fmt.Errorf("sandbox: %s", report)
 	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); errno != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	return fmt.Errorf("sandbox: %v before the child was confined (%v)", err, cmd.ProcessState)
+}
+
+// readStatus reads the status pipe until the helper reports the child
+// confined (nil), or until everything that could write has exited or the
+// wait runs out (an error, with what was written: bubblewrap's message or
+// the helper's). bubblewrap keeps the pipe open while the child runs.
+func readStatus(r *os.File) (string, error) {
+	_ = r.SetReadDeadline(time.Now().Add(startTimeout))
+	var got []byte
+	buf := make([]byte, 512)
+	for {
+		n, err := r.Read(buf)
+		got = append(got, buf[:n]...)
+		if bytes.HasSuffix(got, []byte(sandbox.Confined)) {
+			return "", nil
+		}
+		switch {
+		case err == io.EOF:
+			return string(got), errors.New("the helper ended")
+		case err != nil:
+			return string(got), err
+		}
 	}
-	return nil
+}
+
+// waitExit blocks until the process behind pidfd has exited, without
+// reaping it, and closes pidfd.
+func waitExit(pidfd int) {
+	defer unix.Close(pidfd)
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// childStatus turns bubblewrap's 128+N back into signal N: bubblewrap
+// exits so when its child was killed by a signal.
+func (s *bwrapSandbox) childStatus(st ExitStatus) ExitStatus {
+	if st.Signal != "" || st.Code <= 128 || st.Code > 128+64 {
+		return st
+	}
+	sig := syscall.Signal(st.Code - 128)
+	name := unix.SignalName(sig)
+	if name == "" {
+		name = fmt.Sprintf("signal %d", int(sig))
+	}
+	return ExitStatus{Code: -1, Signal: name}
 }
 
 // landlockABI returns the kernel's Landlock ABI version, or an error
 // wrapping ErrUnsupported that says what is missing.
 func landlockABI() (int, error) {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	v, errno := sandbox.LandlockABI()
 	switch errno {
 	case 0:
 	case unix.ENOSYS:
@@ -214,187 +304,24 @@ func landlockABI() (int, error) {
 		return 0, errorf(ErrUnsupported, "landlock ABI %d cannot stop a child truncating files outside its writable roots "+
 			"(that needs ABI 3, Linux 6.2)", v)
 	}
-	return int(v), nil
-}
-
-// Landlock rights, as groups the rules grant.
-const (
-	llRead = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
-	// llFile are the rights a rule on a file, rather than a directory, may
-	// grant.
-	llFile = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
-		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
-	llDevice = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
-		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
-)
-
-// handledFS returns the filesystem rights Landlock ABI abi (3 or later, as
-// landlockABI requires) knows. The ruleset handles all of them, so each is
-// denied where no rule grants it.
-func handledFS(abi int) uint64 {
-	r := uint64(unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
-		unix.LANDLOCK_ACCESS_FS_READ_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
-		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SYM |
-		unix.LANDLOCK_ACCESS_FS_REFER | // renames and links across directories (ABI 2)
-		unix.LANDLOCK_ACCESS_FS_TRUNCATE) // ABI 3
-	if abi >= 5 {
-		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
-	}
-	return r
-}
-
-// deviceFiles are what every program, and a terminal, writes. /dev/ptmx
-// and /dev/pts also serve the host: creack/pty opens the new terminal on
-// the confined thread.
-var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-	"/dev/tty", "/dev/ptmx", "/dev/pts"}
-
-// The kernel's structures (linux/landlock.h). The ruleset attribute grows
-// with the ABI; an older kernel accepts the larger size while the fields
-// it does not know are zero. The path rule is packed in C: the kernel
-// reads its first 12 bytes.
-type llRulesetAttr struct{ handledFS, handledNet, scoped uint64 }
-
-type llPathBeneath struct {
-	allowed  uint64
-	parentFD int32
-}
-
-// ruleset builds the Landlock ruleset for s and returns its descriptor
-// (close-on-exec, as the kernel makes it).
-func (s *landlockSandbox) ruleset() (int, error) {
-	handled := handledFS(s.abi)
-	attr := llRulesetAttr{handledFS: handled}
-	if s.net == netUserOwn && s.abi >= 4 {
-		// No rule grants them, so every TCP bind and connect is refused.
-		attr.handledNet = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
-	}
-	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
-	if errno != 0 {
-		return -1, fmt.Errorf("landlock_create_ruleset: %w", errno)
-	}
-	fd := int(r)
-	add := func(path string, access uint64, optional bool) error {
-		pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			if optional && errors.Is(err, unix.ENOENT) {
-				return nil
-			}
-			return fmt.Errorf("landlock rule for %s: %w", path, err)
-		}
-		defer unix.Close(pfd)
-		var st unix.Stat_t
-		if err := unix.Fstat(pfd, &st); err != nil {
-			return fmt.Errorf("landlock rule for %s: %w", path, err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			access &= llFile
-		}
-		rule := llPathBeneath{allowed: access & handled, parentFD: int32(pfd)}
-		if rule.allowed == 0 {
-			return nil
-		}
-		_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), unix.LANDLOCK_RULE_PATH_BENEATH,
-			uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
-		if errno != 0 {
-			return fmt.Errorf("landlock_add_rule for %s: %w", path, errno)
-		}
-		return nil
-	}
-	err := add("/", llRead, false)
-	if err == nil {
-		err = add("/dev", llRead|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV, true)
-	}
-	for _, dev := range deviceFiles {
-		if err == nil {
-			err = add(dev, llDevice, true)
-		}
-	}
-	for _, root := range s.roots {
-		if err == nil {
-			err = add(root, handled, false)
-		}
-	}
-	if err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-// loopbackUp brings up the loopback of the calling thread's network
-// namespace.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("loopback: socket: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return fmt.Errorf("loopback: %w", err)
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("loopback: SIOCGIFFLAGS: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("loopback: SIOCSIFFLAGS: %w", err)
-	}
-	return nil
-}
-
-// netnsMode finds how this host can give a child a network of its own.
-func netnsMode() (netMode, error) {
-	own := onOwnThread(func() error {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
-		}
-		return loopbackUp()
-	})
-	if own == nil {
-		return netOwn, nil
-	}
-	if err := probeUserNetns(); err != nil {
-		return 0, errorf(ErrUnsupported, "sandbox: no network namespace for a child without network: %v; %v", own, err)
-	}
-	return netUserOwn, nil
-}
-
-// probeUserNetns clones a child into new user and network namespaces, as
-// Prepare arranges for every start, and has it exec a path that cannot
-// exist: ENOENT from exec means the clone worked. Nothing runs, and
-// ForkExec reaps the child.
-func probeUserNetns() error {
-	attr := &syscall.ProcAttr{Sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET}}
-	pid, err := syscall.ForkExec("/proc/agentpty-probe/none", []string{"agentpty-probe"}, attr)
-	switch {
-	case err == nil: // cannot happen
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(pid, &ws, 0, nil)
-		return nil
-	case errors.Is(err, syscall.ENOENT):
-		return nil
-	}
-	return fmt.Errorf("clone(CLONE_NEWUSER|CLONE_NEWNET): %w", err)
+	return v, nil
 }
 
 // String describes the confinement, for logs.
-func (s *landlockSandbox) String() string {
+func (s *bwrapSandbox) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "landlock ABI %d; writable: %s; network: ", s.abi, describeRoots(s.roots))
-	switch s.net {
-	case netHost:
+	fmt.Fprintf(&b, "%s with landlock ABI %d", s.version, s.abi)
+	if sandbox.Scoped(s.abi) {
+		b.WriteString(" (signals and abstract sockets scoped)")
+	}
+	fmt.Fprintf(&b, "; writable: %s; network: ", describeRoots(s.roots))
+	if s.network {
 		b.WriteString("the host's")
-	case netOwn:
-		b.WriteString("a namespace of its own, loopback up")
-	case netUserOwn:
-		b.WriteString("user and network namespaces of its own, loopback down")
-		if s.abi >= 4 {
-			b.WriteString(", TCP refused by landlock")
-		}
+	} else {
+		b.WriteString("a namespace of its own, loopback up, no Unix sockets")
+	}
+	if os.Geteuid() != 0 {
+		b.WriteString("; in a user namespace")
 	}
 	return b.String()
 }

@@ -147,6 +147,7 @@ type Session struct {
 	killRes     KillResult
 	killErr     error
 
+	around // secrets, recordings, attachments and Expect: see secret.go, tap.go, expect.go
 	// Output events (events.go). watchers is guarded by the manager's mu.
 	outArmed atomic.Bool  // an output event is due
 	outLast  atomic.Int64 // when the last one was sent, unix ns
@@ -172,8 +173,8 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}
-	// A sandbox that confines the starting thread (Landlock) runs the start
-	// itself, so the fork inherits the confinement; see threadStarter.
+	// A sandbox that must start the child itself (bubblewrap's parent
+	// thread must outlive it) runs the start; see threadStarter.
 	var f *os.File
 	start := func() (err error) {
 		f, err = startChild(cmd, cols, rows)
@@ -186,6 +187,9 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		err = start()
 	}
 	if err != nil {
+		if f != nil {
+			f.Close() // the sandbox refused a child it had started, and reaped it
+		}
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
@@ -268,7 +272,7 @@ func (s *Session) read() {
 	for {
 		n, err := s.pty.Read(buf)
 		if n > 0 {
-			s.feed(buf[:n])
+			s.take(buf[:n])
 			eio = false
 		}
 		if n == len(buf) && n < size {
@@ -353,6 +357,7 @@ func (s *Session) kickProcessor() {
 // drainSeenAt records that the reader has everything the program wrote up
 // to now; Wait returns once that much is rendered.
 func (s *Session) drainSeenAt() {
+	s.flushMask() // nothing more comes to complete a secret held back
 	s.inMu.Lock()
 	end := s.ring.end()
 	s.inMu.Unlock()
@@ -485,6 +490,9 @@ func (s *Session) checkDrained() {
 func (s *Session) reap() {
 	err := s.cmd.Wait()
 	st := exitStatus(s.cmd.ProcessState, err)
+	if sm, ok := s.m.opts.Sandbox.(statusMapper); ok {
+		st = sm.childStatus(st)
+	}
 	s.mu.Lock()
 	s.exited = true
 	s.status = st
@@ -594,6 +602,7 @@ func (s *Session) Send(text string) error {
 	if exited {
 		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
 	}
+	s.tapInput([]byte(text))
 	if n, err := s.writeTerminal(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
 		return fmt.Errorf("agentpty: %s: send: typed %d of %d bytes: %w", s.id, n, len(text), err)
 	}
@@ -661,6 +670,7 @@ func (s *Session) Resize(cols, rows int) error {
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
 	s.screen.Resize(cols, rows)
+	s.tapResize(cols, rows) // with screenMu held: at the place in the output where it happened
 	s.mu.Lock()
 	s.settle.setCols(cols)
 	s.cols, s.rows = cols, rows
@@ -690,6 +700,7 @@ type waitResult struct {
 	signal      string
 	truncated   int64
 	inputHidden bool
+	spool       string
 	cursor      *Cursor     // with a screen mode (screenview.go)
 	highlights  []Highlight // ...
 }
@@ -714,6 +725,11 @@ func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitM
 		return WriteResult{}, err
 	}
 	defer leave()
+	return s.writeInTurn(ctx, input, want, waitMS, v)
+}
+
+// writeInTurn is write once the call has its turn.
+func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
 	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
@@ -734,6 +750,7 @@ func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitM
 		if least := time.Now().Add(minTyping); typing.Before(least) {
 			typing = least
 		}
+		s.tapInput(input)
 		if n, err := s.writeTerminal(ctx, input, typing); err != nil {
 			why := ""
 			switch {
@@ -751,7 +768,7 @@ func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitM
 	}
 	s.applyScreen(v.screen, before, &w)
 	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
-		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Cursor: w.cursor, Highlights: w.highlights}, nil
+		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
@@ -834,20 +851,12 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 func (s *Session) collect(matched, peek bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
-	var out string
-	if peek {
-		out = s.settle.peek(s.m.opts.MaxOutputBytes)
-	} else {
-		out = s.settle.read(s.m.opts.MaxOutputBytes)
-		s.inMu.Lock()
-		start := s.ring.start()
-		s.inMu.Unlock()
-		if start > s.readOff {
-			s.truncated += start - s.readOff
-		}
-		s.readOff = s.settled.Load()
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, peek)
+	truncated := s.truncated
+	if !peek {
+		truncated = s.readTo(s.settled.Load())
 	}
-	w := waitResult{matched: matched, exited: s.exited, truncated: s.truncated}
+	w := waitResult{matched: matched, exited: s.exited, truncated: truncated}
 	if s.exited {
 		w.exitCode, w.signal = s.status.exitFields()
 	}
@@ -866,20 +875,44 @@ func (s *Session) collect(matched, peek bool) waitResult {
 		}
 		s.screenMu.Unlock()
 		if redrawn {
-			out = "" // the frames' text mixed together: the screen says it
+			out, whole = "", "" // the frames' text mixed together: the screen says it
 		}
-		if out != "" {
-			out += "\n"
+		out = joinScreen(out, scr.Text())
+		if whole != "" {
+			whole = joinScreen(whole, scr.Text())
 		}
-		out += scr.Text()
 	} else if !peek {
 		s.screenMu.Lock()
 		s.shown = nil
 		s.screenMu.Unlock()
 	}
 	w.output = out
+	w.spool = s.m.spool(s.id, whole)
 	w.inputHidden = echoOff(s.pty)
+	s.noteHidden(w.inputHidden)
 	return w
+}
+
+// joinScreen appends the rendered screen to a read's text.
+func joinScreen(out, screen string) string {
+	if out != "" {
+		out += "\n"
+	}
+	return out + screen
+}
+
+// readTo counts what left the ring before any result returned it, marks
+// the output read up to ring offset off, and returns the count. Call with
+// mu held.
+func (s *Session) readTo(off int64) int64 {
+	s.inMu.Lock()
+	start := s.ring.start()
+	s.inMu.Unlock()
+	if start > s.readOff {
+		s.truncated += start - s.readOff
+	}
+	s.readOff = max(s.readOff, off)
+	return s.truncated
 }
 
 // use stops the idle clock for a call; the func it returns restarts it
@@ -960,12 +993,14 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.noReplies = true
 	s.screenMu.Unlock()
 	s.replies.Wait()
+	s.endAround(ctx)
 
 	s.mu.Lock()
-	out := s.settle.read(s.m.opts.MaxOutputBytes)
-	res := KillResult{ID: s.id, Output: out}
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
+	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.settled.Load())}
 	res.ExitCode, res.Signal = s.status.exitFields()
 	s.mu.Unlock()
+	res.Spool = s.m.spool(s.id, whole)
 	if err == nil && closeErr != nil {
 		err = fmt.Errorf("agentpty: %s %s: close terminal: %w", ToolKill, s.id, closeErr)
 	}

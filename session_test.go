@@ -113,11 +113,13 @@ func TestShellStateAndEscapes(t *testing.T) {
 
 func TestExitStatus(t *testing.T) {
 	m := newManager(t, Options{})
-	res := mustStart(t, m, StartRequest{Command: "echo bye; exit 3"})
+	// One wait that only the exit ends: the start's quiet rule could return
+	// between the login profile and the command.
+	res := mustStart(t, m, StartRequest{Command: "echo bye; exit 3", WaitMS: ms(10000)})
 	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 3 || res.Signal != "" {
 		t.Fatalf("exit 3: exited=%v code=%v signal=%q", res.Exited, res.ExitCode, res.Signal)
 	}
-	res = mustStart(t, m, StartRequest{Command: "kill -KILL $$"})
+	res = mustStart(t, m, StartRequest{Command: "kill -KILL $$", WaitMS: ms(10000)})
 	if !res.Exited || res.ExitCode != nil || res.Signal != "SIGKILL" {
 		t.Fatalf("kill -KILL: exited=%v code=%v signal=%q", res.Exited, res.ExitCode, res.Signal)
 	}

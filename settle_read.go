@@ -31,17 +31,42 @@ func (s *settler) peek(limit int) string {
 	}
 	total := max(s.unreadBytes-1, 0) // joined: no separator after the last line
 	if s.lostLines == 0 && (limit <= 0 || total <= limit) {
-		var b strings.Builder
-		b.Grow(total)
-		for i, first := s.firstTouched(), true; i >= 0; i, first = s.nextTouched(i), false {
-			if !first {
-				b.WriteByte('\n')
-			}
-			b.Write(s.text(i))
-		}
-		return b.String()
+		return s.joinTouched(total)
 	}
 	return s.elide(limit, total)
+}
+
+// joinTouched returns the touched lines joined with "\n"; total is their
+// length.
+func (s *settler) joinTouched(total int) string {
+	var b strings.Builder
+	b.Grow(total)
+	for i, first := s.firstTouched(), true; i >= 0; i, first = s.nextTouched(i), false {
+		if !first {
+			b.WriteByte('\n')
+		}
+		b.Write(s.text(i))
+	}
+	return b.String()
+}
+
+// readWhole is read (peek: peek), and also (when whole is asked for and
+// the limit cut the text) everything read would have returned without the
+// limit: the lines still held, after a marker for any that were lost.
+func (s *settler) readWhole(limit int, whole, peek bool) (out, all string) {
+	if whole && s.lines != nil && limit > 0 {
+		s.sync()
+		if total := max(s.unreadBytes-1, 0); s.unreadLines > 0 && total > limit {
+			all = s.joinTouched(total)
+			if s.lostLines > 0 {
+				all = settleMarker(s.lostBytes, s.lostLines) + "\n" + all
+			}
+		}
+	}
+	if peek {
+		return s.peek(limit), all
+	}
+	return s.read(limit), all
 }
 
 // elide builds a read's result when it is over limit, or lines were lost.

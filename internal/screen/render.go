@@ -108,40 +108,49 @@ func (s *Screen) readLines() []string {
 		for y := 0; y < rows && y < len(lines); y++ {
 			b = b[:0]
 			for x := 0; x < cols; x++ {
-				ch := s.vt.Cell(x, y).Char
-				w := 1
-				switch {
-				case ch == wideTail:
-					// The right half of a wide character whose left half
-					// was overwritten: xterm shows a blank.
-					b = append(b, ' ')
-					continue
-				case ch == 0:
-					ch = ' '
-				case ch >= sentinelBase:
-					if i := int(ch - sentinelBase); i < len(s.clusters.list) {
-						w = s.clusters.list[i].w
-					}
-				default:
-					w = width.Rune(ch)
-				}
-				if w == 2 {
-					if x+1 < cols && s.vt.Cell(x+1, y).Char == wideTail {
-						x++ // one rune for both cells
-					} else {
-						ch = ' ' // its right half was overwritten
-					}
-				}
-				if ch >= sentinelBase {
-					b = append(b, s.clusters.str(ch)...)
-				} else {
-					b = utf8.AppendRune(b, ch)
+				var wide bool
+				b, wide = s.appendCell(b, x, y, cols)
+				if wide {
+					x++ // one rune for both cells
 				}
 			}
 			lines[y] = strings.TrimRight(string(b), " ")
 		}
 	})
 	return lines
+}
+
+// appendCell appends the text of cell (x, y) to b, and reports a wide
+// character that covers the next cell too. Call with vt10x locked.
+func (s *Screen) appendCell(b []byte, x, y, cols int) ([]byte, bool) {
+	ch := s.vt.Cell(x, y).Char
+	w := 1
+	switch {
+	case ch == wideTail:
+		// The right half of a wide character whose left half was
+		// overwritten: xterm shows a blank.
+		return append(b, ' '), false
+	case ch == 0:
+		ch = ' '
+	case ch >= sentinelBase:
+		if i := int(ch - sentinelBase); i < len(s.clusters.list) {
+			w = s.clusters.list[i].w
+		}
+	default:
+		w = width.Rune(ch)
+	}
+	wide := false
+	if w == 2 {
+		if x+1 < cols && s.vt.Cell(x+1, y).Char == wideTail {
+			wide = true
+		} else {
+			ch = ' ' // its right half was overwritten
+		}
+	}
+	if ch >= sentinelBase {
+		return append(b, s.clusters.str(ch)...), wide
+	}
+	return utf8.AppendRune(b, ch), wide
 }
 
 // Text returns Lines joined with newlines, without trailing empty rows.

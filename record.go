@@ -1,0 +1,110 @@
+package agentpty
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Record writes the session from now on to w as an asciicast v2 recording
+// (the format of asciinema: `asciinema play` and `asciinema cat` read it).
+// The header gives the terminal's size, the time, the command and TERM; the
+// first event redraws the screen as it is now, so a recording started late
+// plays back right; then come "o" events with the output, "r" events with
+// resizes, and "i" events with what is typed when Options.RecordInput is
+// set (never input typed while echo is off, never a secret given to
+// WriteSecret, which is masked in the output too).
+//
+// Record returns once the header and the first event are written; the
+// rest is written by a goroutine of the recording's own, which reads the
+// session's scrollback at w's pace: a slow w never slows the session. When
+// w falls a whole scrollback (Options.ScrollbackBytes) behind, the
+// recording skips to the screen as it is then, redrawn. The recording ends
+// when the program's output is complete (it has exited), when the session
+// is killed (Kill returns once the recording is written, waiting at most
+// KillGrace for w), or at w's first error. Several recordings may run at
+// once.
+func (s *Session) Record(w io.Writer) error {
+	r := &recorder{w: w, start: time.Now()}
+	t := newTap(s, s.m.opts.RecordInput, r.event)
+	redraw, cols, rows, err := s.startTap(t, "record")
+	if err != nil {
+		return err
+	}
+	if err = r.header(cols, rows, s.command, s.m.opts.Shell); err == nil {
+		err = r.event('o', redraw)
+	}
+	if err != nil {
+		s.dropTap(t)
+		return fmt.Errorf("agentpty: %s: record: %w", s.id, err)
+	}
+	go t.run()
+	return nil
+}
+
+// recorder writes asciicast v2 lines.
+type recorder struct {
+	w     io.Writer
+	start time.Time
+	carry [2][]byte // the start of a character cut off at the end of the last "o", "i" event
+	line  []byte
+}
+
+func (r *recorder) header(cols, rows int, command string, shell []string) error {
+	h := struct {
+		Version   int               `json:"version"`
+		Width     int               `json:"width"`
+		Height    int               `json:"height"`
+		Timestamp int64             `json:"timestamp"`
+		Command   string            `json:"command"`
+		Env       map[string]string `json:"env"`
+	}{2, cols, rows, r.start.Unix(), command, map[string]string{"TERM": "xterm-256color", "SHELL": shell[0]}}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	_, err = r.w.Write(append(b, '\n'))
+	return err
+}
+
+// event writes one event; text events hold whole characters only, the
+// start of one cut off at the end waiting for the next event of its kind.
+func (r *recorder) event(kind byte, p []byte) error {
+	if kind == 'o' || kind == 'i' {
+		c := &r.carry[0]
+		if kind == 'i' {
+			c = &r.carry[1]
+		}
+		p = append(*c, p...)
+		cut := len(p)
+		for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax+1; i-- {
+			if utf8.RuneStart(p[i]) {
+				if !utf8.FullRune(p[i:]) {
+					cut = i
+				}
+				break
+			}
+		}
+		*c = append([]byte(nil), p[cut:]...)
+		p = p[:cut]
+		if len(p) == 0 {
+			return nil
+		}
+	}
+	data, err := json.Marshal(string(p))
+	if err != nil {
+		return err
+	}
+	r.line = append(r.line[:0], '[')
+	r.line = strconv.AppendFloat(r.line, time.Since(r.start).Seconds(), 'f', 6, 64)
+	r.line = append(r.line, ", \""...)
+	r.line = append(r.line, kind)
+	r.line = append(r.line, "\", "...)
+	r.line = append(r.line, data...)
+	r.line = append(r.line, "]\n"...)
+	_, err = r.w.Write(r.line)
+	return err
+}

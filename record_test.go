@@ -1,0 +1,220 @@
+package agentpty
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// playback plays a recording with `asciinema cat` in a session of
+// cols×rows of m (asciinema wants a terminal) and returns the screen it
+// leaves.
+func playback(t *testing.T, m *Manager, cast []byte, cols, rows int) []string {
+	t.Helper()
+	need(t, "asciinema")
+	file := filepath.Join(t.TempDir(), "session.cast")
+	if err := os.WriteFile(file, cast, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := mustStart(t, m, StartRequest{Command: "exec asciinema cat " + file, Cols: cols, Rows: rows,
+		Env: []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8"}, WaitMS: ms(0)})
+	s, _ := m.Session(res.ID)
+	st, err := s.Wait(waitCtx(t))
+	if err != nil || st.Code != 0 {
+		t.Fatalf("asciinema cat: %v %v: %s", st, err, s.Scrollback())
+	}
+	return s.Screen().Lines
+}
+
+// castEvents parses a recording: its header and its events.
+func castEvents(t *testing.T, cast []byte) (map[string]any, [][]any) {
+	t.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(cast))
+	sc.Buffer(nil, 1<<24)
+	var header map[string]any
+	var events [][]any
+	for i := 0; sc.Scan(); i++ {
+		if i == 0 {
+			if err := json.Unmarshal(sc.Bytes(), &header); err != nil {
+				t.Fatalf("header %q: %v", sc.Text(), err)
+			}
+			continue
+		}
+		var ev []any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || len(ev) != 3 {
+			t.Fatalf("event %d %q: %v", i, sc.Text(), err)
+		}
+		events = append(events, ev)
+	}
+	return header, events
+}
+
+func sameLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n%s\n-- the session's screen --\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// vim recorded from its start, through typing and a resize, plays back as
+// the screen the session shows.
+func TestRecordVimPlaysBack(t *testing.T) {
+	need(t, "vim", "asciinema")
+	m := newManager(t, Options{RecordInput: true})
+	start := mustStart(t, m, StartRequest{Command: "echo ready; read; exec vim -u NONE -N -i NONE -n", Cwd: t.TempDir(), Cols: 60, Rows: 12, WaitFor: "ready"})
+	s, _ := m.Session(start.ID)
+	var cast bytes.Buffer
+	if err := s.Record(&cast); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, m, WriteRequest{ID: start.ID, Submit: true, WaitFor: "~", WaitMS: ms(10000)})
+	mustWrite(t, m, WriteRequest{ID: start.ID, Input: `ihello 日本 world\e`, WaitFor: "world"})
+	if err := s.Resize(50, 10); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, m, WriteRequest{ID: start.ID, Input: `:set number\r`, WaitFor: "1 hello"})
+	// SIGKILL leaves vim's screen up, as a crash does; the recording ends
+	// with the output.
+	if err := s.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Wait(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	want := s.Screen().Lines
+	if _, err := m.Kill(waitCtx(t), start.ID); err != nil {
+		t.Fatal(err)
+	}
+	header, events := castEvents(t, cast.Bytes())
+	if header["version"] != 2.0 || header["width"] != 60.0 || header["height"] != 12.0 || header["command"] == "" ||
+		header["timestamp"] == nil || header["env"].(map[string]any)["TERM"] != "xterm-256color" {
+		t.Errorf("header %v", header)
+	}
+	kinds := map[string]int{}
+	var resize, input string
+	for _, ev := range events {
+		kind := ev[1].(string)
+		kinds[kind]++
+		switch kind {
+		case "r":
+			resize = ev[2].(string)
+		case "i":
+			input += ev[2].(string)
+		}
+	}
+	if resize != "50x10" || kinds["o"] < 3 || !strings.Contains(input, "ihello 日本 world\x1b") {
+		t.Errorf("events %v, resize %q, input %q", kinds, resize, input)
+	}
+	sameLines(t, "asciinema cat", playback(t, m, cast.Bytes(), 50, 10), want)
+}
+
+// A recording started late begins with the screen as it is, colours and
+// all, so it plays back right too.
+func TestRecordStartedLate(t *testing.T) {
+	need(t, "asciinema")
+	m := newManager(t, Options{})
+	start := mustStart(t, m, StartRequest{
+		Command: `printf '\e[1;31mred\e[0m plain\n\e[44mblue\e[0m\n'; read -p 'one> ' a; printf '\e[2;1Hover'; read -p 'two> ' b`,
+		Cols:    40, Rows: 6, WaitFor: "one> ",
+	})
+	s, _ := m.Session(start.ID)
+	var cast bytes.Buffer
+	if err := s.Record(&cast); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, m, WriteRequest{ID: start.ID, Input: "x", Submit: true, WaitFor: "two> "})
+	want := s.Screen().Lines
+	if _, err := m.Kill(waitCtx(t), start.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cast.String(), `\u001b[0;1;38;5;1m`) && !strings.Contains(cast.String(), `\u001b[0;1;38;5;9m`) {
+		t.Errorf("the first event does not redraw the colours: %s", cast.String())
+	}
+	sameLines(t, "asciinema cat", playback(t, m, cast.Bytes(), 40, 6), want)
+	if err := s.Record(&cast); !isErr(err, ErrExited) {
+		t.Errorf("Record after Kill: %v, want ErrExited", err)
+	}
+}
+
+// blockedWriter blocks every Write until released.
+type blockedWriter struct {
+	release chan struct{}
+	once    sync.Once
+	entered chan struct{}
+	buf     bytes.Buffer
+}
+
+func (w *blockedWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.entered) })
+	<-w.release
+	return w.buf.Write(p)
+}
+
+// A writer that stops does not stall the session: the program floods and
+// finishes while the recording waits; released, the recording skips to
+// the screen as it is and still plays back right.
+func TestRecordSlowWriterStallsNothing(t *testing.T) {
+	need(t, "asciinema")
+	m := newManager(t, Options{ScrollbackBytes: 64 << 10})
+	start := mustStart(t, m, StartRequest{Command: "echo ready; read; seq 1 200000; read -p 'done> ' x", Cols: 40, Rows: 8, WaitFor: "ready"})
+	s, _ := m.Session(start.ID)
+	w := &blockedWriter{release: make(chan struct{}), entered: make(chan struct{})}
+	recorded := make(chan error, 1)
+	go func() { recorded <- s.Record(w) }()
+	<-w.entered // Record is blocked in its header: the tap is registered
+	res := mustWrite(t, m, WriteRequest{ID: start.ID, Submit: true, WaitFor: "done> ", WaitMS: ms(30000)})
+	if res.Truncated == 0 {
+		t.Errorf("the flood did not pass the ring (truncated %d): the test shows nothing", res.Truncated)
+	}
+	want := s.Screen().Lines
+	close(w.release)
+	if err := <-recorded; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Kill(waitCtx(t), start.ID); err != nil {
+		t.Fatal(err)
+	}
+	sameLines(t, "asciinema cat after a stalled writer", playback(t, m, w.buf.Bytes(), 40, 8), want)
+}
+
+// failWriter fails after n writes.
+type failWriter struct{ n int }
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if w.n--; w.n < 0 {
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+// A writer that fails at once makes Record fail and leaves nothing behind;
+// one that fails later ends its recording only.
+func TestRecordWriterFails(t *testing.T) {
+	m := newManager(t, Options{})
+	start := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	s, _ := m.Session(start.ID)
+	for _, n := range []int{0, 1} {
+		err := s.Record(&failWriter{n: n})
+		if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), start.ID) {
+			t.Errorf("Record to a writer failing after %d writes: %v", n, err)
+		}
+	}
+	late := &failWriter{n: 2}
+	if err := s.Record(late); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, m, WriteRequest{ID: start.ID, Input: "more", Submit: true, WaitFor: "more\nmore"})
+	s.mu.Lock()
+	taps := len(s.taps)
+	s.mu.Unlock()
+	if taps > 1 {
+		t.Errorf("%d taps left after failed recordings", taps)
+	}
+}

@@ -1,0 +1,247 @@
+package agentpty
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"time"
+)
+
+// secretMask stands in the output wherever a program printed a secret it
+// was given: the same length whatever the secret's, so nothing of it shows.
+const secretMask = "********"
+
+// maskPause is how long the reader holds back output that may be the start
+// of a secret before it passes it on: an echo split by a longer pause is
+// masked from where it continues (and its first part too when that is at
+// least maskShortest bytes).
+const (
+	maskPause    = 25 * time.Millisecond
+	maskShortest = 4
+)
+
+// WriteSecret types a secret the user gave the host (not the model), then
+// Enter, and returns what the program printed after it as Write does. It
+// refuses with ErrInvalid unless the terminal is in line mode with echo
+// off at that moment (a password prompt: read -s, getpass, sudo, ssh), so
+// the terminal cannot show it. The secret never enters the scrollback, the
+// settled text, the screen, events, recordings or error messages: from
+// now on, wherever the program prints it anyway, the output holds
+// "********" instead. The session keeps the secret in memory to recognise
+// it, and wipes it when the session is killed.
+func (m *Manager) WriteSecret(ctx context.Context, id string, secret []byte) (WriteResult, error) {
+	const op = "WriteSecret"
+	s, err := m.lookup(op, id)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if len(secret) == 0 {
+		return WriteResult{}, errorf(ErrInvalid, "%s %s: the secret is empty", op, id)
+	}
+	for _, b := range secret {
+		if b < 0x20 || b == 0x7f {
+			return WriteResult{}, errorf(ErrInvalid, "%s %s: the secret holds a control byte, which the terminal would act on", op, id)
+		}
+	}
+	defer s.use()()
+	leave, err := s.turn(ctx, op) // in line with the session's other calls, so echo is checked just before typing
+	if err != nil {
+		return WriteResult{}, err
+	}
+	defer leave()
+	if st, exited := s.ended(); exited {
+		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
+	}
+	if !echoOff(s.pty) {
+		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
+	}
+	s.addSecret(secret)
+	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
+	defer clear(input)
+	return s.writeInTurn(ctx, input, nil, nil, callView{})
+}
+
+// masker replaces the session's secrets in its output before the reader
+// stores it, holding back what may be the start of one until the rest
+// comes or maskPause passes. Its mutex is taken before every lock of the
+// session; the reader holds it while it stores and renders.
+type masker struct {
+	mu      sync.Mutex
+	secrets [][]byte
+	first   [256]bool // the first bytes of the secrets
+	longest int
+	// back is the newest output already passed on (at most longest-1
+	// bytes), so that an echo resumed after a pause is still recognised;
+	// pending is output held back, the start of a secret so far.
+	back, pending []byte
+	work, out     []byte
+	timer         *time.Timer
+	wiped         bool
+}
+
+// addSecret makes the reader mask secret from now on.
+func (s *Session) addSecret(secret []byte) {
+	s.mask.CompareAndSwap(nil, &masker{}) // two first secrets at once make one masker
+	k := s.mask.Load()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, have := range k.secrets {
+		if bytes.Equal(have, secret) {
+			return
+		}
+	}
+	k.secrets = append(k.secrets, bytes.Clone(secret))
+	k.first[secret[0]] = true
+	k.longest = max(k.longest, len(secret))
+}
+
+// take is the reader's way in: p goes to feed, masked when the session has
+// secrets.
+func (s *Session) take(p []byte) {
+	k := s.mask.Load()
+	if k == nil {
+		s.feed(p)
+	} else {
+		k.mu.Lock()
+		if out := k.filter(p, false); len(out) > 0 {
+			s.feed(out)
+		}
+		if len(k.pending) > 0 && !k.wiped {
+			if k.timer == nil {
+				k.timer = time.AfterFunc(maskPause, s.flushMask)
+			} else {
+				k.timer.Reset(maskPause)
+			}
+		}
+		k.mu.Unlock()
+	}
+	if s.m.opts.OnEvent != nil {
+		s.noteHidden(echoOff(s.pty))
+	}
+}
+
+// flushMask passes on what the masker holds back, masked where it is the
+// start of a secret at least maskShortest bytes long.
+func (s *Session) flushMask() {
+	k := s.mask.Load()
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.pending) > 0 && !k.wiped {
+		if out := k.filter(nil, true); len(out) > 0 {
+			s.feed(out)
+		}
+	}
+}
+
+// wipeSecrets forgets the secrets, overwriting them, and drops what is
+// held back; called when the session is killed.
+func (s *Session) wipeSecrets() {
+	k := s.mask.Load()
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+	for _, sec := range k.secrets {
+		clear(sec)
+	}
+	for _, b := range [][]byte{k.back, k.pending, k.work, k.out} {
+		clear(b[:cap(b)])
+	}
+	k.secrets, k.back, k.pending, k.wiped = nil, nil, nil, true
+}
+
+// maskInput returns p with the session's secrets masked, for recordings of
+// what was typed.
+func (s *Session) maskInput(p []byte) []byte {
+	k := s.mask.Load()
+	if k == nil {
+		return p
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, sec := range k.secrets {
+		p = bytes.ReplaceAll(p, sec, []byte(secretMask))
+	}
+	return p
+}
+
+// filter returns the output to pass on for p: what was held back and p,
+// with every secret replaced by secretMask, less a new tail that may be
+// the start of one (none when final). The result is valid until the next
+// call.
+func (k *masker) filter(p []byte, final bool) []byte {
+	buf := append(append(append(k.work[:0], k.back...), k.pending...), p...)
+	k.work = buf
+	done := len(k.back) // buf[:done] was passed on already
+	hold := len(buf)    // buf[hold:] is held back
+	out := k.out[:0]
+	for i := 0; i < len(buf); {
+		if !k.first[buf[i]] {
+			i++
+			continue
+		}
+		n, partial := k.matchAt(buf[i:], final)
+		switch {
+		case n > 0:
+			if i+n > done {
+				out = append(out, buf[done:max(i, done)]...)
+				out = append(out, secretMask...)
+				done = i + n
+			}
+			i += n
+		case partial:
+			hold, i = max(i, done), len(buf)
+		default:
+			i++
+		}
+	}
+	out = append(out, buf[done:hold]...)
+	k.pending = append(k.pending[:0], buf[hold:]...)
+	passed := buf[:hold]
+	k.back = append(k.back[:0], passed[max(0, len(passed)-(k.longest-1)):]...)
+	k.out = out
+	return out
+}
+
+// matchAt reports a secret that b starts with (its length), or that b is
+// the start of one (partial). When final, nothing more comes: a start of
+// maskShortest bytes or more counts as the secret, a shorter one as text.
+func (k *masker) matchAt(b []byte, final bool) (n int, partial bool) {
+	for _, sec := range k.secrets {
+		switch {
+		case bytes.HasPrefix(b, sec):
+			n = max(n, len(sec))
+		case len(b) < len(sec) && bytes.HasPrefix(sec, b):
+			if final && len(b) >= maskShortest {
+				n = max(n, len(b))
+			}
+			partial = !final
+		}
+	}
+	return n, partial && n == 0
+}
+
+// noteHidden emits input_hidden when the terminal has just stopped echoing
+// in line mode. Before Start has announced the session nothing is sent:
+// "created" comes first, and Start's own read notices echo off again.
+func (s *Session) noteHidden(hidden bool) {
+	if !hidden {
+		s.hiddenSent.Store(false)
+		return
+	}
+	select {
+	case <-s.announced:
+	default:
+		return
+	}
+	if s.hiddenSent.CompareAndSwap(false, true) {
+		s.m.emit(Event{Kind: EventInputHidden, ID: s.id, PID: s.pid, Command: s.command, Time: time.Now()})
+	}
+}

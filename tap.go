@@ -1,0 +1,220 @@
+package agentpty
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// A tap follows the session's output from a place in it on, in a goroutine
+// of its own, for a recording or a person attached. It reads the ring at
+// its own pace: the reader never waits for a tap, so a slow writer cannot
+// stall the session. A tap that falls a whole ring behind
+// (Options.ScrollbackBytes) skips to the screen as it is then, redrawn, so
+// what it shows ends right. It holds no more than the ring does, plus at
+// most maxMarks resizes and inputs not yet delivered.
+type tap struct {
+	s     *Session
+	emit  func(kind byte, p []byte) error // 'o' output, 'r' resize ("COLSxROWS"), 'i' input
+	input bool                            // wants 'i' marks
+
+	off   int64     // ring offset delivered up to; the tap's goroutine owns it once running
+	marks []tapMark // guarded by Session.mu
+	wake  chan struct{}
+	stop  chan struct{}
+	done  chan struct{} // closed when the goroutine ends; err says why
+	err   error
+	halt  sync.Once
+	buf   []byte
+}
+
+// tapMark is a resize or an input, at the ring offset it happened at.
+type tapMark struct {
+	off  int64
+	kind byte
+	data []byte
+}
+
+const maxMarks = 1024
+
+func newTap(s *Session, input bool, emit func(kind byte, p []byte) error) *tap {
+	return &tap{s: s, emit: emit, input: input, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// startTap registers t where the screen has parsed up to, and returns the
+// bytes that redraw the screen as it is there, and its size: what t
+// delivers next continues from exactly that screen.
+func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, err error) {
+	s.screenMu.Lock()
+	defer s.screenMu.Unlock()
+	s.mu.Lock()
+	over := s.drained
+	s.mu.Unlock()
+	if over || s.noReplies {
+		st, _ := s.ended()
+		return nil, 0, 0, errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
+	}
+	s.syncScreenLocked()
+	redraw = s.screen.Redraw(nil)
+	cols, rows = s.screen.Size()
+	t.off = s.screenOff.Load()
+	s.mu.Lock()
+	s.taps = append(s.taps, t)
+	s.mu.Unlock()
+	return redraw, cols, rows, nil
+}
+
+// stopTap asks t to deliver what is rendered and end.
+func (t *tap) stopTap() { t.halt.Do(func() { close(t.stop) }) }
+
+// run delivers the output and the marks in order until the session's
+// output is complete, the tap is stopped, or emit fails.
+func (t *tap) run() {
+	s := t.s
+	defer close(t.done)
+	defer s.dropTap(t)
+	stopping := false
+	for {
+		s.mu.Lock()
+		ch := s.changes()
+		end := s.settled.Load()
+		marks := t.marks
+		t.marks = nil
+		over := s.drained
+		s.mu.Unlock()
+		for _, mk := range marks {
+			if t.err = t.deliver(mk.off); t.err == nil {
+				t.err = t.emit(mk.kind, mk.data)
+			}
+			if t.err != nil {
+				return
+			}
+		}
+		if t.err = t.deliver(end); t.err != nil || over || stopping {
+			return
+		}
+		select {
+		case <-ch:
+		case <-t.wake:
+		case <-t.stop:
+			stopping = true
+		}
+	}
+}
+
+// deliver emits the output from t.off up to ring offset end.
+func (t *tap) deliver(end int64) error {
+	s := t.s
+	if end <= t.off {
+		return nil
+	}
+	s.inMu.Lock()
+	a, b, lost := s.ring.slices(t.off)
+	if lost == 0 {
+		n := int(min(end, s.ring.end()) - t.off)
+		t.buf = append(t.buf[:0], a[:min(n, len(a))]...)
+		t.buf = append(t.buf, b[:n-len(t.buf)]...)
+	}
+	s.inMu.Unlock()
+	if lost > 0 {
+		return t.resync()
+	}
+	t.off += int64(len(t.buf))
+	err := t.emit('o', t.buf)
+	if cap(t.buf) > 64<<10 {
+		t.buf = nil
+	}
+	return err
+}
+
+// resync redraws the screen for a tap the ring has left behind.
+func (t *tap) resync() error {
+	s := t.s
+	s.screenMu.Lock()
+	s.syncScreenLocked()
+	redraw := s.screen.Redraw(nil)
+	t.off = s.screenOff.Load()
+	s.screenMu.Unlock()
+	return t.emit('o', redraw)
+}
+
+// dropTap forgets t.
+func (s *Session) dropTap(t *tap) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.taps = slices.DeleteFunc(s.taps, func(have *tap) bool { return have == t })
+}
+
+// mark queues a resize or an input for every tap that wants it. Call with
+// mu held.
+func (s *Session) mark(mk tapMark) {
+	for _, t := range s.taps {
+		if (mk.kind == 'i' && !t.input) || len(t.marks) >= maxMarks {
+			continue
+		}
+		t.marks = append(t.marks, mk)
+		t.poke()
+	}
+}
+
+// poke wakes t for its marks.
+func (t *tap) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// tapResize tells the taps the terminal is now cols×rows. Call with
+// screenMu held, so the place is where the screen has parsed up to.
+func (s *Session) tapResize(cols, rows int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.taps) > 0 {
+		s.mark(tapMark{off: s.screenOff.Load(), kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
+	}
+}
+
+// tapInput tells the taps that want input what is being typed. Input typed
+// while echo is off is a password and is not passed on; secrets given to
+// WriteSecret are masked wherever they appear.
+func (s *Session) tapInput(p []byte) {
+	s.mu.Lock()
+	any := false
+	for _, t := range s.taps {
+		any = any || t.input
+	}
+	s.mu.Unlock()
+	if !any || echoOff(s.pty) {
+		return
+	}
+	data := s.maskInput(append([]byte(nil), p...))
+	s.inMu.Lock()
+	off := s.ring.end()
+	s.inMu.Unlock()
+	s.mu.Lock()
+	s.mark(tapMark{off: off, kind: 'i', data: data})
+	s.mu.Unlock()
+}
+
+// endAround ends what was built around a killed session: the taps deliver
+// the rest and end (waited for at most KillGrace, or until ctx ends: a
+// writer blocked for good is left behind), and the secrets are wiped.
+func (s *Session) endAround(ctx context.Context) {
+	s.mu.Lock()
+	taps := append([]*tap(nil), s.taps...)
+	s.mu.Unlock()
+	if len(taps) > 0 {
+		bound, cancel := context.WithTimeout(ctx, s.m.opts.KillGrace)
+		defer cancel()
+		for _, t := range taps {
+			t.stopTap()
+			select {
+			case <-t.done:
+			case <-bound.Done():
+			}
+		}
+	}
+	s.wipeSecrets()
+}
