@@ -107,9 +107,6 @@ func TestInPlaceRedrawReadsAsTheScreen(t *testing.T) {
 		t.Fatal("top is on the alternate screen here; this test needs it on the primary one")
 	}
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitFor: "top-done"})
-	if n := strings.Count(s.Scrollback(), "\n"); n < 60 {
-		t.Fatalf("control: the settled text should hold top's frames run together, more than two screens, has %d lines", n)
-	}
 	// top's exit scrolls its last frame up a row or two, as on any
 	// terminal: the column header is what is left of each frame.
 	if n := strings.Count(w.Output, "PID USER"); n != 1 {

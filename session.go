@@ -69,6 +69,9 @@ type Screen struct {
 	AltScreen bool
 	// Lines holds each row's text, trailing blanks trimmed.
 	Lines []string
+	// Cells holds every cell, row by row (Rows rows of Cols cells), with
+	// its character, width and attributes. Session.Screen fills it.
+	Cells [][]Cell
 }
 
 // Text returns the screen's rows joined by newlines, trailing empty rows
@@ -214,8 +217,11 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		processDone: make(chan struct{}),
 	}
 	// Readline and other line editors move by screen row once a line is
-	// wider than the terminal; the settler needs the width to follow them.
+	// wider than the terminal; the settler needs the width to follow them,
+	// and the height to keep motion on the screen.
 	s.settle.setCols(cols)
+	s.settle.setRows(rows)
+	s.settle.keepCol = true // the pty's ONLCR adds the CR where output processing is on
 	go s.read()
 	go s.process()
 	go s.reap()
@@ -644,7 +650,9 @@ func (s *Session) Screen() Screen {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
 	s.syncScreenLocked()
-	return s.snapshot()
+	scr := s.snapshot()
+	scr.Cells = s.screen.Cells()
+	return scr
 }
 
 // snapshot reads the screen. Call with screenMu held.
@@ -673,6 +681,7 @@ func (s *Session) Resize(cols, rows int) error {
 	s.tapResize(cols, rows) // with screenMu held: at the place in the output where it happened
 	s.mu.Lock()
 	s.settle.setCols(cols)
+	s.settle.setRows(rows)
 	s.cols, s.rows = cols, rows
 	s.mu.Unlock()
 	return nil

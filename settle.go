@@ -24,6 +24,7 @@ const (
 	settleMaxUp    = 500      // how far above the last line the cursor may go, bounding what one edit can touch
 	settleLineCost = 16       // bookkeeping charged per line, so floods of blank lines are bounded too
 	settleNone     = math.MaxInt
+	settleTall     = 1 << 40 // the rows of a screen whose height is unknown: no bound below
 )
 
 // settleCell is one column of the cursor's line: a rune, or one of the values below.
@@ -32,7 +33,8 @@ type settleCell uint32
 const (
 	settleEmpty settleCell = 0        // never written, or erased: a space between written cells, trimmed at the end
 	settleCont  settleCell = 0x110000 // the right half of a wide character
-	settleGroup settleCell = 0x110001 // settleGroup+i is clusters[i], a character with its combining marks
+	settleGap   settleCell = 0x110001 // the last column of a row a wide character did not fit in: no text
+	settleGroup settleCell = 0x110002 // settleGroup+i is clusters[i], a character with its combining marks
 )
 
 // settleLine is one line of settled text. Except on the cursor's line, the
@@ -118,6 +120,30 @@ type settler struct {
 	savePend bool
 	slowLine int // the line plainLine last found not plain, tried once only
 
+	// The screen's rows (setRows). Vertical motion stays on the screen and
+	// inside the scroll region as the terminal's does, so a redraw that
+	// moves up more rows than the screen holds rewrites only what is still
+	// on it; rows outside the region (the status bar apt keeps under its
+	// scroll region) record nothing.
+	h          int  // rows on the screen, or settleTall while unknown
+	y0         int  // the screen row of the cursor line's first row; below 0 when it began above the screen
+	top, bot   int  // the scroll region, zero-based and inclusive
+	margin     bool // the cursor is on a row outside the scroll region
+	hide       bool // alt || margin: printing and erasing record nothing
+	anchor     settlePos
+	floor      int // no line before this one is on the screen: ED 2 moved them to the history
+	saveY      int
+	saveMargin bool
+	saveAnchor settlePos
+
+	// keepCol: a bare LF keeps the column, as on a terminal. The session
+	// sets it: with output processing on, the line discipline's ONLCR has
+	// already turned each LF into CR LF before the master reads it, so a
+	// bare LF only arrives from a program that turned OPOST or ONLCR off.
+	// Unset, LF also returns the carriage, for text that never went
+	// through a terminal.
+	keepCol bool
+
 	// Lines. lines[0] is line number base; cur is the cursor's line number.
 	lines   []settleLine
 	linesAt []settleLine // the array lines lies in, from its start: evicted lines leave room at the front
@@ -163,6 +189,8 @@ func newSettler(maxBytes int) *settler {
 		readLast:  -1,
 		mfrom:     settleNone,
 		slowLine:  -1,
+		h:         settleTall,
+		bot:       settleTall - 1,
 	}
 }
 
@@ -174,8 +202,10 @@ func (s *settler) setCols(n int) {
 	if n <= 0 || n > settleMaxCells {
 		n = settleMaxCells
 	}
+	y := s.row()
 	s.w = n
 	s.pending = s.pending && s.col%n == 0
+	s.setRow(y)
 }
 
 // write feeds program output and reports what the session must act on.
@@ -229,7 +259,7 @@ func (s *settler) write(p []byte) settleEvents {
 // nothing written on it yet, outside the alternate screen, and plainLine
 // has not already found the line not plain.
 func (s *settler) fresh() bool {
-	return s.col == 0 && len(s.cells) == 0 && !s.changed && !s.alt && !s.pending &&
+	return s.col == 0 && len(s.cells) == 0 && !s.changed && !s.hide && !s.pending &&
 		s.cur == s.lastLine() && s.lines[len(s.lines)-1].n == 0 && s.slowLine != s.cur
 }
 
@@ -257,7 +287,7 @@ func (s *settler) plainLine(p []byte, i int) int {
 		if arena = append(arena, rest[k:j]...); len(arena)-start >= settleMaxCells || j == len(rest) {
 			return i // so long that printing would break it, or not ended in p
 		}
-		if rest[j] == '\n' {
+		if rest[j] == '\n' && !s.keepCol {
 			k = j + 1
 			break
 		}
@@ -293,7 +323,13 @@ func (s *settler) plainLine(p []byte, i int) int {
 		s.unreadBytes += n
 		s.charge += n
 	}
+	r := 0 // the row of the line the CR LF leaves
+	if n > s.w {
+		r = (n - 1) / s.w
+	}
+	y := min(s.y0+r, s.bot)
 	s.newLine() // as LF would, on the last line
+	s.y0 = min(y+1, s.bot)
 	return i + k
 }
 
@@ -400,8 +436,10 @@ func (s *settler) control(b byte) {
 		s.col = max(s.col-1, s.rowStart())
 	case '\t':
 		s.tab(1)
-	case '\n', '\v', '\f':
-		s.lineFeed()
+	case '\n':
+		s.lineFeed(s.keepCol)
+	case '\v', '\f': // never translated by the line discipline: they keep the column
+		s.lineFeed(true)
 	case '\r':
 		s.unpend()
 		s.col = s.rowStart()
@@ -453,13 +491,19 @@ func (s *settler) escape(b byte) bool {
 	case 'c': // RIS
 		s.leaveAlt()
 		s.col, s.pending = 0, false
+		s.resetRegion()
+		if s.h != settleTall {
+			s.clearScreen(0)
+		}
 	}
 	if s.alt {
 		return true
 	}
 	switch b {
-	case 'D', 'E': // IND, NEL
-		s.lineFeed()
+	case 'D': // IND
+		s.lineFeed(true)
+	case 'E': // NEL
+		s.lineFeed(false)
 	case 'M': // RI
 		s.up(1)
 	case '7':
@@ -591,6 +635,9 @@ func (s *settler) dispatch(f byte) {
 		return
 	}
 	n := max(p0, 1)
+	if s.margin && strings.IndexByte("@JKPXb", f) >= 0 {
+		return // a status row outside the scroll region: not recorded
+	}
 	switch f {
 	case '@':
 		s.insertCells(n)
@@ -610,9 +657,31 @@ func (s *settler) dispatch(f byte) {
 		s.col = s.rowStart()
 	case 'G', '`':
 		s.setCol(s.rowStart() + n - 1)
-	case 'H', 'f': // the row is meaningless in settled text
+	case 'H', 'f':
 		s.addressed()
+		if s.h != settleTall {
+			s.moveRow(n - 1)
+		}
 		s.setCol(s.rowStart() + max(int(s.params[1]), 1) - 1)
+	case 'd': // VPA
+		s.addressed()
+		if s.h != settleTall {
+			s.unpend()
+			c := s.col - s.rowStart()
+			s.moveRow(n - 1)
+			s.setCol(s.rowStart() + c)
+		}
+	case 'r': // DECSTBM, which homes the cursor; a region of one row is ignored
+		if bot := int(s.params[1]); s.h != settleTall {
+			if bot == 0 || bot > s.h {
+				bot = s.h
+			}
+			if n < bot {
+				s.top, s.bot = n-1, bot-1
+				s.moveRow(0)
+				s.setCol(s.rowStart())
+			}
+		}
 	case 'I':
 		s.tab(n)
 	case 'Z':
@@ -620,13 +689,16 @@ func (s *settler) dispatch(f byte) {
 		for rs := s.rowStart(); n > 0 && s.col > rs; n-- {
 			s.col = rs + (s.col-rs-1)/8*8
 		}
-	case 'd': // VPA
-		s.addressed()
 	case 'J':
-		if p0 == 0 {
+		switch {
+		case p0 == 0:
 			s.eraseBelow()
-		} else if p0 == 2 {
+		case p0 == 2:
 			s.addressed()
+			if s.h != settleTall {
+				s.unpend()
+				s.clearScreen(s.row())
+			}
 		}
 	case 'K':
 		s.eraseInLine(p0)
@@ -659,7 +731,7 @@ func (s *settler) privateModes(set bool) {
 			continue
 		}
 		if set && !s.alt {
-			s.alt = true
+			s.alt, s.hide = true, true
 			s.ev |= evAltEnter
 		} else if !set {
 			s.leaveAlt()
@@ -674,7 +746,7 @@ func (s *settler) altScreen() bool { return s.alt }
 // screen showed, so recording resumes where the cursor was.
 func (s *settler) leaveAlt() {
 	if s.alt {
-		s.alt = false
+		s.alt, s.hide = false, s.margin
 		s.ev |= evAltLeave
 	}
 }

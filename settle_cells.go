@@ -9,7 +9,7 @@ import (
 
 // printASCII prints a run of printable ASCII bytes.
 func (s *settler) printASCII(run []byte) {
-	if s.alt {
+	if s.hide {
 		return
 	}
 	s.last = rune(run[len(run)-1])
@@ -34,12 +34,14 @@ func (s *settler) putASCII(run []byte) {
 			s.cells = slices.Grow(s.cells, end-old)
 		}
 		s.cells = s.cells[:end]
+		lo := c
 		if c > old {
 			clear(s.cells[old:c])
 			s.plain = false
+			lo = old // the empty cells before it join the text as spaces
 		}
 		settleWidenASCII(s.cells[c:end], run)
-		s.modified(c, end)
+		s.modified(lo, end)
 		return
 	}
 	s.extend(end)
@@ -72,7 +74,7 @@ func (s *settler) putASCII(run []byte) {
 
 // printRune prints a character that is not printable ASCII.
 func (s *settler) printRune(r rune) {
-	if r >= 0x80 && r < 0xa0 || s.alt { // C1 controls print nothing
+	if r >= 0x80 && r < 0xa0 || s.hide { // C1 controls print nothing
 		return
 	}
 	w := width.Rune(r)
@@ -83,14 +85,18 @@ func (s *settler) printRune(r rune) {
 	}
 	s.last = r
 	if w == 2 && s.col >= s.w-1 && s.col%s.w == s.w-1 { // no room in this row: the terminal wraps it whole
+		if s.col >= len(s.cells) {
+			s.extend(s.col + 1)
+			s.cells[s.col] = settleGap // a column, but no space in the joined line
+		}
 		s.col++
 	}
 	if s.col+w > settleMaxCells {
 		s.wrap()
 	}
 	c := s.col
+	lo, hi := min(c, len(s.cells)), c+w // empty cells before it join the text as spaces
 	s.extend(c + w)
-	lo, hi := c, c+w
 	if s.cells[c] == settleCont {
 		s.cells[c-1] = settleEmpty
 		lo = c - 1
@@ -121,7 +127,7 @@ func (s *settler) combine(r rune) {
 	if c > 0 && s.cells[c] == settleCont {
 		c--
 	}
-	if c < 0 || s.cells[c] == settleEmpty || s.cells[c] == settleCont {
+	if c < 0 || s.cells[c] == settleEmpty || s.cells[c] == settleCont || s.cells[c] == settleGap {
 		return
 	}
 	var b []byte
@@ -148,9 +154,14 @@ func (s *settler) compactClusters() {
 	s.clusters = live
 }
 
-// repeat prints the last character n more times (REP).
+// repeat prints the last character n more times (REP), no more than the
+// cells left on the screen, so a REP's work is bounded by the screen's
+// size: past them a terminal scrolls what it printed away.
 func (s *settler) repeat(n int) {
 	n = min(n, settleMaxCells)
+	if s.h != settleTall {
+		n = min(n, (s.h-1-s.row())*s.w+s.rowEnd()-s.col)
+	}
 	if s.last >= 0x80 {
 		for range n {
 			s.printRune(s.last)
@@ -207,7 +218,9 @@ func (s *settler) setCol(c int) {
 
 // tab moves to the nth next tab stop, every 8 columns of the row.
 func (s *settler) tab(n int) {
-	s.unpend()
+	if s.pending { // xterm's and tmux's tab stays, the wrap still pending
+		return
+	}
 	for rs := s.rowStart(); n > 0; n-- {
 		s.setCol(rs + ((s.col-rs)/8+1)*8)
 	}
@@ -225,7 +238,15 @@ func (s *settler) splitWide(c int) int {
 
 // eraseInLine applies EL: 0 cursor to end of row, 1 row start to cursor, 2 the row.
 func (s *settler) eraseInLine(mode int) {
-	s.unpend()
+	if s.pending {
+		// The cursor waits past the character that filled the row, which
+		// stays, as tmux, VTE, iTerm2 and Konsole keep it (xterm erases it);
+		// 1 and 2 erase the whole row.
+		if mode == 1 || mode == 2 {
+			s.erase(s.col-s.w, s.col)
+		}
+		return
+	}
 	switch mode {
 	case 0:
 		s.erase(s.col, s.rowEnd())
@@ -238,7 +259,9 @@ func (s *settler) eraseInLine(mode int) {
 
 // eraseCells applies ECH: n cells from the cursor become empty.
 func (s *settler) eraseCells(n int) {
-	s.unpend()
+	if s.pending { // as EL: nothing after the cursor in its row
+		return
+	}
 	s.erase(s.col, min(s.col+n, s.rowEnd()))
 }
 

@@ -61,26 +61,6 @@ func (s *settler) modifiedFirst(lo, hi int) {
 	l.mhi = max(l.mhi, int32(min(hi, settleMaxCells)))
 }
 
-// lineFeed ends the line on the last line, and moves down a line elsewhere.
-func (s *settler) lineFeed() {
-	s.unpend()
-	if next := s.rowStart() + s.w; next < settleExtent(s.cells) { // the line goes on below: down a row of it
-		s.col = next
-		return
-	}
-	if s.cur < s.lastLine() {
-		s.moveTo(s.cur + 1)
-		s.col = 0
-		return
-	}
-	s.touch(s.cur) // ended by a line feed
-	s.flush()
-	if cap(s.cells) > 8<<10 && len(s.cells) < 1<<10 {
-		s.cells = nil // give back what one very long line needed
-	}
-	s.newLine()
-}
-
 // newLine starts a new last line for the cursor, its predecessor ended and
 // stored, dropping the oldest lines if that put the scrollback over its
 // bound.
@@ -110,55 +90,6 @@ func (s *settler) addLine() {
 	s.charge += settleLineCost
 }
 
-// wrap ends a line that reached settleMaxCells.
-func (s *settler) wrap() { s.lineFeed() }
-
-// up moves the cursor n rows up, in the column it is in, no further than
-// settleMaxUp lines above the last line and never into evicted lines.
-func (s *settler) up(n int) {
-	s.unpend()
-	row, c := s.col/s.w, s.col%s.w
-	if n <= row {
-		s.col -= n * s.w
-		return
-	}
-	n -= row
-	i, top := s.cur, max(s.lastLine()-settleMaxUp, s.base)
-	for row = 0; n > 0 && i > top; {
-		i--
-		if rows := s.rows(i); n <= rows {
-			row, n = rows-n, 0
-		} else {
-			n -= rows
-		}
-	}
-	s.moveTo(i)
-	s.col = row*s.w + c
-}
-
-// down moves the cursor n rows down among the lines there are.
-func (s *settler) down(n int) {
-	s.unpend()
-	row, c := s.col/s.w, s.col%s.w
-	rows := max(s.rows(s.cur), row+1)
-	if n < rows-row {
-		s.col += n * s.w
-		return
-	}
-	n -= rows - 1 - row
-	i, row := s.cur, rows-1
-	for n > 0 && i < s.lastLine() {
-		i++
-		if rows := s.rows(i); n <= rows {
-			row, n = n-1, 0
-		} else {
-			row, n = rows-1, n-rows
-		}
-	}
-	s.moveTo(i)
-	s.col = row*s.w + c
-}
-
 // rows returns the screen rows line i takes.
 func (s *settler) rows(i int) int {
 	n := int(s.line(i).width)
@@ -166,23 +97,6 @@ func (s *settler) rows(i int) int {
 		n = settleExtent(s.cells)
 	}
 	return max((n+s.w-1)/s.w, 1)
-}
-
-// saveCursor applies DECSC and SCOSC.
-func (s *settler) saveCursor() {
-	s.saved, s.saveLine, s.saveCol, s.savePend = true, s.cur, s.col, s.pending
-}
-
-// restoreCursor applies DECRC and SCORC, back to a line only if the cursor
-// may still go there.
-func (s *settler) restoreCursor() {
-	if !s.saved {
-		return
-	}
-	if i := s.saveLine; i >= s.base && i >= s.lastLine()-settleMaxUp && i <= s.lastLine() {
-		s.moveTo(i)
-	}
-	s.col, s.pending = s.saveCol, s.savePend
 }
 
 // moveTo makes line i the cursor's line.
@@ -200,6 +114,12 @@ func (s *settler) moveTo(i int) {
 func (s *settler) eraseBelow() {
 	s.unpend()
 	s.erase(s.col, settleMaxCells)
+	s.dropBelow()
+}
+
+// dropBelow drops the lines below the cursor's, which are empty on the
+// screen now.
+func (s *settler) dropBelow() {
 	last := s.lastLine()
 	if s.cur == last {
 		return
@@ -337,7 +257,11 @@ func (s *settler) load() {
 	s.plain = l.flags&settleHoles == 0
 	for i := 0; i < len(text); {
 		if b := text[i]; b < 0x80 {
-			s.cells = append(s.cells, settleCell(b)) // NUL is settleEmpty
+			v := settleCell(b) // NUL is settleEmpty
+			if b == 1 {
+				v = settleGap
+			}
+			s.cells = append(s.cells, v)
 			i++
 			continue
 		}
@@ -411,7 +335,7 @@ func (s *settler) appendCells(dst []byte, cells []settleCell) ([]byte, bool) {
 	for i, v := range cells {
 		out[i] = byte(v)
 		or |= v
-		if v == settleEmpty {
+		if v == settleEmpty || v == settleGap {
 			holes++
 		}
 	}
@@ -436,6 +360,11 @@ func (s *settler) appendCell(dst []byte, v settleCell, empty byte) []byte {
 		return utf8.AppendRune(dst, rune(v))
 	case v == settleCont:
 		return dst
+	case v == settleGap:
+		if empty == 0 { // the arena keeps it, as 0x01
+			return append(dst, 1)
+		}
+		return dst
 	}
 	return append(dst, s.clusters[v-settleGroup]...)
 }
@@ -455,10 +384,14 @@ func (s *settler) text(i int) []byte {
 	if l.flags&settleHoles == 0 {
 		return t
 	}
-	s.buf = append(s.buf[:0], t...)
-	for k, b := range s.buf {
-		if b == 0 {
-			s.buf[k] = ' '
+	s.buf = s.buf[:0]
+	for _, b := range t {
+		switch b {
+		case 0:
+			s.buf = append(s.buf, ' ')
+		case 1: // settleGap
+		default:
+			s.buf = append(s.buf, b)
 		}
 	}
 	return s.buf

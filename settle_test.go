@@ -49,8 +49,8 @@ var settleCases = []struct {
 	{"empty lines", "a\n\nb\n", "a\n\nb"},
 	{"crlf", "one\r\ntwo\r\n", "one\ntwo"},
 	{"lf resets the column", "abc\ndef", "abc\ndef"},
-	{"vt and ff end lines", "a\vb\fc", "a\nb\nc"},
-	{"ind and nel", "a\x1bDb\x1bEc", "a\nb\nc"},
+	{"vt and ff keep the column", "a\vb\fc", "a\n b\n  c"},
+	{"ind keeps the column, nel does not", "a\x1bDb\x1bEc", "a\n b\nc"},
 
 	// Escapes are removed.
 	{"csi private", "a\x1b[?25lb\x1b[?2004hc", "abc"},
@@ -202,7 +202,7 @@ var settleWrapCases = []struct {
 	{"dch within row", "0123456789abcd\x1b[A\r\x1b[2C\x1b[P", "013456789 abcd"},
 	{"ich within row", "0123456789abcd\x1b[A\r\x1b[2C\x1b[@X", "01X2345678abcd"},
 	{"ich on the last row", "0123456789abcd\x1b[3D\x1b[2@", "0123456789a  bcd"},
-	{"wide char wraps whole", "012345678日", "012345678 日"},
+	{"wide char wraps whole, no space in the joined line", "012345678日", "012345678日"},
 	{"decsc keeps the wrap pending", "0123456789\x1b7\x1b[3D\x1b8X", "0123456789X"},
 }
 
@@ -779,21 +779,13 @@ func TestSettleGolden(t *testing.T) {
 			}
 			got := settleFeed80(raw, len(raw)).read(0)
 			path := strings.TrimSuffix(in, ".in") + ".golden"
-			if settleUpdate() {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("settled text differs from %s:\n%s", path, settleDiff(string(want), got))
+			want := settleGolden(t, path, got)
+			if got != want {
+				t.Errorf("settled text differs from %s:\n%s", path, settleDiff(want, got))
 			}
 			for _, chunk := range []int{1, 2, 3, 7, 64, 4095} {
-				if got := settleFeed80(raw, chunk).read(0); got != string(want) {
-					t.Errorf("in chunks of %d:\n%s", chunk, settleDiff(string(want), got))
+				if got := settleFeed80(raw, chunk).read(0); got != want {
+					t.Errorf("in chunks of %d:\n%s", chunk, settleDiff(want, got))
 				}
 			}
 		})
@@ -839,7 +831,8 @@ func FuzzSettle(f *testing.F) {
 		f.Add([]byte(c.in), uint64(len(c.in)), "a")
 	}
 	ins, _ := filepath.Glob(filepath.Join("testdata", "settle", "*.in"))
-	for _, in := range ins {
+	screens, _ := filepath.Glob(filepath.Join("testdata", "settle", "screen", "*.in"))
+	for _, in := range append(ins, screens...) {
 		raw, err := os.ReadFile(in)
 		if err != nil {
 			f.Fatal(err)
@@ -847,10 +840,13 @@ func FuzzSettle(f *testing.F) {
 		f.Add(raw, uint64(len(raw)), "$ ")
 	}
 	f.Fuzz(func(t *testing.T, in []byte, seed uint64, lit string) {
-		cols := int(seed % 97)
+		// The width, the height (0: unknown) and whether LF keeps the column.
+		cols, rows, keep := int(seed%97), int(seed/97%31), seed/97/31%2 == 1
 		newSettler := func(max int) *settler {
 			s := newSettler(max)
 			s.setCols(cols)
+			s.setRows(rows)
+			s.keepCol = keep
 			return s
 		}
 		whole := newSettler(0)

@@ -425,6 +425,13 @@ func (x *tmuxServer) run(t *testing.T, args ...string) string {
 // the pane's screen once tmux has parsed all of it.
 func (x *tmuxServer) replay(t *testing.T, cols, rows int, raw []byte) tmuxScreen {
 	t.Helper()
+	return x.capture(t, x.play(t, cols, rows, raw))
+}
+
+// play plays raw into a fresh cols×rows pane, byte for byte, and returns
+// the pane's name once tmux has parsed all of it.
+func (x *tmuxServer) play(t *testing.T, cols, rows int, raw []byte) string {
+	t.Helper()
 	name, mark := x.next()
 	f := filepath.Join(x.dir, name)
 	writeFile(t, f, string(raw)+"\x1b]2;"+mark+"\a")
@@ -432,7 +439,7 @@ func (x *tmuxServer) replay(t *testing.T, cols, rows int, raw []byte) tmuxScreen
 	// queries in raw.
 	x.newPane(t, name, cols, rows, "", "stty raw -echo; cat "+shellQuote(f)+"; exec cat >/dev/null")
 	x.run(t, "wait-for", mark)
-	return x.capture(t, name)
+	return name
 }
 
 // live runs command in a fresh cols×rows pane as a session would run it,

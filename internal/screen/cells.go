@@ -9,8 +9,10 @@ import (
 
 // Color is a cell's colour as the program selected it: DefaultColor, a
 // palette index 0-255 (SGR 30-37, 90-97, 38;5;N and their backgrounds), or
-// a 24-bit colour RGBFlag|0xRRGGBB (SGR 38;2;R;G;B). Bold text in colours
-// 0-7 is stored as 8-15, the bright colour xterm draws it in.
+// a 24-bit colour RGBFlag|0xRRGGBB (SGR 38;2;R;G;B). vt10x stores both
+// kinds in one number, so a 24-bit colour with red and green 0 reads as
+// the palette index of its blue. Bold text in colours 0-7 is stored as
+// 8-15, the bright colour xterm draws it in.
 type Color int32
 
 // Colour values that are not palette indexes.
