@@ -452,6 +452,9 @@ func TestBenchReport(t *testing.T) {
 	largest := floodResults(t, 64<<20)
 	small, big := readCost(1<<20), readCost(32<<20)
 
+	figs := transcriptReport(t, envInt("AGENTPTY_BENCH_TRANSCRIPT_ROUNDS", 3))
+	until, lit := waitLatency(t, 50*runs)
+
 	var out strings.Builder
 	fmt.Fprintf(&out, "\n%-22s %-12s %-12s %-8s %-9s %s\n", "figure", "bare pty", "agentpty", "ratio", "goal", "")
 	for _, r := range rows {
@@ -462,6 +465,7 @@ func TestBenchReport(t *testing.T) {
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", fmt.Sprintf("RSS after %d MiB", envInt("AGENTPTY_BENCH_FLOOD_MB", 1024)), fmt.Sprintf("%+.1f MiB", float64(growth)/(1<<20)), "< 32 MiB", verdict(growth < 32<<20))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "largest result, flood", fmt.Sprintf("%d B of 64 MiB read as it came", largest), "≤ 32 KiB", verdict(largest <= DefaultMaxOutputBytes))
 	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "capped read of backlog", fmt.Sprintf("%v of 1 MiB, %v of 32 MiB", small.Round(time.Microsecond), big.Round(time.Microsecond)), "O(output)", verdict(big < 2*small))
+	out.WriteString(formatTranscript(figs, until, lit))
 	t.Log(out.String())
 }
 

@@ -57,8 +57,9 @@ func ExampleManager_Call() {
 	// Output:
 	// pty-start
 	// pty-write
+	// pty-run
 	// pty-kill
-	// {"id":"pty-1","output":"hi","matched":false,"exited":true,"exit_code":3}
+	// {"id":"pty-1","output":"hi","matched":false,"exited":true,"exit_code":3,"state":"exited"}
 }
 
 // Backslash escapes in input are typed as the keys they name: \x03 is

@@ -207,7 +207,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	}
 	cols, rows := orDefault(req.Cols, m.opts.Cols), orDefault(req.Rows, m.opts.Rows)
 	if m.opts.Approver != nil {
-		ar := ApprovalRequest{Tool: ToolStart, Command: req.Command, Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
+		ar := ApprovalRequest{Tool: ToolStart, Command: approvedCommand(req), Dir: req.Cwd, Env: req.Env, Cols: cols, Rows: rows}
 		if err := m.opts.Approver.Approve(ctx, ar); err != nil {
 			if errors.Is(err, ErrDenied) {
 				return StartResult{}, err
@@ -242,23 +242,37 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	close(s.announced)
 	started = true
 	m.starting.Done() // registered: Close sees it from here on
-	w, err := s.wait(ctx, want, req.WaitMS)
+	res, err := m.firstWait(ctx, s, req, want)
 	if ctx.Err() != nil {
 		// No one will learn the id: the session must not hold its slot.
 		_, _ = m.end(context.Background(), s, EventKilled)
 		return StartResult{}, fmt.Errorf("agentpty: %s %q: %s killed: %w", ToolStart, req.Command, s.id, ctx.Err())
 	}
+	return res, err
+}
+
+// firstWait is a new session's first wait: a shell session's first run or
+// prompt, or the wait the request asks for.
+func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, want *waitSpec) (StartResult, error) {
+	if s.sh != nil {
+		return s.startShell(ctx, req)
+	}
+	w, err := s.wait(ctx, want, req.WaitMS, req.WaitUntil)
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	s.applyScreen(req.Screen, &screenView{}, &w)
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool, Cursor: w.cursor, Highlights: w.highlights}, nil
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
+		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
 func checkStart(req StartRequest) error {
-	if strings.TrimSpace(req.Command) == "" {
+	if strings.TrimSpace(req.Command) == "" && !req.Shell {
 		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
+	}
+	if err := checkWaitUntil(ToolStart, "", req.WaitUntil); err != nil {
+		return err
 	}
 	if req.Cols < 0 || req.Cols > maxCols {
 		return errorf(ErrInvalid, "%s: cols %d is outside 1-%d", ToolStart, req.Cols, maxCols)
@@ -335,6 +349,9 @@ func (m *Manager) lookup(tool, id string) (*Session, error) {
 func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, error) {
 	if req.WaitMS != nil && *req.WaitMS < 0 {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: wait_ms %d is negative", ToolWrite, req.ID, *req.WaitMS)
+	}
+	if err := checkWaitUntil(ToolWrite, req.ID, req.WaitUntil); err != nil {
+		return WriteResult{}, err
 	}
 	v, err := writeView(req)
 	if err != nil {

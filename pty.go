@@ -37,8 +37,12 @@ func errorf(sentinel error, format string, args ...any) error {
 
 // StartRequest is the argument of pty-start.
 type StartRequest struct {
-	// Command runs as `bash -lc Command` (see Options.Shell). Required.
-	Command string `json:"command"`
+	// Command runs as `bash -lc Command` (see Options.Shell). Required,
+	// except in a shell session, where it is the first command run.
+	Command string `json:"command,omitempty"`
+	// Shell starts an interactive bash whose prompt marks command
+	// boundaries and exit codes, for pty-run.
+	Shell bool `json:"shell,omitempty"`
 	// Cols and Rows size the terminal; 0 means 120 columns by 32 rows.
 	Cols int `json:"cols,omitempty"`
 	Rows int `json:"rows,omitempty"`
@@ -55,6 +59,9 @@ type StartRequest struct {
 	// with WaitFor; otherwise until the output has been quiet briefly, at
 	// most 700). Any wait is capped at 30000 and ends when the program exits.
 	WaitMS *int `json:"wait_ms,omitempty"`
+	// WaitUntil "input" returns as soon as the program waits for input
+	// (state waiting_input); WaitMS then defaults to 10000.
+	WaitUntil string `json:"wait_until,omitempty"`
 	// Screen "full" makes Output the rendered screen, "diff" a unified diff
 	// of it against a blank one; both add Cursor and Highlights. Empty
 	// means the plain output.
@@ -83,6 +90,9 @@ type WriteRequest struct {
 	// with WaitFor, else 700) and 0 means do not wait. Capped at 30000;
 	// the wait ends early when the program exits.
 	WaitMS *int `json:"wait_ms,omitempty"`
+	// WaitUntil "input" returns as soon as the program waits for input
+	// (state waiting_input); WaitMS then defaults to 10000.
+	WaitUntil string `json:"wait_until,omitempty"`
 	// Screen "full" makes Output the rendered screen; "diff" makes it a
 	// unified diff of the screen before and after this call (see
 	// screenview.go for its form). Both add Cursor and Highlights. Empty
@@ -118,6 +128,13 @@ type StartResult struct {
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
+	// InputHidden, State and Foreground are as in WriteResult.
+	InputHidden bool   `json:"input_hidden,omitempty"`
+	State       string `json:"state"`
+	Foreground  string `json:"foreground,omitempty"`
+	// PromptAfter: in a shell session started with a command, the prompt
+	// came back and ExitCode is the command's.
+	PromptAfter bool `json:"prompt_after,omitempty"`
 	// Cursor and Highlights come with a screen mode (StartRequest.Screen).
 	Cursor     *Cursor     `json:"cursor,omitempty"`
 	Highlights []Highlight `json:"highlights,omitempty"`
@@ -138,6 +155,13 @@ type WriteResult struct {
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
+	// State is "waiting_input", "running" or "exited" (see TerminalState);
+	// Foreground names the program that holds the terminal.
+	State      string `json:"state"`
+	Foreground string `json:"foreground,omitempty"`
+	// PromptAfter: in a shell session, a command's prompt came back during
+	// this write, and ExitCode is that command's.
+	PromptAfter bool `json:"prompt_after,omitempty"`
 	// Cursor is where the cursor is, zero-based, with a screen mode.
 	Cursor *Cursor `json:"cursor,omitempty"`
 	// Highlights are the spans drawn in reverse video or on a background
@@ -216,7 +240,9 @@ var tools = []Tool{
 			"Use it for anything that needs a terminal: REPLs (python3, node), debuggers, ssh, sudo and other password prompts, " +
 			"watch-mode servers, full-screen programs (vim, less, htop). The command runs as `bash -lc COMMAND`. " +
 			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
-			"for a full-screen program, the screen as a person sees it.",
+			"for a full-screen program, the screen as a person sees it. " +
+			"state says whether the program now waits for input (waiting_input), is running, or exited; foreground names it. " +
+			"With shell: true it starts an interactive bash for pty-run.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -226,10 +252,11 @@ var tools = []Tool{
     "cwd": {"type": "string", "description": "Working directory."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the output, e.g. a prompt like \">>> \"."},
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
-    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else until output goes quiet, at most 700)."},
+    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else until output goes quiet, at most 700)."},
+    "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input), with no text to wait for."},
+    "shell": {"type": "boolean", "description": "Start an interactive bash for pty-run, which returns each command's own output and exit code; command is then optional and runs first."},
     "screen": {"type": "string", "enum": ["full", "diff"], "description": "For full-screen programs (menus, dialogs, editors): \"full\" returns the whole rendered screen as output, \"diff\" a unified diff of it; both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based), the selected or focused items."}
   },
-  "required": ["command"],
   "additionalProperties": false
 }`),
 	},
@@ -244,6 +271,7 @@ var tools = []Tool{
 			"When the input is code or text that holds backslashes of its own (print(\"a\\nb\"), C:\\temp, a regex), set literal so it is typed exactly, and press Enter with submit. " +
 			"Set submit to press Enter after the input. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
 			"Empty input just reads new output. input_hidden means the program is reading a password. " +
+			"wait_until: \"input\" returns once the program waits for input, without guessing a wait. " +
 			"In a menu, dialog or editor, screen: \"diff\" shows what a key changed (the highlighted item, the cursor) and screen: \"full\" the whole screen.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
@@ -254,7 +282,8 @@ var tools = []Tool{
     "submit": {"type": "boolean", "description": "Press Enter after the input."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in what the program printed since the last read (the echo of the input typed does not count)."},
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
-    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for, else 700)."},
+    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else 700)."},
+    "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input)."},
     "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button."},
     "peek": {"type": "boolean", "description": "Look without consuming: the next read returns this output again."},
     "send_signal": {"type": "string", "description": "Signal for the foreground program, sent before typing: a name like \"SIGINT\", \"TERM\", or a number. Use it when a control key is not read (raw mode) or to send one with no key (SIGTERM, SIGHUP)."},
@@ -262,6 +291,28 @@ var tools = []Tool{
     "rows": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Resize the terminal to this many rows before typing."}
   },
   "required": ["id"],
+  "additionalProperties": false
+}`),
+	},
+	{
+		Name:         ToolRun,
+		Title:        "Run a shell command",
+		Annotations:  runs,
+		OutputSchema: outputSchema(RunResult{}),
+		Description: "Run one shell command in a shell session (pty-start with shell: true) and wait for the prompt to return. " +
+			"Returns the command's output only (no echo, no prompt) and its exit_code, with prompt_after: true. " +
+			"prompt_after: false means the timeout ran out or the command waits for input (state waiting_input): " +
+			"continue it with pty-write (\\x03 interrupts it); the write during which the prompt returns carries prompt_after and exit_code. " +
+			"Shell state (cd, variables, functions) persists between runs.",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "id": {"type": "string", "description": "Shell session id from pty-start with shell: true."},
+    "command": {"type": "string", "description": "Shell command line, typed as it is (may span lines)."},
+    "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait for the prompt in milliseconds (default 10000)."},
+    "wait_until": {"type": "string", "enum": ["input"], "description": "A run always returns early when the command waits for input; \"input\" says so explicitly."}
+  },
+  "required": ["id", "command"],
   "additionalProperties": false
 }`),
 	},
@@ -325,6 +376,12 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 			return nil, err
 		}
 		res, err = m.Write(ctx, req)
+	case ToolRun:
+		var req RunRequest
+		if err := decodeArgs(name, args, &req); err != nil {
+			return nil, err
+		}
+		res, err = m.Run(ctx, req)
 	case ToolKill:
 		var req KillRequest
 		if err := decodeArgs(name, args, &req); err != nil {
@@ -332,7 +389,7 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 		}
 		res, err = m.Kill(ctx, req.ID)
 	default:
-		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s or %s)", name, ToolStart, ToolWrite, ToolKill)
+		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s, %s or %s)", name, ToolStart, ToolWrite, ToolRun, ToolKill)
 	}
 	if err != nil {
 		return nil, err

@@ -96,8 +96,9 @@ type Session struct {
 	pid     int
 	started time.Time
 
-	writeMu sync.Mutex // one writer at a time on the terminal: input and query replies
-	lane    lane       // one call at a time, in arrival order; taken before any lock below
+	writeMu sync.Mutex  // one writer at a time on the terminal: input and query replies
+	lane    lane        // one call at a time, in arrival order; taken before any lock below
+	reading atomic.Bool // the reader holds bytes it has not fed yet (see readTerminal)
 
 	// inMu guards the ring, which the reader fills; the renderer copies
 	// from it and the screen takes slices of it to read in place. It is
@@ -121,6 +122,7 @@ type Session struct {
 	drainSeen  bool        // the reader has read what was on its way at exit (or hit end of file) ...
 	drainOff   int64       // ... up to this ring offset
 	drained    bool        // exited, and everything up to drainOff is rendered
+	sh         *shell      // a shell session's prompt marks; nil for other sessions
 	idle, life *time.Timer // nil once killed
 	calls      int         // calls in progress; the idle clock waits for none
 
@@ -139,6 +141,8 @@ type Session struct {
 	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
 	progress    chan struct{} // the processor tells a throttled reader it did some (1-buffered)
 	queries     atomic.Bool   // the settler saw a query the screen has not parsed yet
+	answering   atomic.Int32  // screen parses and query replies under way (see State)
+	parses      atomic.Int64  // screen parses begun, each of which may type an answer (see State)
 	batch       []byte        // the renderer's copy of what it renders next, when not the read itself
 	done        chan struct{} // closed when drained
 	reaped      chan struct{} // closed when the child has been reaped
@@ -168,9 +172,15 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		}
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
+	var sh *shell
+	var shEnv []string
+	if req.Shell {
+		sh = newShell()
+		argv, shEnv = shellArgv, sh.env()
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = req.Cwd
-	cmd.Env = childEnv(m.opts.Env, req.Env)
+	cmd.Env = childEnv(m.opts.Env, req.Env, shEnv)
 	if m.opts.Sandbox != nil {
 		if err := m.opts.Sandbox.Prepare(cmd); err != nil {
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
@@ -215,6 +225,10 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		announced:   make(chan struct{}),
 		readerDone:  make(chan struct{}),
 		processDone: make(chan struct{}),
+		sh:          sh,
+	}
+	if sh != nil {
+		sh.attach(s.settle)
 	}
 	// Readline and other line editors move by screen row once a line is
 	// wider than the terminal; the settler needs the width to follow them,
@@ -276,11 +290,12 @@ func (s *Session) read() {
 	drains := 0
 	eio := false
 	for {
-		n, err := s.pty.Read(buf)
+		n, err := readTerminal(s.pty, buf, &s.reading)
 		if n > 0 {
 			s.take(buf[:n])
 			eio = false
 		}
+		s.reading.Store(false) // fed: State may trust the ring again
 		if n == len(buf) && n < size {
 			buf = make([]byte, size)
 		}
@@ -442,14 +457,14 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	if ev&evSyncEnd != 0 {
 		s.frameEnd = end
 	}
+	if ev&evQuery != 0 {
+		s.queries.Store(true) // before settled: State never sees the query rendered but not owed
+	}
 	s.settled.Store(end)
 	s.lastOutput = time.Now()
 	s.broadcast()
 	s.checkDrained()
 	s.mu.Unlock()
-	if ev&evQuery != 0 {
-		s.queries.Store(true)
-	}
 	s.outputChanged()
 }
 
@@ -531,6 +546,14 @@ func (s *Session) syncScreenLocked() {
 		s.mu.Unlock()
 		s.screen = screen.New(cols, rows)
 	}
+	s.answering.Add(1) // held over from the query flag to the reply typed
+	s.parses.Add(1)
+	answered := true
+	defer func() {
+		if answered {
+			s.answering.Add(-1)
+		}
+	}()
 	s.queries.Store(false) // whatever asked is in what is parsed now
 	// The screen reads the ring in place: the reader does not write over
 	// bytes the screen has not parsed (see feed), so only taking the slices
@@ -566,9 +589,11 @@ func (s *Session) syncScreenLocked() {
 		// A reply must not block the screen: the program that asked may
 		// not read it at once.
 		s.replies.Add(1)
+		answered = false
 		go func() {
 			defer s.replies.Done()
 			_, _ = s.writeTerminal(context.Background(), reply, time.Now().Add(replyTimeout))
+			s.answering.Add(-1)
 		}()
 	}
 }
@@ -710,6 +735,7 @@ type waitResult struct {
 	truncated   int64
 	inputHidden bool
 	spool       string
+	state       TerminalState
 	cursor      *Cursor     // with a screen mode (screenview.go)
 	highlights  []Highlight // ...
 }
@@ -747,12 +773,13 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	if err != nil {
 		return WriteResult{}, err
 	}
-	deadline := time.Now().Add(waitLimit(want, waitMS))
+	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
 	if len(input) > 0 && want != nil {
 		s.mu.Lock()
 		want.typed(s.settle, input)
 		s.mu.Unlock()
 	}
+	ends := s.shellEnds()
 	if len(input) > 0 {
 		// Even a call that will not wait for output gets a moment to type.
 		typing := deadline
@@ -771,39 +798,58 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
 		}
 	}
-	w, err := s.waitUntil(ctx, want, deadline, false, v.peek)
+	w, err := s.waitUntil(ctx, want, deadline, false, v.waitUntil != "", v.peek)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	s.applyScreen(v.screen, before, &w)
-	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
-		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool, Cursor: w.cursor, Highlights: w.highlights}, nil
+	res := WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
+		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
+		State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}
+	if code, ok := s.shellEnded(ends); ok && !w.exited {
+		res.PromptAfter, res.ExitCode = true, &code
+	}
+	return res, nil
 }
 
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
 // it returns once output has appeared and paused.
-func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int) (waitResult, error) {
+func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUntil string) (waitResult, error) {
 	defer s.use()() // the idle clock starts when start returns
 	leave, err := s.turn(ctx, ToolStart)
 	if err != nil {
 		return waitResult{}, err
 	}
 	defer leave()
-	quiet := want == nil && waitMS == nil
-	return s.waitUntil(ctx, want, time.Now().Add(waitLimit(want, waitMS)), quiet, false)
+	quiet := want == nil && waitMS == nil && waitUntil == ""
+	return s.waitUntil(ctx, want, time.Now().Add(untilLimit(want, waitMS, waitUntil)), quiet, waitUntil != "", false)
 }
 
-// waitUntil waits as await does and, on a full screen, for the frame to be
-// finished, then collects the result (peek: without consuming it).
-func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet, peek bool) (waitResult, error) {
-	matched, err := s.await(ctx, want, deadline, quiet)
+// waitUntil waits as await does (awaitInput when input) and, on a full
+// screen, for the frame to be finished, then collects the result, with
+// the state taken before the output (the one that ended an input wait);
+// a peek consumes nothing.
+func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet, input, peek bool) (waitResult, error) {
+	var matched bool
+	var err error
+	var st TerminalState
+	if input {
+		matched, st, err = s.awaitInput(ctx, want, deadline)
+	} else {
+		matched, err = s.await(ctx, want, deadline, quiet)
+	}
 	if err == nil {
 		err = s.awaitFrame(ctx, deadline)
 	}
 	if err != nil {
 		return waitResult{}, err
 	}
-	return s.collect(matched, peek), nil
+	if st.State != StateWaitingInput {
+		st = s.State()
+	}
+	w := s.collect(matched, peek)
+	w.state = st
+	return w, nil
 }
 
 // await blocks until want matches new output, the child exits, the

@@ -1,6 +1,7 @@
 package agentpty
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -12,7 +13,7 @@ import (
 type settleEvents uint8
 
 const (
-	evQuery    settleEvents = 1 << iota // a terminal query (DSR, CPR, DA1-3, DECID) waits for an answer
+	evQuery    settleEvents = 1 << iota // a terminal query (DSR, CPR, DA1-3, DECID, DECRQM, CSI 18 t, OSC colour) waits for an answer
 	evAltEnter                          // the program switched to the alternate screen
 	evAltLeave                          // the program switched back to the primary screen
 	evNonPlain                          // more than text, CR, LF, BS, HT, BEL, SGR and line-local sequences: the screen cannot skip it
@@ -91,6 +92,12 @@ type settler struct {
 	ev      settleEvents
 	alt     bool // the alternate screen is showing: record nothing
 	syncing bool // inside a synchronized update (mode 2026): the screen is mid-frame
+
+	// oscHook, when set, is told each OSC string ended by BEL (its first
+	// settleOSCMax bytes), with the cursor where the string stood; osc
+	// holds the part read so far, which also tells colour queries.
+	oscHook func(payload []byte)
+	osc     []byte
 
 	// A redraw in place (redrawn, screenview.go): the epoch in which the
 	// program last addressed the primary screen by row or erased it all,
@@ -484,6 +491,7 @@ func (s *settler) escape(b byte) bool {
 		s.startCSI()
 	case ']':
 		s.state = settleOSC
+		s.osc = s.osc[:0]
 	case 'P', 'X', '^', '_': // DCS, SOS, PM, APC
 		s.state = settleString
 	case 'Z': // DECID
@@ -523,6 +531,7 @@ func (s *settler) startCSI() {
 
 // skipString consumes string bytes from p[i:] up to and including the terminator.
 func (s *settler) skipString(p []byte, i int) int {
+	from := i
 	for ; i < len(p); i++ {
 		switch p[i] {
 		case 0x1b:
@@ -531,6 +540,13 @@ func (s *settler) skipString(p []byte, i int) int {
 		case 0x07:
 			if s.state == settleOSC {
 				s.state = settleGround
+				osc := s.oscPart(p[from:i])
+				if bytes.HasSuffix(osc, []byte(";?")) { // a colour query (OSC 10;?) the screen answers
+					s.ev |= evQuery
+				}
+				if s.oscHook != nil {
+					s.oscHook(osc)
+				}
 				return i + 1
 			}
 		case 0x18, 0x1a:
@@ -538,7 +554,18 @@ func (s *settler) skipString(p []byte, i int) int {
 			return i + 1
 		}
 	}
+	if s.state == settleOSC {
+		s.osc = s.oscPart(p[from:i])
+	}
 	return i
+}
+
+// settleOSCMax bounds what oscHook is shown of one OSC string.
+const settleOSCMax = 128
+
+// oscPart is the OSC string read so far with part appended, bounded.
+func (s *settler) oscPart(part []byte) []byte {
+	return append(s.osc, part[:min(len(part), max(settleOSCMax-len(s.osc), 0))]...)
 }
 
 // csi consumes control-sequence bytes from p[i:] up to and including the
@@ -601,6 +628,9 @@ func (s *settler) dispatch(f byte) {
 		if f != 'm' || s.priv != 0 || s.inter != 0 {
 			s.odd = true
 		}
+		if s.inter == '$' && f == 'p' { // DECRQM
+			s.ev |= evQuery
+		}
 		return
 	}
 	// Erasing, inserting and deleting in the row and moving along it leave
@@ -628,7 +658,7 @@ func (s *settler) dispatch(f byte) {
 		return
 	}
 	switch {
-	case f == 'n' && (p0 == 5 || p0 == 6), f == 'c' && p0 == 0:
+	case f == 'n' && (p0 == 5 || p0 == 6), f == 'c' && p0 == 0, f == 't' && p0 == 18:
 		s.ev |= evQuery
 	}
 	if s.alt {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,3 +37,9 @@ func parseSignal(string) (os.Signal, bool) { return nil, false }
 func tryWrite(*os.File, []byte) int { return 0 }
 
 func processExists(int) bool { return false }
+
+func foreground(*os.File) fgReport { return fgReport{} }
+
+func readable(*os.File) bool { return false }
+
+func readTerminal(f *os.File, buf []byte, _ *atomic.Bool) (int, error) { return f.Read(buf) }

@@ -14,12 +14,13 @@ type callView struct {
 	peek       bool      // the result consumes nothing
 	signal     os.Signal // sent to the foreground group before typing; nil for none
 	cols, rows int       // the size to take before typing; 0 keeps the current one
+	waitUntil  string    // "" or "input" (checkWaitUntil)
 }
 
 // writeView checks a write's screen, signal and size arguments before
 // anything reaches the session, so a bad one leaves it untouched.
 func writeView(req WriteRequest) (callView, error) {
-	v := callView{screen: req.Screen, peek: req.Peek, cols: req.Cols, rows: req.Rows}
+	v := callView{screen: req.Screen, peek: req.Peek, cols: req.Cols, rows: req.Rows, waitUntil: req.WaitUntil}
 	if err := checkScreen(ToolWrite+" "+req.ID, req.Screen); err != nil {
 		return v, err
 	}

@@ -23,6 +23,9 @@ type result struct {
 	Signal      string `json:"signal"`
 	Truncated   int64  `json:"truncated"`
 	InputHidden bool   `json:"input_hidden"`
+	State       string `json:"state"`
+	Foreground  string `json:"foreground"`
+	PromptAfter bool   `json:"prompt_after"`
 }
 
 // caller makes tool calls the way a host's dispatcher does, through
@@ -71,7 +74,7 @@ func (c *caller) call(ctx context.Context, tool string, args any) (result, error
 
 // resultOrder is the order fields are printed in; fields a later version
 // adds follow, sorted.
-var resultOrder = []string{"id", "matched", "exited", "exit_code", "signal", "truncated", "input_hidden"}
+var resultOrder = []string{"id", "prompt_after", "matched", "exited", "exit_code", "signal", "truncated", "input_hidden", "state", "foreground"}
 
 // printResult prints the result's JSON on one line without its output,
 // then the output as an indented block, so multi-line text reads as the

@@ -19,30 +19,27 @@ type scene struct {
 }
 
 var scenes = []scene{
-	{"python3", "a Python REPL, driven by its prompt", "python3", python},
-	{"bash", "an interactive shell keeps its state; Ctrl-C interrupts", "bash", shell},
+	{"python3", "a Python REPL: each call returns once it waits for input", "python3", python},
+	{"bash", "a shell session: each command's output and exit code; Ctrl-C interrupts", "bash", shell},
 	{"vim", "a full-screen editor: the model reads the screen", "vim", vim},
 	{"password", "a password prompt: input_hidden tells the model", "bash", password},
 }
 
-// The prompt the shell scene sets, distinct enough that typed commands
-// never contain it.
-const prompt = "demo$ "
-
 func python(ctx context.Context, c *caller, _ string) error {
-	c.note("Start the REPL and wait for its prompt.")
-	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "python3 -q", WaitFor: ">>> "})
-	if err := check(r, err, matched(">>> ")); err != nil {
+	c.note(`Start the REPL; wait_until "input" returns once it waits for input, no prompt to guess.`)
+	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "python3 -q", WaitUntil: agentpty.WaitUntilInput})
+	if err := check(r, err, state(agentpty.StateWaitingInput, "python3"), contains(">>> ")); err != nil {
 		return err
 	}
 	id := r.ID
-	c.note("Waiting for the next prompt is waiting for the answer.")
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sum(i*i for i in range(10))", Submit: true, WaitFor: ">>> "})
-	if err := check(r, err, matched(">>> "), contains("285")); err != nil {
+	c.note("Each write returns the moment python3 has answered and waits again.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sum(i*i for i in range(10))", Submit: true, WaitUntil: agentpty.WaitUntilInput})
+	if err := check(r, err, state(agentpty.StateWaitingInput, "python3"), contains("285")); err != nil {
 		return err
 	}
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "2**64", Submit: true, WaitFor: ">>> "})
-	if err := check(r, err, matched(">>> "), contains("18446744073709551616")); err != nil {
+	c.note("A computation that takes a while: the wait lasts exactly as long.")
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "import time; time.sleep(0.5); 2**64", Submit: true, WaitUntil: agentpty.WaitUntilInput})
+	if err := check(r, err, state(agentpty.StateWaitingInput, "python3"), contains("18446744073709551616")); err != nil {
 		return err
 	}
 	c.note(`Ctrl-D (\x04) at the prompt ends the REPL; the wait ends when it exits.`)
@@ -56,36 +53,33 @@ func python(ctx context.Context, c *caller, _ string) error {
 }
 
 func shell(ctx context.Context, c *caller, dir string) error {
-	// --norc keeps the host's .bashrc out; an empty HISTFILE keeps the
-	// demo out of the host's history.
-	c.note("An interactive bash with a prompt of its own to wait for.")
-	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Command: "HISTFILE= PS1='" + prompt + "' bash --norc", WaitFor: prompt})
-	if err := check(r, err, matched(prompt)); err != nil {
+	c.note("A shell session: its prompt marks where each command's output starts and ends, and its exit code.")
+	r, err := c.call(ctx, agentpty.ToolStart, agentpty.StartRequest{Shell: true, Cwd: dir})
+	if err := check(r, err, state(agentpty.StateWaitingInput, "bash")); err != nil {
 		return err
 	}
 	id := r.ID
-	c.note("Every write goes to the same shell: variables and the directory carry over.")
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "greeting=hello; cd " + dir, Submit: true, WaitFor: prompt})
-	if err := check(r, err, matched(prompt)); err != nil {
+	c.note("pty-run returns the command's own output (no echo, no prompt) and exit code; state carries over.")
+	r, err = c.call(ctx, agentpty.ToolRun, agentpty.RunRequest{ID: id, Command: "greeting=hello; mkdir -p sub && cd sub"})
+	if err := check(r, err, ranWith(0), output("")); err != nil {
 		return err
 	}
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `echo "$greeting from $PWD"`, Submit: true, WaitFor: prompt})
-	if err := check(r, err, matched(prompt), contains("hello from "+dir)); err != nil {
+	r, err = c.call(ctx, agentpty.ToolRun, agentpty.RunRequest{ID: id, Command: `echo "$greeting from $PWD"`})
+	if err := check(r, err, ranWith(0), output("hello from "+filepath.Join(dir, "sub"))); err != nil {
 		return err
 	}
-	c.note("A command that would block a one-shot shell tool: the write returns after its wait, the command still running.")
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "sleep 30", Submit: true, WaitMS: agentpty.Millis(300)})
-	if err := check(r, err, running()); err != nil {
+	r, err = c.call(ctx, agentpty.ToolRun, agentpty.RunRequest{ID: id, Command: "ls no-such-file"})
+	if err := check(r, err, ranWith(2)); err != nil {
 		return err
 	}
-	c.note(`Ctrl-C (\x03) interrupts it, and the prompt is back.`)
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x03`, WaitFor: prompt})
-	if err := check(r, err, matched(prompt)); err != nil {
+	c.note("A command that does not end in time: prompt_after false, and state says it is still running.")
+	r, err = c.call(ctx, agentpty.ToolRun, agentpty.RunRequest{ID: id, Command: "sleep 30", TimeoutMS: agentpty.Millis(300)})
+	if err := check(r, err, state(agentpty.StateRunning, "sleep")); err != nil {
 		return err
 	}
-	c.note("130 is 128 + SIGINT: the sleep was interrupted, the shell was not.")
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "echo $? $PWD", Submit: true, WaitFor: prompt})
-	if err := check(r, err, matched(prompt), contains("130 "+dir)); err != nil {
+	c.note(`Ctrl-C (\x03) interrupts it; the write during which the prompt returns carries its exit code, 130 (128 + SIGINT).`)
+	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: `\x03`, WaitUntil: agentpty.WaitUntilInput})
+	if err := check(r, err, ranWith(130)); err != nil {
 		return err
 	}
 	c.note("pty-kill ends the shell and everything it started.")
@@ -231,6 +225,38 @@ func hidden(h bool) want {
 	return func(r result) error {
 		if r.InputHidden != h {
 			return fmt.Errorf("input_hidden is %t, want %t", r.InputHidden, h)
+		}
+		return nil
+	}
+}
+
+// ranWith wants the prompt back after a command that exited with code.
+func ranWith(code int) want {
+	return func(r result) error {
+		switch {
+		case !r.PromptAfter:
+			return fmt.Errorf("the prompt did not come back; output was %q", r.Output)
+		case r.ExitCode == nil || *r.ExitCode != code:
+			return fmt.Errorf("exit code %v, want %d", r.ExitCode, code)
+		}
+		return nil
+	}
+}
+
+func output(s string) want {
+	return func(r result) error {
+		if r.Output != s {
+			return fmt.Errorf("output %q, want %q", r.Output, s)
+		}
+		return nil
+	}
+}
+
+// state wants the terminal's state and foreground program.
+func state(st, fg string) want {
+	return func(r result) error {
+		if r.State != st || r.Foreground != fg {
+			return fmt.Errorf("state %q foreground %q, want %q %q", r.State, r.Foreground, st, fg)
 		}
 		return nil
 	}

@@ -1,0 +1,405 @@
+package agentpty
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ToolRun is the tool that runs one command in a shell session.
+const ToolRun = "pty-run"
+
+// Runs, as DESIGN.md fixes them.
+const (
+	defaultRunTimeout = 10 * time.Second
+	// promptSettle bounds the wait, after a command's end mark, for the
+	// shell to be back at its prompt reading input (a background job that
+	// keeps printing would otherwise hold the run).
+	promptSettle = 100 * time.Millisecond
+)
+
+// RunRequest is the argument of pty-run.
+type RunRequest struct {
+	// ID names a shell session (pty-start with shell: true). Required.
+	ID string `json:"id"`
+	// Command is typed at the shell's prompt as it is, as one paste (so it
+	// may span lines). Required.
+	Command string `json:"command"`
+	// TimeoutMS bounds the wait for the prompt to return; nil means 10000.
+	// Capped at 30000.
+	TimeoutMS *int `json:"timeout_ms,omitempty"`
+	// WaitUntil "input" is what a run always does besides waiting for the
+	// prompt: it returns when the command waits for input.
+	WaitUntil string `json:"wait_until,omitempty"`
+}
+
+// RunResult is the result of pty-run.
+type RunResult struct {
+	ID string `json:"id"`
+	// Output is what the command printed: no echo of the command line, no
+	// prompt.
+	Output string `json:"output"`
+	// ExitCode is the command's exit status, once the prompt has returned
+	// (or the shell's own, once it exited).
+	ExitCode *int `json:"exit_code,omitempty"`
+	// PromptAfter is true when the prompt came back: the command ended.
+	// False when the timeout ran out first or the command waits for input;
+	// pty-write continues it, and the write during which the prompt returns
+	// carries prompt_after and the exit code.
+	PromptAfter bool   `json:"prompt_after"`
+	Exited      bool   `json:"exited"`
+	Signal      string `json:"signal,omitempty"`
+	Truncated   int64  `json:"truncated,omitempty"`
+	InputHidden bool   `json:"input_hidden,omitempty"`
+	State       string `json:"state"`
+	Foreground  string `json:"foreground,omitempty"`
+}
+
+// shellArgv is the interactive shell a shell session runs: no profile or
+// rc file, so the prompt is the library's own.
+var shellArgv = []string{"bash", "--norc", "--noprofile", "-i"}
+
+// shellPos is a place in the settled text: a line number and a byte
+// offset in that line's text.
+type shellPos struct{ line, off int }
+
+// shell is the state of a shell session's prompt, followed through the
+// OSC 133 marks the shell prints (A prompt start, B command start, C
+// output start, D;status command end). Each mark carries the session's
+// nonce, so a program printing a look-alike is not taken for the shell.
+// Guarded by the session's mu: the settler calls onOSC while rendering.
+type shell struct {
+	nonce  string
+	st     *settler
+	prompt bool     // the shell shows its prompt: the last mark was A or B
+	busy   bool     // a command runs: C came and its D has not
+	from   shellPos // where the running (or last) command's output starts
+	to     shellPos // where the last command's output ended
+	status int      // the last command's exit status
+	ends   int      // commands ended (D marks) so far
+}
+
+func newShell() *shell {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return &shell{nonce: hex.EncodeToString(b)}
+}
+
+// env is what sets the prompt up. bash takes the prompt variables from
+// the environment; the first PROMPT_COMMAND stops exporting them, so a
+// shell started inside prints no marks. PS0 sets __agentpty_ran through
+// an arithmetic offset that expands to nothing, so D follows only a
+// command that ran (not an empty line).
+func (sh *shell) env() []string {
+	mark := func(body string) string { return `\[\e]133;` + body + `;aid=` + sh.nonce + `\a\]` }
+	end := `printf '\e]133;D;%s;aid=` + sh.nonce + `\a' "$__agentpty_st"`
+	return []string{
+		"PS1=" + mark("A") + `\$ ` + mark("B"),
+		"PS2=",
+		"HISTFILE=", // the model's commands stay out of the host's history file
+		"PS0=${PS0:__agentpty_ran=1:0}" + mark("C"),
+		"PROMPT_COMMAND=__agentpty_st=$?; " +
+			`[[ -n $__agentpty_ran ]] && ` + end + `; unset __agentpty_ran; ` +
+			`export -n PS0 PS1 PS2 PROMPT_COMMAND HISTFILE; bind 'set enable-bracketed-paste on' 2>/dev/null`,
+	}
+}
+
+// attach makes the settler report the marks.
+func (sh *shell) attach(st *settler) {
+	sh.st = st
+	st.oscHook = sh.onOSC
+}
+
+// onOSC follows one OSC string: 133;KIND[;STATUS];aid=NONCE.
+func (sh *shell) onOSC(p []byte) {
+	rest, ok := bytes.CutPrefix(p, []byte("133;"))
+	if !ok || sh.st.alt {
+		return
+	}
+	rest, ok = bytes.CutSuffix(rest, []byte(";aid="+sh.nonce))
+	if !ok || len(rest) == 0 {
+		return
+	}
+	switch rest[0] {
+	case 'A', 'B':
+		sh.prompt = true
+	case 'C':
+		if !sh.busy {
+			sh.busy, sh.from = true, sh.st.cursorPos()
+		}
+		sh.prompt = false
+	case 'D':
+		if !sh.busy {
+			return
+		}
+		code, err := strconv.Atoi(string(bytes.TrimPrefix(rest[1:], []byte(";"))))
+		if err != nil {
+			code = -1
+		}
+		sh.busy, sh.to, sh.status = false, sh.st.cursorPos(), code
+		sh.ends++
+	}
+}
+
+// cursorPos is where the cursor stands in the settled text.
+func (s *settler) cursorPos() shellPos {
+	var b []byte
+	for _, v := range s.cells[:min(s.col, settleExtent(s.cells))] {
+		b = s.appendCell(b, v, 0)
+	}
+	return shellPos{s.cur, len(b)}
+}
+
+// textBetween returns the settled text from one place to another, lines
+// joined by "\n", without a last line break. Lines the scrollback dropped
+// are left out.
+func (s *settler) textBetween(from, to shellPos) string {
+	if s.lines == nil {
+		return ""
+	}
+	s.sync()
+	var b strings.Builder
+	first := max(from.line, s.base)
+	for i := first; i <= min(to.line, s.lastLine()); i++ {
+		t := s.text(i)
+		lo, hi := 0, len(t)
+		if i == from.line {
+			lo = min(from.off, hi)
+		}
+		if i == to.line {
+			hi = min(to.off, hi)
+		}
+		if i > first {
+			b.WriteByte('\n')
+		}
+		if lo < hi {
+			b.Write(t[lo:hi])
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// capText keeps head and tail of text over limit bytes around a marker.
+func capText(text string, limit int) string {
+	if limit <= 0 || len(text) <= limit {
+		return text
+	}
+	room := max(limit-64, 2)
+	head, tail := text[:room/2], text[len(text)-room/2:]
+	cut := text[len(head) : len(text)-len(tail)]
+	return head + "\n" + settleMarker(len(cut), strings.Count(cut, "\n")+1) + "\n" + tail
+}
+
+// Run types one command at a shell session's prompt and waits for the
+// prompt to return, as the tool pty-run does.
+func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
+	if req.TimeoutMS != nil && *req.TimeoutMS < 0 {
+		return RunResult{}, errorf(ErrInvalid, "%s %s: timeout_ms %d is negative", ToolRun, req.ID, *req.TimeoutMS)
+	}
+	if err := checkWaitUntil(ToolRun, req.ID, req.WaitUntil); err != nil {
+		return RunResult{}, err
+	}
+	s, err := m.lookup(ToolRun, req.ID)
+	if err != nil {
+		return RunResult{}, err
+	}
+	if s.sh == nil {
+		return RunResult{}, errorf(ErrInvalid, "%s %s: not a shell session (pty-start with shell: true makes one); use pty-write to type into it", ToolRun, s.id)
+	}
+	if strings.TrimSpace(req.Command) == "" {
+		return RunResult{}, errorf(ErrInvalid, "%s %s: command is empty", ToolRun, s.id)
+	}
+	if m.opts.Approver != nil {
+		ar := ApprovalRequest{Tool: ToolRun, Command: req.Command, Cols: s.cols, Rows: s.rows}
+		if err := m.opts.Approver.Approve(ctx, ar); err != nil {
+			if errors.Is(err, ErrDenied) {
+				return RunResult{}, err
+			}
+			return RunResult{}, fmt.Errorf("%w: %s %s %q: %w", ErrDenied, ToolRun, s.id, req.Command, err)
+		}
+	}
+	limit := defaultRunTimeout
+	if req.TimeoutMS != nil {
+		limit = time.Duration(*req.TimeoutMS) * time.Millisecond
+	}
+	return s.run(ctx, req.Command, time.Now().Add(min(limit, maxWait)))
+}
+
+// run types command at the prompt and waits until its D mark, the
+// command waits for input, the shell exits or the deadline passes.
+func (s *Session) run(ctx context.Context, command string, deadline time.Time) (RunResult, error) {
+	defer s.use()()
+	if st, exited := s.ended(); exited {
+		return RunResult{}, errorf(ErrExited, "%s %s: the shell has exited (%s)", ToolRun, s.id, st)
+	}
+	s.mu.Lock()
+	busy := s.sh.busy
+	s.mu.Unlock()
+	if busy {
+		return RunResult{}, errorf(ErrInvalid, "%s %s: a command is still running; continue it with pty-write (\\x03 interrupts it)", ToolRun, s.id)
+	}
+	// The first prompt may still be on its way.
+	if err := s.awaitCond(ctx, deadline, s.atPrompt); err != nil {
+		return RunResult{}, err
+	}
+	s.mu.Lock()
+	atPrompt, ends := s.sh.prompt, s.sh.ends
+	s.mu.Unlock()
+	if !atPrompt {
+		w := s.collect(false, false)
+		return s.runResult(w, TerminalState{State: StateRunning}, ""), nil
+	}
+	s.collect(false, false) // what came before the command is not its output
+	// End of line and kill it clear whatever was typed at the prompt; a
+	// bracketed paste keeps readline from acting on tabs and newlines.
+	input := "\x05\x15\x1b[200~" + command + "\x1b[201~\r"
+	if n, err := s.writeTerminal(ctx, []byte(input), deadline); err != nil {
+		return RunResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolRun, s.id, n, len(input), err)
+	}
+	var state TerminalState
+	ended := func() (bool, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.sh.ends > ends, s.sh.busy
+	}
+	err := s.awaitCond(ctx, deadline, func() bool {
+		if done, busy := ended(); done || !busy {
+			return done
+		}
+		// The state before the marks: waiting_input means every byte is
+		// rendered, so a D that came before it is seen below.
+		state = s.State()
+		done, _ := ended()
+		return done || state.State == StateWaitingInput
+	})
+	if err != nil {
+		return RunResult{}, err
+	}
+	s.mu.Lock()
+	done := s.sh.ends > ends
+	s.mu.Unlock()
+	if done {
+		// The prompt is on its way; the state a moment later says so.
+		settle := time.Now().Add(promptSettle)
+		if deadline.Before(settle) {
+			settle = deadline
+		}
+		_ = s.awaitCond(ctx, settle, s.readingPrompt)
+	}
+	s.mu.Lock()
+	var out string
+	switch {
+	case done:
+		out = s.settle.textBetween(s.sh.from, s.sh.to)
+	case s.sh.busy:
+		out = s.settle.textBetween(s.sh.from, s.settle.cursorPos())
+	}
+	alt := s.settle.altScreen()
+	s.mu.Unlock()
+	w := s.collect(false, false)
+	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
+		if out != "" {
+			out += "\n"
+		}
+		out += s.Screen().Text()
+	}
+	if !done {
+		state = s.State()
+	} else {
+		state = TerminalState{}
+	}
+	res := s.runResult(w, state, capText(out, s.m.opts.MaxOutputBytes))
+	if done && !w.exited {
+		s.mu.Lock()
+		code := s.sh.status
+		s.mu.Unlock()
+		res.PromptAfter, res.ExitCode = true, &code
+	}
+	return res, nil
+}
+
+// runResult fills a RunResult from what collect took; a zero state is
+// taken now.
+func (s *Session) runResult(w waitResult, state TerminalState, out string) RunResult {
+	if state.State == "" {
+		state = s.State()
+	}
+	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
+		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground}
+}
+
+// shellEnds is how many commands the shell has ended so far, -1 outside
+// a shell session.
+func (s *Session) shellEnds() int {
+	if s.sh == nil {
+		return -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sh.ends
+}
+
+// shellEnded reports the exit status of the last command when one ended
+// since shellEnds returned ends.
+func (s *Session) shellEnded(ends int) (int, bool) {
+	if s.sh == nil {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sh.status, s.sh.ends > ends
+}
+
+// approvedCommand is what the Approver is asked to start.
+func approvedCommand(req StartRequest) string {
+	if req.Shell && strings.TrimSpace(req.Command) == "" {
+		return strings.Join(shellArgv, " ")
+	}
+	return req.Command
+}
+
+// startShell is Start's wait in a shell session: for the first prompt,
+// then for the first command when one is given.
+func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult, error) {
+	limit := defaultRunTimeout
+	if req.WaitMS != nil {
+		limit = time.Duration(*req.WaitMS) * time.Millisecond
+	}
+	deadline := time.Now().Add(min(limit, maxWait))
+	if strings.TrimSpace(req.Command) != "" {
+		r, err := s.run(ctx, req.Command, deadline)
+		if err != nil {
+			return StartResult{ID: s.id}, err
+		}
+		return StartResult{ID: s.id, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal,
+			Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground, PromptAfter: r.PromptAfter}, nil
+	}
+	defer s.use()()
+	if err := s.awaitCond(ctx, deadline, s.readingPrompt); err != nil {
+		return StartResult{ID: s.id}, err
+	}
+	st := s.State()
+	w := s.collect(false, false)
+	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal,
+		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground}, nil
+}
+
+// readingPrompt reports whether the shell shows its prompt and reads it.
+// The state comes first: waiting_input means the prompt's mark, printed
+// before it, has been rendered.
+func (s *Session) readingPrompt() bool {
+	return s.State().State == StateWaitingInput && s.atPrompt()
+}
+
+// atPrompt reports whether the shell shows its prompt.
+func (s *Session) atPrompt() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sh.prompt
+}

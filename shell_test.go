@@ -1,0 +1,208 @@
+package agentpty
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// startShell starts a shell session or fails the test.
+func startShell(t *testing.T, m *Manager) string {
+	t.Helper()
+	res, err := m.Start(waitCtx(t), StartRequest{Shell: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != StateWaitingInput || res.Foreground != "bash" {
+		t.Fatalf("shell start: %+v", res)
+	}
+	return res.ID
+}
+
+// mustRun runs a command or fails the test.
+func mustRun(t *testing.T, m *Manager, req RunRequest) RunResult {
+	t.Helper()
+	res, err := m.Run(waitCtx(t), req)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", req.Command, err)
+	}
+	return res
+}
+
+func code(p *int) int {
+	if p == nil {
+		return -999
+	}
+	return *p
+}
+
+func TestShellRunBoundaries(t *testing.T) {
+	m := newManager(t, Options{})
+	id := startShell(t, m)
+	cases := []struct {
+		command, output string
+		code            int
+	}{
+		{"echo hi", "hi", 0},
+		{"false", "", 1},
+		{"(exit 7)", "", 7},
+		{"printf nonl", "nonl", 0},
+		{"echo one; echo two >&2; echo three", "one\ntwo\nthree", 0},
+		{"printf 'a\\tb\\n'", "a       b", 0},
+		{"for i in 1 2; do\n  echo n$i\ndone", "n1\nn2", 0},
+		// Look-alikes: a prompt, and OSC 133 marks without the session's nonce.
+		{"echo '$ '; echo '# exit 0'", "$ \n# exit 0", 0},
+		{`printf '\e]133;D;5\a\e]133;A\a$ \e]133;D;9;aid=0123456789abcdef\a'; echo after`, "$ after", 0},
+		// State persists across runs.
+		{"cd /tmp && export AGENTPTY_X=42 && greet() { echo \"hello $1\"; }", "", 0},
+		{"pwd; echo $AGENTPTY_X; greet you", "/tmp\n42\nhello you", 0},
+	}
+	for _, c := range cases {
+		res := mustRun(t, m, RunRequest{ID: id, Command: c.command})
+		if res.Output != c.output || !res.PromptAfter || code(res.ExitCode) != c.code || res.State != StateWaitingInput || res.Foreground != "bash" {
+			t.Errorf("run %q: output %q prompt_after %v exit_code %d state %q foreground %q; want %q, true, %d, waiting_input, bash",
+				c.command, res.Output, res.PromptAfter, code(res.ExitCode), res.State, res.Foreground, c.output, c.code)
+		}
+	}
+	s, _ := m.Session(id)
+	if sb := s.Scrollback(); strings.Contains(sb, s.sh.nonce) || strings.Contains(sb, "\a") {
+		t.Errorf("the settled text shows the marks: %q", sb)
+	}
+	// A shell that exits ends the run with its own status.
+	res := mustRun(t, m, RunRequest{ID: id, Command: "exit 3"})
+	if !res.Exited || code(res.ExitCode) != 3 || res.State != StateExited {
+		t.Errorf("exit 3: %+v", res)
+	}
+}
+
+func TestShellRunWaitsForInput(t *testing.T) {
+	m := newManager(t, Options{})
+	id := startShell(t, m)
+	res := mustRun(t, m, RunRequest{ID: id, Command: `read -p 'name? ' n; echo "hi $n"`})
+	if res.PromptAfter || res.ExitCode != nil || res.State != StateWaitingInput || res.Output != "name? " {
+		t.Fatalf("read: %+v", res)
+	}
+	w := mustWrite(t, m, WriteRequest{ID: id, Input: "bob", Submit: true, WaitUntil: WaitUntilInput})
+	if !w.PromptAfter || code(w.ExitCode) != 0 || !strings.Contains(w.Output, "hi bob") {
+		t.Fatalf("answer: %+v", w)
+	}
+	// A password read: waits with the input hidden.
+	res = mustRun(t, m, RunRequest{ID: id, Command: `read -s -p 'pw: ' p; echo; echo "len ${#p}"; test ${#p} = 6`})
+	if res.PromptAfter || !res.InputHidden || res.State != StateWaitingInput {
+		t.Fatalf("read -s: %+v", res)
+	}
+	w = mustWrite(t, m, WriteRequest{ID: id, Input: "secret", Submit: true, WaitUntil: WaitUntilInput})
+	if !w.PromptAfter || code(w.ExitCode) != 0 || !strings.Contains(w.Output, "len 6") || strings.Contains(w.Output, "secret") {
+		t.Fatalf("password: %+v", w)
+	}
+	// A command that reads stdin to its end.
+	res = mustRun(t, m, RunRequest{ID: id, Command: "wc -l"})
+	if res.PromptAfter || res.State != StateWaitingInput || res.Foreground != "wc" {
+		t.Fatalf("wc: %+v", res)
+	}
+	w = mustWrite(t, m, WriteRequest{ID: id, Input: "a\rb\r\x04", WaitUntil: WaitUntilInput})
+	if !w.PromptAfter || code(w.ExitCode) != 0 || !strings.Contains(w.Output, "2") {
+		t.Fatalf("wc after ^D: %+v", w)
+	}
+	// A full-screen program: the run returns its screen once it waits.
+	res = mustRun(t, m, RunRequest{ID: id, Command: "seq -f 'row %g' 100 | less"})
+	if res.PromptAfter || res.State != StateWaitingInput || res.Foreground != "less" || !strings.Contains(res.Output, "row 31") {
+		t.Fatalf("less: %+v", res)
+	}
+	w = mustWrite(t, m, WriteRequest{ID: id, Input: "q", WaitUntil: WaitUntilInput})
+	if !w.PromptAfter || code(w.ExitCode) != 0 {
+		t.Fatalf("less after q: %+v", w)
+	}
+}
+
+func TestShellRunTimeoutAndInterrupt(t *testing.T) {
+	m := newManager(t, Options{})
+	id := startShell(t, m)
+	res := mustRun(t, m, RunRequest{ID: id, Command: "echo started; sleep 30", TimeoutMS: ms(300)})
+	if res.PromptAfter || res.State != StateRunning || res.Foreground != "sleep" || res.Output != "started" {
+		t.Fatalf("sleep: %+v", res)
+	}
+	if _, err := m.Run(waitCtx(t), RunRequest{ID: id, Command: "echo no"}); !isErr(err, ErrInvalid) || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("run while one runs: %v", err)
+	}
+	w := mustWrite(t, m, WriteRequest{ID: id, Input: `\x03`, WaitUntil: WaitUntilInput})
+	if !w.PromptAfter || code(w.ExitCode) != 130 || w.State != StateWaitingInput {
+		t.Fatalf("Ctrl-C: %+v", w)
+	}
+	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo ok"}); res.Output != "ok" || !res.PromptAfter {
+		t.Fatalf("after Ctrl-C: %+v", res)
+	}
+}
+
+func TestShellStartWithCommandAndCall(t *testing.T) {
+	m := newManager(t, Options{})
+	res, err := m.Start(waitCtx(t), StartRequest{Shell: true, Command: "echo first; false"})
+	if err != nil || res.Output != "first" || !res.PromptAfter || code(res.ExitCode) != 1 || res.State != StateWaitingInput {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	out, err := m.Call(waitCtx(t), ToolRun, json.RawMessage(`{"id":"`+res.ID+`","command":"echo via call","timeout_ms":5000,"wait_until":"input"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r["output"] != "via call" || r["exit_code"] != 0.0 || r["prompt_after"] != true || r["state"] != StateWaitingInput || r["foreground"] != "bash" {
+		t.Fatalf("Call: %s", out)
+	}
+}
+
+func TestShellRunBadInput(t *testing.T) {
+	m := newManager(t, noProfile)
+	plain := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	_, err := m.Run(waitCtx(t), RunRequest{ID: plain.ID, Command: "ls"})
+	if !isErr(err, ErrInvalid) || !strings.Contains(err.Error(), "not a shell session") || !strings.Contains(err.Error(), plain.ID) {
+		t.Fatalf("pty-run on a plain session: %v", err)
+	}
+	id := startShell(t, m)
+	for _, req := range []RunRequest{
+		{ID: id, Command: " "},
+		{ID: id, Command: "ls", TimeoutMS: ms(-1)},
+		{ID: id, Command: "ls", WaitUntil: "done"},
+	} {
+		if _, err := m.Run(waitCtx(t), req); !isErr(err, ErrInvalid) {
+			t.Errorf("Run(%+v): %v, want ErrInvalid", req, err)
+		}
+	}
+	if _, err := m.Run(waitCtx(t), RunRequest{ID: "pty-99", Command: "ls"}); !isErr(err, ErrNoSession) {
+		t.Errorf("unknown id: %v", err)
+	}
+	// The session is untouched.
+	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo fine"}); res.Output != "fine" {
+		t.Fatalf("after bad input: %+v", res)
+	}
+}
+
+// TestShellRunIsApproved: a shell session runs whatever it is given, so
+// each run's command goes to the Approver; a denied one is not typed.
+func TestShellRunIsApproved(t *testing.T) {
+	var asked []ApprovalRequest
+	m := newManager(t, Options{Approver: ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
+		asked = append(asked, req)
+		return Rules{Allow: []string{"bash --norc --noprofile -i", "echo *"}}.Approve(ctx, req)
+	})})
+	id := startShell(t, m)
+	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo allowed"}); res.Output != "allowed" {
+		t.Fatalf("allowed run: %+v", res)
+	}
+	if _, err := m.Run(waitCtx(t), RunRequest{ID: id, Command: "touch denied"}); !isErr(err, ErrDenied) {
+		t.Fatalf("denied run: %v", err)
+	}
+	if len(asked) != 3 || asked[0].Tool != ToolStart || asked[1].Tool != ToolRun || asked[2].Command != "touch denied" {
+		t.Fatalf("asked %+v", asked)
+	}
+	s, _ := m.Session(id)
+	if strings.Contains(s.Scrollback(), "touch") {
+		t.Fatalf("a denied command was typed: %q", s.Scrollback())
+	}
+	if _, err := m.Start(waitCtx(t), StartRequest{Shell: true, WaitUntil: "later"}); !isErr(err, ErrInvalid) {
+		t.Fatalf("wait_until later: %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package agentpty
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The values of a result's state.
+const (
+	// StateWaitingInput: the terminal's foreground program is blocked
+	// reading the terminal (or in poll/select on it), it has read all that
+	// was typed, and everything it printed has been rendered.
+	StateWaitingInput = "waiting_input"
+	// StateRunning: anything else while the program lives.
+	StateRunning = "running"
+	// StateExited: the session's program has exited.
+	StateExited = "exited"
+)
+
+// WaitUntilInput is the one value of wait_until: return once the
+// foreground program waits for input.
+const WaitUntilInput = "input"
+
+// TerminalState says what the terminal's foreground program is doing, as
+// the kernel reports it.
+type TerminalState struct {
+	// State is StateWaitingInput, StateRunning or StateExited.
+	State string
+	// Foreground names the program that holds the terminal ("vim",
+	// "python3", "bash"); empty once exited or where the platform cannot say.
+	Foreground string
+	// InputHidden is true while the terminal does not echo in line mode:
+	// a password prompt.
+	InputHidden bool
+}
+
+// fgReport is what the platform's foreground function tells about the
+// terminal's foreground process group.
+type fgReport struct {
+	name    string // the program: the one waiting on the terminal, else the group's leader
+	waiting bool   // a process of the group is blocked on the terminal and none is running
+	unread  bool   // the terminal holds typed input the program has not read yet
+}
+
+// State reports what the terminal's foreground program is doing now.
+// "waiting_input" holds only while no output is in flight: the program is
+// blocked on the terminal, nothing it wrote is unread on the master, and
+// all of it has been rendered.
+func (s *Session) State() TerminalState {
+	if _, exited := s.ended(); exited {
+		return TerminalState{State: StateExited}
+	}
+	hidden := echoOff(s.pty)
+	// The processes first, then the output: what a program wrote before it
+	// blocked is then either still in the master or already read. An
+	// answer to a query typed after the processes were looked at wakes the
+	// program: a screen parse begun since then counts as one.
+	parses := s.parses.Load()
+	fg := foreground(s.pty)
+	st := TerminalState{State: StateRunning, Foreground: fg.name, InputHidden: hidden}
+	if fg.waiting && !fg.unread && s.outputSettled() && s.parses.Load() == parses {
+		st.State = StateWaitingInput
+	}
+	return st
+}
+
+// outputSettled reports that nothing the program wrote is on its way: the
+// master has nothing to read, the reader holds no bytes it has not fed,
+// the renderer has rendered everything fed, and no terminal query in it
+// waits for its answer (the slave's poll then sees the answer unread). The master is polled
+// before the reader's flag is read: bytes the reader took before the poll
+// have its flag set by then (see readTerminal).
+func (s *Session) outputSettled() bool {
+	if readable(s.pty) || s.reading.Load() || s.queries.Load() || s.answering.Load() > 0 {
+		return false // output on its way, or a query's answer owed to the program
+	}
+	s.inMu.Lock()
+	end := s.ring.end()
+	s.inMu.Unlock()
+	return s.settled.Load() == end
+}
+
+// checkWaitUntil validates a request's wait_until.
+func checkWaitUntil(tool, id, v string) error {
+	if v != "" && v != WaitUntilInput {
+		if id != "" {
+			tool += " " + id
+		}
+		return errorf(ErrInvalid, "%s: wait_until %q is not %q", tool, v, WaitUntilInput)
+	}
+	return nil
+}
+
+// The kernel gives no event for "the program now blocks reading the
+// terminal", so between outputs the state is re-checked on a short
+// backoff: the first re-check soon after the last output, then less often.
+const (
+	recheckFirst = 500 * time.Microsecond
+	recheckMax   = 20 * time.Millisecond
+)
+
+// awaitInput blocks until the state is waiting_input or waitFor appears
+// in new output (matched), as awaitCond waits, and returns the last state
+// it saw. It reads nothing.
+func (s *Session) awaitInput(ctx context.Context, want *waitSpec, deadline time.Time) (matched bool, st TerminalState, err error) {
+	err = s.awaitCond(ctx, deadline, func() bool {
+		// The state before the output: waiting_input means every byte is
+		// rendered, so a match the output holds is seen below too.
+		st = s.State()
+		s.mu.Lock()
+		matched = want != nil && want.inSettled(s.settle)
+		alt := s.settle.altScreen()
+		s.mu.Unlock()
+		if !matched && want != nil && alt {
+			matched = s.screenMatch(want)
+		}
+		return matched || st.State == StateWaitingInput
+	})
+	return matched, st, err
+}
+
+// awaitCond blocks until done reports true, the child's output is
+// drained, the deadline passes, or ctx ends. done is called without locks
+// held. Output wakes it; between outputs it re-checks on the backoff
+// above, since a program that starts to wait for input prints nothing to
+// say so.
+func (s *Session) awaitCond(ctx context.Context, deadline time.Time, done func() bool) error {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	recheck := time.NewTimer(recheckFirst)
+	defer recheck.Stop()
+	backoff := recheckFirst
+	for {
+		s.mu.Lock()
+		drained, ch := s.drained, s.changes()
+		s.mu.Unlock()
+		if drained || done() {
+			return nil
+		}
+		select {
+		case <-ch:
+			backoff = recheckFirst
+		case <-recheck.C:
+			backoff = min(2*backoff, recheckMax)
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
+		}
+		recheck.Reset(backoff) // since Go 1.23 a Reset timer delivers no stale tick
+	}
+}
+
+// untilLimit is waitLimit, with wait_until waiting as long as wait_for.
+func untilLimit(want *waitSpec, waitMS *int, waitUntil string) time.Duration {
+	if waitUntil != "" && waitMS == nil {
+		return defaultWaitFor
+	}
+	return waitLimit(want, waitMS)
+}

@@ -1,0 +1,181 @@
+package agentpty
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// noProfile runs commands without the login profile, which reads the
+// terminal itself and would be classified in place of the program.
+var noProfile = Options{Shell: []string{"bash", "-c"}}
+
+// sudoPrompt is a sudo that asks for a password: as root sudo never asks,
+// so it runs as nobody there.
+func sudoPrompt() string {
+	if os.Geteuid() == 0 {
+		return "exec setpriv --reuid=65534 --regid=65534 --clear-groups sudo -k true"
+	}
+	return "exec sudo -k true"
+}
+
+func TestStateWaitingInput(t *testing.T) {
+	need(t, "python3", "vim", "less", "sudo", "setpriv")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "notes.txt")
+	var b strings.Builder
+	for i := 1; i <= 200; i++ {
+		b.WriteString("line " + strconv.Itoa(i) + "\n")
+	}
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, command, fg, output string
+		hidden                    bool
+	}{
+		{"bash prompt", "PS1='ready$ ' exec bash --norc --noprofile -i", "bash", "ready$", false},
+		{"python3 REPL", "exec python3 -q", "python3", ">>>", false},
+		{"read", "read -p 'name? ' x; echo got $x", "bash", "name?", false},
+		{"vim", "exec vim -u NONE -N " + file, "vim", "line 31", false},
+		{"less", "exec less " + file, "less", "line 31", false},
+		{"getpass", "exec python3 -c 'import getpass; getpass.getpass(\"secret: \")'", "python3", "secret:", true},
+		{"sudo password", sudoPrompt(), "sudo", "assword", true},
+	}
+	m := newManager(t, noProfile)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := m.Start(waitCtx(t), StartRequest{Command: c.command, Cwd: dir, WaitUntil: WaitUntilInput})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.State != StateWaitingInput || res.Foreground != c.fg || res.InputHidden != c.hidden {
+				t.Errorf("state %q foreground %q input_hidden %v, want %q %q %v; output %q",
+					res.State, res.Foreground, res.InputHidden, StateWaitingInput, c.fg, c.hidden, res.Output)
+			}
+			// waiting_input means all of it is rendered: the screen or prompt is there.
+			if !strings.Contains(res.Output, c.output) {
+				t.Errorf("output %q lacks %q", res.Output, c.output)
+			}
+			// A program may wake on a timer of its own (vim does, now and
+			// then, under load): Session.State() must agree once it waits again.
+			s, _ := m.Session(res.ID)
+			st := s.State()
+			if st.State != StateWaitingInput {
+				if w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput, WaitMS: ms(3000)}); w.State == StateWaitingInput {
+					st = s.State()
+				}
+			}
+			if st.State != StateWaitingInput || st.Foreground != c.fg {
+				t.Errorf("Session.State() = %+v", st)
+			}
+			if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestStateRunning(t *testing.T) {
+	need(t, "make")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\t@echo ready; sleep 30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A listener that accepts and says nothing.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	cases := []struct {
+		name, command, fg string
+		ready             func()
+	}{
+		{"sleep", "echo ready; exec sleep 30", "sleep", nil},
+		{"busy loop", "echo ready; while :; do :; done", "bash", nil},
+		{"cat of a silent socket", "echo ready; exec cat </dev/tcp/127.0.0.1/" + port, "cat", func() {
+			c := <-accepted
+			t.Cleanup(func() { c.Close() })
+		}},
+		{"make running a child", "exec make -s -C " + dir, "make", nil},
+		{"a shell running a child", "echo ready; sleep 30; echo done", "bash", nil},
+	}
+	m := newManager(t, noProfile)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := mustStart(t, m, StartRequest{Command: c.command, WaitFor: "ready"})
+			if c.ready != nil {
+				c.ready()
+			}
+			begin := time.Now()
+			w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput, WaitMS: ms(400)})
+			if took := time.Since(begin); w.State != StateRunning || w.Foreground != c.fg || took < 400*time.Millisecond {
+				t.Errorf("after %v: state %q foreground %q, want %q %q for the whole wait", took, w.State, w.Foreground, StateRunning, c.fg)
+			}
+			if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestWaitUntilInputWaitsForTheAnswer: right after typing, the program has
+// not read the input yet and looks blocked on the terminal; the state must
+// not say waiting_input until it has answered and is waiting again.
+func TestWaitUntilInputWaitsForTheAnswer(t *testing.T) {
+	need(t, "python3")
+	m := newManager(t, noProfile)
+	res, err := m.Start(waitCtx(t), StartRequest{Command: "exec python3 -q", WaitUntil: WaitUntilInput})
+	if err != nil || res.State != StateWaitingInput {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	for i := 0; i < 20; i++ {
+		w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "2**" + strconv.Itoa(64+i), Submit: true, WaitUntil: WaitUntilInput})
+		want := strconv.FormatUint(1<<63, 10)
+		if i == 0 {
+			want = "18446744073709551616"
+		}
+		if w.State != StateWaitingInput || !strings.HasSuffix(w.Output, ">>> ") || (i == 0 && !strings.Contains(w.Output, want)) {
+			t.Fatalf("write %d: state %q output %q", i, w.State, w.Output)
+		}
+	}
+	begin := time.Now()
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "import time; time.sleep(0.3); print('fin')", Submit: true, WaitUntil: WaitUntilInput})
+	if took := time.Since(begin); took < 300*time.Millisecond || !strings.Contains(w.Output, "\nfin\n>>> ") {
+		t.Fatalf("returned after %v with %q", took, w.Output)
+	}
+	if _, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, WaitUntil: "prompt"}); !isErr(err, ErrInvalid) || !strings.Contains(err.Error(), `"prompt"`) {
+		t.Fatalf("wait_until prompt: %v", err)
+	}
+}
+
+// TestStateExited: a result after the program ended says so.
+func TestStateExited(t *testing.T) {
+	m := newManager(t, noProfile)
+	res, err := m.Start(waitCtx(t), StartRequest{Command: "echo bye", WaitUntil: WaitUntilInput})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := m.Session(res.ID)
+	if _, err := s.Wait(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.State(); st.State != StateExited {
+		t.Fatalf("State() = %+v", st)
+	}
+	if w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(0)}); w.State != StateExited {
+		t.Fatalf("write after exit: %+v", w)
+	}
+}
