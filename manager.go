@@ -284,9 +284,10 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}
+	s.applyScreen(req.Screen, &screenView{}, &w)
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
 		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
-		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground}, nil
+		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
 func checkStart(req StartRequest) error {
@@ -308,7 +309,7 @@ func checkStart(req StartRequest) error {
 	if req.WaitMS != nil && *req.WaitMS < 0 {
 		return errorf(ErrInvalid, "%s: wait_ms %d is negative", ToolStart, *req.WaitMS)
 	}
-	return nil
+	return checkScreen(ToolStart, req.Screen)
 }
 
 func orDefault(v, def int) int {
@@ -401,6 +402,10 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if err := checkWaitUntil(ToolWrite, req.ID, req.WaitUntil); err != nil {
 		return WriteResult{}, err
 	}
+	v, err := writeView(req)
+	if err != nil {
+		return WriteResult{}, err
+	}
 	want, err := newWaitSpec(ToolWrite+" "+req.ID, req.WaitFor, req.WaitForRegex)
 	if err != nil {
 		return WriteResult{}, err
@@ -419,7 +424,7 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if err := m.approveWrite(ctx, ToolWrite, s, input); err != nil {
 		return WriteResult{}, err
 	}
-	return s.write(ctx, input, want, req.WaitMS, req.WaitUntil)
+	return s.write(ctx, input, want, req.WaitMS, v)
 }
 
 // Kill ends a session and everything it started, frees its terminal and

@@ -62,6 +62,10 @@ type StartRequest struct {
 	// WaitUntil "input" returns as soon as the program waits for input
 	// (state waiting_input); WaitMS then defaults to 10000.
 	WaitUntil string `json:"wait_until,omitempty"`
+	// Screen "full" makes Output the rendered screen, "diff" a unified diff
+	// of it against a blank one; both add Cursor and Highlights. Empty
+	// means the plain output.
+	Screen string `json:"screen,omitempty"`
 }
 
 // WriteRequest is the argument of pty-write.
@@ -89,6 +93,22 @@ type WriteRequest struct {
 	// WaitUntil "input" returns as soon as the program waits for input
 	// (state waiting_input); WaitMS then defaults to 10000.
 	WaitUntil string `json:"wait_until,omitempty"`
+	// Screen "full" makes Output the rendered screen; "diff" makes it a
+	// unified diff of the screen before and after this call (see
+	// screenview.go for its form). Both add Cursor and Highlights. Empty
+	// means the plain output.
+	Screen string `json:"screen,omitempty"`
+	// Peek returns the output without consuming it: the next read returns
+	// it again. A peek waits and matches as any read does.
+	Peek bool `json:"peek,omitempty"`
+	// SendSignal is sent to the terminal's foreground process group
+	// before typing: a name with or without "SIG" ("SIGINT", "int") or a
+	// number ("2").
+	SendSignal string `json:"send_signal,omitempty"`
+	// Cols and Rows resize the terminal before typing (the program gets
+	// SIGWINCH); 0 keeps the current size.
+	Cols int `json:"cols,omitempty"`
+	Rows int `json:"rows,omitempty"`
 }
 
 // StartResult is the result of pty-start.
@@ -115,6 +135,9 @@ type StartResult struct {
 	// PromptAfter: in a shell session started with a command, the prompt
 	// came back and ExitCode is the command's.
 	PromptAfter bool `json:"prompt_after,omitempty"`
+	// Cursor and Highlights come with a screen mode (StartRequest.Screen).
+	Cursor     *Cursor     `json:"cursor,omitempty"`
+	Highlights []Highlight `json:"highlights,omitempty"`
 }
 
 // WriteResult is the result of pty-write.
@@ -139,6 +162,12 @@ type WriteResult struct {
 	// PromptAfter: in a shell session, a command's prompt came back during
 	// this write, and ExitCode is that command's.
 	PromptAfter bool `json:"prompt_after,omitempty"`
+	// Cursor is where the cursor is, zero-based, with a screen mode.
+	Cursor *Cursor `json:"cursor,omitempty"`
+	// Highlights are the spans drawn in reverse video or on a background
+	// of their own (a selected menu item, a focused button), with a screen
+	// mode; at most 16, top to bottom (see Highlight).
+	Highlights []Highlight `json:"highlights,omitempty"`
 }
 
 // KillResult is the result of pty-kill.
@@ -225,7 +254,8 @@ var tools = []Tool{
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else until output goes quiet, at most 700)."},
     "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input), with no text to wait for."},
-    "shell": {"type": "boolean", "description": "Start an interactive bash for pty-run, which returns each command's own output and exit code; command is then optional and runs first."}
+    "shell": {"type": "boolean", "description": "Start an interactive bash for pty-run, which returns each command's own output and exit code; command is then optional and runs first."},
+    "screen": {"type": "string", "enum": ["full", "diff"], "description": "For full-screen programs (menus, dialogs, editors): \"full\" returns the whole rendered screen as output, \"diff\" a unified diff of it; both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based), the selected or focused items."}
   },
   "additionalProperties": false
 }`),
@@ -241,7 +271,8 @@ var tools = []Tool{
 			"When the input is code or text that holds backslashes of its own (print(\"a\\nb\"), C:\\temp, a regex), set literal so it is typed exactly, and press Enter with submit. " +
 			"Set submit to press Enter after the input. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
 			"Empty input just reads new output. input_hidden means the program is reading a password. " +
-			"wait_until: \"input\" returns once the program waits for input, without guessing a wait.",
+			"wait_until: \"input\" returns once the program waits for input, without guessing a wait. " +
+			"In a menu, dialog or editor, screen: \"diff\" shows what a key changed (the highlighted item, the cursor) and screen: \"full\" the whole screen.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -252,7 +283,12 @@ var tools = []Tool{
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in what the program printed since the last read (the echo of the input typed does not count)."},
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else 700)."},
-    "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input)."}
+    "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input)."},
+    "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button."},
+    "peek": {"type": "boolean", "description": "Look without consuming: the next read returns this output again."},
+    "send_signal": {"type": "string", "description": "Signal for the foreground program, sent before typing: a name like \"SIGINT\", \"TERM\", or a number. Use it when a control key is not read (raw mode) or to send one with no key (SIGTERM, SIGHUP)."},
+    "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Resize the terminal to this many columns before typing (the program is told, SIGWINCH)."},
+    "rows": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Resize the terminal to this many rows before typing."}
   },
   "required": ["id"],
   "additionalProperties": false

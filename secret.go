@@ -58,7 +58,7 @@ func (m *Manager) WriteSecret(ctx context.Context, id string, secret []byte) (Wr
 	s.addSecret(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
-	return s.writeInTurn(ctx, input, nil, nil, "")
+	return s.writeInTurn(ctx, input, nil, nil, callView{})
 }
 
 // masker replaces the session's secrets in its output before the reader

@@ -58,7 +58,10 @@ func (e ExitStatus) exitFields() (*int, string) {
 }
 
 // Cursor is a zero-based screen position.
-type Cursor struct{ Row, Col int }
+type Cursor struct {
+	Row int `json:"row"`
+	Col int `json:"col"`
+}
 
 // Screen is a snapshot of what the terminal shows, as a person would see it.
 type Screen struct {
@@ -770,6 +773,8 @@ type waitResult struct {
 	inputHidden bool
 	spool       string
 	state       TerminalState
+	cursor      *Cursor     // with a screen mode (screenview.go)
+	highlights  []Highlight // ...
 }
 
 // waitLimit turns the request's wait into a duration.
@@ -785,23 +790,27 @@ func waitLimit(want *waitSpec, waitMS *int) time.Duration {
 }
 
 // write types input, then waits and collects as pty-write does.
-func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitMS *int, waitUntil string) (WriteResult, error) {
+func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
 	defer s.use()() // a long wait is use, not idleness
 	leave, err := s.turn(ctx, ToolWrite)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	defer leave()
-	return s.writeInTurn(ctx, input, want, waitMS, waitUntil)
+	return s.writeInTurn(ctx, input, want, waitMS, v)
 }
 
 // writeInTurn is write once the call has its turn.
-func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int, waitUntil string) (WriteResult, error) {
+func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
 	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
 	}
-	deadline := time.Now().Add(untilLimit(want, waitMS, waitUntil))
+	before, err := s.beforeTyping(v)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
 	if len(input) > 0 && want != nil {
 		s.mu.Lock()
 		want.typed(s.settle, input)
@@ -826,13 +835,14 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
 		}
 	}
-	w, err := s.waitUntil(ctx, want, deadline, false, waitUntil != "")
+	w, err := s.waitUntil(ctx, want, deadline, false, v.waitUntil != "", v.peek)
 	if err != nil {
 		return WriteResult{}, err
 	}
+	s.applyScreen(v.screen, before, &w)
 	res := WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
-		State: w.state.State, Foreground: w.state.Foreground}
+		State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}
 	if code, ok := s.shellEnded(ends); ok && !w.exited {
 		res.PromptAfter, res.ExitCode = true, &code
 	}
@@ -849,13 +859,14 @@ func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUnt
 	}
 	defer leave()
 	quiet := want == nil && waitMS == nil && waitUntil == ""
-	return s.waitUntil(ctx, want, time.Now().Add(untilLimit(want, waitMS, waitUntil)), quiet, waitUntil != "")
+	return s.waitUntil(ctx, want, time.Now().Add(untilLimit(want, waitMS, waitUntil)), quiet, waitUntil != "", false)
 }
 
 // waitUntil waits as await does (awaitInput when input) and, on a full
 // screen, for the frame to be finished, then collects the result, with
-// the state taken before the output (the one that ended an input wait).
-func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet, input bool) (waitResult, error) {
+// the state taken before the output (the one that ended an input wait);
+// a peek consumes nothing.
+func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet, input, peek bool) (waitResult, error) {
 	var matched bool
 	var err error
 	var st TerminalState
@@ -873,7 +884,7 @@ func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.T
 	if st.State != StateWaitingInput {
 		st = s.State()
 	}
-	w := s.collect(matched)
+	w := s.collect(matched, peek)
 	w.state = st
 	return w, nil
 }
@@ -927,28 +938,42 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 	}
 }
 
-// collect takes everything new as one result and marks it read.
-func (s *Session) collect(matched bool) waitResult {
+// collect takes everything new as one result and marks it read; a peek
+// marks nothing read.
+func (s *Session) collect(matched, peek bool) waitResult {
 	s.mu.Lock()
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil)
-	w := waitResult{matched: matched, exited: s.exited, truncated: s.readTo(s.settled.Load())}
+	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, peek)
+	truncated := s.truncated
+	if !peek {
+		truncated = s.readTo(s.settled.Load())
+	}
+	w := waitResult{matched: matched, exited: s.exited, truncated: truncated}
 	if s.exited {
 		w.exitCode, w.signal = s.status.exitFields()
 	}
 	alt := s.settle.altScreen()
 	s.mu.Unlock()
 
-	if alt {
+	if alt || redrawn {
 		s.screenMu.Lock()
 		s.syncScreenLocked()
 		scr := s.snapshot()
-		s.shown = scr.Lines // what this read returned is what wait_for compares with next
+		if !peek {
+			s.shown = nil
+			if alt {
+				s.shown = scr.Lines // what this read returned is what wait_for compares with next
+			}
+		}
 		s.screenMu.Unlock()
+		if redrawn {
+			out, whole = "", "" // the frames' text mixed together: the screen says it
+		}
 		out = joinScreen(out, scr.Text())
 		if whole != "" {
 			whole = joinScreen(whole, scr.Text())
 		}
-	} else {
+	} else if !peek {
 		s.screenMu.Lock()
 		s.shown = nil
 		s.screenMu.Unlock()
@@ -1066,7 +1091,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.endAround(ctx)
 
 	s.mu.Lock()
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil)
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
 	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.settled.Load())}
 	res.ExitCode, res.Signal = s.status.exitFields()
 	s.mu.Unlock()

@@ -352,6 +352,22 @@ func TestBadInputChangesNothing(t *testing.T) {
 		}, ErrInvalid, "wait_ms"},
 		{"unknown field", func() error { _, err := m.Call(ctx, ToolWrite, []byte(`{"id":"`+res.ID+`","inptu":"x"}`)); return err }, ErrInvalid, "inptu"},
 		{"unknown tool", func() error { _, err := m.Call(ctx, "pty-exec", []byte(`{}`)); return err }, ErrInvalid, "pty-exec"},
+		{"screen", func() error {
+			_, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "typed", Screen: "half"})
+			return err
+		}, ErrInvalid, `"half"`},
+		{"start screen", func() error { _, err := m.Start(ctx, StartRequest{Command: "true", Screen: "all"}); return err }, ErrInvalid, `"all"`},
+		{"signal name", func() error {
+			_, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "typed", SendSignal: "SIGFOO"})
+			return err
+		}, ErrInvalid, `"SIGFOO"`},
+		{"signal number", func() error {
+			_, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "typed", SendSignal: "0"})
+			return err
+		}, ErrInvalid, `"0"`},
+		{"write cols", func() error { _, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "typed", Cols: 1001}); return err }, ErrInvalid, res.ID + ": cols 1001"},
+		{"write rows", func() error { _, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "typed", Rows: -3}); return err }, ErrInvalid, res.ID + ": rows -3"},
+		{"peek type", func() error { _, err := m.Call(ctx, ToolWrite, []byte(`{"id":"`+res.ID+`","peek":"yes"}`)); return err }, ErrInvalid, "peek"},
 	}
 	for _, c := range cases {
 		err := c.call()
@@ -365,6 +381,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	if len(m.List()) != 1 {
 		t.Fatalf("bad calls changed the sessions: %v", m.List())
+	}
+	if scr := s.Screen(); scr.Cols != DefaultCols || scr.Rows != DefaultRows {
+		t.Fatalf("bad sizes resized the terminal to %dx%d", scr.Cols, scr.Rows)
 	}
 }
 

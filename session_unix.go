@@ -125,6 +125,19 @@ func signalForeground(f *os.File, leader int, sig os.Signal) error {
 	return syscall.Kill(leader, ss)
 }
 
+// parseSignal reads a signal name, with or without "SIG" and in any case,
+// or its number.
+func parseSignal(name string) (os.Signal, bool) {
+	if n, ok := signalNumber(name); ok {
+		if n <= 0 || unix.SignalName(syscall.Signal(n)) == "" {
+			return nil, false
+		}
+		return syscall.Signal(n), true
+	}
+	sig := unix.SignalNum(signalName(name))
+	return sig, sig != 0
+}
+
 // tryWrite writes what the terminal takes without waiting and returns how
 // much that was.
 func tryWrite(f *os.File, p []byte) int {

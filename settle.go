@@ -99,6 +99,12 @@ type settler struct {
 	oscHook func(payload []byte)
 	osc     []byte
 
+	// A redraw in place (redrawn, screenview.go): the epoch in which the
+	// program last addressed the primary screen by row or erased it all,
+	// and the lines begun since.
+	addrEpoch uint32
+	addrLines int
+
 	// odd is set when a write completes anything but plain text: a
 	// sequence other than SGR and the line-local ones (EL, ECH, DCH, ICH,
 	// CHA, HPA, CUF, HPR, CUB), or a control other than CR, LF, VT, FF, BS,
@@ -682,11 +688,13 @@ func (s *settler) dispatch(f byte) {
 	case 'G', '`':
 		s.setCol(s.rowStart() + n - 1)
 	case 'H', 'f':
+		s.addressed()
 		if s.h != settleTall {
 			s.moveRow(n - 1)
 		}
 		s.setCol(s.rowStart() + max(int(s.params[1]), 1) - 1)
 	case 'd': // VPA
+		s.addressed()
 		if s.h != settleTall {
 			s.unpend()
 			c := s.col - s.rowStart()
@@ -715,9 +723,12 @@ func (s *settler) dispatch(f byte) {
 		switch {
 		case p0 == 0:
 			s.eraseBelow()
-		case p0 == 2 && s.h != settleTall:
-			s.unpend()
-			s.clearScreen(s.row())
+		case p0 == 2:
+			s.addressed()
+			if s.h != settleTall {
+				s.unpend()
+				s.clearScreen(s.row())
+			}
 		}
 	case 'K':
 		s.eraseInLine(p0)

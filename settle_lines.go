@@ -70,6 +70,7 @@ func (s *settler) newLine() {
 	}
 	s.addLine()
 	s.cur++
+	s.addrLines++
 	s.cells, s.clusters, s.col, s.plain = s.cells[:0], s.clusters[:0], 0, true
 }
 

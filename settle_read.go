@@ -12,11 +12,20 @@ import (
 // with "\n", and marks everything read. Over limit bytes (limit > 0), a
 // head and a tail are kept around one marker line saying what was left out.
 func (s *settler) read(limit int) string {
+	out := s.peek(limit)
+	if s.lines != nil {
+		s.markRead()
+	}
+	return out
+}
+
+// peek is read without marking anything read: the next read returns the
+// same text and more.
+func (s *settler) peek(limit int) string {
 	if s.lines == nil {
 		return ""
 	}
 	s.sync()
-	defer s.markRead()
 	if s.unreadLines == 0 && s.lostLines == 0 {
 		return ""
 	}
@@ -41,10 +50,10 @@ func (s *settler) joinTouched(total int) string {
 	return b.String()
 }
 
-// readWhole is read, and also (when whole is asked for and the limit cut
-// the text) everything read would have returned without the limit: the
-// lines still held, after a marker for any that were lost.
-func (s *settler) readWhole(limit int, whole bool) (out, all string) {
+// readWhole is read (peek: peek), and also (when whole is asked for and
+// the limit cut the text) everything read would have returned without the
+// limit: the lines still held, after a marker for any that were lost.
+func (s *settler) readWhole(limit int, whole, peek bool) (out, all string) {
 	if whole && s.lines != nil && limit > 0 {
 		s.sync()
 		if total := max(s.unreadBytes-1, 0); s.unreadLines > 0 && total > limit {
@@ -53,6 +62,9 @@ func (s *settler) readWhole(limit int, whole bool) (out, all string) {
 				all = settleMarker(s.lostBytes, s.lostLines) + "\n" + all
 			}
 		}
+	}
+	if peek {
+		return s.peek(limit), all
 	}
 	return s.read(limit), all
 }

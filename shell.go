@@ -253,10 +253,10 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	atPrompt, ends := s.sh.prompt, s.sh.ends
 	s.mu.Unlock()
 	if !atPrompt {
-		w := s.collect(false)
+		w := s.collect(false, false)
 		return s.runResult(w, TerminalState{State: StateRunning}, ""), nil
 	}
-	s.collect(false) // what came before the command is not its output
+	s.collect(false, false) // what came before the command is not its output
 	// End of line and kill it clear whatever was typed at the prompt; a
 	// bracketed paste keeps readline from acting on tabs and newlines.
 	input := "\x05\x15\x1b[200~" + command + "\x1b[201~\r"
@@ -303,7 +303,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	}
 	alt := s.settle.altScreen()
 	s.mu.Unlock()
-	w := s.collect(false)
+	w := s.collect(false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
 		if out != "" {
 			out += "\n"
@@ -391,7 +391,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 		return StartResult{ID: s.id}, err
 	}
 	st := s.State()
-	w := s.collect(false)
+	w := s.collect(false, false)
 	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal,
 		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground}, nil
 }

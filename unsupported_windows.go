@@ -31,6 +31,8 @@ func (*Session) endAll(context.Context) error { return ErrUnsupported }
 
 func signalForeground(*os.File, int, os.Signal) error { return ErrUnsupported }
 
+func parseSignal(string) (os.Signal, bool) { return nil, false }
+
 func tryWrite(*os.File, []byte) int { return 0 }
 
 func processExists(int) bool { return false }

@@ -1,0 +1,305 @@
+package agentpty
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentpty/agentpty/internal/screen"
+)
+
+// Screen modes of a result (the screen argument of pty-start and
+// pty-write).
+const (
+	// ScreenFull makes a result's output the rendered screen.
+	ScreenFull = "full"
+	// ScreenDiff makes a result's output a unified diff of the screen
+	// before and after the call.
+	ScreenDiff = "diff"
+)
+
+// maxHighlights is the most highlights a result lists: a menu has one
+// selected item and one focused button, and a program that colours half
+// its screen in small spans (htop) says nothing more useful in the
+// seventeenth.
+const maxHighlights = 16
+
+// Highlight is a span of one screen row drawn in reverse video or on a
+// background of its own: a menu's selected item, a focused button, a
+// selection bar (see highlights for the rule). Row and Col are zero-based; Col and Len
+// count terminal columns (a wide character takes two).
+type Highlight struct {
+	Row int `json:"row"`
+	Col int `json:"col"`
+	Len int `json:"len"`
+	// Text is the span's text, blanks at either end left out.
+	Text string `json:"text"`
+}
+
+// checkScreen reports a screen mode other than "", "full" and "diff".
+func checkScreen(where, mode string) error {
+	switch mode {
+	case "", ScreenFull, ScreenDiff:
+		return nil
+	}
+	return errorf(ErrInvalid, "%s: screen %q is not %q or %q", where, mode, ScreenFull, ScreenDiff)
+}
+
+// screenView is what a screen mode shows of the screen at one moment.
+type screenView struct {
+	lines      []string
+	cursor     Cursor
+	highlights []Highlight // every one, top to bottom
+}
+
+// view reads the screen as it is now.
+func (s *Session) view() screenView {
+	s.screenMu.Lock()
+	defer s.screenMu.Unlock()
+	s.syncScreenLocked()
+	r, c := s.screen.Cursor()
+	return screenView{lines: s.screen.Lines(), cursor: Cursor{Row: r, Col: c}, highlights: highlights(s.screen.Cells())}
+}
+
+// applyScreen turns a result into the screen mode asked for: the screen
+// or its diff against before as output, with the cursor and highlights.
+// An empty mode leaves the result as it is.
+func (s *Session) applyScreen(mode string, before *screenView, w *waitResult) {
+	if mode == "" {
+		return
+	}
+	after := s.view()
+	w.cursor = &after.cursor
+	w.highlights = after.highlights[:min(len(after.highlights), maxHighlights)]
+	if mode == ScreenFull {
+		w.output = Screen{Lines: after.lines}.Text()
+		return
+	}
+	if before == nil {
+		before = &screenView{}
+	}
+	w.output = screenDiff(*before, after)
+}
+
+// A highlight's style: what it is drawn on.
+type highlightKey struct {
+	reverse bool
+	bg      screen.Color // the colour shown behind the text: FG under reverse video
+}
+
+func keyOf(c screen.Cell) highlightKey {
+	if c.Reverse {
+		return highlightKey{true, c.FG}
+	}
+	return highlightKey{false, c.BG}
+}
+
+// highlights finds the spans drawn apart from what surrounds them: a
+// region of cells of one style (reverse video, or a background other than
+// the terminal's default), joined row to row and column to column, that
+// covers less than an eighth of the screen. A larger region is a ground
+// (a dialog's window, its coloured backdrop); a selected item drawn in the
+// backdrop's colour inside the window is still its own small region. A
+// span is the part of such a region on one row, when it holds some text:
+// a coloured shadow or border of blanks is decoration, not a highlight.
+func highlights(rows [][]screen.Cell) []Highlight {
+	label, area := regions(rows)
+	total := 0
+	for _, row := range rows {
+		total += len(row)
+	}
+	var out []Highlight
+	for y, row := range rows {
+		for x := 0; x < len(row); {
+			l := label[y][x]
+			end := x + 1
+			for end < len(row) && label[y][end] == l {
+				end++
+			}
+			if k := keyOf(row[x]); k != (highlightKey{false, screen.DefaultColor}) && 8*area[l] < total {
+				var b strings.Builder
+				for _, c := range row[x:end] {
+					b.WriteString(c.Text)
+				}
+				if t := strings.TrimSpace(b.String()); t != "" {
+					out = append(out, Highlight{Row: y, Col: x, Len: end - x, Text: t})
+				}
+			}
+			x = end
+		}
+	}
+	return out
+}
+
+// regions labels each cell with its region: the cells of one style
+// reachable from it through neighbours above, below, left and right. It
+// returns the labels and each region's size in cells.
+func regions(rows [][]screen.Cell) (label [][]int32, area []int) {
+	label = make([][]int32, len(rows))
+	for y, row := range rows {
+		label[y] = make([]int32, len(row))
+		for x := range label[y] {
+			label[y][x] = -1
+		}
+	}
+	type pos struct{ y, x int }
+	var stack []pos
+	for y, row := range rows {
+		for x := range row {
+			if label[y][x] >= 0 {
+				continue
+			}
+			l, k := int32(len(area)), keyOf(row[x])
+			area = append(area, 0)
+			label[y][x] = l
+			stack = append(stack[:0], pos{y, x})
+			for len(stack) > 0 {
+				p := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				area[l]++
+				for _, q := range [4]pos{{p.y - 1, p.x}, {p.y + 1, p.x}, {p.y, p.x - 1}, {p.y, p.x + 1}} {
+					if q.y >= 0 && q.y < len(rows) && q.x >= 0 && q.x < len(rows[q.y]) && label[q.y][q.x] < 0 && keyOf(rows[q.y][q.x]) == k {
+						label[q.y][q.x] = l
+						stack = append(stack, q)
+					}
+				}
+			}
+		}
+	}
+	return label, area
+}
+
+// screenDiff is a unified diff of the screen, rows as lines, without
+// context: each run of rows whose text or highlights changed is a hunk
+// whose header gives 1-based rows as any unified diff does (@@ -5 +5 @@,
+// or @@ -5,3 +5,3 @@ for three). A row whose text changed is a "-" line
+// and a "+" line; a row whose highlights alone changed is a context line
+// (a space, then the row), and the header of a hunk with highlights ends
+// with the highlighted text after the call. The file header lines say
+// where the cursor was before and after (1-based, as the hunks count).
+// Nothing changed, cursor included, is an empty diff.
+func screenDiff(before, after screenView) string {
+	b, a := before.lines, after.lines
+	if len(b) == 0 {
+		b = make([]string, len(a)) // a new screen: everything against blank rows
+	}
+	changed := func(i int) bool {
+		if i >= len(b) || i >= len(a) || b[i] != a[i] {
+			return true
+		}
+		return !sameSpans(rowSpans(before.highlights, i), rowSpans(after.highlights, i))
+	}
+	var out strings.Builder
+	n := max(len(b), len(a))
+	for i := 0; i < n; i++ {
+		if !changed(i) {
+			continue
+		}
+		j := i
+		for j+1 < n && changed(j+1) {
+			j++
+		}
+		writeHunk(&out, before, after, b, a, i, j)
+		i = j
+	}
+	if out.Len() == 0 && before.cursor == after.cursor {
+		return ""
+	}
+	head := fmt.Sprintf("--- screen before, cursor at row %d col %d\n+++ screen after, cursor at row %d col %d\n",
+		before.cursor.Row+1, before.cursor.Col+1, after.cursor.Row+1, after.cursor.Col+1)
+	return strings.TrimSuffix(head+out.String(), "\n")
+}
+
+// writeHunk writes rows i..j of the diff as one hunk.
+func writeHunk(out *strings.Builder, before, after screenView, b, a []string, i, j int) {
+	olds, news := 0, 0
+	for r := i; r <= j; r++ {
+		if r < len(b) {
+			olds++
+		}
+		if r < len(a) {
+			news++
+		}
+	}
+	fmt.Fprintf(out, "@@ -%s +%s @@", hunkRange(i, olds), hunkRange(i, news))
+	var lit []string
+	for r := i; r <= j; r++ {
+		for _, h := range rowSpans(after.highlights, r) {
+			lit = append(lit, strconv.Quote(h.Text))
+		}
+	}
+	switch {
+	case len(lit) > 0:
+		out.WriteString(" highlighted: " + strings.Join(lit, ", "))
+	case len(rowsSpans(before.highlights, i, j)) > 0:
+		out.WriteString(" no highlight")
+	}
+	out.WriteByte('\n')
+	for r := i; r <= j; r++ {
+		if r < len(b) && r < len(a) && b[r] == a[r] {
+			out.WriteString(" " + a[r] + "\n")
+			continue
+		}
+		if r < len(b) {
+			out.WriteString("-" + b[r] + "\n")
+		}
+		if r < len(a) {
+			out.WriteString("+" + a[r] + "\n")
+		}
+	}
+}
+
+// hunkRange is one side of a hunk header for count rows from zero-based
+// row i: "5", "5,3", or "4,0" for no rows (after row 4), as diff writes it.
+func hunkRange(i, count int) string {
+	switch count {
+	case 0:
+		return strconv.Itoa(i) + ",0"
+	case 1:
+		return strconv.Itoa(i + 1)
+	}
+	return strconv.Itoa(i+1) + "," + strconv.Itoa(count)
+}
+
+// rowSpans returns the highlights on row r.
+func rowSpans(hs []Highlight, r int) []Highlight { return rowsSpans(hs, r, r) }
+
+// rowsSpans returns the highlights on rows i..j; hs is in row order.
+func rowsSpans(hs []Highlight, i, j int) []Highlight {
+	lo := 0
+	for lo < len(hs) && hs[lo].Row < i {
+		lo++
+	}
+	hi := lo
+	for hi < len(hs) && hs[hi].Row <= j {
+		hi++
+	}
+	return hs[lo:hi]
+}
+
+func sameSpans(x, y []Highlight) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i].Col != y[i].Col || x[i].Len != y[i].Len {
+			return false
+		}
+	}
+	return true
+}
+
+// addressed notes that the program placed the cursor on a row of the
+// primary screen or erased all of it.
+func (s *settler) addressed() { s.addrEpoch, s.addrLines = s.epoch, 0 }
+
+// redrawn reports a redraw in place since the last read: the program
+// addressed the primary screen by row (CUP, HVP, VPA) or erased it whole
+// (ED 2), and began no more lines since than the screen has rows, so what
+// it drew is still on the screen. Its frames' text would read mixed
+// together (top, watch, a clear-and-print loop): the screen says it. Text
+// that scrolled on past a screenful after the last such move (clear, then
+// a long listing) reads as text.
+func (s *settler) redrawn(rows int) bool {
+	return !s.alt && s.addrEpoch == s.epoch && s.addrLines <= rows
+}

@@ -1,0 +1,88 @@
+package agentpty
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// callView is what a pty-write asks for besides typing: how its result
+// shows the screen, whether it consumes output, and what happens to the
+// terminal before typing.
+type callView struct {
+	screen     string    // "", ScreenFull or ScreenDiff
+	peek       bool      // the result consumes nothing
+	signal     os.Signal // sent to the foreground group before typing; nil for none
+	cols, rows int       // the size to take before typing; 0 keeps the current one
+	waitUntil  string    // "" or "input" (checkWaitUntil)
+}
+
+// writeView checks a write's screen, signal and size arguments before
+// anything reaches the session, so a bad one leaves it untouched.
+func writeView(req WriteRequest) (callView, error) {
+	v := callView{screen: req.Screen, peek: req.Peek, cols: req.Cols, rows: req.Rows, waitUntil: req.WaitUntil}
+	if err := checkScreen(ToolWrite+" "+req.ID, req.Screen); err != nil {
+		return v, err
+	}
+	if req.Cols < 0 || req.Cols > maxCols {
+		return v, errorf(ErrInvalid, "%s %s: cols %d is outside 1-%d", ToolWrite, req.ID, req.Cols, maxCols)
+	}
+	if req.Rows < 0 || req.Rows > maxRows {
+		return v, errorf(ErrInvalid, "%s %s: rows %d is outside 1-%d", ToolWrite, req.ID, req.Rows, maxRows)
+	}
+	if req.SendSignal != "" {
+		sig, ok := parseSignal(req.SendSignal)
+		if !ok {
+			return v, errorf(ErrInvalid, "%s %s: send_signal %q is not a signal name (SIGINT, INT) or number", ToolWrite, req.ID, req.SendSignal)
+		}
+		v.signal = sig
+	}
+	return v, nil
+}
+
+// signalNumber reads a signal given as a number ("2"), or reports false.
+func signalNumber(name string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(name))
+	return n, err == nil
+}
+
+// signalName spells a signal as the kernel's tables do: "int" and
+// "SIGINT" both become "SIGINT".
+func signalName(name string) string {
+	name = strings.ToUpper(strings.TrimSpace(name))
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	return name
+}
+
+// beforeTyping does what a write asks before its input: it snapshots the
+// screen for a diff, resizes the terminal, and signals the foreground
+// group, in that order. It returns the snapshot (nil without a diff).
+func (s *Session) beforeTyping(v callView) (*screenView, error) {
+	var before *screenView
+	if v.screen == ScreenDiff {
+		b := s.view()
+		before = &b
+	}
+	if v.cols > 0 || v.rows > 0 {
+		s.mu.Lock()
+		cols, rows := s.cols, s.rows
+		s.mu.Unlock()
+		if v.cols > 0 {
+			cols = v.cols
+		}
+		if v.rows > 0 {
+			rows = v.rows
+		}
+		if err := s.Resize(cols, rows); err != nil {
+			return nil, err
+		}
+	}
+	if v.signal != nil {
+		if err := s.Signal(v.signal); err != nil {
+			return nil, err
+		}
+	}
+	return before, nil
+}
