@@ -56,7 +56,7 @@ type screenView struct {
 func (s *Session) view() screenView {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
-	s.syncScreenLocked()
+	s.syncScreenCall()
 	r, c := s.screen.Cursor()
 	return screenView{lines: s.screen.Lines(), cursor: Cursor{Row: r, Col: c}, highlights: highlights(s.screen.Cells())}
 }

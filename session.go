@@ -564,7 +564,21 @@ func (s *Session) syncScreen() {
 }
 
 // syncScreenLocked is syncScreen with screenMu held.
-func (s *Session) syncScreenLocked() {
+func (s *Session) syncScreenLocked() { s.syncScreenBy(time.Time{}) }
+
+// callSync bounds how long a call parses the screen on its own behalf: a
+// program can print faster than the screen parses (a full clear of a
+// 1000x500 screen per byte pair), and a read must not wait on that for
+// good. The processor goroutine catches up without a bound.
+const callSync = time.Second
+
+// syncScreenCall is syncScreenLocked for a call: it parses for at most
+// callSync and reports whether the screen holds everything the ring does.
+func (s *Session) syncScreenCall() bool { return s.syncScreenBy(time.Now().Add(callSync)) }
+
+// syncScreenBy is syncScreenLocked that stops at limit (none when zero)
+// and reports whether it parsed everything.
+func (s *Session) syncScreenBy(limit time.Time) bool {
 	if s.screen == nil {
 		s.mu.Lock()
 		cols, rows := s.cols, s.rows
@@ -584,7 +598,7 @@ func (s *Session) syncScreenLocked() {
 	s.inMu.Unlock()
 	from := end - int64(len(a)+len(b))
 	if from == end {
-		return
+		return true
 	}
 	// What the settler has already seen to be plain text needs no scan to
 	// find the part that scrolled away unseen.
@@ -596,20 +610,38 @@ func (s *Session) syncScreenLocked() {
 		plain = max(min(settled, end)-from, 0)
 	}
 	var reply []byte
+	off := from
+	late := false
 	for _, p := range [2][]byte{a, b} {
 		k := min(int64(len(p)), plain)
 		if k > 0 {
 			reply = s.screen.WritePlain(reply, p[:k])
 		}
 		plain -= k
+		off += k
 		// In pieces, so that a Kill need not wait for a screen that has
-		// much to parse: a dying session's screen stops where it is.
+		// much to parse: a dying session's screen stops where it is, and
+		// a call's where its time is up.
 		for p = p[k:]; len(p) > 0 && !s.dying.Load(); p = p[min(len(p), screenPiece):] {
-			reply = s.screen.Write(reply, p[:min(len(p), screenPiece)])
+			if !limit.IsZero() && time.Now().After(limit) {
+				late = true
+				break
+			}
+			n := min(len(p), screenPiece)
+			reply = s.screen.Write(reply, p[:n])
+			off += int64(n)
+		}
+		if late {
+			break
 		}
 	}
-	s.screenOff.Store(end)
+	if late {
+		s.screenOff.Store(off)
+	} else {
+		s.screenOff.Store(end)
+	}
 	s.queueReply(reply)
+	return !late
 }
 
 // writeTerminal types p, giving up at deadline or when ctx ends.
@@ -957,7 +989,12 @@ func (s *Session) collect(matched, peek bool) waitResult {
 
 	if alt || redrawn {
 		s.screenMu.Lock()
-		s.syncScreenLocked()
+		if !s.syncScreenCall() {
+			// The screen is far behind: the text says more than a stale
+			// screen of a redraw; a full-screen program's is the best
+			// there is.
+			redrawn = false
+		}
 		scr := s.snapshot()
 		if !peek {
 			s.shown = nil
@@ -966,12 +1003,14 @@ func (s *Session) collect(matched, peek bool) waitResult {
 			}
 		}
 		s.screenMu.Unlock()
-		if redrawn {
-			out, whole = "", "" // the frames' text mixed together: the screen says it
-		}
-		out = joinScreen(out, scr.Text())
-		if whole != "" {
-			whole = joinScreen(whole, scr.Text())
+		switch {
+		case alt:
+			out = joinScreen(out, scr.Text())
+			if whole != "" {
+				whole = joinScreen(whole, scr.Text())
+			}
+		case redrawn:
+			out, whole = scr.Text(), "" // the frames' text mixed together: the screen says it
 		}
 	} else if !peek {
 		s.screenMu.Lock()

@@ -107,7 +107,7 @@ func (w *waitSpec) inSettled(st *settler) bool {
 func (s *Session) screenMatch(w *waitSpec) bool {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
-	s.syncScreenLocked()
+	s.syncScreenCall()
 	return w.inScreen(s.screen.Lines(), s.shown)
 }
 
