@@ -99,9 +99,16 @@ func stopProcesses(ctx context.Context, c container, grace time.Duration) []int 
 	if c.Signal(syscall.SIGTERM, syscall.SIGCONT) == 0 {
 		return nil
 	}
-	hctx, cancel := context.WithDeadline(ctx, time.Now().Add(min(hupDelay, grace)))
-	err := c.WaitEmpty(hctx)
-	cancel()
+	// What ignores TERM (an interactive bash at its prompt) gets nothing
+	// from the delay: when that is all there is, HUP follows at once.
+	var err error
+	if !allIgnore(c.Members(), syscall.SIGTERM) {
+		hctx, cancel := context.WithDeadline(ctx, time.Now().Add(min(hupDelay, grace)))
+		err = c.WaitEmpty(hctx)
+		cancel()
+	} else {
+		err = context.DeadlineExceeded
+	}
 	if err != nil && ctx.Err() == nil {
 		c.Signal(syscall.SIGHUP, syscall.SIGCONT)
 		gctx, cancel := context.WithDeadline(ctx, deadline)
@@ -125,4 +132,15 @@ func stopProcesses(ctx context.Context, c container, grace time.Duration) []int 
 // endAll ends every process of the session.
 func (s *Session) endAll(ctx context.Context) error {
 	return endProcesses(ctx, s.containment(), s.m.opts.KillGrace)
+}
+
+// allIgnore reports whether every process of pids ignores sig; false for
+// none.
+func allIgnore(pids []int, sig syscall.Signal) bool {
+	for _, pid := range pids {
+		if !proc.Ignores(pid, sig) {
+			return false
+		}
+	}
+	return len(pids) > 0
 }

@@ -50,3 +50,7 @@ func (h handle) signal(sig syscall.Signal) { _ = syscall.Kill(int(h), sig) }
 func (h handle) alive() bool { return syscall.Kill(int(h), 0) == nil }
 
 func (h handle) close() {}
+
+// Ignores reports whether process pid ignores sig; macOS does not say, so
+// it is always false.
+func Ignores(int, syscall.Signal) bool { return false }

@@ -154,3 +154,22 @@ func (h handle) alive() bool {
 }
 
 func (h handle) close() { unix.Close(int(h)) }
+
+// Ignores reports whether process pid ignores sig (SIG_IGN), from the
+// SigIgn mask in /proc/PID/status; false when that cannot be read.
+func Ignores(pid int, sig syscall.Signal) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	i := bytes.Index(b, []byte("\nSigIgn:\t"))
+	if i < 0 {
+		return false
+	}
+	line := b[i+len("\nSigIgn:\t"):]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	mask, err := strconv.ParseUint(string(line), 16, 64)
+	return err == nil && mask&(1<<(uint(sig)-1)) != 0
+}
