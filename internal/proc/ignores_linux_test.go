@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestIgnores reads SIG_IGN from the kernel: a bash that traps TERM with
-// '' ignores it, one that does not, does not.
+// TestIgnores reads SIG_IGN from the kernel: a bash whose trap on TERM is
+// empty ignores it, one without the trap does not.
 func TestIgnores(t *testing.T) {
 	for _, c := range []struct {
 		script string
