@@ -2,7 +2,6 @@ package agentpty
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"os"
 	"runtime"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentpty/agentpty/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,14 +48,14 @@ func foreground(master *os.File) fgReport {
 	// other members looked for, which takes a walk through /proc.
 	running := false
 	look := func(pid int) (decided bool) {
-		st, name, ok := procStat(pid)
+		st, ok := proc.ReadStat(pid, make([]byte, 512))
 		if !ok {
 			return false
 		}
 		if rep.name == "" {
-			rep.name = name // the leader, looked at first, unless one waits
+			rep.name = st.Comm // the leader, looked at first, unless one waits
 		}
-		switch st {
+		switch st.State {
 		case 'R', 'D':
 			running = true
 			return true
@@ -68,7 +68,7 @@ func foreground(master *os.File) fgReport {
 			on = echoOff(master)
 		}
 		if on && !rep.waiting {
-			rep.name, rep.waiting = name, true
+			rep.name, rep.waiting = st.Comm, true
 		}
 		return on
 	}
@@ -86,67 +86,14 @@ func foreground(master *os.File) fgReport {
 // groupMembers lists the live processes of process group pgrp other
 // than its leader.
 func groupMembers(pgrp int) []int {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
 	var out []int
 	buf := make([]byte, 512)
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid == pgrp {
-			continue
-		}
-		if g, ok := pgrpOf(pid, buf); ok && g == pgrp {
+	for _, pid := range proc.Pids() {
+		if st, ok := proc.ReadStat(pid, buf); ok && !st.Gone() && st.Pgrp == pgrp && pid != pgrp {
 			out = append(out, pid)
 		}
 	}
 	return out
-}
-
-// statFields reads /proc/PID/stat and returns the command name and the
-// fields after it ("S ppid pgrp ...").
-func statFields(pid int, buf []byte) (string, [][]byte, bool) {
-	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", nil, false
-	}
-	n, err := unix.Read(fd, buf)
-	unix.Close(fd)
-	if err != nil || n <= 0 {
-		return "", nil, false
-	}
-	stat := buf[:n]
-	// "pid (comm) state ppid pgrp ..."; comm may hold spaces and ')'.
-	i, j := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-	if i < 0 || j < i {
-		return "", nil, false
-	}
-	f := bytes.Fields(stat[j+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
-		return "", nil, false
-	}
-	return string(stat[i+1 : j]), f, true
-}
-
-func pgrpOf(pid int, buf []byte) (int, bool) {
-	_, f, ok := statFields(pid, buf)
-	if !ok || f[0][0] == 'Z' || f[0][0] == 'X' {
-		return 0, false
-	}
-	g, err := strconv.Atoi(string(f[2]))
-	return g, err == nil
-}
-
-// procStat returns a process's state letter and command name.
-func procStat(pid int) (byte, string, bool) {
-	name, f, ok := statFields(pid, make([]byte, 512))
-	if !ok {
-		return 0, "", false
-	}
-	return f[0][0], name, true
 }
 
 // Waits that take a descriptor set: (number, how its descriptors are given).

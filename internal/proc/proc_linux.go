@@ -15,28 +15,18 @@ import (
 // session id is sid, and of their descendants wherever those went (setsid),
 // read from /proc.
 func Members(sid int) []int {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
 	var out []int
 	children := map[int][]int{}
 	buf := make([]byte, 512)
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil {
+	for _, pid := range Pids() {
+		st, ok := ReadStat(pid, buf)
+		if !ok || st.Gone() {
 			continue
 		}
-		st, ok := statOf(pid, buf)
-		if !ok {
-			continue
-		}
-		if st.sid == sid {
+		if st.SID == sid {
 			out = append(out, pid)
 		} else {
-			children[st.ppid] = append(children[st.ppid], pid)
+			children[st.PPID] = append(children[st.PPID], pid)
 		}
 	}
 	for i := 0; i < len(out); i++ {
@@ -46,39 +36,65 @@ func Members(sid int) []int {
 	return out
 }
 
-type stat struct{ ppid, sid int }
+// Pids lists the processes in /proc.
+func Pids() []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	out := make([]int, 0, len(names))
+	for _, name := range names {
+		if pid, err := strconv.Atoi(name); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
 
-// statOf parses the parent and session fields of /proc/PID/stat, skipping
-// zombies: they have exited and only wait for their parent to reap them.
-func statOf(pid int, buf []byte) (stat, bool) {
+// Stat is what /proc/PID/stat says of a process.
+type Stat struct {
+	Comm            string // the command name
+	State           byte   // R, S, D, T, Z, ...
+	PPID, Pgrp, SID int
+}
+
+// Gone reports a zombie or a dead process: it has exited and only waits
+// for its parent to reap it.
+func (st Stat) Gone() bool { return st.State == 'Z' || st.State == 'X' }
+
+// ReadStat reads /proc/PID/stat, with buf (512 bytes is plenty) as scratch.
+func ReadStat(pid int, buf []byte) (Stat, bool) {
 	// Plain system calls: an os.File would also try to register each file
 	// with the runtime's poller, a failing system call per process.
 	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return stat{}, false
+		return Stat{}, false
 	}
 	n, err := unix.Read(fd, buf)
 	unix.Close(fd)
-	if err != nil {
-		return stat{}, false
+	if err != nil || n <= 0 {
+		return Stat{}, false
 	}
 	b := buf[:n]
 	// "pid (comm) state ppid pgrp session ..."; comm may hold spaces and
-	// parentheses, so parse from the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return stat{}, false
+	// parentheses, so it ends at the last ')'.
+	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if i < 0 || j < i {
+		return Stat{}, false
 	}
-	fields := bytes.Fields(b[i+1:])
-	if len(fields) < 4 {
-		return stat{}, false
+	f := bytes.Fields(b[j+1:])
+	if len(f) < 4 || len(f[0]) != 1 {
+		return Stat{}, false
 	}
-	if st := fields[0]; len(st) == 1 && (st[0] == 'Z' || st[0] == 'X') {
-		return stat{}, false
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	sid, err3 := strconv.Atoi(string(f[3]))
+	if err1 != nil || err2 != nil || err3 != nil {
+		return Stat{}, false
 	}
-	ppid, err1 := strconv.Atoi(string(fields[1]))
-	sid, err2 := strconv.Atoi(string(fields[3]))
-	return stat{ppid, sid}, err1 == nil && err2 == nil
+	return Stat{Comm: string(b[i+1 : j]), State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid}, true
 }
 
 // waitExit returns when any of pids exits or ctx ends, woken by pidfds
