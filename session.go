@@ -103,7 +103,7 @@ type Session struct {
 
 	writeMu sync.Mutex  // one writer at a time on the terminal: input and query replies
 	lane    lane        // one call at a time, in arrival order; taken before any lock below
-	reading atomic.Bool // the reader holds bytes it has not fed yet (see readTerminal)
+	reading atomic.Bool // the reader holds bytes it has not fed yet (see terminalReader)
 	dying   atomic.Bool // Kill has begun: no more writes; set before, and the terminal closed under, writeMu
 
 	// inMu guards the ring, which the reader fills; the renderer copies
@@ -314,8 +314,12 @@ func (s *Session) read() {
 	buf := make([]byte, min(1<<10, size))
 	drains := 0
 	eio := false
+	tr, err := newTerminalReader(s.pty, &s.reading)
+	if err != nil {
+		return
+	}
 	for {
-		n, err := readTerminal(s.pty, buf, &s.reading)
+		n, err := tr.read(buf)
 		if n > 0 {
 			s.take(buf[:n])
 			eio = false

@@ -70,7 +70,7 @@ func (s *Session) State() TerminalState {
 // the renderer has rendered everything fed, and no terminal query in it
 // waits for its answer (the slave's poll then sees the answer unread). The master is polled
 // before the reader's flag is read: bytes the reader took before the poll
-// have its flag set by then (see readTerminal).
+// have its flag set by then (see terminalReader).
 func (s *Session) outputSettled() bool {
 	if readable(s.pty) || s.reading.Load() || s.queries.Load() || s.answering.Load() > 0 {
 		return false // output on its way, or a query's answer owed to the program

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,38 +32,58 @@ func pollIn(fd int) bool {
 	}
 }
 
-// readTerminal reads from the master as f.Read does, but sets busy before
-// each read system call and leaves it set when the call returned bytes:
-// State can then tell "the reader holds output it has not fed" from "the
-// reader waits for output". The caller clears busy once it has fed them.
-func readTerminal(f *os.File, buf []byte, busy *atomic.Bool) (int, error) {
+// terminalReader reads from the master as f.Read does, but sets busy
+// before each read system call and leaves it set when the call returned
+// bytes: State can then tell "the reader holds output it has not fed" from
+// "the reader waits for output". The caller clears busy once it has fed
+// them. The raw connection and the callback are made once, not per read:
+// the reader calls read for every chunk of output.
+type terminalReader struct {
+	rc   syscall.RawConn
+	busy *atomic.Bool
+	buf  []byte
+	n    int
+	err  error
+	fn   func(fd uintptr) bool
+}
+
+func newTerminalReader(f *os.File, busy *atomic.Bool) (*terminalReader, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var n int
-	var rerr error
-	err = rc.Read(func(fd uintptr) bool {
-		busy.Store(true)
-		for {
-			n, rerr = unix.Read(int(fd), buf)
-			if rerr != unix.EINTR {
-				break
-			}
+	r := &terminalReader{rc: rc, busy: busy}
+	r.fn = r.attempt
+	return r, nil
+}
+
+// attempt is one read system call, for rc.Read.
+func (r *terminalReader) attempt(fd uintptr) bool {
+	r.busy.Store(true)
+	for {
+		r.n, r.err = unix.Read(int(fd), r.buf)
+		if r.err != unix.EINTR {
+			break
 		}
-		if rerr == unix.EAGAIN {
-			busy.Store(false)
-			return false // park in the poller until there is more
-		}
-		return true
-	})
+	}
+	if r.err == unix.EAGAIN {
+		r.busy.Store(false)
+		return false // park in the poller until there is more
+	}
+	return true
+}
+
+func (r *terminalReader) read(buf []byte) (int, error) {
+	r.buf = buf
+	err := r.rc.Read(r.fn)
+	r.buf = nil
 	switch {
 	case err != nil:
 		return 0, err
-	case rerr != nil:
-		return 0, rerr
-	case n == 0:
+	case r.err != nil:
+		return 0, r.err
+	case r.n == 0:
 		return 0, io.EOF
 	}
-	return n, nil
+	return r.n, nil
 }

@@ -41,4 +41,10 @@ func foreground(*os.File) fgReport { return fgReport{} }
 
 func readable(*os.File) bool { return false }
 
-func readTerminal(f *os.File, buf []byte, _ *atomic.Bool) (int, error) { return f.Read(buf) }
+type terminalReader struct{ f *os.File }
+
+func newTerminalReader(f *os.File, _ *atomic.Bool) (*terminalReader, error) {
+	return &terminalReader{f}, nil
+}
+
+func (r *terminalReader) read(buf []byte) (int, error) { return r.f.Read(buf) }
