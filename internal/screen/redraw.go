@@ -75,7 +75,7 @@ func (s *Screen) redrawRow(dst []byte, y, cols int) []byte {
 	for x := 0; x <= last; x++ {
 		g := s.vt.Cell(x, y)
 		if g.Mode != pen.Mode || g.FG != pen.FG || g.BG != pen.BG {
-			dst = appendGlyphSGR(dst, g)
+			dst = appendGlyphSGR(dst, unswap(g)) // vt10x keeps reverse cells swapped
 			pen = g
 		}
 		var wide bool
