@@ -106,10 +106,9 @@ func (s *Session) attachInput(a *attachment, r io.Reader, done chan<- error) {
 		case n == 0 || a.gone.Load():
 		case s.typist() == a:
 			p := buf[:n]
-			s.tapInput(p)
 			// A program that has exited or stopped reading drops the keys,
 			// as a terminal would; Attach goes on until its output ends.
-			_, _ = s.writeTerminal(context.Background(), p, time.Now().Add(maxWait))
+			_, _ = s.typeInput(context.Background(), p, time.Now().Add(maxWait))
 		default:
 			s.mu.Lock() // someone else has the keyboard: ring this person's bell
 			a.tap.marks = append(a.tap.marks, tapMark{kind: 'o', data: []byte("\a")})

@@ -218,3 +218,32 @@ func TestRecordWriterFails(t *testing.T) {
 		t.Errorf("%d taps left after failed recordings", taps)
 	}
 }
+
+// A pty-run command is typed input like a write's, so a recording with
+// RecordInput holds it as an "i" event.
+func TestRecordRunInput(t *testing.T) {
+	m := newManager(t, Options{RecordInput: true})
+	start := mustStart(t, m, StartRequest{Shell: true})
+	s, _ := m.Session(start.ID)
+	var cast bytes.Buffer
+	if err := s.Record(&cast); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Run(waitCtx(t), RunRequest{ID: start.ID, Command: "echo run-typed"})
+	if err != nil || !r.PromptAfter || r.Output != "run-typed" {
+		t.Fatalf("run: %v %+v", err, r)
+	}
+	if _, err := m.Kill(waitCtx(t), start.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, events := castEvents(t, cast.Bytes())
+	var input string
+	for _, ev := range events {
+		if ev[1] == "i" {
+			input += ev[2].(string)
+		}
+	}
+	if !strings.Contains(input, "echo run-typed") {
+		t.Errorf("the run's command is not among the input events: %q", input)
+	}
+}

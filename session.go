@@ -648,6 +648,14 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	return !late
 }
 
+// typeInput types input as writeTerminal does, after telling the taps
+// (recordings with RecordInput) what is typed: every path that types
+// input, not query answers, goes through it.
+func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (int, error) {
+	s.tapInput(p)
+	return s.writeTerminal(ctx, p, deadline)
+}
+
 // writeTerminal types p, giving up at deadline or when ctx ends.
 // A write that Kill overtakes fails with ErrNoSession.
 func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Time) (int, error) {
@@ -701,8 +709,7 @@ func (s *Session) Send(text string) error {
 	if exited {
 		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
 	}
-	s.tapInput([]byte(text))
-	if n, err := s.writeTerminal(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
+	if n, err := s.typeInput(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
 		return fmt.Errorf("agentpty: %s: send: typed %d of %d bytes: %w", s.id, n, len(text), err)
 	}
 	return nil
@@ -859,8 +866,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 		if least := time.Now().Add(minTyping); typing.Before(least) {
 			typing = least
 		}
-		s.tapInput(input)
-		if n, err := s.writeTerminal(ctx, input, typing); err != nil {
+		if n, err := s.typeInput(ctx, input, typing); err != nil {
 			why := ""
 			switch {
 			case ctx.Err() != nil:

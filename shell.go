@@ -260,7 +260,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	// End of line and kill it clear whatever was typed at the prompt; a
 	// bracketed paste keeps readline from acting on tabs and newlines.
 	input := "\x05\x15\x1b[200~" + command + "\x1b[201~\r"
-	if n, err := s.writeTerminal(ctx, []byte(input), deadline); err != nil {
+	if n, err := s.typeInput(ctx, []byte(input), deadline); err != nil {
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolRun, s.id, n, len(input), err)
 	}
 	var state TerminalState
