@@ -204,6 +204,14 @@ func TestWithEventsDuringACall(t *testing.T) {
 			t.Errorf("the first call's watcher got %+v after the call returned", e)
 		}
 	}
+	// A pty-run waits its own way (for the prompt's mark), and its
+	// function hears the output all the same.
+	sh := mustStart(t, m, StartRequest{Shell: true})
+	log3 := newEventLog()
+	if _, err := m.Run(WithEvents(context.Background(), log3.add), RunRequest{ID: sh.ID, Command: "echo ran-with-events; sleep 0.6"}); err != nil {
+		t.Fatal(err)
+	}
+	log3.await(t, "during a run", outputWith(sh.ID, "ran-with-events"))
 }
 
 // A start whose context ends before it returns kills what it started and

@@ -935,7 +935,6 @@ func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.T
 // deadline passes, or (quiet) output has appeared and paused. It reads
 // nothing. Only the reader wakes it: nothing polls.
 func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time, quiet bool) (bool, error) {
-	defer s.watch(ctx)()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	var pause *time.Timer

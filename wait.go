@@ -178,12 +178,18 @@ func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
 }
 
 // turn waits until the calls on the session that arrived before this one
-// have returned, and returns the func that lets the next one go.
+// have returned, and returns the func that lets the next one go. The
+// turn is also when the call's WithEvents function hears the session's
+// output events, whichever way the call waits.
 func (s *Session) turn(ctx context.Context, tool string) (func(), error) {
 	if err := s.lane.enter(ctx); err != nil {
 		return nil, fmt.Errorf("agentpty: %s %s: waiting for the call before it: %w", tool, s.id, err)
 	}
-	return s.lane.leave, nil
+	unwatch := s.watch(ctx)
+	return func() {
+		unwatch()
+		s.lane.leave()
+	}, nil
 }
 
 // lane runs a session's calls one at a time, in the order they arrived: a
