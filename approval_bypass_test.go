@@ -224,7 +224,8 @@ func TestApproveRulesLongCommand(t *testing.T) {
 	if err := approve(agentpty.Rules{Allow: []string{"*"}}, over[:len(over)-1]); err != nil {
 		t.Errorf("Rules on %d bytes: %v", len(over)-1, err)
 	}
-	m := agentpty.NewManager(agentpty.Options{})
+	// An approver that would allow it: the length is refused before it is asked.
+	m := agentpty.NewManager(agentpty.Options{Approver: agentpty.Rules{Allow: []string{"*"}}})
 	defer m.Close()
 	if _, err := m.Start(context.Background(), agentpty.StartRequest{Command: over}); !errors.Is(err, agentpty.ErrInvalid) ||
 		!strings.Contains(err.Error(), "pty-start: command is 131072 bytes; exec takes at most 131071") {

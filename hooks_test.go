@@ -160,6 +160,7 @@ func TestApproveWrites(t *testing.T) {
 		}
 	}
 	// Polling asks nothing and shows nothing of the denied input.
+	mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(0)})
 	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: "end", Submit: true, WaitFor: "end"})
 	s, _ := m.Session(res.ID)
 	if strings.Contains(w.Output+s.Scrollback(), "secret") || strings.Contains(w.Output+s.Scrollback(), "boom") {
@@ -183,8 +184,7 @@ func TestApproveWrites(t *testing.T) {
 	mu.Lock()
 	asked = nil
 	mu.Unlock()
-	m2 := NewManager(Options{Approver: approver})
-	defer m2.Close()
+	m2 := newManager(t, Options{Approver: approver})
 	res = mustStart(t, m2, StartRequest{Command: readyCat, WaitFor: "ready"})
 	mustWrite(t, m2, WriteRequest{ID: res.ID, Input: "secret", Submit: true, WaitFor: "secret"})
 	mu.Lock()

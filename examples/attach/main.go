@@ -51,7 +51,7 @@ func run(command string, every time.Duration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	start, err := m.Start(ctx, agentpty.StartRequest{Command: command, Cols: cols, Rows: rows, WaitMS: ptr(3000)})
+	start, err := m.Start(ctx, agentpty.StartRequest{Command: command, Cols: cols, Rows: rows, WaitMS: agentpty.Millis(3000)})
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func run(command string, every time.Duration) error {
 				return
 			case <-t.C:
 			}
-			_, _ = m.Write(ctx, agentpty.WriteRequest{ID: start.ID, Input: fmt.Sprintf("print('model says', %d)", n), Submit: true, WaitMS: ptr(0)})
+			_, _ = m.Write(ctx, agentpty.WriteRequest{ID: start.ID, Input: fmt.Sprintf("print('model says', %d)", n), Submit: true, WaitMS: agentpty.Millis(0)})
 		}
 	}()
 
@@ -91,7 +91,7 @@ func run(command string, every time.Duration) error {
 	}
 
 	// What the person did reaches the model's next read.
-	res, err := m.Write(context.Background(), agentpty.WriteRequest{ID: start.ID, WaitMS: ptr(0)})
+	res, err := m.Write(context.Background(), agentpty.WriteRequest{ID: start.ID, WaitMS: agentpty.Millis(0)})
 	if err != nil {
 		return err
 	}
@@ -119,5 +119,3 @@ func (u *untilDetach) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-func ptr(n int) *int { return &n }

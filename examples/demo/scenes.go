@@ -212,15 +212,6 @@ func exitCode(code int) want {
 	}
 }
 
-func running() want {
-	return func(r result) error {
-		if r.Exited {
-			return fmt.Errorf("exited, want it still running; output was %q", r.Output)
-		}
-		return nil
-	}
-}
-
 func hidden(h bool) want {
 	return func(r result) error {
 		if r.InputHidden != h {
