@@ -160,11 +160,17 @@ func (c config) options() (agentpty.Options, error) {
 	case len(c.allow) > 0:
 		opts.Approver = agentpty.Rules{Allow: c.allow, Deny: c.deny}
 	case len(c.deny) > 0:
-		// Deny rules alone refuse what they match and nothing else: each
-		// command is its own allow rule.
+		// Deny rules alone refuse what they match and nothing else: what
+		// is judged is its own allow rule, the command of a start or a
+		// run, the typed lines of a write (as Rules reads them, Enter as a
+		// line feed).
 		deny := c.deny
 		opts.Approver = agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
-			return agentpty.Rules{Allow: []string{req.Command}, Deny: deny}.Approve(ctx, req)
+			own := req.Command
+			if req.Tool == agentpty.ToolWrite {
+				own = strings.ReplaceAll(req.Input, "\r", "\n")
+			}
+			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
 		})
 	}
 	if c.sandbox || len(c.writable) > 0 || !c.net {

@@ -572,6 +572,29 @@ func TestFlagsToOptions(t *testing.T) {
 	if !opts.ApproveWrites || !ok || len(rules.Allow) != 2 || len(rules.Deny) != 1 || strings.Join(opts.Shell, " ") != "zsh -c" || opts.KillGrace != 3*time.Second {
 		t.Errorf("options %+v", opts)
 	}
+	// --deny alone with --approve-writes refuses what it matches, in a
+	// start and in typed lines alike, and nothing else.
+	c, err = parseFlags([]string{"--approve-writes", "--deny", "rm *"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts, err = c.options(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		req  agentpty.ApprovalRequest
+		deny bool
+	}{
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: "bash"}, false},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: "rm -rf x"}, true},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "ls -l\r"}, false},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "rm -rf x\r"}, true},
+	} {
+		if err := opts.Approver.Approve(ctx, tc.req); (err != nil) != tc.deny {
+			t.Errorf("deny-only rules on %+v: %v, want denied %v", tc.req, err, tc.deny)
+		}
+	}
 	if _, err := parseFlags([]string{"stray"}, io.Discard); err == nil {
 		t.Error("a stray argument is accepted")
 	}
