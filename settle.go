@@ -93,11 +93,13 @@ type settler struct {
 	alt     bool // the alternate screen is showing: record nothing
 	syncing bool // inside a synchronized update (mode 2026): the screen is mid-frame
 
-	// oscHook, when set, is told each OSC string ended by BEL (its first
-	// settleOSCMax bytes), with the cursor where the string stood; osc
-	// holds the part read so far, which also tells colour queries.
+	// oscHook, when set, is told each OSC string ended by BEL or ST (its
+	// first settleOSCMax bytes), with the cursor where the string stood;
+	// osc holds the part read so far, which also tells colour queries;
+	// oscEsc says the ESC just read came inside an OSC string.
 	oscHook func(payload []byte)
 	osc     []byte
+	oscEsc  bool
 
 	// A redraw in place (redrawn, screenview.go): the epoch in which the
 	// program last addressed the primary screen by row or erased it all,
@@ -462,6 +464,9 @@ func (s *settler) escape(b byte) bool {
 	if s.state == settleStringEsc {
 		if b == '\\' { // ST
 			s.state = settleGround
+			if s.oscEsc {
+				s.endOSC(s.osc)
+			}
 			return true
 		}
 		s.state = settleEsc // ESC ended the string and starts a sequence
@@ -535,18 +540,15 @@ func (s *settler) skipString(p []byte, i int) int {
 	for ; i < len(p); i++ {
 		switch p[i] {
 		case 0x1b:
+			if s.oscEsc = s.state == settleOSC; s.oscEsc {
+				s.osc = s.oscPart(p[from:i]) // ST may follow: the string ends as with BEL
+			}
 			s.state = settleStringEsc
 			return i + 1
 		case 0x07:
 			if s.state == settleOSC {
 				s.state = settleGround
-				osc := s.oscPart(p[from:i])
-				if bytes.HasSuffix(osc, []byte(";?")) { // a colour query (OSC 10;?) the screen answers
-					s.ev |= evQuery
-				}
-				if s.oscHook != nil {
-					s.oscHook(osc)
-				}
+				s.endOSC(s.oscPart(p[from:i]))
 				return i + 1
 			}
 		case 0x18, 0x1a:
@@ -558,6 +560,16 @@ func (s *settler) skipString(p []byte, i int) int {
 		s.osc = s.oscPart(p[from:i])
 	}
 	return i
+}
+
+// endOSC is an OSC string's end, by BEL or ST.
+func (s *settler) endOSC(osc []byte) {
+	if bytes.HasSuffix(osc, []byte(";?")) { // a colour query (OSC 10;?) the screen answers
+		s.ev |= evQuery
+	}
+	if s.oscHook != nil {
+		s.oscHook(osc)
+	}
 }
 
 // settleOSCMax bounds what oscHook is shown of one OSC string.

@@ -283,6 +283,9 @@ func TestSettleQueries(t *testing.T) {
 		{"\x1b[?1048h", 0},
 		{"\x1b[6\x18n", 0},
 		{"\x1b]0;\x1b[6n", evQuery},
+		{"\x1b]11;?\a", evQuery},
+		{"\x1b]11;?\x1b\\", evQuery}, // ended by ST as by BEL
+		{"\x1b]0;what?\x1b\\", 0},
 		{"plain", 0},
 	}
 	for _, c := range cases {
