@@ -138,7 +138,6 @@ type settler struct {
 	y0         int  // the screen row of the cursor line's first row; below 0 when it began above the screen
 	top, bot   int  // the scroll region, zero-based and inclusive
 	margin     bool // the cursor is on a row outside the scroll region
-	hide       bool // alt || margin: printing and erasing record nothing
 	anchor     settlePos
 	floor      int // no line before this one is on the screen: ED 2 moved them to the history
 	saveY      int
@@ -268,7 +267,7 @@ func (s *settler) write(p []byte) settleEvents {
 // nothing written on it yet, outside the alternate screen, and plainLine
 // has not already found the line not plain.
 func (s *settler) fresh() bool {
-	return s.col == 0 && len(s.cells) == 0 && !s.changed && !s.hide && !s.pending &&
+	return s.col == 0 && len(s.cells) == 0 && !s.changed && !s.hidden() && !s.pending &&
 		s.cur == s.lastLine() && s.lines[len(s.lines)-1].n == 0 && s.slowLine != s.cur
 }
 
@@ -773,7 +772,7 @@ func (s *settler) privateModes(set bool) {
 			continue
 		}
 		if set && !s.alt {
-			s.alt, s.hide = true, true
+			s.alt = true
 			s.ev |= evAltEnter
 		} else if !set {
 			s.leaveAlt()
@@ -788,7 +787,7 @@ func (s *settler) altScreen() bool { return s.alt }
 // screen showed, so recording resumes where the cursor was.
 func (s *settler) leaveAlt() {
 	if s.alt {
-		s.alt, s.hide = false, s.margin
+		s.alt = false
 		s.ev |= evAltLeave
 	}
 }

@@ -7,9 +7,13 @@ import (
 	"github.com/agentpty/agentpty/internal/width"
 )
 
+// hidden reports that printing and erasing record nothing: the alternate
+// screen shows, or the cursor is in a row outside the scroll region.
+func (s *settler) hidden() bool { return s.alt || s.margin }
+
 // printASCII prints a run of printable ASCII bytes.
 func (s *settler) printASCII(run []byte) {
-	if s.hide {
+	if s.hidden() {
 		return
 	}
 	s.last = rune(run[len(run)-1])
@@ -74,7 +78,7 @@ func (s *settler) putASCII(run []byte) {
 
 // printRune prints a character that is not printable ASCII.
 func (s *settler) printRune(r rune) {
-	if r >= 0x80 && r < 0xa0 || s.hide { // C1 controls print nothing
+	if r >= 0x80 && r < 0xa0 || s.hidden() { // C1 controls print nothing
 		return
 	}
 	w := width.Rune(r)

@@ -221,7 +221,7 @@ func (s *settler) moveRow(t int) {
 		if !s.margin {
 			s.unpend()
 			s.anchor = settlePos{s.cur, s.col, s.row()}
-			s.margin, s.hide = true, true
+			s.margin = true
 			s.col -= s.rowStart()
 		}
 		s.y0 = t
@@ -259,7 +259,7 @@ func (s *settler) marginTo(t, c int) {
 // returns its screen row there.
 func (s *settler) leaveMargin() int {
 	a := s.anchor
-	s.margin, s.hide = false, s.alt
+	s.margin = false
 	s.pending = false
 	if a.line < s.base || a.line > s.lastLine() {
 		a = settlePos{s.lastLine(), 0, a.y}
@@ -331,7 +331,7 @@ func (s *settler) restoreCursor() {
 	if !s.saved {
 		return
 	}
-	s.margin, s.hide = false, s.alt
+	s.margin = false
 	if i := s.saveLine; i >= s.base && i >= s.lastLine()-settleMaxUp && i <= s.lastLine() {
 		s.moveTo(i)
 	}
@@ -347,6 +347,6 @@ func (s *settler) restoreCursor() {
 		s.setRow(s.saveY)
 		return
 	}
-	s.margin, s.hide = true, true
+	s.margin = true
 	s.y0 = s.saveY
 }
