@@ -57,8 +57,8 @@ func (s *Session) view() screenView {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
 	s.syncScreenCall()
-	r, c := s.screen.Cursor()
-	return screenView{lines: s.screen.Lines(), cursor: Cursor{Row: r, Col: c}, highlights: highlights(s.screen.Cells())}
+	scr := s.snapshot()
+	return screenView{lines: scr.Lines, cursor: scr.Cursor, highlights: highlights(s.screen.Cells())}
 }
 
 // applyScreen turns a result into the screen mode asked for: the screen

@@ -308,7 +308,10 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		if out != "" {
 			out += "\n"
 		}
-		out += s.Screen().Text()
+		s.screenMu.Lock()
+		s.syncScreenCall()
+		out += s.snapshot().Text() // the text only: Screen() would copy every cell
+		s.screenMu.Unlock()
 	}
 	if !done {
 		state = s.State()
