@@ -290,6 +290,18 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
+// checkSize checks a request's cols and rows: 0 means the default (or,
+// on a write, the current size); anything else must be within the limits.
+func checkSize(who string, cols, rows int) error {
+	if cols < 0 || cols > maxCols {
+		return errorf(ErrInvalid, "%s: cols %d is outside 1-%d", who, cols, maxCols)
+	}
+	if rows < 0 || rows > maxRows {
+		return errorf(ErrInvalid, "%s: rows %d is outside 1-%d", who, rows, maxRows)
+	}
+	return nil
+}
+
 func checkStart(req StartRequest) error {
 	if strings.TrimSpace(req.Command) == "" && !req.Shell {
 		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
@@ -300,11 +312,8 @@ func checkStart(req StartRequest) error {
 	if len(req.Command) > maxCommandBytes {
 		return errorf(ErrInvalid, "%s: command is %d bytes; exec takes at most %d", ToolStart, len(req.Command), maxCommandBytes)
 	}
-	if req.Cols < 0 || req.Cols > maxCols {
-		return errorf(ErrInvalid, "%s: cols %d is outside 1-%d", ToolStart, req.Cols, maxCols)
-	}
-	if req.Rows < 0 || req.Rows > maxRows {
-		return errorf(ErrInvalid, "%s: rows %d is outside 1-%d", ToolStart, req.Rows, maxRows)
+	if err := checkSize(ToolStart, req.Cols, req.Rows); err != nil {
+		return err
 	}
 	if req.WaitMS != nil && *req.WaitMS < 0 {
 		return errorf(ErrInvalid, "%s: wait_ms %d is negative", ToolStart, *req.WaitMS)

@@ -24,11 +24,8 @@ func writeView(req WriteRequest) (callView, error) {
 	if err := checkScreen(ToolWrite+" "+req.ID, req.Screen); err != nil {
 		return v, err
 	}
-	if req.Cols < 0 || req.Cols > maxCols {
-		return v, errorf(ErrInvalid, "%s %s: cols %d is outside 1-%d", ToolWrite, req.ID, req.Cols, maxCols)
-	}
-	if req.Rows < 0 || req.Rows > maxRows {
-		return v, errorf(ErrInvalid, "%s %s: rows %d is outside 1-%d", ToolWrite, req.ID, req.Rows, maxRows)
+	if err := checkSize(ToolWrite+" "+req.ID, req.Cols, req.Rows); err != nil {
+		return v, err
 	}
 	if req.SendSignal != "" {
 		sig, ok := parseSignal(req.SendSignal)
