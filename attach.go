@@ -111,7 +111,9 @@ func (s *Session) attachInput(a *attachment, r io.Reader, done chan<- error) {
 			_, _ = s.typeInput(context.Background(), p, time.Now().Add(maxWait))
 		default:
 			s.mu.Lock() // someone else has the keyboard: ring this person's bell
-			a.tap.marks = append(a.tap.marks, tapMark{kind: 'o', data: []byte("\a")})
+			if len(a.tap.marks) < maxMarks {
+				a.tap.marks = append(a.tap.marks, tapMark{kind: 'o', data: []byte("\a")})
+			}
 			s.mu.Unlock()
 			a.tap.poke()
 		}

@@ -34,7 +34,11 @@ func (s *Session) Record(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err = r.header(cols, rows, s.command, s.m.opts.Shell); err == nil {
+	shell := s.m.opts.Shell
+	if s.sh != nil {
+		shell = shellArgv
+	}
+	if err = r.header(cols, rows, s.command, shell); err == nil {
 		err = r.event('o', redraw)
 	}
 	if err != nil {
@@ -53,7 +57,13 @@ type recorder struct {
 	line  []byte
 }
 
+// header writes the cast's header; SHELL is the program the session's
+// command runs under, left out when there is none.
 func (r *recorder) header(cols, rows int, command string, shell []string) error {
+	env := map[string]string{"TERM": "xterm-256color"}
+	if len(shell) > 0 {
+		env["SHELL"] = shell[0]
+	}
 	h := struct {
 		Version   int               `json:"version"`
 		Width     int               `json:"width"`
@@ -61,7 +71,7 @@ func (r *recorder) header(cols, rows int, command string, shell []string) error 
 		Timestamp int64             `json:"timestamp"`
 		Command   string            `json:"command"`
 		Env       map[string]string `json:"env"`
-	}{2, cols, rows, r.start.Unix(), command, map[string]string{"TERM": "xterm-256color", "SHELL": shell[0]}}
+	}{2, cols, rows, r.start.Unix(), command, env}
 	b, err := json.Marshal(h)
 	if err != nil {
 		return err

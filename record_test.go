@@ -236,7 +236,10 @@ func TestRecordRunInput(t *testing.T) {
 	if _, err := m.Kill(waitCtx(t), start.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, events := castEvents(t, cast.Bytes())
+	header, events := castEvents(t, cast.Bytes())
+	if sh := header["env"].(map[string]any)["SHELL"]; sh != "bash" {
+		t.Errorf("a shell session's recording names SHELL %v, want the bash it runs", sh)
+	}
 	var input string
 	for _, ev := range events {
 		if ev[1] == "i" {
