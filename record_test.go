@@ -220,9 +220,10 @@ func TestRecordWriterFails(t *testing.T) {
 }
 
 // A pty-run command is typed input like a write's, so a recording with
-// RecordInput holds it as an "i" event.
+// RecordInput holds it as an "i" event. The header names the bash a shell
+// session runs, not Options.Shell.
 func TestRecordRunInput(t *testing.T) {
-	m := newManager(t, Options{RecordInput: true})
+	m := newManager(t, Options{RecordInput: true, Shell: []string{"sh", "-c"}})
 	start := mustStart(t, m, StartRequest{Shell: true})
 	s, _ := m.Session(start.ID)
 	var cast bytes.Buffer
