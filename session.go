@@ -215,7 +215,6 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		if err = group.Started(); err != nil {
 			_ = group.Kill()
 			_ = cmd.Wait()
-			f.Close()
 		}
 	}
 	if err != nil {
@@ -223,6 +222,10 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 			f.Close() // the sandbox refused a child it had started, and reaped it
 		}
 		if group != nil {
+			// cgroup.kill does not wait: a cgroup is removed once empty.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = group.WaitEmpty(ctx)
+			cancel()
 			_ = group.Remove()
 		}
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
