@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -541,5 +542,28 @@ func TestMaxCells(t *testing.T) {
 	}
 	if err := s.Resize(1000, 400); err != nil {
 		t.Fatalf("after a kill freed its cells, Resize: %v", err)
+	}
+}
+
+// Close removes the cgroups it made, the session's and the manager's own,
+// which Kill alone leaves to the manager.
+func TestCloseRemovesCgroups(t *testing.T) {
+	m := newManager(t, Options{Shell: containShell})
+	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	needCgroup(t, s)
+	dir := s.group.Dir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if _, err := os.Stat(d); err != nil {
+			t.Fatalf("cgroup %s while the session runs: %v", d, err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s after Close: %v", d, err)
+		}
 	}
 }

@@ -166,6 +166,9 @@ type Group struct {
 	fd           int // the open directory, for CLONE_INTO_CGROUP, until Started
 }
 
+// Dir is the group's cgroup v2 directory.
+func (g *Group) Dir() string { return g.dir }
+
 // NewGroup makes the cgroup for one session named name.
 func (h *Host) NewGroup(name string) (*Group, error) {
 	g := &Group{dir: filepath.Join(h.dir, name), fd: -1}
