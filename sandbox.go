@@ -24,8 +24,8 @@ type Sandbox interface {
 // Programs need somewhere to write more often than one expects: a
 // temporary directory (point TMPDIR at a writable root), build and package
 // caches (~/.cache/go-build, ~/.npm). Add what the commands need. On
-// Linux the child gets a private /dev/shm; on macOS POSIX shared memory
-// needs no root.
+// Linux the child gets a private /dev/shm of ShmSize bytes; on macOS POSIX
+// shared memory needs no root.
 type SandboxPolicy struct {
 	// WritableRoots are the directories (and everything below them), or
 	// single files, the child may create, change, rename and delete;
@@ -48,9 +48,30 @@ type SandboxPolicy struct {
 	// Env names the environment variables the child may inherit, from the
 	// host and from Options.Env alike; a name ending in "*" stands for
 	// every name that starts with the rest. Nil means DefaultSandboxEnv;
-	// an empty, non-nil list passes nothing. Everything else (API keys,
-	// SSH_AUTH_SOCK, cloud credentials) stays with the host.
+	// an empty, non-nil list passes nothing but TERM, which names the
+	// session's terminal (xterm-256color) and always passes. Everything
+	// else (API keys, SSH_AUTH_SOCK, cloud credentials) stays with the
+	// host.
 	Env []string
+	// ShmSize bounds the child's private /dev/shm, in bytes, on Linux
+	// (macOS has no such file system); 0 means DefaultShmSize. The kernel
+	// would otherwise give each sandbox half of the machine's memory.
+	ShmSize int64
+}
+
+// DefaultShmSize is the size of a sandboxed child's /dev/shm when
+// SandboxPolicy.ShmSize is 0: 64 MiB, as Docker gives a container.
+const DefaultShmSize = 64 << 20
+
+// shmSize applies ShmSize's default; a negative size is ErrInvalid.
+func shmSize(n int64) (int64, error) {
+	switch {
+	case n < 0:
+		return 0, errorf(ErrInvalid, "sandbox: ShmSize %d is negative", n)
+	case n == 0:
+		return DefaultShmSize, nil
+	}
+	return n, nil
 }
 
 // DefaultSandboxEnv is what a sandboxed child inherits when
@@ -60,7 +81,8 @@ var DefaultSandboxEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TE
 	"LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR"}
 
 // sandboxEnv keeps the entries of env whose names allow lists (nil:
-// DefaultSandboxEnv).
+// DefaultSandboxEnv), and TERM: the session's terminal is what it is
+// whatever the list says, and without it programs take it for a dumb one.
 func sandboxEnv(env, allow []string) []string {
 	if allow == nil {
 		allow = DefaultSandboxEnv
@@ -68,6 +90,10 @@ func sandboxEnv(env, allow []string) []string {
 	out := []string{}
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
+		if name == "TERM" {
+			out = append(out, kv)
+			continue
+		}
 		for _, a := range allow {
 			if prefix, ok := strings.CutSuffix(a, "*"); ok && strings.HasPrefix(name, prefix) || a == name {
 				out = append(out, kv)

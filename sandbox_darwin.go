@@ -34,6 +34,9 @@ func NewSandbox(p SandboxPolicy) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := shmSize(p.ShmSize); err != nil {
+		return nil, err
+	}
 	// Seatbelt matches the path a file resolves to (/tmp is /private/tmp,
 	// $TMPDIR is under /private/var), so a root is given both ways.
 	var paths []string

@@ -4,6 +4,8 @@ package agentpty
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,9 +70,13 @@ func NewSandbox(p SandboxPolicy) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	shm, err := shmSize(p.ShmSize)
+	if err != nil {
+		return nil, err
+	}
 	for i, r := range roots {
-		// bubblewrap binds the directory a root resolves to; Prepare
-		// checks that it still does.
+		// Each start opens the path a root resolves to now, refusing any
+		// symlink on the way, and binds and restricts that descriptor.
 		if roots[i], err = filepath.EvalSymlinks(r); err != nil {
 			return nil, errorf(ErrInvalid, "sandbox: writable root %q: %v", r, err)
 		}
@@ -86,7 +93,7 @@ func NewSandbox(p SandboxPolicy) (Sandbox, error) {
 		return nil, errorf(ErrUnsupported, "sandbox: bubblewrap (bwrap) is not installed: %v", err)
 	}
 	s := &bwrapSandbox{abi: abi, roots: roots, network: p.AllowNetwork, env: p.Env,
-		bwrap: bwrapArgs(bwrap, roots, p.AllowNetwork)}
+		bwrap: bwrapArgs(bwrap, roots, p.AllowNetwork, shm)}
 	if out, err := exec.Command(bwrap, "--version").Output(); err == nil {
 		s.version = strings.TrimSpace(string(out))
 	}
@@ -117,16 +124,17 @@ type bwrapSandbox struct {
 
 // bwrapArgs returns bubblewrap's command line up to the command: the
 // namespaces, then the read-only filesystem with the roots bound writable
-// over it.
-func bwrapArgs(bwrap string, roots []string, network bool) []string {
+// over it, each from the descriptor the start hands over (sandbox.FDRoots
+// on), and a /dev/shm of shm bytes.
+func bwrapArgs(bwrap string, roots []string, network bool, shm int64) []string {
 	args := []string{bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc"}
 	if !network {
 		args = append(args, "--unshare-net")
 	}
-	args = append(args, "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc")
-	for _, r := range roots {
-		args = append(args, "--bind", r, r)
+	args = append(args, "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
+		"--size", strconv.FormatInt(shm, 10), "--tmpfs", "/dev/shm", "--proc", "/proc")
+	for i, r := range roots {
+		args = append(args, "--bind-fd", strconv.Itoa(sandbox.FDRoots+i), r)
 	}
 	return args
 }
@@ -144,22 +152,11 @@ func (s *bwrapSandbox) Prepare(cmd *exec.Cmd) error {
 	if cmd.Err != nil {
 		return nil // the command was not found: the start reports it
 	}
-	for _, r := range s.roots {
-		// A root that now resolves elsewhere (a child replaced a directory
-		// under another root with a symlink) would be bound writable there.
-		if real, err := filepath.EvalSymlinks(r); err != nil || real != r {
-			return errorf(ErrInvalid, "sandbox: writable root %q no longer resolves to itself (%q, %v)", r, real, err)
-		}
-	}
-	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Bwrap: s.bwrap, ABI: s.abi, Roots: s.roots, Network: s.network})
-	if err != nil {
-		return err
-	}
 	env := cmd.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(sandboxEnv(env, s.env), sandbox.Env+"="+string(spec))
+	cmd.Env = sandboxEnv(env, s.env)
 	cmd.Args = append([]string{"agentpty-sandbox", cmd.Path}, cmd.Args...)
 	cmd.Path = "/proc/self/exe"
 	cmd.Err = errNotOnThread
@@ -190,24 +187,24 @@ func (s *bwrapSandbox) startOnThread(cmd *exec.Cmd, start func() error) error {
 	if len(cmd.ExtraFiles) != 0 {
 		return errors.New("sandbox: the command already has extra files; the sandbox passes none but its own")
 	}
+	files, err := s.handOver(cmd)
+	if err != nil {
+		return err
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		closeAll(files)
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	defer r.Close()
-	exe, err := os.Open("/proc/self/exe")
-	if err != nil {
-		w.Close()
-		return fmt.Errorf("sandbox: %w", err)
-	}
-	cmd.ExtraFiles = []*os.File{w, exe} // sandbox.FDStatus, sandbox.FDExe
+	cmd.ExtraFiles[0] = w
 	cmd.Err = nil
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		err := start()
 		w.Close()
-		exe.Close()
+		closeAll(files)
 		if err == nil {
 			var pidfd int
 			if pidfd, err = unix.PidfdOpen(cmd.Process.Pid, 0); err == nil {
@@ -234,6 +231,62 @@ func (s *bwrapSandbox) startOnThread(cmd *exec.Cmd, start func() error) error {
 		return fmt.Errorf("sandbox: %s", report)
 	}
 	return fmt.Errorf("sandbox: %v before the child was confined (%v)", err, cmd.ProcessState)
+}
+
+// handOver opens what the helper gets and sets cmd.ExtraFiles to it (the
+// status pipe's place, sandbox.FDStatus, left for the caller), and
+// cmd.Env's spec. It returns the files to close once the child started.
+//
+// The roots are opened here once, refusing a symlink anywhere on their
+// paths, and bound and restricted by descriptor: a root checked by path
+// and then bound by path could have become a symlink in between (a child
+// of another session swapping a directory under an enclosing root).
+func (s *bwrapSandbox) handOver(cmd *exec.Cmd) (files []*os.File, err error) {
+	defer func() {
+		if err != nil {
+			closeAll(files)
+		}
+	}()
+	exe, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	files = append(files, exe)
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // never fails on Linux
+	nonce := hex.EncodeToString(raw[:])
+	fd, err := unix.MemfdCreate("agentpty-sandbox", unix.MFD_CLOEXEC)
+	if err != nil {
+		return files, fmt.Errorf("sandbox: memfd_create: %w", err)
+	}
+	mem := os.NewFile(uintptr(fd), "agentpty-sandbox")
+	files = append(files, mem)
+	if _, err := mem.WriteString(nonce); err != nil {
+		return files, fmt.Errorf("sandbox: %w", err)
+	}
+	for _, r := range s.roots {
+		fd, err := unix.Openat2(unix.AT_FDCWD, r, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+		if err != nil {
+			return files, errorf(ErrInvalid, "sandbox: writable root %q no longer resolves to itself without symlinks: %v", r, err)
+		}
+		files = append(files, os.NewFile(uintptr(fd), r))
+	}
+	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Nonce: nonce, Bwrap: s.bwrap, ABI: s.abi,
+		Roots: s.roots, RootFD: sandbox.FDRoots + len(s.roots), Network: s.network})
+	if err != nil {
+		return files, err
+	}
+	cmd.Env = append(cmd.Env, sandbox.Env+"="+string(spec))
+	// Each root twice: bubblewrap closes the descriptor it binds.
+	roots := files[2:]
+	cmd.ExtraFiles = append(append([]*os.File{nil, exe, mem}, roots...), roots...)
+	return files, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // readStatus reads the status pipe until the helper reports the child

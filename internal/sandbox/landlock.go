@@ -80,8 +80,10 @@ type llPathBeneath struct {
 // Landlock ABI abi: everything may be read and executed; only the roots,
 // the device files and /dev/shm written; and from ABI 6 on, no signal and
 // no abstract Unix socket reaches a process outside the domain.
-// no_new_privs must be set.
-func Restrict(abi int, roots []string) error {
+// no_new_privs must be set. Root i is the file open at rootFDs[i], which
+// the host opened without following symlinks: a path looked up here could
+// lead elsewhere by now. roots name them in errors.
+func Restrict(abi int, roots []string, rootFDs []int) error {
 	handled := handledFS(abi)
 	attr := llRulesetAttr{handledFS: handled, scoped: scopes(abi)}
 	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
@@ -102,9 +104,9 @@ func Restrict(abi int, roots []string) error {
 	if err == nil {
 		err = addRule(fd, handled, "/dev/shm", handled, true)
 	}
-	for _, root := range roots {
+	for i, root := range roots {
 		if err == nil {
-			err = addRule(fd, handled, root, handled, false)
+			err = addRuleFD(fd, handled, rootFDs[i], root, handled)
 		}
 	}
 	if err != nil {
@@ -127,6 +129,11 @@ func addRule(fd int, handled uint64, path string, access uint64, optional bool) 
 		return fmt.Errorf("landlock rule for %s: %w", path, err)
 	}
 	defer unix.Close(pfd)
+	return addRuleFD(fd, handled, pfd, path, access)
+}
+
+// addRuleFD grants access beneath the file open at pfd, named path.
+func addRuleFD(fd int, handled uint64, pfd int, path string, access uint64) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return fmt.Errorf("landlock rule for %s: %w", path, err)

@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,14 +29,22 @@ const Confined = "\x00agentpty-sandbox: confined\n"
 const (
 	FDStatus = 3 // the status pipe's write end
 	FDExe    = 4 // the host binary, which bubblewrap executes as the inner stage
+	FDNonce  = 5 // a memfd holding Spec.Nonce and nothing else
+	// FDRoots is the first of the writable roots, each opened by the host
+	// without following symlinks and handed over twice: root i at
+	// FDRoots+i for bubblewrap's --bind-fd, which closes it, and again at
+	// Spec.RootFD+i for Landlock.
+	FDRoots = 6
 )
 
 // Spec is what the host tells the helper.
 type Spec struct {
 	Stage   string   `json:"stage"`   // "outer", then "inner"
+	Nonce   string   `json:"nonce"`   // what FDNonce holds: proof that the host started this process
 	Bwrap   []string `json:"bwrap"`   // bubblewrap's path and options, up to the command
 	ABI     int      `json:"abi"`     // the Landlock ABI to use
 	Roots   []string `json:"roots"`   // the writable roots, as real paths
+	RootFD  int      `json:"root_fd"` // Landlock's descriptor of Roots[0]; the others follow
 	Network bool     `json:"network"` // the child has the host's network
 	TTY     int      `json:"tty"`     // inner: the descriptor that holds the terminal meanwhile
 }
@@ -50,21 +60,63 @@ func init() {
 	if !ok {
 		return
 	}
+	spec, ok := handedOver(v)
+	if !ok {
+		// The variable alone proves nothing: anyone who sets a program's
+		// environment could make every binary linking this package run
+		// what it names (a setuid one included). This process is not the
+		// helper; it runs as itself, without the variable.
+		_ = os.Unsetenv(Env)
+		return
+	}
 	// Everything below confines this thread and executes from it.
 	runtime.LockOSThread()
-	err := run(v)
+	err := errors.New("helper: refuses to run in a setuid, setgid or file-capability program")
+	if !elevated() {
+		err = run(spec)
+	}
 	msg := err.Error() + "\n"
 	_, _ = unix.Write(FDStatus, []byte(msg))
 	os.Exit(126)
 }
 
+// handedOver parses v and reports whether the host itself started this
+// process: FDNonce holds the spec's nonce, which only a process holding
+// that descriptor (the host that made it) can hand over.
+func handedOver(v string) (Spec, bool) {
+	var spec Spec
+	if err := json.Unmarshal([]byte(v), &spec); err != nil || len(spec.Nonce) < 32 {
+		return spec, false
+	}
+	var st unix.Stat_t
+	// A regular file of the nonce's size: reading it cannot block.
+	if unix.Fstat(FDNonce, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(len(spec.Nonce)) {
+		return spec, false
+	}
+	got := make([]byte, len(spec.Nonce))
+	n, err := unix.Pread(FDNonce, got, 0)
+	return spec, err == nil && n == len(got) && subtle.ConstantTimeCompare(got, []byte(spec.Nonce)) == 1
+}
+
+// elevated reports whether this process runs with privileges its caller
+// lacks (setuid, setgid, file capabilities: the kernel's AT_SECURE), where
+// even a genuine hand-over is refused. Without the auxiliary vector it
+// compares the real and effective ids.
+func elevated() bool {
+	const atSecure = 23
+	if auxv, err := unix.Auxv(); err == nil {
+		for _, kv := range auxv {
+			if kv[0] == atSecure {
+				return kv[1] != 0
+			}
+		}
+	}
+	return os.Getuid() != os.Geteuid() || os.Getgid() != os.Getegid()
+}
+
 // run performs a stage; it returns only on failure. The command and its
 // arguments follow os.Args[0]: its path, then its argv.
-func run(v string) error {
-	var spec Spec
-	if err := json.Unmarshal([]byte(v), &spec); err != nil {
-		return fmt.Errorf("helper: bad %s: %v", Env, err)
-	}
+func run(spec Spec) error {
 	switch spec.Stage {
 	case Outer:
 		return outer(spec, os.Args[1:])
@@ -148,7 +200,11 @@ func inner(spec Spec, cmd []string) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := Restrict(spec.ABI, spec.Roots); err != nil {
+	fds := make([]int, len(spec.Roots))
+	for i := range fds {
+		fds[i] = spec.RootFD + i
+	}
+	if err := Restrict(spec.ABI, spec.Roots, fds); err != nil {
 		return err
 	}
 	if err := installFilter(spec.Network); err != nil {

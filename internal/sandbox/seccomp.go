@@ -52,6 +52,7 @@ const (
 	bpfLd   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 	bpfJeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 	bpfJge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	bpfJset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 	bpfAnd  = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	bpfRet  = unix.BPF_RET | unix.BPF_K
 	offNr   = 0  // seccomp_data.nr
@@ -62,7 +63,11 @@ const (
 
 // filter returns the program (classic BPF jumps only forward): a foreign
 // architecture (i386 or x32 calls on amd64) gets ENOSYS for everything,
-// deniedCalls EPERM, and without network every socket family but IPv4,
+// deniedCalls EPERM, unshare and clone EPERM when they ask for a user
+// namespace (in which the child would hold every capability: raw sockets,
+// nf_tables, mounts, the usual road to a kernel exploit), clone3 ENOSYS
+// (a filter cannot read the flags it points to; the C library then falls
+// back to clone), and without network every socket family but IPv4,
 // IPv6 and netlink (all three confined to the sandbox's own network
 // namespace) EACCES, and so do datagram socketpairs: no Unix socket
 // outside the sandbox can be reached by path (a datagram socket could
@@ -81,6 +86,10 @@ func filter(arch uint32, network bool) []bpf {
 	for _, nr := range deniedCalls {
 		p = append(p, bpf{code: bpfJeq, k: nr, jt: "eperm"})
 	}
+	p = append(p,
+		bpf{code: bpfJeq, k: unix.SYS_CLONE3, jt: "nosys"},
+		bpf{code: bpfJeq, k: unix.SYS_UNSHARE, jt: "nsflags"},
+		bpf{code: bpfJeq, k: unix.SYS_CLONE, jt: "nsflags"}) // flags first on every architecture here
 	if !network {
 		p = append(p,
 			bpf{code: bpfJeq, k: unix.SYS_SOCKET, jt: "socket"},
@@ -98,10 +107,12 @@ func filter(arch uint32, network bool) []bpf {
 			bpf{code: bpfLd, k: offArg1},
 			bpf{code: bpfAnd, k: 0xf}, // SOCK_TYPE_MASK: without SOCK_NONBLOCK and SOCK_CLOEXEC
 			bpf{code: bpfJeq, k: unix.SOCK_STREAM, jt: "allow"},
-			bpf{code: bpfJeq, k: unix.SOCK_SEQPACKET, jt: "allow", jf: "eacces"},
-			bpf{label: "allow", code: bpfRet, k: unix.SECCOMP_RET_ALLOW})
+			bpf{code: bpfJeq, k: unix.SOCK_SEQPACKET, jt: "allow", jf: "eacces"})
 	}
 	return append(p,
+		bpf{label: "nsflags", code: bpfLd, k: offArg0},
+		bpf{code: bpfJset, k: unix.CLONE_NEWUSER, jt: "eperm"},
+		bpf{label: "allow", code: bpfRet, k: unix.SECCOMP_RET_ALLOW},
 		bpf{label: "nosys", code: bpfRet, k: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 		bpf{label: "eperm", code: bpfRet, k: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
 		bpf{label: "eacces", code: bpfRet, k: unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)})
