@@ -5,9 +5,11 @@ package agentpty
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
 	"github.com/agentpty/agentpty/internal/proc"
@@ -132,5 +135,145 @@ func TestSandboxSurvivesThreadExit(t *testing.T) {
 	w, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "still here", Submit: true, WaitFor: "got still"})
 	if err != nil || !w.Matched {
 		t.Errorf("the session did not survive threads ending: %v, %+v", err, w)
+	}
+}
+
+// TestSandboxNestedRootSwap: with one root inside another, a child of a
+// session that may write the enclosing root swaps the inner root's
+// directory for a symlink to a directory outside every root while other
+// sessions start; none of them may write there. A root was checked by
+// path and then bound (and given to Landlock) by path, so a swap in
+// between bound the outside directory writable; now each root is opened
+// once, without following symlinks, and bound and restricted by that
+// descriptor. The race is run twice at its exact points (after Prepare,
+// and between opening the roots and starting bubblewrap, through the
+// start function the sandbox calls), where it always won before, and then
+// for real against a child swapping in a loop. The control writes through
+// the swapped path unconfined and reaches the outside directory.
+func TestSandboxNestedRootSwap(t *testing.T) {
+	outer, outside := t.TempDir(), t.TempDir()
+	inner := filepath.Join(outer, "b")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(outer, outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swap := func() {
+		t.Helper()
+		if err := os.Rename(inner, filepath.Join(outer, "old")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(rel, inner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// restore puts the directory back, wherever a swap stopped.
+	restore := func() {
+		t.Helper()
+		if fi, err := os.Lstat(inner); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if err := os.Remove(inner); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Rename(filepath.Join(outer, "old"), inner); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	// escaped lists (and removes) what reached the outside directory.
+	escaped := func() []string {
+		ents, _ := os.ReadDir(outside)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+			os.Remove(filepath.Join(outside, e.Name()))
+		}
+		return names
+	}
+	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{outer, inner}})
+	ts := sb.(threadStarter)
+	for _, at := range []string{"after-prepare", "at-start"} {
+		t.Run(at, func(t *testing.T) {
+			fds := openFDs(t)
+			cmd := exec.Command("/bin/sh", "-c", `echo pwned > "$1/f"`, "sh", inner)
+			if err := sb.Prepare(cmd); err != nil {
+				t.Fatal(err)
+			}
+			start := cmd.Start
+			if at == "after-prepare" {
+				swap()
+			} else {
+				start = func() error { swap(); return cmd.Start() }
+			}
+			err := ts.startOnThread(cmd, start)
+			if err == nil {
+				err = cmd.Wait()
+			}
+			restore()
+			t.Logf("the start: %v", err)
+			if names := escaped(); len(names) != 0 {
+				t.Errorf("a sandboxed child wrote %v outside its roots through the swapped root", names)
+			}
+			if b, err := os.ReadFile(filepath.Join(inner, "f")); err == nil && string(b) != "pwned\n" {
+				t.Errorf("the root holds %q", b)
+			}
+			os.Remove(filepath.Join(inner, "f"))
+			goleak.VerifyNone(t) // the start's thread ends once the child has
+			if now := openFDs(t); now > fds {
+				t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
+			}
+		})
+	}
+
+	// For real: a child that may write outer swaps in a loop while
+	// sessions with both roots start and write.
+	swapper := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{outer}})
+	loop := fmt.Sprintf(`cd %q && exec python3 -c '
+import os, sys, time
+print("swap" "ping", flush=True)
+while True:
+    os.rename("b", "old"); os.symlink(sys.argv[1], "b"); time.sleep(0.002)
+    os.remove("b"); os.rename("old", "b"); time.sleep(0.002)
+' %q`, outer, rel)
+	sm, _ := sandboxed(t, swapper, loop, "swapping")
+	m := newManager(t, Options{Sandbox: sb, Shell: sandboxShell})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Starts refused at once (the root is a symlink right now) do not
+	// count: 40 must get past that to the bind.
+	refused := map[string]int{}
+	started := 0
+	for i := 0; started < 40 && i < 1000; i++ {
+		res, err := m.Start(ctx, StartRequest{Command: fmt.Sprintf(`echo pwned > %q/f%d; echo "wro""te"`, inner, i), WaitFor: "wrote"})
+		if err != nil {
+			_, why, _ := strings.Cut(err.Error(), "sandbox: ")
+			why, _, _ = strings.Cut(why, ": ")
+			refused[why]++
+			if !strings.Contains(err.Error(), "no longer resolves") {
+				started++
+			}
+			continue
+		}
+		started++
+		if _, err := m.Kill(ctx, res.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	t.Logf("%d starts got past the check while the root was being swapped; refused: %v", started, refused)
+	if names := escaped(); len(names) != 0 {
+		t.Errorf("sandboxed children wrote %v outside their roots through the swapped root", names)
+	}
+
+	// The control: the swapped path leads outside.
+	swap()
+	defer restore()
+	_, ctl := sandboxed(t, nil, fmt.Sprintf(`echo pwned > %q/control; echo "== end"`, inner), "== end")
+	if _, err := os.Stat(filepath.Join(outside, "control")); err != nil {
+		t.Errorf("the unconfined control did not write outside through the swapped root (%v):\n%s", err, ctl.Output)
 	}
 }
