@@ -277,3 +277,35 @@ while True:
 		t.Errorf("the unconfined control did not write outside through the swapped root (%v):\n%s", err, ctl.Output)
 	}
 }
+
+// TestSandboxUserNamespace: a sandboxed child cannot make a user
+// namespace, in which it would hold every capability (here: a raw socket
+// in a network namespace of its own), by unshare, clone or clone3; the
+// unconfined control can. Threads and processes still start (the C
+// library falls back from clone3 to clone).
+func TestSandboxUserNamespace(t *testing.T) {
+	need(t, "python3", "unshare")
+	script := try + fmt.Sprintf(`py() { python3 -c "import ctypes, os, socket, struct, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def unshare(flags):
+    if libc.unshare(flags): sys.exit(1)
+def child(pid):
+    if pid == 0: os._exit(0)
+    if pid < 0: sys.exit(1)
+    os.waitpid(pid, 0)
+$1"; }
+try unshare py 'unshare(%d)'
+try raw-socket py 'unshare(%d); socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)'
+try unshare-cmd unshare --user --net true
+try clone py 'child(libc.syscall(%d, %d, 0, 0, 0, 0))'
+try clone3 py 'child(libc.syscall(%d, ctypes.create_string_buffer(struct.pack("8Q", %d, 0, 0, 0, %d, 0, 0, 0)), 64))'
+try threads py 't = threading.Thread(target=print); t.start(); t.join()'
+try fork py 'child(os.fork())'
+echo "== end"`, unix.CLONE_NEWUSER, unix.CLONE_NEWUSER|unix.CLONE_NEWNET, unix.SYS_CLONE, unix.CLONE_NEWUSER|unix.SIGCHLD, unix.SYS_CLONE3,
+		unix.CLONE_NEWUSER, unix.SIGCHLD)
+	sb := newTestSandbox(t, SandboxPolicy{})
+	got, ctl := attack(t, sb, script)
+	wantLines(t, ctl, "unshare: done", "raw-socket: done", "unshare-cmd: done", "clone: done", "clone3: done", "threads: done", "fork: done")
+	wantLines(t, got, "unshare: refused", "raw-socket: refused", "unshare-cmd: refused", "clone: refused", "clone3: refused",
+		"threads: done", "fork: done")
+}
