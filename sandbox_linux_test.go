@@ -309,3 +309,23 @@ echo "== end"`, unix.CLONE_NEWUSER, unix.CLONE_NEWUSER|unix.CLONE_NEWNET, unix.S
 	wantLines(t, got, "unshare: refused", "raw-socket: refused", "unshare-cmd: refused", "clone: refused", "clone3: refused",
 		"threads: done", "fork: done")
 }
+
+// TestSandboxShmSize: the sandbox's /dev/shm is DefaultShmSize by
+// default, not half of the machine's memory, and a child cannot write
+// more than the policy's bound into it; the unconfined control writes as
+// much to the host's /dev/shm.
+func TestSandboxShmSize(t *testing.T) {
+	script := try + `echo "shm: $(($(stat -f -c '%b * %S' /dev/shm)))"
+f=/dev/shm/agentpty-shm-test-$$
+try fill sh -c 'head -c 2097152 /dev/zero > "$1"' sh "$f"
+rm -f "$f"
+echo "== end"`
+	_, res := sandboxed(t, newTestSandbox(t, SandboxPolicy{}), script, "== end")
+	wantLines(t, res.Output, fmt.Sprintf("shm: %d", DefaultShmSize), "fill: done")
+	got, ctl := attack(t, newTestSandbox(t, SandboxPolicy{ShmSize: 1 << 20}), script)
+	wantLines(t, got, "shm: 1048576", "fill: refused", "No space left on device")
+	wantLines(t, ctl, "fill: done")
+	if _, err := NewSandbox(SandboxPolicy{ShmSize: -1}); !errors.Is(err, ErrInvalid) || !strings.Contains(fmt.Sprint(err), "ShmSize -1") {
+		t.Errorf("NewSandbox with a negative ShmSize: %v; want ErrInvalid naming it", err)
+	}
+}
