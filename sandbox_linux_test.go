@@ -5,8 +5,10 @@ package agentpty
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/sandbox"
 )
 
 // TestSandboxRefusedCalls: io_uring (whose socket and file operations no
@@ -327,5 +330,124 @@ echo "== end"`
 	wantLines(t, ctl, "fill: done")
 	if _, err := NewSandbox(SandboxPolicy{ShmSize: -1}); !errors.Is(err, ErrInvalid) || !strings.Contains(fmt.Sprint(err), "ShmSize -1") {
 		t.Errorf("NewSandbox with a negative ShmSize: %v; want ErrInvalid naming it", err)
+	}
+}
+
+func init() {
+	childModes["euid"] = func() { fmt.Printf("euid %d\n", os.Geteuid()) }
+}
+
+// forgedSpec is a helper's spec that makes its outer stage execute argv
+// (in place of bubblewrap): what a forged AGENTPTY_SANDBOX asks of any
+// program linking the library.
+func forgedSpec(nonce string, argv ...string) string {
+	b, _ := json.Marshal(map[string]any{"stage": "outer", "nonce": nonce, "bwrap": argv})
+	return sandbox.Env + "=" + string(b)
+}
+
+// TestSandboxHelperForged: a program linking the library (this test
+// binary) started with a forged AGENTPTY_SANDBOX but without the nonce
+// only the library hands over does not act as the sandbox's helper: it
+// runs as itself. The control is a genuine sandboxed start.
+func TestSandboxHelperForged(t *testing.T) {
+	sb := newTestSandbox(t, SandboxPolicy{})
+	marker := filepath.Join(t.TempDir(), "pwned")
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	cmd := exec.Command(must(os.Executable()), "-test.run=^$")
+	cmd.Env = append(os.Environ(), forgedSpec(strings.Repeat("0", 32), "/bin/sh", "-c", "echo pwned > "+marker))
+	// Descriptors 3 to 5 open, as in many a program.
+	cmd.ExtraFiles = []*os.File{devnull, devnull, devnull}
+	out, err := cmd.CombinedOutput()
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Errorf("the forged variable made the program run what it named (%v):\n%s", err, out)
+	}
+	if err != nil || !strings.Contains(string(out), "PASS") {
+		t.Errorf("the program did not run as itself: %v\n%s", err, out)
+	}
+	sandboxed(t, sb, `echo "gen""uine"`, "genuine")
+}
+
+// TestSandboxHelperSetuid: a setuid copy of a program linking the library
+// (this test binary, run as nobody) does not act as the helper even when
+// its caller hands over the nonce too (whoever runs a setuid program
+// controls its descriptors as well as its environment); it says why on
+// the status descriptor. The control shows the copy runs as root.
+func TestSandboxHelperSetuid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to make a setuid-root program and run it as nobody")
+	}
+	if _, err := NewSandbox(SandboxPolicy{}); err != nil {
+		needKernel(t, err)
+	}
+	dir, err := os.MkdirTemp("", "agentpty-setuid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil || fs.Flags&unix.ST_NOSUID != 0 {
+		if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+			t.Fatalf("AGENTPTY_REQUIRE=all, but %s is mounted nosuid (%v)", dir, err)
+		}
+		t.Skipf("skipped: %s is mounted nosuid (%v)", dir, err)
+	}
+	bin := filepath.Join(dir, "agentpty.test")
+	if err := copyFile(bin, must(os.Executable())); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{os.Chmod(dir, 0o755), os.Chown(bin, 0, 0), os.Chmod(bin, os.ModeSetuid|0o755)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	ctl := exec.Command(bin, "-test.run=^$")
+	ctl.Env = append(os.Environ(), childModeEnv+"=euid")
+	ctl.SysProcAttr = nobody
+	if out, err := ctl.CombinedOutput(); err != nil || !strings.Contains(string(out), "euid 0") {
+		t.Fatalf("the setuid copy does not run as root: %v\n%s", err, out)
+	}
+
+	marker := filepath.Join(t.TempDir(), "pwned") // a directory only root reaches
+	nonce := strings.Repeat("5a", 16)
+	memfd, err := unix.MemfdCreate("nonce", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := os.NewFile(uintptr(memfd), "nonce")
+	defer mem.Close()
+	if _, err := mem.WriteString(nonce); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Create(filepath.Join(dir, "exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// touch creates the marker, then the files named after it: harmless
+	// ones in dir.
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), forgedSpec(nonce, "/usr/bin/touch", marker))
+	cmd.ExtraFiles = []*os.File{w, exe, mem} // the status pipe, the executable, the nonce
+	cmd.SysProcAttr = nobody
+	out, err := cmd.CombinedOutput()
+	w.Close()
+	status, _ := io.ReadAll(r)
+	if fi, serr := os.Stat(marker); serr == nil {
+		t.Errorf("the setuid program ran what the forged variable named, as uid %d (%v):\n%s",
+			fi.Sys().(*syscall.Stat_t).Uid, err, out)
+	}
+	if !strings.Contains(string(status), "helper: refuses to run in a setuid, setgid or file-capability program") {
+		t.Errorf("the helper did not say why it refused (%v): status %q\n%s", err, status, out)
 	}
 }

@@ -506,7 +506,8 @@ func TestSandboxUnprivileged(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.v", "-test.count=1",
 		"-test.run", "^TestSandbox(Support|WritableRoots|Terminal|Network|Capabilities|HostUnconfined|PrepareFails|"+
-			"SignalHost|OtherTerminal|MetadataOutsideRoots|HostDescriptor|UnixSocket|Env|ExitStatus|RefusedCalls)$")
+			"SignalHost|OtherTerminal|MetadataOutsideRoots|HostDescriptor|UnixSocket|Env|ExitStatus|RefusedCalls|"+
+			"EnvTerm|NestedRootSwap|UserNamespace|ShmSize|HelperForged)$")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "AGENTPTY_TEST_NOBODY=1", "AGENTPTY_REQUIRE=all", "HOME="+dir, "TMPDIR="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -918,6 +919,18 @@ func TestSandboxEnv(t *testing.T) {
 	sb = newTestSandbox(t, SandboxPolicy{Env: []string{"AGENTPTY_TEST_*"}})
 	_, res := sandboxed(t, sb, script, "== end")
 	wantLines(t, res.Output, "secret=s3cret home= lc=unset helper=unset")
+}
+
+// TestSandboxEnvTerm: the session's TERM reaches a sandboxed child
+// whatever SandboxPolicy.Env lists, as it reaches an unconfined one;
+// without it programs take the terminal for a dumb one.
+func TestSandboxEnvTerm(t *testing.T) {
+	script := `echo "term=${TERM:-unset}"; echo "== end"`
+	for _, env := range [][]string{{"PATH", "HOME"}, {}} {
+		got, ctl := attack(t, newTestSandbox(t, SandboxPolicy{Env: env}), script)
+		wantLines(t, ctl, "term=xterm-256color")
+		wantLines(t, got, "term=xterm-256color")
+	}
 }
 
 // TestSandboxExitStatus: a sandboxed command killed by a signal is
