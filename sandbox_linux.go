@@ -37,11 +37,15 @@ import (
 //     but p.WritableRoots: outside them nothing changes, metadata included
 //     (chmod, chown, utimes and xattrs fail with EROFS), even for a root
 //     host's child. Landlock repeats the rule: writes only under the roots.
-//     Reading and executing stay allowed everywhere.
+//     Reading and executing stay allowed everywhere. Each start opens every
+//     root once, refusing a symlink on its path, and both bind and restrict
+//     that descriptor, so no swap of a path can lead outside. A hard link
+//     that already exists inside a root still reaches its file's other
+//     names.
 //   - A /dev of its own: null, zero, full, random, urandom, tty, a private
 //     /dev/shm, a devpts instance of its own (so nested terminals work) in
 //     which no other terminal of the host exists, and the child's own
-//     terminal as /dev/console.
+//     terminal as /dev/console. /dev/shm holds p.ShmSize bytes.
 //   - A PID namespace: no process of the host is visible, so none can be
 //     signalled or traced; from Landlock ABI 6 (Linux 6.12) Landlock also
 //     refuses signals and abstract Unix sockets to anything outside the
@@ -52,7 +56,8 @@ import (
 //     hypervisor is refused), and no Unix socket but stream and seqpacket
 //     socketpairs: socket(AF_UNIX) fails with EACCES, so no socket on the
 //     host's filesystem (Docker's, an SSH agent's, D-Bus) can be reached.
-//   - No capabilities and no_new_privs; io_uring and the kernel keyrings
+//   - No capabilities and no_new_privs; io_uring, the kernel keyrings and
+//     user namespaces (where the child would hold every capability)
 //     refused; every descriptor of the host but the terminal closed at
 //     exec; only the environment variables p.Env names.
 //   - bubblewrap's --die-with-parent: when the host process dies, so does
@@ -64,7 +69,9 @@ import (
 //
 // The sandbox works as Options.Sandbox itself, not wrapped in another
 // Sandbox: its Prepare marks the command so that only its own start can
-// run it.
+// run it. The helper acts only on a nonce each start hands over on a
+// descriptor, never on its environment variable alone, and never in a
+// setuid, setgid or file-capability program: such a host cannot use it.
 func NewSandbox(p SandboxPolicy) (Sandbox, error) {
 	roots, err := policyRoots(p.WritableRoots)
 	if err != nil {

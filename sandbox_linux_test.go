@@ -451,3 +451,30 @@ func TestSandboxHelperSetuid(t *testing.T) {
 		t.Errorf("the helper did not say why it refused (%v): status %q\n%s", err, status, out)
 	}
 }
+
+// TestSandboxExistingHardLink checks what the README says of hard links:
+// one that already exists inside a root reaches the file outside (a root
+// is a set of names), and the child cannot make a new one, which the
+// unconfined control can.
+func TestSandboxExistingHardLink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	linked, other := filepath.Join(outside, "linked"), filepath.Join(outside, "other")
+	for _, f := range []string{linked, other} {
+		if err := os.WriteFile(f, []byte("original\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(linked, filepath.Join(root, "existing")); err != nil {
+		t.Fatal(err)
+	}
+	script := try + fmt.Sprintf(`r=%q o=%q
+try existing sh -c 'echo changed > "$1/existing"' sh "$r"
+try new-link ln "$o" "$r/new"
+echo "== end"`, root, other)
+	got, ctl := attack(t, newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}}), script)
+	wantLines(t, got, "existing: done", "new-link: refused")
+	wantLines(t, ctl, "new-link: done")
+	if b, _ := os.ReadFile(linked); string(b) != "changed\n" {
+		t.Errorf("the file behind the existing link holds %q; the README says the link reaches it", b)
+	}
+}

@@ -1,8 +1,10 @@
 // Package sandbox is the helper process of agentpty's Linux sandbox: the
 // host binary, executed again, sets up a child's confinement in two stages
 // around bubblewrap and then executes the command. An init function
-// recognises the helper by its environment variable (Env) and never
-// returns to the host's own code.
+// recognises the helper by its environment variable (Env) together with
+// the nonce the host hands over on a descriptor (FDNonce), which a forged
+// variable lacks, and then never returns to the host's own code; it
+// refuses to act in a setuid, setgid or file-capability program.
 //
 // The outer stage runs in the host's namespaces: it makes bubblewrap
 // ignore the terminal's and Kill's signals and any other a host sends the
