@@ -383,11 +383,7 @@ func TestSandboxHelperSetuid(t *testing.T) {
 	if _, err := NewSandbox(SandboxPolicy{}); err != nil {
 		needKernel(t, err)
 	}
-	dir, err := os.MkdirTemp("", "agentpty-setuid-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir, bin := copyTestBinary(t, "agentpty-setuid-", 0o755)
 	var fs unix.Statfs_t
 	if err := unix.Statfs(dir, &fs); err != nil || fs.Flags&unix.ST_NOSUID != 0 {
 		if os.Getenv("AGENTPTY_REQUIRE") == "all" {
@@ -395,11 +391,7 @@ func TestSandboxHelperSetuid(t *testing.T) {
 		}
 		t.Skipf("skipped: %s is mounted nosuid (%v)", dir, err)
 	}
-	bin := filepath.Join(dir, "agentpty.test")
-	if err := copyFile(bin, must(os.Executable())); err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range []error{os.Chmod(dir, 0o755), os.Chown(bin, 0, 0), os.Chmod(bin, os.ModeSetuid|0o755)} {
+	for _, err := range []error{os.Chown(bin, 0, 0), os.Chmod(bin, os.ModeSetuid|0o755)} {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -490,18 +490,7 @@ func TestSandboxUnprivileged(t *testing.T) {
 	if _, err := NewSandbox(SandboxPolicy{}); err != nil {
 		needKernel(t, err)
 	}
-	dir, err := os.MkdirTemp("", "agentpty-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "agentpty.test")
-	if err := copyFile(bin, must(os.Executable())); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := copyTestBinary(t, "agentpty-nobody-", 0o777)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.v", "-test.count=1",
@@ -522,6 +511,26 @@ func TestSandboxUnprivileged(t *testing.T) {
 		t.Errorf("tests skipped as nobody:\n%s", out)
 	}
 	t.Logf("as nobody:\n%s", out)
+}
+
+// copyTestBinary copies this test binary into a new directory of mode
+// perm outside the test's own temporary one (which nobody cannot reach),
+// removed at the end of the test.
+func copyTestBinary(t *testing.T, prefix string, perm os.FileMode) (dir, bin string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin = filepath.Join(dir, "agentpty.test")
+	if err := copyFile(bin, must(os.Executable())); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
 }
 
 func copyFile(dst, src string) error {
