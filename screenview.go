@@ -50,27 +50,38 @@ type screenView struct {
 	lines      []string
 	cursor     Cursor
 	highlights []Highlight // every one, top to bottom
+	alt        bool        // the alternate screen
+	cols       int
 }
 
 // view reads the screen as it is now.
 func (s *Session) view() screenView {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
+	return s.viewLocked()
+}
+
+// viewLocked is view with screenMu held.
+func (s *Session) viewLocked() screenView {
 	s.syncScreenCall()
 	scr := s.snapshot()
-	return screenView{lines: scr.Lines, cursor: scr.Cursor, highlights: highlights(s.screen.Cells())}
+	return screenView{lines: scr.Lines, cursor: scr.Cursor, highlights: highlights(s.screen.Cells()), alt: scr.AltScreen, cols: scr.Cols}
 }
 
 // applyScreen turns a result into the screen mode asked for: the screen
-// or its diff against before as output, with the cursor and highlights.
-// An empty mode leaves the result as it is.
-func (s *Session) applyScreen(mode string, before *screenView, w *waitResult) {
+// or its diff against before as output, with the cursor and the
+// highlights the session's reads have not shown on every read (see
+// litMemory); a peek leaves that memory as it was. An empty mode leaves
+// the result as it is.
+func (s *Session) applyScreen(mode string, before *screenView, peek bool, w *waitResult) {
 	if mode == "" {
 		return
 	}
-	after := s.view()
+	s.screenMu.Lock()
+	after := s.viewLocked()
+	w.highlights = s.lit.pick(after, !peek)
+	s.screenMu.Unlock()
 	w.cursor = &after.cursor
-	w.highlights = after.highlights[:min(len(after.highlights), maxHighlights)]
 	if mode == ScreenFull {
 		w.output = Screen{Lines: after.lines}.Text()
 		return
@@ -79,6 +90,70 @@ func (s *Session) applyScreen(mode string, before *screenView, w *waitResult) {
 		before = &screenView{}
 	}
 	w.output = screenDiff(*before, after)
+}
+
+// litMemory remembers the highlights the reads of one screen returned, so
+// a result lists what moved and leaves out fixtures (nano's shortcut bar,
+// mc's function-key labels) that would otherwise take its places on every
+// read. A screen is one alternate or primary screen at one size: entering
+// or leaving a full-screen program, or a resize, begins a new one.
+type litMemory struct {
+	reads  int // reads of this screen so far
+	alt    bool
+	cols   int
+	rows   int
+	always map[Highlight]bool // on every read of this screen
+	last   map[Highlight]bool // on the previous read
+}
+
+// pick chooses the highlights a result lists from all of v's (top to
+// bottom). The first read of a screen lists them all. Later reads list
+// those the previous read did not have (what moved or appeared) first,
+// then those on the cursor's row (the item being edited or chosen), then
+// the rest that have not been on every read of the screen; a highlight
+// that has been on every read is left out. At most maxHighlights, top to
+// bottom within each group. record makes this read count for later ones.
+func (m *litMemory) pick(v screenView, record bool) []Highlight {
+	hs := v.highlights
+	first := m.reads == 0 || m.alt != v.alt || m.cols != v.cols || m.rows != len(v.lines)
+	var out []Highlight
+	if first {
+		out = hs
+	} else {
+		var moved, cursor, rest []Highlight
+		for _, h := range hs {
+			switch {
+			case !m.last[h]:
+				moved = append(moved, h)
+			case m.always[h]:
+			case h.Row == v.cursor.Row:
+				cursor = append(cursor, h)
+			default:
+				rest = append(rest, h)
+			}
+		}
+		out = append(append(moved, cursor...), rest...)
+	}
+	out = out[:min(len(out), maxHighlights):min(len(out), maxHighlights)]
+	if !record {
+		return out
+	}
+	now := make(map[Highlight]bool, len(hs))
+	for _, h := range hs {
+		now[h] = true
+	}
+	if first {
+		*m = litMemory{alt: v.alt, cols: v.cols, rows: len(v.lines), always: now}
+	} else {
+		for h := range m.always {
+			if !now[h] {
+				delete(m.always, h)
+			}
+		}
+	}
+	m.reads++
+	m.last = now
+	return out
 }
 
 // A highlight's style: what it is drawn on.
