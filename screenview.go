@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,19 +105,25 @@ type litMemory struct {
 	rows   int
 	always map[Highlight]bool // on every read of this screen
 	last   map[Highlight]bool // on the previous read
+	// moved: the highlights of some read differed from the one before,
+	// so those that stayed (always) are fixtures, not a selection that
+	// has not been moved yet.
+	moved bool
 }
 
 // pick chooses the highlights a result lists from all of v's (top to
-// bottom). The first read of a screen lists them all. Later reads list
-// those the previous read did not have (what moved or appeared) first,
-// then those on the cursor's row (the item being edited or chosen), then
-// the rest that have not been on every read of the screen; a highlight
-// that has been on every read is left out. At most maxHighlights, top to
-// bottom within each group. record makes this read count for later ones.
+// bottom). Until the highlights of a screen have changed, every read lists
+// them all. After that, a read lists those the previous read did not have
+// (what moved or appeared) first, then those on the cursor's row (the item
+// being edited or chosen), then the rest, and leaves out the fixtures:
+// those that have been on every read of the screen. At most
+// maxHighlights, top to bottom within each group. record makes this read
+// count for later ones.
 func (m *litMemory) pick(v screenView, record bool) []Highlight {
 	hs := v.highlights
 	first := m.reads == 0 || m.alt != v.alt || m.cols != v.cols || m.rows != len(v.lines)
 	var out []Highlight
+	changed := !first && (m.moved || len(hs) != len(m.last) || slices.ContainsFunc(hs, func(h Highlight) bool { return !m.last[h] }))
 	if first {
 		out = hs
 	} else {
@@ -125,7 +132,8 @@ func (m *litMemory) pick(v screenView, record bool) []Highlight {
 			switch {
 			case !m.last[h]:
 				moved = append(moved, h)
-			case m.always[h]:
+			case changed && m.always[h]:
+				// a fixture: it stayed while others changed
 			case h.Row == v.cursor.Row:
 				cursor = append(cursor, h)
 			default:
@@ -152,7 +160,7 @@ func (m *litMemory) pick(v screenView, record bool) []Highlight {
 		}
 	}
 	m.reads++
-	m.last = now
+	m.last, m.moved = now, changed
 	return out
 }
 
