@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 )
 
