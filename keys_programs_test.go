@@ -117,3 +117,82 @@ func TestKeysMoveHtopsSelection(t *testing.T) {
 		t.Errorf("control: ESC [ B typed as it is left the selected sleep's nice at 0; the test cannot see a renice")
 	}
 }
+
+// In a dialog menu the down arrow moves to the second item and Enter picks
+// it. Typed as ESC [ B while dialog has DECCKM on, dialog takes the Esc as
+// Cancel and exits 255: the control.
+func TestKeysPickADialogMenuItem(t *testing.T) {
+	need(t, "dialog")
+	m := newManager(t, Options{})
+	start := func() string {
+		t.Helper()
+		out := t.TempDir() + "/choice"
+		res := mustStart(t, m, StartRequest{Command: "dialog --menu Pick 12 40 3 a one b two c three 2>" + out + "; echo \"rc=$? picked=$(cat " + out + ")\"; read x",
+			Cols: 80, Rows: 24, WaitFor: "Cancel", Screen: ScreenFull})
+		return res.ID
+	}
+	for _, c := range arrowDown {
+		id := start()
+		w := press(t, m, id, c.req, 500)
+		if h, ok := litWith(w.Highlights, "two"); !ok || w.Exited || !strings.Contains(w.Output, "three") {
+			t.Errorf("%s: the menu should stay open with the second item highlighted: %+v %+v\n%s", c.name, h, w.Highlights, w.Output)
+		}
+		w = mustWrite(t, m, WriteRequest{ID: id, Keys: []string{"Enter"}, WaitFor: "rc="})
+		if !strings.Contains(w.Output, "rc=0 picked=b") {
+			t.Errorf("%s: Enter should pick the second item: %q", c.name, w.Output)
+		}
+	}
+	req := rawDown
+	req.ID, req.WaitFor = start(), "rc="
+	if w := mustWrite(t, m, req); !strings.Contains(w.Output, "rc=255") {
+		t.Errorf("control: ESC [ B typed as it is should cancel dialog (rc=255): %q", w.Output)
+	}
+}
+
+// In mc the down arrow moves the panel's selection bar from .. to the
+// first file. The highlights of a read after it list the bar first and
+// leave out the function-key labels on the last row, which are the same
+// on every screen. Typed as ESC [ B, mc does not move the bar: the control.
+func TestKeysMoveMcsSelection(t *testing.T) {
+	need(t, "mc")
+	dir := t.TempDir()
+	for _, f := range []string{"alpha.txt", "beta.txt", "gamma.txt"} {
+		if err := os.WriteFile(dir+"/"+f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newManager(t, Options{})
+	start := func() (string, WriteResult) {
+		t.Helper()
+		res := mustStart(t, m, StartRequest{Command: "mc --nosubshell --nomouse " + dir + " " + dir, Cwd: dir, Env: []string{"MC_HOME=" + t.TempDir()},
+			Cols: 100, Rows: 24, WaitFor: "Quit"})
+		w := press(t, m, res.ID, WriteRequest{}, 500)
+		if _, ok := litWith(w.Highlights, "UP--DIR"); !ok {
+			t.Fatalf("mc's selection bar is not on /..: %+v\n%s", w.Highlights, w.Output)
+		}
+		if _, ok := litWith(w.Highlights, "Help"); !ok {
+			t.Fatalf("the first read should list every highlight, the function keys too: %+v", w.Highlights)
+		}
+		return res.ID, w
+	}
+	for _, c := range arrowDown {
+		id, first := start()
+		bar, _ := litWith(first.Highlights, "UP--DIR")
+		w := press(t, m, id, c.req, 500)
+		if len(w.Highlights) == 0 || !strings.Contains(w.Highlights[0].Text, "alpha.txt") || w.Highlights[0].Row != bar.Row+1 {
+			t.Errorf("%s: the bar should move to alpha.txt on row %d and be listed first: %+v\n%s", c.name, bar.Row+1, w.Highlights, w.Output)
+		}
+		for _, h := range w.Highlights {
+			if h.Row == 23 {
+				t.Errorf("%s: the function-key labels are listed again: %+v", c.name, w.Highlights)
+				break
+			}
+		}
+	}
+	id, first := start()
+	bar, _ := litWith(first.Highlights, "UP--DIR")
+	w := press(t, m, id, rawDown, 500)
+	if h, ok := litWith(w.Highlights, "alpha.txt"); ok && h.Row == bar.Row+1 {
+		t.Errorf("control: ESC [ B typed as it is moved mc's bar: %+v", w.Highlights)
+	}
+}
