@@ -196,3 +196,36 @@ func TestKeysMoveMcsSelection(t *testing.T) {
 		t.Errorf("control: ESC [ B typed as it is moved mc's bar: %+v", w.Highlights)
 	}
 }
+
+// vim moves its cursor down a row with the down arrow, whether it has
+// turned on application cursor keys (its t_ks, the terminal's smkx) or
+// left them off (t_ks empty); the keys follow the mode it is in.
+func TestKeysMoveVimsCursorInBothModes(t *testing.T) {
+	need(t, "vim")
+	file := t.TempDir() + "/notes.txt"
+	if err := os.WriteFile(file, []byte("one\ntwo\nthree\nfour\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, Options{})
+	for _, c := range []struct {
+		args      string
+		appCursor bool
+	}{
+		{"", true},
+		{" --cmd 'set t_ks= t_ke='", false},
+	} {
+		res := mustStart(t, m, StartRequest{Command: "vim -u NONE -N -i NONE" + c.args + " " + file, Cols: 60, Rows: 12, WaitFor: "four"})
+		s, _ := m.Session(res.ID)
+		w := press(t, m, res.ID, WriteRequest{}, 300)
+		if got := s.keyModes(); got.appCursor != c.appCursor || *w.Cursor != (Cursor{0, 0}) {
+			t.Fatalf("vim%s: cursor keys in application mode %v, want %v; cursor %v", c.args, got.appCursor, c.appCursor, *w.Cursor)
+		}
+		for i, down := range arrowDown {
+			w = press(t, m, res.ID, down.req, 500)
+			if want := (Cursor{i + 1, 0}); *w.Cursor != want {
+				t.Errorf("vim%s: %s: the cursor is at %v, want %v\n%s", c.args, down.name, *w.Cursor, want, w.Output)
+			}
+		}
+		mustWrite(t, m, WriteRequest{ID: res.ID, Keys: []string{":", "q", "!", "Enter"}, WaitMS: ms(300)})
+	}
+}

@@ -236,3 +236,26 @@ func TestUnknownKeyTypesNothing(t *testing.T) {
 		t.Fatalf("the next write reads only its own keys: %s %v", raw, err)
 	}
 }
+
+// cursorKeys changes nothing but the [ of a cursor key to O: the length
+// and every other byte stay, and nothing changes outside DECCKM.
+func FuzzCursorKeys(f *testing.F) {
+	for _, s := range []string{"\x1b[A", "a\x1b[1;5B\x1b[C", "\x1b[200~\x1b[D\x1b[201~\x1b[H", "\x1b\x1b[F", "\x1b["} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		in := string(p)
+		if got := string(cursorKeys(p, keyModes{})); got != in {
+			t.Fatalf("outside DECCKM %q became %q", in, got)
+		}
+		got := cursorKeys([]byte(in), keyModes{appCursor: true})
+		if len(got) != len(in) {
+			t.Fatalf("%q became %q", in, got)
+		}
+		for i := range got {
+			if got[i] != in[i] && !(in[i] == '[' && got[i] == 'O' && i > 0 && in[i-1] == 0x1b && i+1 < len(in) && strings.IndexByte("ABCDHF", in[i+1]) >= 0) {
+				t.Fatalf("%q became %q at %d", in, got, i)
+			}
+		}
+	})
+}
