@@ -251,7 +251,7 @@ var tools = []Tool{
 			"Use it for anything that needs a terminal: REPLs (python3, node), debuggers, ssh, sudo and other password prompts, " +
 			"watch-mode servers, full-screen programs (vim, less, htop). The command runs as `bash -lc COMMAND`. " +
 			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
-			"for a full-screen program, the screen as a person sees it. " +
+			"for a full-screen program, the screen as a person sees it; move in it with pty-write's keys ([\"Down\", \"Enter\"]). " +
 			"state says whether the program now waits for input (waiting_input), is running, or exited; foreground names it. " +
 			"With shell: true it starts an interactive bash for pty-run.",
 		InputSchema: json.RawMessage(`{
