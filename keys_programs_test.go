@@ -3,6 +3,7 @@ package agentpty
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,6 +83,7 @@ func litWith(hs []Highlight, sub string) (Highlight, bool) {
 func TestKeysMoveHtopsSelection(t *testing.T) {
 	need(t, "htop")
 	pids := sleepers(t, 3)
+	slices.Sort(pids) // htop lists them by PID
 	list := strconv.Itoa(pids[0]) + "," + strconv.Itoa(pids[1]) + "," + strconv.Itoa(pids[2])
 	m := newManager(t, Options{})
 	start := func() (string, int) {
