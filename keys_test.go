@@ -259,3 +259,20 @@ func FuzzCursorKeys(f *testing.F) {
 		}
 	})
 }
+
+// What keys type is typed as input is: wait_for skips its echo. The line
+// is typed key by key into bash's readline and wait_for returns once bash
+// has run it, not at the echo of the line.
+func TestWaitForSkipsTheEchoOfKeys(t *testing.T) {
+	need(t, "bash")
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
+	var keys []string
+	for _, r := range `sleep 0.5; echo "exit=$?"` {
+		keys = append(keys, string(r))
+	}
+	w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Keys: append(keys, "Enter"), WaitFor: "exit="})
+	if err != nil || !w.Matched || !strings.Contains(w.Output, "\nexit=0") {
+		t.Fatalf("wait_for returned before bash printed exit=0: %+v %v", w, err)
+	}
+}
