@@ -137,7 +137,7 @@ type Session struct {
 	screenMu  sync.Mutex
 	screen    *screen.Screen
 	shown     []string     // the rows the last read returned while the alternate screen showed, else nil
-	lit       litMemory    // the highlights the screen-mode reads returned
+	lit       litMemory    // the highlights the screen-mode reads returned; guarded by screenMu
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
