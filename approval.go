@@ -43,7 +43,8 @@ type ApprovalRequest struct {
 	// ID names the session a write goes to ("pty-1"); empty for a start.
 	ID string
 	// Input is what a write types, exactly as the terminal will get it:
-	// escapes decoded, the \r of submit included.
+	// escapes decoded, then the keys, each as the terminal's modes make it
+	// when the write is asked for, then the \r of submit.
 	Input string
 }
 

@@ -284,7 +284,7 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}
-	s.applyScreen(req.Screen, &screenView{}, &w)
+	s.applyScreen(req.Screen, &screenView{}, false, &w)
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
 		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
 		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}, nil
@@ -419,17 +419,15 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if err != nil {
 		return WriteResult{}, err
 	}
+	keys, err := parseKeys(ToolWrite+" "+req.ID, req.Keys)
+	if err != nil {
+		return WriteResult{}, err
+	}
 	s, err := m.lookup(ToolWrite, req.ID)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	input := []byte(req.Input)
-	if !req.Literal {
-		input = decodeInput(req.Input)
-	}
-	if req.Submit {
-		input = append(input, '\r')
-	}
+	input := s.typedBytes(req, keys)
 	if err := m.approveWrite(ctx, ToolWrite, s, input); err != nil {
 		return WriteResult{}, err
 	}

@@ -74,11 +74,19 @@ type WriteRequest struct {
 	ID string `json:"id"`
 	// Input is typed into the terminal after its backslash escapes
 	// (\r \n \t \e \xHH \uHHHH \\) are decoded. Empty input just reads.
+	// Its cursor keys (\e[A \e[B \e[C \e[D \e[H \e[F) are sent as the
+	// keyboard sends them in the terminal's cursor-key mode, as with Keys.
 	Input string `json:"input,omitempty"`
-	// Literal types Input exactly as it is, with no escape decoding: for
-	// code and text that hold backslashes.
+	// Literal types Input exactly as it is, with no escape decoding and no
+	// cursor-key translation: for code and text that hold backslashes.
 	Literal bool `json:"literal,omitempty"`
-	// Submit appends a carriage return, the Enter key.
+	// Keys are keys pressed after Input, named as tmux's send-keys names
+	// them ("Up", "Enter", "C-c", "M-x", "F5", "C-Left", "a"), each sent as
+	// xterm sends it in the modes the program has set (DECCKM, DECKPAM)
+	// when the call is made. An unknown name is ErrInvalid and nothing is
+	// typed.
+	Keys []string `json:"keys,omitempty"`
+	// Submit presses Enter (a carriage return) last, after Input and Keys.
 	Submit bool `json:"submit,omitempty"`
 	// WaitFor returns as soon as this literal appears in the new output,
 	// in what the program printed: the echo of Input does not count.
@@ -166,7 +174,10 @@ type WriteResult struct {
 	Cursor *Cursor `json:"cursor,omitempty"`
 	// Highlights are the spans drawn in reverse video or on a background
 	// of their own (a selected menu item, a focused button), with a screen
-	// mode; at most 16, top to bottom (see Highlight).
+	// mode; at most 16. The first read of a screen lists them top to
+	// bottom; later reads list what changed since the previous read first
+	// and leave out the spans that have been the same on every read, such
+	// as a shortcut bar (see litMemory).
 	Highlights []Highlight `json:"highlights,omitempty"`
 }
 
@@ -240,7 +251,7 @@ var tools = []Tool{
 			"Use it for anything that needs a terminal: REPLs (python3, node), debuggers, ssh, sudo and other password prompts, " +
 			"watch-mode servers, full-screen programs (vim, less, htop). The command runs as `bash -lc COMMAND`. " +
 			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
-			"for a full-screen program, the screen as a person sees it. " +
+			"for a full-screen program, the screen as a person sees it; move in it with pty-write's keys ([\"Down\", \"Enter\"]). " +
 			"state says whether the program now waits for input (waiting_input), is running, or exited; foreground names it. " +
 			"With shell: true it starts an interactive bash for pty-run.",
 		InputSchema: json.RawMessage(`{
@@ -267,9 +278,12 @@ var tools = []Tool{
 		OutputSchema: outputSchema(WriteResult{}),
 		Description: "Type into a terminal session and read what it printed since the last read, as plain text " +
 			"(colours and cursor movement removed, edited lines shown in their final form; for a full-screen program, the screen). " +
-			"Backslash escapes in input are decoded: \\r is Enter, \\x03 is Ctrl-C, \\x04 Ctrl-D, \\e[A arrow up, \\t Tab. " +
+			"Backslash escapes in input are decoded: \\r is Enter, \\x03 is Ctrl-C, \\x04 Ctrl-D, \\t Tab. " +
+			"To press keys, above all to move in menus, editors and full-screen programs (htop, vim, dialog, mc), give keys, a list of key names as tmux's send-keys spells them: " +
+			"[\"Down\", \"Down\", \"Enter\"], \"Up\", \"Left\", \"Right\", \"Home\", \"End\", \"PageUp\", \"PageDown\", \"Tab\", \"BTab\", \"Escape\", \"BSpace\", \"Space\", \"F1\"…\"F12\", \"C-c\", \"M-x\", \"C-Left\"; " +
+			"they are sent as a keyboard sends them in the program's current mode, after input. " +
 			"When the input is code or text that holds backslashes of its own (print(\"a\\nb\"), C:\\temp, a regex), set literal so it is typed exactly, and press Enter with submit. " +
-			"Set submit to press Enter after the input. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
+			"Set submit to press Enter last, after input and keys. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
 			"Empty input just reads new output. input_hidden means the program is reading a password. " +
 			"wait_until: \"input\" returns once the program waits for input, without guessing a wait. " +
 			"In a menu, dialog or editor, screen: \"diff\" shows what a key changed (the highlighted item, the cursor) and screen: \"full\" the whole screen.",
@@ -277,14 +291,15 @@ var tools = []Tool{
   "type": "object",
   "properties": {
     "id": {"type": "string", "description": "Session id from pty-start, e.g. \"pty-1\"."},
-    "input": {"type": "string", "description": "Text to type; escapes like \\r, \\x03, \\e[A are decoded unless literal is set."},
+    "input": {"type": "string", "description": "Text to type; escapes like \\r, \\x03, \\t are decoded unless literal is set. For arrows and other keys, use keys."},
+    "keys": {"type": "array", "items": {"type": "string"}, "description": "Keys to press after input, in order, named as tmux's send-keys names them: Up, Down, Left, Right, Home, End, PageUp, PageDown, Insert, Delete, Enter, Tab, BTab, Escape, BSpace, Space, F1-F12, KP0-KP9, KPEnter, a single character; C- (Ctrl), M- (Alt) and S- (Shift) before a name: C-c, C-d, M-x, C-Left, S-F5. Each is sent as the terminal's keyboard would send it in the program's current mode, e.g. [\"Down\", \"Down\", \"Enter\"] to pick the third item of a menu."},
     "literal": {"type": "boolean", "description": "Type input exactly as given, decoding no escapes. Use it for code or text that holds backslashes, such as print(\"a\\nb\"), a Windows path or a regex; press Enter with submit."},
-    "submit": {"type": "boolean", "description": "Press Enter after the input."},
+    "submit": {"type": "boolean", "description": "Press Enter last, after input and keys."},
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in what the program printed since the last read (the echo of the input typed does not count)."},
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else 700)."},
     "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input)."},
-    "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button."},
+    "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button. After the first read of a screen, highlights lists what changed first and leaves out spans that looked the same on every read (a shortcut bar)."},
     "peek": {"type": "boolean", "description": "Look without consuming: the next read returns this output again."},
     "send_signal": {"type": "string", "description": "Signal for the foreground program, sent before typing: a name like \"SIGINT\", \"TERM\", or a number. Use it when a control key is not read (raw mode) or to send one with no key (SIGTERM, SIGHUP)."},
     "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Resize the terminal to this many columns before typing (the program is told, SIGWINCH)."},

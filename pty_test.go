@@ -17,7 +17,7 @@ func TestToolsDescribeTheContract(t *testing.T) {
 		required []string
 	}{
 		ToolStart: {[]string{"cols", "command", "cwd", "rows", "screen", "shell", "wait_for", "wait_for_regex", "wait_ms", "wait_until"}, nil}, // command is optional with shell
-		ToolWrite: {[]string{"cols", "id", "input", "literal", "peek", "rows", "screen", "send_signal", "submit", "wait_for", "wait_for_regex", "wait_ms", "wait_until"}, []string{"id"}},
+		ToolWrite: {[]string{"cols", "id", "input", "keys", "literal", "peek", "rows", "screen", "send_signal", "submit", "wait_for", "wait_for_regex", "wait_ms", "wait_until"}, []string{"id"}},
 		ToolRun:   {[]string{"command", "id", "timeout_ms", "wait_until"}, []string{"id", "command"}},
 		ToolKill:  {[]string{"id"}, []string{"id"}},
 	}
@@ -32,6 +32,9 @@ func TestToolsDescribeTheContract(t *testing.T) {
 		}
 		if tool.Name == ToolWrite && (!strings.Contains(tool.Description, "literal") || !strings.Contains(tool.Description, "backslashes")) {
 			t.Errorf("%s: the description does not say when to type literally: %q", tool.Name, tool.Description)
+		}
+		if tool.Name == ToolWrite && (!strings.Contains(tool.Description, `keys`) || strings.Contains(tool.Description, `\e[A`)) {
+			t.Errorf("%s: the description should teach keys, not escapes, for arrows: %q", tool.Name, tool.Description)
 		}
 		if len(tool.Description) < 80 {
 			t.Errorf("%s: description too thin for a model: %q", tool.Name, tool.Description)

@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,27 +51,38 @@ type screenView struct {
 	lines      []string
 	cursor     Cursor
 	highlights []Highlight // every one, top to bottom
+	alt        bool        // the alternate screen
+	cols       int
 }
 
 // view reads the screen as it is now.
 func (s *Session) view() screenView {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
+	return s.viewLocked()
+}
+
+// viewLocked is view with screenMu held.
+func (s *Session) viewLocked() screenView {
 	s.syncScreenCall()
 	scr := s.snapshot()
-	return screenView{lines: scr.Lines, cursor: scr.Cursor, highlights: highlights(s.screen.Cells())}
+	return screenView{lines: scr.Lines, cursor: scr.Cursor, highlights: highlights(s.screen.Cells()), alt: scr.AltScreen, cols: scr.Cols}
 }
 
 // applyScreen turns a result into the screen mode asked for: the screen
-// or its diff against before as output, with the cursor and highlights.
-// An empty mode leaves the result as it is.
-func (s *Session) applyScreen(mode string, before *screenView, w *waitResult) {
+// or its diff against before as output, with the cursor and the
+// highlights the session's reads have not shown on every read (see
+// litMemory); a peek leaves that memory as it was. An empty mode leaves
+// the result as it is.
+func (s *Session) applyScreen(mode string, before *screenView, peek bool, w *waitResult) {
 	if mode == "" {
 		return
 	}
-	after := s.view()
+	s.screenMu.Lock()
+	after := s.viewLocked()
+	w.highlights = s.lit.pick(after, !peek)
+	s.screenMu.Unlock()
 	w.cursor = &after.cursor
-	w.highlights = after.highlights[:min(len(after.highlights), maxHighlights)]
 	if mode == ScreenFull {
 		w.output = Screen{Lines: after.lines}.Text()
 		return
@@ -79,6 +91,77 @@ func (s *Session) applyScreen(mode string, before *screenView, w *waitResult) {
 		before = &screenView{}
 	}
 	w.output = screenDiff(*before, after)
+}
+
+// litMemory remembers the highlights the reads of one screen returned, so
+// a result lists what moved and leaves out fixtures (nano's shortcut bar,
+// mc's function-key labels) that would otherwise take its places on every
+// read. A screen is one alternate or primary screen at one size: entering
+// or leaving a full-screen program, or a resize, begins a new one.
+type litMemory struct {
+	reads  int // reads of this screen so far
+	alt    bool
+	cols   int
+	rows   int
+	always map[Highlight]bool // on every read of this screen
+	last   map[Highlight]bool // on the previous read
+	// moved: the highlights of some read differed from the one before,
+	// so those that stayed (always) are fixtures, not a selection that
+	// has not been moved yet.
+	moved bool
+}
+
+// pick chooses the highlights a result lists from all of v's (top to
+// bottom). Until the highlights of a screen have changed, every read lists
+// them all. After that, a read lists those the previous read did not have
+// (what moved or appeared) first, then those on the cursor's row (the item
+// being edited or chosen), then the rest, and leaves out the fixtures:
+// those that have been on every read of the screen. At most
+// maxHighlights, top to bottom within each group. record makes this read
+// count for later ones.
+func (m *litMemory) pick(v screenView, record bool) []Highlight {
+	hs := v.highlights
+	first := m.reads == 0 || m.alt != v.alt || m.cols != v.cols || m.rows != len(v.lines)
+	var out []Highlight
+	changed := !first && (m.moved || len(hs) != len(m.last) || slices.ContainsFunc(hs, func(h Highlight) bool { return !m.last[h] }))
+	if first {
+		out = hs
+	} else {
+		var moved, cursor, rest []Highlight
+		for _, h := range hs {
+			switch {
+			case !m.last[h]:
+				moved = append(moved, h)
+			case changed && m.always[h]:
+				// a fixture: it stayed while others changed
+			case h.Row == v.cursor.Row:
+				cursor = append(cursor, h)
+			default:
+				rest = append(rest, h)
+			}
+		}
+		out = append(append(moved, cursor...), rest...)
+	}
+	out = out[:min(len(out), maxHighlights):min(len(out), maxHighlights)]
+	if !record {
+		return out
+	}
+	now := make(map[Highlight]bool, len(hs))
+	for _, h := range hs {
+		now[h] = true
+	}
+	if first {
+		*m = litMemory{alt: v.alt, cols: v.cols, rows: len(v.lines), always: now}
+	} else {
+		for h := range m.always {
+			if !now[h] {
+				delete(m.always, h)
+			}
+		}
+	}
+	m.reads++
+	m.last, m.moved = now, changed
+	return out
 }
 
 // A highlight's style: what it is drawn on.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,10 +54,11 @@ func TestScreenDiffShowsAMenuHighlightMoving(t *testing.T) {
 	}
 
 	// Tab takes the focus to <Ok>, then to <Cancel>: the list keeps its
-	// selected item highlighted, and each diff is the buttons' row.
+	// selected item highlighted, listed after the button that changed,
+	// and each diff is the buttons' row.
 	for _, button := range []string{"<Ok>", "<Cancel>"} {
 		tab := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\t`, Screen: ScreenDiff, WaitMS: ms(400)})
-		if texts := highlightTexts(tab.Highlights); texts != "beta  second item|"+button || !strings.Contains(tab.Output, "@@ -17 +17 @@ highlighted: \""+button+"\"\n ") ||
+		if texts := highlightTexts(tab.Highlights); texts != button+"|beta  second item" || !strings.Contains(tab.Output, "@@ -17 +17 @@ highlighted: \""+button+"\"\n ") ||
 			strings.Count(tab.Output, "@@") != 2 {
 			t.Fatalf("Tab should focus %s: highlights %+v, diff\n%s", button, tab.Highlights, tab.Output)
 		}
@@ -78,8 +80,10 @@ func TestHighlightsInADialogMenu(t *testing.T) {
 	if got := highlightTexts(w.Highlights); got != "alpha|first item|<  OK  >" {
 		t.Fatalf("dialog's highlights at start: %q\n%s", got, w.Output)
 	}
+	// The item has stayed as the first read listed it while the focus
+	// moved: like a fixture, it is not listed again.
 	w = mustWrite(t, m, WriteRequest{ID: st.ID, Input: `\t`, Screen: ScreenDiff, WaitMS: ms(300)})
-	if got := highlightTexts(w.Highlights); got != "alpha|first item|<Cancel>" || !strings.Contains(w.Output, `highlighted: "<Cancel>"`) {
+	if got := highlightTexts(w.Highlights); got != "<Cancel>" || !strings.Contains(w.Output, `highlighted: "<Cancel>"`) {
 		t.Fatalf("after Tab: %q\n%s", got, w.Output)
 	}
 	w = mustWrite(t, m, WriteRequest{ID: st.ID, Input: `\r`, WaitFor: "rc="})
@@ -380,4 +384,43 @@ func outputSchemaProp(t *testing.T, v any, name string) string {
 		t.Fatal(err)
 	}
 	return string(s.Properties[name])
+}
+
+// What a result lists of the highlights: everything until they change;
+// then what changed first, then the cursor's row, then the rest, and not
+// the fixtures that stayed through every read; a peek changes nothing;
+// another screen starts over.
+func TestHighlightsLeaveOutFixtures(t *testing.T) {
+	label := func(i int) Highlight { return Highlight{Row: 9, Col: 5 * i, Len: 4, Text: "F" + strconv.Itoa(i)} }
+	var labels []Highlight
+	for i := range 20 {
+		labels = append(labels, label(i))
+	}
+	item := func(row int) Highlight { return Highlight{Row: row, Col: 1, Len: 6, Text: "item " + strconv.Itoa(row)} }
+	view := func(cursorRow int, alt bool, hs ...Highlight) screenView {
+		return screenView{lines: make([]string, 10), cursor: Cursor{Row: cursorRow}, alt: alt, cols: 100, highlights: hs}
+	}
+	texts := func(hs []Highlight) string { return highlightTexts(hs) }
+	var m litMemory
+	all := append([]Highlight{item(2)}, labels...)
+	if got := m.pick(view(0, true, all...), true); len(got) != maxHighlights || got[0] != item(2) {
+		t.Fatalf("the first read lists the first %d top to bottom: %s", maxHighlights, texts(got))
+	}
+	if got := m.pick(view(0, true, all...), true); len(got) != maxHighlights || got[0] != item(2) {
+		t.Fatalf("nothing changed yet: every one again: %s", texts(got))
+	}
+	moved := append([]Highlight{item(1), item(3)}, labels...)
+	if got := m.pick(view(0, true, moved...), false); texts(got) != "item 1|item 3" {
+		t.Fatalf("a peek after the item moved: %s", texts(got))
+	}
+	if got := m.pick(view(3, true, moved...), true); texts(got) != "item 1|item 3" {
+		t.Fatalf("after the item moved: %s", texts(got))
+	}
+	withCursor := append([]Highlight{item(1), item(3), item(5)}, labels...)
+	if got := m.pick(view(3, true, withCursor...), true); texts(got) != "item 5|item 3|item 1" {
+		t.Fatalf("what changed, then the cursor's row, then the rest: %s", texts(got))
+	}
+	if got := m.pick(view(3, false, all...), true); len(got) != maxHighlights {
+		t.Fatalf("another screen lists every one again: %s", texts(got))
+	}
 }

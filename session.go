@@ -137,6 +137,7 @@ type Session struct {
 	screenMu  sync.Mutex
 	screen    *screen.Screen
 	shown     []string     // the rows the last read returned while the alternate screen showed, else nil
+	lit       litMemory    // the highlights the screen-mode reads returned; guarded by screenMu
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
@@ -884,7 +885,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	if err != nil {
 		return WriteResult{}, err
 	}
-	s.applyScreen(v.screen, before, &w)
+	s.applyScreen(v.screen, before, v.peek, &w)
 	res := WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
 		State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}

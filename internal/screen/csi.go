@@ -481,7 +481,9 @@ func (s *Screen) decset(mode int, set bool) {
 		f = 'h'
 	}
 	switch mode {
-	case 1, 5, 9, 25, 1000, 1002, 1003, 1004, 1006, 1034:
+	case 1: // DECCKM
+		s.setKeyModes(set, s.appKeypad)
+	case 5, 9, 25, 1000, 1002, 1003, 1004, 1006, 1034:
 		s.out = append(s.out, "\x1b[?"...)
 		s.out = strconv.AppendInt(s.out, int64(mode), 10)
 		s.out = append(s.out, f)
@@ -618,6 +620,7 @@ func (s *Screen) softReset() {
 	s.out = append(s.out, "\x1b[?6l\x1b[r\x1b[m\x1b(B\x1b[?7h\x1b>\x1b[?1l\x1b[?25h"...)
 	s.out = appendCSI(s.out, 'H', c.Y+1, c.X+1)
 	s.insert, s.origin, s.autowrap, s.revWrap, s.protect = false, false, true, false, false
+	s.appCursor, s.appKeypad = false, false
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 }
@@ -630,6 +633,7 @@ func (s *Screen) ris() {
 	}
 	s.out = append(s.out, "\x1bc\x1b[2J"...)
 	s.alt, s.insert, s.origin, s.autowrap, s.lnm, s.revWrap = false, false, false, true, false, false
+	s.appCursor, s.appKeypad = false, false
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 	s.lastOK = false

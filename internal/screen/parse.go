@@ -282,8 +282,10 @@ func (s *Screen) escDispatch(f byte) {
 		case 'M':
 			s.clearWrap()
 			s.out = append(s.out, 0x1b, f)
-		case 'E', 'H', '=', '>':
+		case 'E', 'H':
 			s.out = append(s.out, 0x1b, f)
+		case '=', '>': // DECKPAM, DECKPNM
+			s.setKeyModes(s.appCursor, f == '=')
 		case 'c':
 			s.ris()
 		case 'Z':

@@ -56,6 +56,8 @@ type Screen struct {
 	lnm         bool // LNM: line feed also returns the carriage
 	revWrap     bool // reverse wraparound (DEC private mode 45)
 	origin      bool // DECOM
+	appCursor   bool // DECCKM: the cursor keys send SS3 forms
+	appKeypad   bool // DECKPAM: the keypad sends SS3 forms
 	top, bottom int  // scroll region, zero-based, inclusive
 	saved       [2]savedCursor
 
@@ -147,6 +149,7 @@ func (s *Screen) reset() {
 	s.vtOut.Reset()
 	s.parser = parser{}
 	s.alt, s.insert, s.origin, s.autowrap, s.lnm, s.revWrap = false, false, false, true, false, false
+	s.appCursor, s.appKeypad = false, false
 	s.top, s.bottom = 0, s.rows-1
 	s.saved = [2]savedCursor{}
 	s.lastOK = false
@@ -249,11 +252,13 @@ func (s *Screen) rebuild() {
 		cur = s.vt.Cursor()
 	})
 	alt, dst := s.alt, s.dst
+	appCursor, appKeypad := s.appCursor, s.appKeypad
 	s.reset()
 	s.dst = dst
 	if alt {
 		s.switchScreen(true)
 	}
+	s.setKeyModes(appCursor, appKeypad)
 	for y, l := range lines {
 		if l != "" {
 			s.moveAbs(y, 0)
@@ -316,6 +321,27 @@ func (s *Screen) Cursor() (row, col int) {
 
 // AltScreen reports whether the alternate screen buffer is shown.
 func (s *Screen) AltScreen() bool { return s.alt }
+
+// KeyModes reports the modes that decide what a keyboard sends: DECCKM
+// (cursor keys as ESC O A rather than ESC [ A) and DECKPAM (the keypad as
+// ESC O p... rather than its characters).
+func (s *Screen) KeyModes() (appCursor, appKeypad bool) { return s.appCursor, s.appKeypad }
+
+// setKeyModes sets DECCKM and DECKPAM here and in vt10x (for Redraw and
+// DECRQM).
+func (s *Screen) setKeyModes(appCursor, appKeypad bool) {
+	s.appCursor, s.appKeypad = appCursor, appKeypad
+	if appCursor {
+		s.out = append(s.out, "\x1b[?1h"...)
+	} else {
+		s.out = append(s.out, "\x1b[?1l"...)
+	}
+	if appKeypad {
+		s.out = append(s.out, "\x1b="...)
+	} else {
+		s.out = append(s.out, "\x1b>"...)
+	}
+}
 
 func appendCSI(b []byte, final byte, args ...int) []byte {
 	b = append(b, 0x1b, '[')
