@@ -588,9 +588,7 @@ func (s *Session) syncScreenCall() bool { return s.syncScreenBy(time.Now().Add(c
 // and reports whether it parsed everything.
 func (s *Session) syncScreenBy(limit time.Time) bool {
 	if s.screen == nil {
-		s.mu.Lock()
-		cols, rows := s.cols, s.rows
-		s.mu.Unlock()
+		cols, rows := s.size()
 		s.screen = screen.New(cols, rows)
 	}
 	s.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
@@ -695,6 +693,13 @@ func (s *Session) errKilled() error {
 func (s *Session) stopWrites() {
 	s.dying.Store(true)
 	_ = s.pty.SetWriteDeadline(time.Now())
+}
+
+// size is the terminal's size.
+func (s *Session) size() (cols, rows int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cols, s.rows
 }
 
 // ended reports how the program ended, once it has.

@@ -216,7 +216,8 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 	}
 	// A shell session runs whatever it is given: every command is asked
 	// about, whatever Options.ApproveWrites says.
-	ar := ApprovalRequest{Tool: ToolRun, ID: s.id, Command: req.Command, Cols: s.cols, Rows: s.rows}
+	cols, rows := s.size()
+	ar := ApprovalRequest{Tool: ToolRun, ID: s.id, Command: req.Command, Cols: cols, Rows: rows}
 	if err := m.approve(ctx, ar); err != nil {
 		return RunResult{}, err
 	}

@@ -49,9 +49,9 @@ func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, er
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
 	s.mu.Lock()
-	over := s.drained
+	over := s.drained || s.noReplies
 	s.mu.Unlock()
-	if over || s.noReplies {
+	if over {
 		st, _ := s.ended()
 		return nil, 0, 0, errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
 	}
