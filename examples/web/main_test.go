@@ -1,0 +1,479 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
+	"go.uber.org/goleak"
+
+	"github.com/agentpty/agentpty"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// need skips the test when prog is not installed, unless the environment
+// says AGENTPTY_REQUIRE=all, as CI does where every program must be there.
+func need(t *testing.T, prog string) string {
+	t.Helper()
+	path, err := exec.LookPath(prog)
+	if err != nil {
+		if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+			t.Fatalf("%s is not installed, and AGENTPTY_REQUIRE=all says every program must be: %v", prog, err)
+		}
+		t.Skipf("%s is not installed (set AGENTPTY_REQUIRE=all to make this a failure)", prog)
+	}
+	return path
+}
+
+// testContext bounds a test, so a page that never shows what it should
+// fails it instead of hanging it.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startServer serves c until the test ends, then closes the server and
+// its manager (which kills the sessions).
+func startServer(t *testing.T, c config) *server {
+	t.Helper()
+	srv, err := listen(c)
+	if err != nil {
+		t.Fatalf("listen %+v: %v", c, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return srv
+}
+
+// base is the server's address as a client on this machine reaches it.
+func (s *server) base() string {
+	return "http://" + net.JoinHostPort("127.0.0.1", s.port)
+}
+
+// awaitViewers waits until the server counts n pages showing id: a page
+// that closed its WebSocket has then had everything it sent read.
+func (s *server) awaitViewers(t *testing.T, ctx context.Context, id string, n int) {
+	t.Helper()
+	pokes, unsubscribe := s.list.subscribe()
+	defer unsubscribe()
+	for {
+		s.mu.Lock()
+		have := s.viewers[id]
+		s.mu.Unlock()
+		if have == n {
+			return
+		}
+		select {
+		case <-pokes:
+		case <-ctx.Done():
+			t.Fatalf("%s: %d viewers, want %d", id, have, n)
+		}
+	}
+}
+
+// newBrowser starts a headless Chromium for the test, with a profile of
+// its own and nothing that reaches the network.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := "/usr/bin/chromium"
+	if _, err := os.Stat(path); err != nil {
+		path = need(t, "chromium")
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1500, 900),
+	)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		bcancel()
+		acancel()
+	})
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return bctx
+}
+
+// newTab opens a tab that closes when the test ends.
+func newTab(t *testing.T, browser context.Context) context.Context {
+	tab, cancel := chromedp.NewContext(browser)
+	t.Cleanup(cancel)
+	return tab
+}
+
+// do runs browser actions, bounded by the test's context.
+func do(t *testing.T, ctx, tab context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tab, cancel := context.WithCancel(tab)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	if err := chromedp.Do(tab, actions...); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+}
+
+// eval returns what a JavaScript expression gives in the page.
+func eval[T any](t *testing.T, tab context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(tab, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// awaitPage waits until the expression is true in the page, and fails the
+// test with what describe shows in the page when it does not become so.
+func awaitPage(t *testing.T, tab context.Context, expr, describe string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		got, _ := chromedp.Run(tab, chromedp.Evaluate[string](describe))
+		t.Fatalf("the page never had %s: %v\nit has: %s", expr, err, got)
+	}
+}
+
+// listRows is the page's session list, one line per row.
+const listRows = `[...document.querySelectorAll('#list tr')].map(r => [...r.cells].map(c => c.textContent).join(' ')).join('\n')`
+
+// awaitList waits for the page's list to be want.
+func awaitList(t *testing.T, tab context.Context, want string) {
+	t.Helper()
+	awaitPage(t, tab, listRows+" === "+strconv.Quote(want), listRows)
+}
+
+// awaitScreen waits until the terminal in the page shows the session's
+// screen: the text of Session.Screen, read from xterm.js's buffer, at the
+// session's own size.
+func awaitScreen(t *testing.T, tab context.Context, sess *agentpty.Session) {
+	t.Helper()
+	scr := sess.Screen()
+	want := scr.Text()
+	if strings.TrimSpace(want) == "" {
+		t.Fatalf("%s: the screen is empty; nothing to compare", sess.ID())
+	}
+	awaitPage(t, tab, "window.agentpty.id === "+strconv.Quote(sess.ID())+" && window.agentpty.screenText() === "+strconv.Quote(want),
+		"window.agentpty.id + ':\\n' + window.agentpty.screenText()")
+	size := eval[[]int](t, tab, "[window.agentpty.term.cols, window.agentpty.term.rows]")
+	if size[0] != scr.Cols || size[1] != scr.Rows {
+		t.Errorf("%s: the page's terminal is %dx%d, the session's %dx%d", sess.ID(), size[0], size[1], scr.Cols, scr.Rows)
+	}
+}
+
+// screenshot saves the page as a PNG out of the source tree
+// ($AGENTPTY_ARTIFACTS, else the temporary directory) and logs where.
+func screenshot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dir := os.Getenv("AGENTPTY_ARTIFACTS")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatalf("save the screenshot: %v", err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// startPython starts python3 and has the model print a line, so the
+// screen has something to compare.
+func startPython(t *testing.T, ctx context.Context, m *agentpty.Manager) *agentpty.Session {
+	t.Helper()
+	need(t, "python3")
+	res, err := m.Start(ctx, agentpty.StartRequest{Command: "python3 -q", Cols: 90, Rows: 16, WaitFor: ">>> "})
+	if err != nil {
+		t.Fatalf("start python3: %v", err)
+	}
+	if _, err := m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: "print('from' + ' the model')", Submit: true, WaitUntil: "input"}); err != nil {
+		t.Fatalf("type into python3: %v", err)
+	}
+	sess, _ := m.Session(res.ID)
+	return sess
+}
+
+// typeInPage types into the page's terminal as a person would, and also
+// sends the same bytes on the terminal's WebSocket directly, then closes
+// the WebSocket and waits until the server has read it all: whatever the
+// server lets through has then been typed.
+func typeInPage(t *testing.T, ctx, tab context.Context, srv *server, id, keys, raw string) {
+	t.Helper()
+	do(t, ctx, tab, chromedp.SendKeys(chromedp.CSS(".xterm-helper-textarea"), keys))
+	sent := eval[bool](t, tab, `(() => { const ws = window.agentpty.socket; ws.send(new TextEncoder().encode(`+strconv.Quote(raw)+`)); ws.close(); return true })()`)
+	if !sent {
+		t.Fatal("the page did not send")
+	}
+	srv.awaitViewers(t, ctx, id, 0)
+}
+
+// TestWeb drives the page in headless Chromium: the list, a session's
+// screen in xterm.js, live output, what typing does with and without
+// --allow-typing, and the token.
+func TestWeb(t *testing.T) {
+	browser := newBrowser(t)
+
+	t.Run("list and screen", func(t *testing.T) {
+		ctx := testContext(t)
+		need(t, "vim")
+		srv := startServer(t, config{addr: "127.0.0.1:0"})
+		py := startPython(t, ctx, srv.m)
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("a person watches\nwhat the model does\nin the browser\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := srv.m.Start(ctx, agentpty.StartRequest{Command: "vim -i NONE notes.txt", Cwd: dir, Cols: 100, Rows: 24, WaitUntil: "input"})
+		if err != nil {
+			t.Fatalf("start vim: %v", err)
+		}
+		vim, _ := srv.m.Session(res.ID)
+
+		tab := newTab(t, browser)
+		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+vim.ID()))
+		awaitList(t, tab, py.ID()+" python3 -q waiting_input python3 90×16 0\n"+
+			vim.ID()+" vim -i NONE notes.txt waiting_input vim 100×24 1")
+		awaitScreen(t, tab, vim)
+		screenshot(t, tab, "agentpty-web.png")
+
+		// Another session, by a click on its row; then live output.
+		do(t, ctx, tab, chromedp.Click(chromedp.CSS(`#list tr[data-id="`+py.ID()+`"]`)))
+		awaitScreen(t, tab, py)
+		if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print(6 * 7)", Submit: true, WaitUntil: "input"}); err != nil {
+			t.Fatal(err)
+		}
+		awaitScreen(t, tab, py)
+		if got := eval[string](t, tab, "window.agentpty.screenText()"); !strings.Contains(got, "\n42\n") {
+			t.Errorf("live output did not reach the page:\n%s", got)
+		}
+
+		// The list follows the Manager: a new session appears, a killed one goes.
+		cat, err := srv.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitPage(t, tab, `[...document.querySelectorAll('#list tr')].some(r => r.dataset.id === `+strconv.Quote(cat.ID)+`)`, listRows)
+		if _, err := srv.m.Kill(ctx, cat.ID); err != nil {
+			t.Fatal(err)
+		}
+		awaitPage(t, tab, `![...document.querySelectorAll('#list tr')].some(r => r.dataset.id === `+strconv.Quote(cat.ID)+`)`, listRows)
+
+		// Watching only: neither the page's keys nor bytes sent straight on
+		// the WebSocket reach the program.
+		if eval[bool](t, tab, "window.agentpty.shown.typing") {
+			t.Fatal("the page says typing is allowed")
+		}
+		typeInPage(t, ctx, tab, srv, py.ID(), "print('web' + 'typed')\r", "print('raw' + 'sent')\r")
+		got, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print('model' + 'only')", Submit: true, WaitFor: "modelonly"})
+		if err != nil || !got.Matched {
+			t.Fatalf("the model's write: %+v, %v", got, err)
+		}
+		for _, typed := range []string{"web", "raw"} {
+			if strings.Contains(got.Output, typed) || strings.Contains(py.Screen().Text(), typed) {
+				t.Errorf("keys from the page reached the program without --allow-typing:\n%s", got.Output)
+			}
+		}
+		if scr := vim.Screen(); scr.Cols != 100 || scr.Rows != 24 {
+			t.Errorf("the page resized vim to %dx%d", scr.Cols, scr.Rows)
+		}
+	})
+
+	t.Run("typing allowed", func(t *testing.T) {
+		ctx := testContext(t)
+		srv := startServer(t, config{addr: "127.0.0.1:0", allowTyping: true})
+		py := startPython(t, ctx, srv.m)
+		tab := newTab(t, browser)
+		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/"))
+		awaitScreen(t, tab, py)
+		if !eval[bool](t, tab, "window.agentpty.shown.typing") {
+			t.Fatal("the page says typing is not allowed")
+		}
+		typeInPage(t, ctx, tab, srv, py.ID(), "print('web' + 'typed')\r", "print('raw' + 'sent')\r")
+		// The model's next read sees what the person typed and what it printed.
+		got, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), WaitFor: "rawsent"})
+		if err != nil || !got.Matched {
+			t.Fatalf("the model's read: %+v, %v", got, err)
+		}
+		for _, want := range []string{">>> print('web' + 'typed')\nwebtyped\n", ">>> print('raw' + 'sent')\nrawsent"} {
+			if !strings.Contains(got.Output, want) {
+				t.Errorf("the model's read lacks %q:\n%s", want, got.Output)
+			}
+		}
+		if scr := py.Screen(); scr.Cols != 90 || scr.Rows != 16 {
+			t.Errorf("the page resized the session to %dx%d", scr.Cols, scr.Rows)
+		}
+		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+py.ID()))
+		awaitScreen(t, tab, py)
+		screenshot(t, tab, "agentpty-web-typing.png")
+	})
+
+	t.Run("token", func(t *testing.T) {
+		ctx := testContext(t)
+		srv := startServer(t, config{addr: "127.0.0.1:0", public: true})
+		py := startPython(t, ctx, srv.m)
+		tab := newTab(t, browser)
+		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/"))
+		if got := eval[string](t, tab, "document.body.innerText"); !strings.Contains(got, "needs the token") {
+			t.Errorf("the page without the token shows %q", got)
+		}
+		do(t, ctx, tab, chromedp.Navigate(srv.url()))
+		awaitScreen(t, tab, py)
+	})
+}
+
+// httpClient keeps no idle connections, so none outlives a test.
+var httpClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+func get(t *testing.T, url string, header http.Header) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if h := header.Get("Host"); h != "" {
+		req.Host = h
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// dial opens a WebSocket and returns the HTTP status of the handshake.
+func dial(t *testing.T, ctx context.Context, url, origin string) (*websocket.Conn, int) {
+	t.Helper()
+	h := http.Header{}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	c, resp, err := websocket.Dial(ctx, strings.Replace(url, "http://", "ws://", 1), &websocket.DialOptions{HTTPClient: httpClient, HTTPHeader: h})
+	if err != nil {
+		if resp == nil {
+			t.Fatalf("dial %s: %v", url, err)
+		}
+		return nil, resp.StatusCode
+	}
+	return c, resp.StatusCode
+}
+
+// TestRefusals: beyond loopback nothing is served without the token; a
+// WebSocket from another origin is refused; a session id that is not one
+// is a 404; a loopback server answers only to loopback names.
+func TestRefusals(t *testing.T) {
+	ctx := testContext(t)
+	if _, err := listen(config{addr: "0.0.0.0:0"}); !errors.Is(err, errUsage) {
+		t.Errorf("0.0.0.0 without --public: %v, want the usage error", err)
+	}
+
+	pub := startServer(t, config{addr: "0.0.0.0:0", public: true})
+	res, err := pub.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "?token=" + pub.token
+	for _, path := range []string{"/", "/s/" + res.ID, "/api/sessions", "/ws/list", "/ws/term/" + res.ID} {
+		if code := get(t, pub.base()+path, nil); code != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d, want 401", path, code)
+		}
+		if code := get(t, pub.base()+path+"?token=x"+pub.token[1:], nil); code != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong token: %d, want 401", path, code)
+		}
+	}
+	for _, path := range []string{"/", "/s/" + res.ID, "/api/sessions"} {
+		if code := get(t, pub.base()+path+token, nil); code != http.StatusOK {
+			t.Errorf("%s with the token: %d, want 200", path, code)
+		}
+	}
+	if _, code := dial(t, ctx, pub.base()+"/ws/list", ""); code != http.StatusUnauthorized {
+		t.Errorf("the list WebSocket without the token: %d, want 401", code)
+	}
+	if _, code := dial(t, ctx, pub.base()+"/ws/term/"+res.ID+token, "http://evil.example"); code != http.StatusForbidden {
+		t.Errorf("a terminal WebSocket from another origin: %d, want 403", code)
+	}
+	c, code := dial(t, ctx, pub.base()+"/ws/term/"+res.ID+token, pub.base())
+	if c == nil {
+		t.Fatalf("a terminal WebSocket from the page's origin, with the token: %d", code)
+	}
+	_, first, err := c.Read(ctx)
+	c.Close(websocket.StatusNormalClosure, "")
+	var h hello
+	if err != nil || json.Unmarshal(first, &h) != nil || h.ID != res.ID || h.Cols != 40 || h.Rows != 5 || h.Typing {
+		t.Errorf("the terminal WebSocket's first message: %q, %v", first, err)
+	}
+
+	loop := startServer(t, config{addr: "127.0.0.1:0"})
+	if _, err := loop.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{
+		"/s/pty-1":           http.StatusOK,
+		"/s/pty-2":           http.StatusNotFound,
+		"/s/pty-99999999999": http.StatusNotFound,
+		"/s/pty-01":          http.StatusNotFound,
+		"/s/nonsense":        http.StatusNotFound,
+		"/s/%00":             http.StatusNotFound,
+		"/ws/term/pty-2":     http.StatusNotFound,
+		"/ws/term/..%2F..":   http.StatusNotFound,
+		"/ws/term/":          http.StatusNotFound,
+	} {
+		if code := get(t, loop.base()+path, nil); code != want {
+			t.Errorf("%s: %d, want %d", path, code, want)
+		}
+	}
+	if _, code := dial(t, ctx, loop.base()+"/ws/term/pty-2", loop.base()); code != http.StatusNotFound {
+		t.Errorf("a terminal WebSocket for no session: %d, want 404", code)
+	}
+	if _, code := dial(t, ctx, loop.base()+"/ws/list", "http://evil.example"); code != http.StatusForbidden {
+		t.Errorf("the list WebSocket from another origin: %d, want 403", code)
+	}
+	if code := get(t, loop.base()+"/", http.Header{"Host": {"rebound.example:" + loop.port}}); code != http.StatusForbidden {
+		t.Errorf("a loopback server asked for by another name: %d, want 403", code)
+	}
+	c, code = dial(t, ctx, loop.base()+"/ws/list", loop.base())
+	if c == nil {
+		t.Fatalf("the list WebSocket from the page's origin: %d", code)
+	}
+	_, first, err = c.Read(ctx)
+	c.Close(websocket.StatusNormalClosure, "")
+	var list listMessage
+	if err != nil || json.Unmarshal(first, &list) != nil || len(list.Sessions) != 1 || list.Sessions[0].Command != "cat" {
+		t.Errorf("the list WebSocket's first message: %q, %v", first, err)
+	}
+}
