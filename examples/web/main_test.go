@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
@@ -126,10 +129,15 @@ func newBrowser(t *testing.T) context.Context {
 	return bctx
 }
 
-// newTab opens a tab that closes when the test ends.
+// newTab opens a tab that closes when the test ends. Its first action
+// runs on its own context: the tab lives as long as that one.
 func newTab(t *testing.T, browser context.Context) context.Context {
+	t.Helper()
 	tab, cancel := chromedp.NewContext(browser)
 	t.Cleanup(cancel)
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
 	return tab
 }
 
@@ -148,7 +156,9 @@ func do(t *testing.T, ctx, tab context.Context, actions ...chromedp.Action[chrom
 // eval returns what a JavaScript expression gives in the page.
 func eval[T any](t *testing.T, tab context.Context, expr string) T {
 	t.Helper()
-	v, err := chromedp.Run(tab, chromedp.Evaluate[T](expr))
+	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", expr, err)
 	}
@@ -162,7 +172,9 @@ func awaitPage(t *testing.T, tab context.Context, expr, describe string) {
 	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
-		got, _ := chromedp.Run(tab, chromedp.Evaluate[string](describe))
+		ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+		defer cancel()
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](describe))
 		t.Fatalf("the page never had %s: %v\nit has: %s", expr, err, got)
 	}
 }
@@ -235,12 +247,34 @@ func startPython(t *testing.T, ctx context.Context, m *agentpty.Manager) *agentp
 // server lets through has then been typed.
 func typeInPage(t *testing.T, ctx, tab context.Context, srv *server, id, keys, raw string) {
 	t.Helper()
-	do(t, ctx, tab, chromedp.SendKeys(chromedp.CSS(".xterm-helper-textarea"), keys))
+	do(t, ctx, tab, chromedp.Focus(chromedp.CSS(".xterm-helper-textarea")), typeKeys(keys))
 	sent := eval[bool](t, tab, `(() => { const ws = window.agentpty.socket; ws.send(new TextEncoder().encode(`+strconv.Quote(raw)+`)); ws.close(); return true })()`)
 	if !sent {
 		t.Fatal("the page did not send")
 	}
 	srv.awaitViewers(t, ctx, id, 0)
+}
+
+// typeKeys presses the keys as a keyboard does: a keydown that carries the
+// text, then a keyup. (chromedp's KeyEvent adds a separate char event, which
+// xterm.js, handling the keydown already, takes as a second key.)
+func typeKeys(keys string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for _, r := range keys {
+			for _, k := range kb.Encode(r) {
+				switch k.Type {
+				case kb.KeyChar:
+					continue
+				case kb.KeyDown:
+					k.Text, k.UnmodifiedText = string(r), string(r)
+				}
+				if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, *k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // TestWeb drives the page in headless Chromium: the list, a session's

@@ -19,7 +19,9 @@
     const b = t.buffer.active, lines = [];
     for (let y = 0; y < t.rows; y++) {
       const line = b.getLine(b.baseY + y);
-      lines.push(line ? line.translateToString(true) : '');
+      // Trailing blanks are cut as Session.Screen cuts them: a redraw
+      // writes them as spaces, which translateToString keeps.
+      lines.push(line ? line.translateToString(true).replace(/ +$/, '') : '');
     }
     while (lines.length && lines[lines.length - 1] === '') lines.pop();
     return lines.join('\n');
