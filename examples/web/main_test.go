@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -510,4 +511,65 @@ func TestRefusals(t *testing.T) {
 	if err != nil || json.Unmarshal(first, &list) != nil || len(list.Sessions) != 1 || list.Sessions[0].Command != "cat" {
 		t.Errorf("the list WebSocket's first message: %q, %v", first, err)
 	}
+}
+
+// TestSlowViewer: a browser that stops reading holds up neither the
+// program nor the model; when it reads again it gets the screen redrawn,
+// not the whole backlog.
+func TestSlowViewer(t *testing.T) {
+	ctx := testContext(t)
+	srv := startServer(t, config{addr: "127.0.0.1:0"})
+	const flood = 1 << 20
+	res, err := srv.m.Start(ctx, agentpty.StartRequest{
+		Command:   "read x; head -c " + strconv.Itoa(flood) + " /dev/zero | tr '\\0' x; echo; echo flood-done; read y",
+		Cols:      80,
+		Rows:      10,
+		WaitUntil: "input",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A viewer whose receive window is small (set before it connects, so
+	// the window is offered small from the start) and who reads nothing.
+	small := func(network, address string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	transport := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Control: small}).DialContext}
+	defer transport.CloseIdleConnections()
+	c, _, err := websocket.Dial(ctx, "ws://127.0.0.1:"+srv.port+"/ws/term/"+res.ID, &websocket.DialOptions{HTTPClient: &http.Client{Transport: transport}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(-1)
+	if _, _, err := c.Read(ctx); err != nil { // the hello
+		t.Fatal(err)
+	}
+	srv.awaitViewers(t, ctx, res.ID, 1)
+
+	got, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: "\r", WaitFor: "flood-done", WaitMS: agentpty.Millis(20000)})
+	if err != nil || !got.Matched {
+		t.Fatalf("the model waited on a session a stalled viewer watches: matched %v, %v", got.Matched, err)
+	}
+
+	var seen int
+	var tail []byte
+	for !strings.Contains(string(tail), "flood-done") {
+		_, p, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", seen, err)
+		}
+		seen += len(p)
+		tail = append(tail, p...)
+		tail = tail[max(0, len(tail)-4096):]
+	}
+	if seen >= flood/2 {
+		t.Errorf("the viewer got %d bytes of a %d-byte flood: the backlog, not a redraw", seen, flood)
+	}
+	t.Logf("the viewer got %d bytes of a %d-byte flood", seen, flood)
+	c.Close(websocket.StatusNormalClosure, "")
 }

@@ -67,10 +67,11 @@ func listen(c config) (*server, error) {
 		}
 		s.token = hex.EncodeToString(b)
 	}
-	s.ln, err = net.Listen("tcp", c.addr)
+	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return nil, err
 	}
+	s.ln = smallSends{ln}
 	_, port, _ = net.SplitHostPort(s.ln.Addr().String())
 	s.port = port
 	s.m = agentpty.NewManager(agentpty.Options{OnEvent: s.list.event})
@@ -81,6 +82,22 @@ func listen(c config) (*server, error) {
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 	}
 	return s, nil
+}
+
+// sendBuffer bounds what the kernel holds for one browser: a browser that
+// falls behind blocks its viewer soon, and the viewer then gets the screen
+// redrawn instead of megabytes of stale output first.
+const sendBuffer = 128 << 10
+
+// smallSends gives every connection sendBuffer.
+type smallSends struct{ net.Listener }
+
+func (l smallSends) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(sendBuffer)
+	}
+	return c, err
 }
 
 func isLoopback(host string) bool {
