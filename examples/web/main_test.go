@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -572,4 +574,49 @@ func TestSlowViewer(t *testing.T) {
 	}
 	t.Logf("the viewer got %d bytes of a %d-byte flood", seen, flood)
 	c.Close(websocket.StatusNormalClosure, "")
+}
+
+// TestRunDemo runs the command as `go run ./web --demo` does: it prints the
+// page's URL once the demo sessions are up, and they are in the list.
+func TestRunDemo(t *testing.T) {
+	for _, prog := range []string{"python3", "top", "vim"} {
+		need(t, prog)
+	}
+	if err := run(t.Context(), []string{"--addr", "0.0.0.0:0"}, io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("--addr 0.0.0.0:0 without --public: %v, want the usage error", err)
+	}
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	r, w := io.Pipe()
+	defer r.Close()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"--demo", "--addr", "127.0.0.1:0"}, w) }()
+	lines := bufio.NewScanner(r)
+	var page string
+	for page == "" && lines.Scan() {
+		if url, ok := strings.CutPrefix(lines.Text(), "agentpty web: "); ok {
+			page = url
+		}
+	}
+	if page == "" {
+		t.Fatalf("no URL printed: %v", <-done)
+	}
+	resp, err := httpClient.Get(page + "api/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list listMessage
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	var commands []string
+	for _, s := range list.Sessions {
+		commands = append(commands, s.Command)
+	}
+	if err != nil || strings.Join(commands, ", ") != "python3 -q, top -d 1, vim" {
+		t.Errorf("the demo's sessions: %q, %v", commands, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
 }
