@@ -19,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/agentpty/agentpty"
 )
 
 func main() {
@@ -36,12 +38,13 @@ func main() {
 // errUsage is a bad flag or a bad combination of flags.
 var errUsage = errors.New("usage")
 
-// config is what the flags say.
+// config is what the flags say, and the Manager's options.
 type config struct {
 	addr        string
 	public      bool
 	allowTyping bool
 	demo        bool
+	options     agentpty.Options // the page's list is added to OnEvent
 }
 
 func parseFlags(args []string, out io.Writer) (config, error) {

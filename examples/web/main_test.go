@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -244,6 +245,15 @@ func startPython(t *testing.T, ctx context.Context, m *agentpty.Manager) *agentp
 	return sess
 }
 
+// pythonPage serves c with python3 in it, and opens a tab for the page.
+func pythonPage(t *testing.T, browser context.Context, c config) (context.Context, *server, *agentpty.Session, context.Context) {
+	t.Helper()
+	ctx := testContext(t)
+	srv := startServer(t, c)
+	py := startPython(t, ctx, srv.m)
+	return ctx, srv, py, newTab(t, browser)
+}
+
 // typeInPage types into the page's terminal as a person would, and also
 // sends the same bytes on the terminal's WebSocket directly, then closes
 // the WebSocket and waits until the server has read it all: whatever the
@@ -351,10 +361,24 @@ func TestWeb(t *testing.T) {
 	})
 
 	t.Run("typing allowed", func(t *testing.T) {
-		ctx := testContext(t)
-		srv := startServer(t, config{addr: "127.0.0.1:0", allowTyping: true})
-		py := startPython(t, ctx, srv.m)
-		tab := newTab(t, browser)
+		// ApproveWrites asks about the model's writes only: this approver
+		// refuses any that would type what the person types below.
+		var asked []string
+		var mu sync.Mutex
+		deny := agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
+			mu.Lock()
+			asked = append(asked, req.Input)
+			mu.Unlock()
+			if strings.Contains(req.Input, "typed") || strings.Contains(req.Input, "sent") {
+				return errors.New("not the model's to type")
+			}
+			return nil
+		})
+		ctx, srv, py, tab := pythonPage(t, browser, config{addr: "127.0.0.1:0", allowTyping: true,
+			options: agentpty.Options{Approver: deny, ApproveWrites: true}})
+		if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print('model' + 'typed')", Submit: true, WaitMS: agentpty.Millis(0)}); !errors.Is(err, agentpty.ErrDenied) {
+			t.Fatalf("the model's write past the approver: %v, want ErrDenied", err)
+		}
 		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/"))
 		awaitScreen(t, tab, py)
 		if !eval[bool](t, tab, "window.agentpty.shown.typing") {
@@ -374,16 +398,20 @@ func TestWeb(t *testing.T) {
 		if scr := py.Screen(); scr.Cols != 90 || scr.Rows != 16 {
 			t.Errorf("the page resized the session to %dx%d", scr.Cols, scr.Rows)
 		}
+		mu.Lock()
+		for _, in := range asked {
+			if strings.Contains(in, "web") || strings.Contains(in, "raw") {
+				t.Errorf("the approver was asked about the person's keys: %q", in)
+			}
+		}
+		mu.Unlock()
 		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+py.ID()))
 		awaitScreen(t, tab, py)
 		screenshot(t, tab, "agentpty-web-typing.png")
 	})
 
 	t.Run("token", func(t *testing.T) {
-		ctx := testContext(t)
-		srv := startServer(t, config{addr: "127.0.0.1:0", public: true})
-		py := startPython(t, ctx, srv.m)
-		tab := newTab(t, browser)
+		ctx, srv, py, tab := pythonPage(t, browser, config{addr: "127.0.0.1:0", public: true})
 		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/"))
 		if got := eval[string](t, tab, "document.body.innerText"); !strings.Contains(got, "needs the token") {
 			t.Errorf("the page without the token shows %q", got)

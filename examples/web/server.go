@@ -74,7 +74,16 @@ func listen(c config) (*server, error) {
 	s.ln = smallSends{ln}
 	_, port, _ = net.SplitHostPort(s.ln.Addr().String())
 	s.port = port
-	s.m = agentpty.NewManager(agentpty.Options{OnEvent: s.list.event})
+	opts := c.options
+	if host := opts.OnEvent; host != nil {
+		opts.OnEvent = func(e agentpty.Event) {
+			s.list.event(e)
+			host(e)
+		}
+	} else {
+		opts.OnEvent = s.list.event
+	}
+	s.m = agentpty.NewManager(opts)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.http = &http.Server{
 		Handler:           s.routes(),

@@ -142,6 +142,10 @@ func (s *server) watchTerminal(w http.ResponseWriter, r *http.Request) {
 		// Nothing is live any more: the last screen, as text.
 		_, _ = nc.Write([]byte("\x1b[H\x1b[2J" + strings.Join(sess.Screen().Lines, "\r\n")))
 	}
+	if ctx.Err() != nil {
+		c.Close(websocket.StatusGoingAway, "the server is closing")
+		return
+	}
 	c.Close(websocket.StatusNormalClosure, "")
 }
 
