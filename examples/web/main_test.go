@@ -648,3 +648,41 @@ func TestRunDemo(t *testing.T) {
 		t.Errorf("run: %v", err)
 	}
 }
+
+// TestExitedSession: a session whose program has ended still shows its
+// last screen, and the WebSocket then closes normally.
+func TestExitedSession(t *testing.T) {
+	ctx := testContext(t)
+	srv := startServer(t, config{addr: "127.0.0.1:0"})
+	res, err := srv.m.Start(ctx, agentpty.StartRequest{Command: "echo last-words", Cols: 40, Rows: 5, WaitFor: "last-words"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := srv.m.Session(res.ID)
+	if _, err := sess.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, code := dial(t, ctx, srv.base()+"/ws/term/"+res.ID, "")
+	if c == nil {
+		t.Fatalf("dial: %d", code)
+	}
+	defer c.CloseNow()
+	var h hello
+	if _, first, err := c.Read(ctx); err != nil || json.Unmarshal(first, &h) != nil || !h.Exited {
+		t.Fatalf("first message %q, %v; want exited", first, err)
+	}
+	var got []byte
+	for {
+		_, p, err := c.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Errorf("the WebSocket ended with %v", err)
+			}
+			break
+		}
+		got = append(got, p...)
+	}
+	if !strings.Contains(string(got), "last-words") {
+		t.Errorf("the viewer of an exited session got %q", got)
+	}
+}
