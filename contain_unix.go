@@ -144,3 +144,13 @@ func allIgnore(pids []int, sig syscall.Signal) bool {
 	}
 	return len(pids) > 0
 }
+
+// killAll ends, by force, the process group pid leads and everything in
+// group (nil: the group alone). For children that hold nothing worth a
+// grace period, such as the shell snapshot's profile run.
+func killAll(pid int, group *contain.Group) {
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if group != nil {
+		_ = group.Kill()
+	}
+}

@@ -34,8 +34,32 @@ type Options struct {
 	// terminal. The profile runs for every session (a few ms for a plain
 	// one, 100 ms and more with pyenv or nvm), and one that reads the
 	// terminal can eat input typed before it finishes: wait for a prompt
-	// (wait_for) before typing. {"bash", "-c"} skips it.
+	// (wait_for) before typing. {"bash", "-c"} skips it. ShellSnapshot
+	// runs the profile once instead.
 	Shell []string
+	// ShellSnapshot runs the login profile once, at the first start, and
+	// captures the shell it set up: exported variables, shell functions
+	// (and which are exported), aliases, and the shopt and set options.
+	// Later starts run `bash -c COMMAND` with that snapshot loaded first
+	// (through BASH_ENV, which the snapshot unsets again), so PATH,
+	// version-manager shims and functions (pyenv, nvm) and aliases behave
+	// as under the login shell at a fraction of its cost. A change to a
+	// profile file (size or mtime of /etc/profile, /etc/profile.d/*,
+	// /etc/bash.bashrc, /etc/environment, ~/.bash_profile, ~/.bash_login,
+	// ~/.profile, ~/.bashrc, ~/.bash_aliases) makes a new snapshot at the
+	// next start; files those source from elsewhere are not watched.
+	// What does not carry over: unexported shell variables (the login
+	// shell's PS1 and the like), traps, the directory stack, and anything
+	// the profile does each time rather than sets (printing a banner,
+	// starting an agent). A variable a start's own Env sets that the
+	// profile sets too takes the profile's value. A profile that fails or
+	// runs past 5 s is stopped, the start runs the login shell instead and
+	// its result's Notice says what happened; a failed snapshot is tried
+	// again after a minute or when a profile file changes. It applies
+	// only when Shell is nil (the default login bash) and is made under
+	// the Sandbox and containment like any session; false runs the profile
+	// for every start.
+	ShellSnapshot bool
 	// Cols and Rows are the terminal size a start gets when its request
 	// gives none; 0 means 120 columns by 32 rows. The tools' schemas say
 	// the size the manager uses.
@@ -191,11 +215,17 @@ type Manager struct {
 
 	containOnce sync.Once
 	contain     *contain.Host // the sessions' cgroups, made on first start; nil where the host has none
+
+	snap *snapshots // the login shell's snapshot (Options.ShellSnapshot); nil when off
 }
 
 // NewManager returns a Manager with opts, defaults applied.
 func NewManager(opts Options) *Manager {
-	return &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}}
+	m := &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}}
+	if opts.ShellSnapshot && opts.Shell == nil {
+		m.snap = newSnapshots()
+	}
+	return m
 }
 
 // Session returns the session with the given id, if the manager has it.
@@ -247,7 +277,12 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 			m.starting.Done()
 		}
 	}()
-	s, err := startSession(m, num, req, cols, rows)
+	var from *snapshotStart
+	if m.snap != nil && !req.Shell {
+		f := m.startFrom(ctx, req.Command)
+		from = &f
+	}
+	s, err := startSession(m, num, req, cols, rows, from)
 	if err != nil {
 		m.mu.Lock()
 		m.pending--
@@ -266,6 +301,17 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	started = true
 	m.starting.Done() // registered: Close sees it from here on
 	res, err := m.firstWait(ctx, s, req, want)
+	if from != nil {
+		res.Notice = from.notice
+	}
+	if res.Notice == "" && err == nil && !res.Exited && strings.TrimSpace(res.Output) == "" {
+		// A profile waiting on a lock or a slow mount looks like this too.
+		fg := res.Foreground
+		if fg == "" {
+			fg = "the command"
+		}
+		res.Notice = fmt.Sprintf("nothing printed yet after %v; %s is in front (state %s)", time.Since(s.started).Round(time.Millisecond), fg, res.State)
+	}
 	if ctx.Err() != nil {
 		// No one will learn the id: the session must not hold its slot.
 		_, _ = m.end(context.Background(), s, EventKilled)
@@ -488,6 +534,9 @@ func (m *Manager) Close() error {
 	m.containOnce.Do(func() {}) // no cgroup is made after this
 	if m.contain != nil {
 		errs = append(errs, m.contain.Close())
+	}
+	if m.snap != nil {
+		errs = append(errs, m.snap.close())
 	}
 
 	m.eventsWG.Wait()

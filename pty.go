@@ -146,6 +146,11 @@ type StartResult struct {
 	// Cursor and Highlights come with a screen mode (StartRequest.Screen).
 	Cursor     *Cursor     `json:"cursor,omitempty"`
 	Highlights []Highlight `json:"highlights,omitempty"`
+	// Notice says what kept the start from going as usual: a shell
+	// snapshot that could not be made (Options.ShellSnapshot), or a start
+	// that has printed nothing yet, how long it waited and what is in
+	// front. Empty otherwise.
+	Notice string `json:"notice,omitempty"`
 }
 
 // WriteResult is the result of pty-write.

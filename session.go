@@ -177,58 +177,25 @@ type Session struct {
 
 // startSession starts the child under a new terminal. On failure nothing
 // is left behind.
-func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Session, error) {
+// from, when set, says how to run the command instead of the login shell
+// (a snapshot of it, see Options.ShellSnapshot).
+func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *snapshotStart) (*Session, error) {
 	if req.Cwd != "" {
 		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
 			return nil, errorf(ErrInvalid, "%s: cwd %q is not a directory", ToolStart, req.Cwd)
 		}
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
+	var env []string
 	var sh *shell
-	var shEnv []string
 	if req.Shell {
 		sh = newShell()
-		argv, shEnv = shellArgv, sh.env()
+		argv, env = shellArgv, sh.env()
+	} else if from != nil {
+		argv, env = from.argv, from.env
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = req.Cwd
-	cmd.Env = childEnv(m.opts.Env, req.Env, shEnv)
-	if m.opts.Sandbox != nil {
-		if err := prepare(m.opts.Sandbox, cmd); err != nil {
-			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
-		}
-	}
-	group := containChild(m, "pty-"+strconv.Itoa(num), cmd)
-	// A sandbox that must start the child itself (bubblewrap's parent
-	// thread must outlive it) runs the start; see threadStarter.
-	var f *os.File
-	start := func() (err error) {
-		f, err = startChild(cmd, cols, rows)
-		return err
-	}
-	var err error
-	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
-		err = ts.startOnThread(cmd, start)
-	} else {
-		err = start()
-	}
-	if err == nil && group != nil {
-		if err = group.Started(); err != nil {
-			_ = group.Kill()
-			_ = cmd.Wait()
-		}
-	}
+	cmd, f, group, err := launch(m, "pty-"+strconv.Itoa(num), argv, childEnv(m.opts.Env, req.Env, env), req.Cwd, cols, rows)
 	if err != nil {
-		if f != nil {
-			f.Close() // the sandbox refused a child it had started, and reaped it
-		}
-		if group != nil {
-			// cgroup.kill does not wait: a cgroup is removed once empty.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = group.WaitEmpty(ctx)
-			cancel()
-			_ = group.Remove()
-		}
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
@@ -268,6 +235,60 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	go s.process()
 	go s.reap()
 	return s, nil
+}
+
+// launch starts argv under a new terminal of cols×rows, through the
+// sandbox and in a cgroup of its own where the host has them. On failure
+// nothing is left behind.
+func launch(m *Manager, name string, argv, env []string, dir string, cols, rows int) (*exec.Cmd, *os.File, *contain.Group, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	if m.opts.Sandbox != nil {
+		if err := prepare(m.opts.Sandbox, cmd); err != nil {
+			return nil, nil, nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	group := containChild(m, name, cmd)
+	// A sandbox that must start the child itself (bubblewrap's parent
+	// thread must outlive it) runs the start; see threadStarter.
+	var f *os.File
+	start := func() (err error) {
+		f, err = startChild(cmd, cols, rows)
+		return err
+	}
+	var err error
+	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
+		err = ts.startOnThread(cmd, start)
+	} else {
+		err = start()
+	}
+	if err == nil && group != nil {
+		if err = group.Started(); err != nil {
+			_ = group.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	if err != nil {
+		if f != nil {
+			f.Close() // the sandbox refused a child it had started, and reaped it
+		}
+		removeGroup(group)
+		return nil, nil, nil, err
+	}
+	return cmd, f, group, nil
+}
+
+// removeGroup removes a cgroup whose processes were killed (cgroup.kill
+// does not wait: a cgroup is removed once empty). nil is a no-op.
+func removeGroup(group *contain.Group) {
+	if group == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = group.WaitEmpty(ctx)
+	cancel()
+	_ = group.Remove()
 }
 
 // childEnv is the host's environment with the terminal's own variables

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"sync/atomic"
+
+	"github.com/agentpty/agentpty/internal/contain"
 )
 
 // Terminals here are Unix pseudo-terminals; on Windows every start fails
@@ -48,3 +50,5 @@ func newTerminalReader(f *os.File, _ *atomic.Bool) (*terminalReader, error) {
 }
 
 func (r *terminalReader) read(buf []byte) (int, error) { return r.f.Read(buf) }
+
+func killAll(int, *contain.Group) {}
