@@ -342,8 +342,18 @@ func (m *Manager) Tools() []Tool {
 	copy(out, tools)
 	for i := range out {
 		out[i].InputSchema = m.sizeDefaults(out[i].InputSchema)
+		if out[i].Name == ToolStart {
+			out[i].Description = m.shellNamed(out[i].Description)
+		}
 	}
 	return out
+}
+
+// shellNamed writes the manager's Options.Shell into pty-start's
+// description, so the model reads the command line its command runs
+// under.
+func (m *Manager) shellNamed(desc string) string {
+	return strings.Replace(desc, "`bash -lc COMMAND`", "`"+strings.Join(m.opts.Shell, " ")+" COMMAND`", 1)
 }
 
 // sizeDefaults writes the manager's default terminal size into a schema's
@@ -420,6 +430,8 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		switch {
+		case errors.As(err, &typeErr) && typeErr.Field == "":
+			return errorf(ErrInvalid, "%s: arguments must be a JSON object, not a JSON %s", tool, typeErr.Value)
 		case errors.As(err, &typeErr):
 			return errorf(ErrInvalid, "%s: argument %q must be %s, not a JSON %s", tool, typeErr.Field, typeErr.Type, typeErr.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
