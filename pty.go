@@ -132,6 +132,8 @@ type StartResult struct {
 	InputHidden bool   `json:"input_hidden,omitempty"`
 	State       string `json:"state"`
 	Foreground  string `json:"foreground,omitempty"`
+	// ForegroundExe is as in WriteResult.
+	ForegroundExe string `json:"foreground_exe,omitempty"`
 	// PromptAfter: in a shell session started with a command, the prompt
 	// came back and ExitCode is the command's.
 	PromptAfter bool `json:"prompt_after,omitempty"`
@@ -159,6 +161,9 @@ type WriteResult struct {
 	// Foreground names the program that holds the terminal.
 	State      string `json:"state"`
 	Foreground string `json:"foreground,omitempty"`
+	// ForegroundExe is the path of the executable of the program at a
+	// password prompt, while InputHidden: who WriteSecret would type into.
+	ForegroundExe string `json:"foreground_exe,omitempty"`
 	// PromptAfter: in a shell session, a command's prompt came back during
 	// this write, and ExitCode is that command's.
 	PromptAfter bool `json:"prompt_after,omitempty"`

@@ -1,0 +1,102 @@
+package agentpty
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/agentpty/agentpty/internal/proc"
+	"golang.org/x/sys/unix"
+)
+
+// fgProcs lists the processes of the terminal's foreground group, leader
+// first: the ones a line typed now could reach.
+func fgProcs(master *os.File) []fgProc {
+	pgrp, peer := 0, -1
+	_ = control(master, func(fd int) {
+		pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+		p, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER,
+			uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC))
+		if errno == 0 {
+			peer = int(p)
+		}
+	})
+	var tty uint64
+	if peer >= 0 {
+		var st unix.Stat_t
+		if unix.Fstat(peer, &st) == nil {
+			tty = st.Rdev
+		}
+		unix.Close(peer)
+	}
+	if pgrp <= 0 {
+		return nil
+	}
+	var out []fgProc
+	buf := make([]byte, 512)
+	for _, pid := range append([]int{pgrp}, groupMembers(pgrp)...) {
+		st, ok := proc.ReadStat(pid, buf)
+		if !ok || st.Gone() {
+			continue
+		}
+		p := fgProc{pid: pid, name: st.Comm}
+		p.exe, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+		if st.State == 'S' {
+			p.reading, _ = onTerminal(pid, tty)
+			p.waiting = inChildWait(pid)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// inChildWait reports that pid is blocked waiting for a child to end, as
+// a shell is while its command runs: it reads nothing meanwhile.
+func inChildWait(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+	if err != nil {
+		return false
+	}
+	nr, err := strconv.ParseUint(strings.SplitN(string(b), " ", 2)[0], 10, 64)
+	return err == nil && (nr == unix.SYS_WAIT4 || nr == unix.SYS_WAITID)
+}
+
+// untrusted says why process p may not be given a secret under list
+// (Options.SecretPrograms), or returns "" when it may: the executable it
+// runs is one the list names (the same file, compared by device and
+// inode, so a copy elsewhere is not), owned by root and writable by no one
+// else.
+func untrusted(p fgProc, list []string) string {
+	fi, err := os.Stat("/proc/" + strconv.Itoa(p.pid) + "/exe")
+	if err != nil {
+		return "its executable cannot be looked at (" + err.Error() + ")"
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "its executable cannot be looked at"
+	}
+	listed := false
+	for _, want := range list {
+		path := want
+		if !strings.Contains(want, "/") {
+			if path, err = exec.LookPath(want); err != nil {
+				continue
+			}
+		}
+		if w, err := os.Stat(path); err == nil && os.SameFile(fi, w) {
+			listed = true
+			break
+		}
+	}
+	switch {
+	case !listed:
+		return "it is not in Options.SecretPrograms"
+	case st.Uid != 0:
+		return "its executable is not owned by root"
+	case fi.Mode().Perm()&0o022 != 0:
+		return "its executable is writable by others than root"
+	}
+	return ""
+}
