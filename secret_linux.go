@@ -14,15 +14,7 @@ import (
 // fgProcs lists the processes of the terminal's foreground group, leader
 // first: the ones a line typed now could reach.
 func fgProcs(master *os.File) []fgProc {
-	pgrp, peer := 0, -1
-	_ = control(master, func(fd int) {
-		pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
-		p, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER,
-			uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC))
-		if errno == 0 {
-			peer = int(p)
-		}
-	})
+	pgrp, peer := groupAndPeer(master)
 	var tty uint64
 	if peer >= 0 {
 		var st unix.Stat_t
