@@ -90,5 +90,60 @@ func untrusted(p fgProc, list []string) string {
 	case fi.Mode().Perm()&0o022 != 0:
 		return "its executable is writable by others than root"
 	}
+	if tracer := tracerOf(p.pid); tracer != 0 {
+		return "it is traced by pid " + strconv.Itoa(tracer) + ", which can read what it reads"
+	}
+	return untrustedCode(p.pid)
+}
+
+// tracerOf returns the pid tracing pid (ptrace), 0 for none; -1 when it
+// cannot be told.
+func tracerOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
+}
+
+// untrustedCode says why the code pid runs besides its executable may not
+// be trusted, or returns "": every file it has mapped executable (shared
+// libraries, a library LD_PRELOAD or LD_LIBRARY_PATH brought in) must be
+// owned by root, writable by no one else, and still the file (the inode)
+// that was mapped.
+func untrustedCode(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		return "its memory map cannot be read (" + err.Error() + ")"
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		// address perms offset dev inode path
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.Contains(f[1], "x") || !strings.HasPrefix(f[5], "/") || seen[f[5]+" "+f[4]] {
+			continue
+		}
+		seen[f[5]+" "+f[4]] = true
+		path := strings.Join(f[5:], " ")
+		ino, _ := strconv.ParseUint(f[4], 10, 64)
+		var st unix.Stat_t
+		switch {
+		case unix.Stat(path, &st) != nil || st.Ino != ino:
+			return "it runs code from " + path + ", which was removed or replaced since"
+		case st.Uid != 0:
+			return "it runs code from " + path + ", which is not owned by root"
+		case st.Mode&0o022 != 0:
+			return "it runs code from " + path + ", which is writable by others than root"
+		}
+	}
 	return ""
 }

@@ -519,3 +519,79 @@ func TestWriteSecretWithWaits(t *testing.T) {
 		t.Errorf("WriteSecretWith waiting for the next prompt: %+v %v", res, err)
 	}
 }
+
+// tracedLauncher starts argv[2:] as its child, traced (ptrace) when argv[1]
+// is "trace", and waits for it: a parent that could read what the child
+// reads.
+const tracedLauncher = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+pid = os.fork()
+if pid == 0:
+    if sys.argv[1] == "trace":
+        libc.ptrace(0, 0, None, None)  # PTRACE_TRACEME
+    os.execv(sys.argv[2], sys.argv[2:])
+while True:
+    _, st = os.waitpid(pid, 0)
+    if not os.WIFSTOPPED(st):
+        break
+    sig = os.WSTOPSIG(st)
+    libc.ptrace(7, pid, None, 0 if sig == 5 else sig)  # PTRACE_CONT
+`
+
+// A listed root-owned program is refused when code it did not come with
+// runs in it: a library preloaded from a file the root does not own, or a
+// parent tracing it. The controls (a root-owned library, no tracer) are
+// typed into.
+func TestSecretProgramsRefuseInjectedCode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing a file's owner needs root; run the tests as root (CI does)")
+	}
+	need(t, "python3")
+	dir := t.TempDir()
+	install := func(name, from string, uid int) string {
+		t.Helper()
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Skipf("no %s to copy: %v", from, err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(path, uid, 0); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	bash := install("bash", "/bin/bash", 0)
+	ownLib := install("libown.so", "/lib/x86_64-linux-gnu/libm.so.6", 0)
+	foreignLib := install("libforeign.so", "/lib/x86_64-linux-gnu/libm.so.6", 65534)
+	launcher := filepath.Join(dir, "launch.py")
+	if err := os.WriteFile(launcher, []byte(tracedLauncher), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prompt := bash + ` -c 'read -s -p "Password: " pw; echo; echo "got ${#pw}"; read -p "next> " x'`
+	ctx := waitCtx(t)
+	m := newManager(t, Options{SecretPrograms: []string{bash}})
+	for _, c := range []struct {
+		name, command, refusedFor string
+	}{
+		{"preloaded root-owned library", "LD_PRELOAD=" + ownLib + " exec " + prompt, ""},
+		{"preloaded foreign library", "LD_PRELOAD=" + foreignLib + " exec " + prompt, "libforeign.so, which is not owned by root"},
+		{"untraced child", "exec python3 " + launcher + " plain " + prompt, ""},
+		{"traced child", "exec python3 " + launcher + " trace " + prompt, "traced by pid"},
+	} {
+		start := mustStart(t, m, StartRequest{Command: c.command, WaitFor: "Password: "})
+		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte("pw-5678"), WaitFor: "next> "})
+		switch {
+		case c.refusedFor == "" && (err != nil || !strings.Contains(res.Output, "got 7")):
+			t.Errorf("%s: %+v %v; want the secret typed", c.name, res, err)
+		case c.refusedFor != "" && (!isErr(err, ErrDenied) || !strings.Contains(err.Error(), c.refusedFor)):
+			t.Errorf("%s: %v; want ErrDenied: %s", c.name, err, c.refusedFor)
+		}
+		if _, err := m.Kill(ctx, start.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
