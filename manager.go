@@ -100,8 +100,8 @@ type Options struct {
 	// paths. WriteSecret then refuses with ErrDenied unless every process
 	// of the terminal's foreground group (but a shell waiting for its
 	// command) runs one of these very files, owned by root and writable by
-	// no one else, untraced and with no code from other files (see
-	// README). Nil types into any program at a prompt with echo off.
+	// no one else, untraced, and running no code from files others could
+	// write. Nil types into any program at a prompt with echo off.
 	SecretPrograms []string
 }
 
