@@ -136,6 +136,11 @@ func trustedPrompt(op, id string, procs []fgProc, list []string) error {
 	if len(procs) == 0 {
 		return errorf(ErrDenied, "%s %s: the program at the prompt cannot be named, and Options.SecretPrograms is set", op, id)
 	}
+	if !asker(procs).reading {
+		// A program that waits for a child now could read the secret once
+		// the child has gone: only one reading it now is typed for.
+		return errorf(ErrDenied, "%s %s: no program is reading the terminal (%s waits), and Options.SecretPrograms is set", op, id, procs[0].name)
+	}
 	for _, p := range procs {
 		if p.waiting {
 			continue

@@ -1,8 +1,11 @@
 package agentpty
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +39,13 @@ func fgProcs(master *os.File) []fgProc {
 		p := fgProc{pid: pid, name: st.Comm}
 		p.exe, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 		if st.State == 'S' {
-			p.reading, _ = onTerminal(pid, tty)
+			var known bool
+			if p.reading, known = onTerminal(pid, tty); !known {
+				// The kernel hides the system call of a privileged program
+				// (sudo, su) from a host that is not root: at a prompt with
+				// echo off, it is the one reading.
+				p.reading = echoOff(master)
+			}
 			p.waiting = inChildWait(pid)
 		}
 		out = append(out, p)
@@ -62,6 +71,9 @@ func inChildWait(pid int) bool {
 // else.
 func untrusted(p fgProc, list []string) string {
 	fi, err := os.Stat("/proc/" + strconv.Itoa(p.pid) + "/exe")
+	if errors.Is(err, fs.ErrPermission) && os.Geteuid() != 0 && euidOf(p.pid) == 0 {
+		return untrustedPrivileged(p, list)
+	}
 	if err != nil {
 		return "its executable cannot be looked at (" + err.Error() + ")"
 	}
@@ -96,23 +108,61 @@ func untrusted(p fgProc, list []string) string {
 	return untrustedCode(p.pid)
 }
 
-// tracerOf returns the pid tracing pid (ptrace), 0 for none; -1 when it
-// cannot be told.
-func tracerOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return -1
+// untrustedPrivileged judges a process the host may not look into: it
+// runs with root's privileges, which only a setuid program the system
+// installed gives to a session that is not root's (sudo, su), and neither
+// the session nor the host can read its memory. Its command name must be
+// on the list, and nothing may trace it.
+func untrustedPrivileged(p fgProc, list []string) string {
+	listed := false
+	for _, want := range list {
+		base := filepath.Base(want)
+		listed = listed || base == p.name || (len(p.name) == 15 && strings.HasPrefix(base, p.name)) // the kernel keeps 15 bytes of a name
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				return -1
+	switch {
+	case !listed:
+		return "it is not in Options.SecretPrograms"
+	case tracerOf(p.pid) != 0:
+		return "it is traced, or its tracer cannot be told"
+	}
+	return ""
+}
+
+// euidOf returns the effective user id of pid, -1 when it cannot be told.
+func euidOf(pid int) int {
+	if v, ok := statusField(pid, "Uid:"); ok {
+		if f := strings.Fields(v); len(f) >= 2 {
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				return n
 			}
-			return n
 		}
 	}
 	return -1
+}
+
+// statusField returns the value of a line of /proc/PID/status.
+func statusField(pid int, name string) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name); ok {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// tracerOf returns the pid tracing pid (ptrace), 0 for none; -1 when it
+// cannot be told.
+func tracerOf(pid int) int {
+	v, ok := statusField(pid, "TracerPid:")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil {
+		return -1
+	}
+	return n
 }
 
 // untrustedCode says why the code pid runs besides its executable may not
