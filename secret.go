@@ -3,6 +3,7 @@ package agentpty
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -146,7 +147,11 @@ func trustedPrompt(op, id string, procs []fgProc, list []string) error {
 			continue
 		}
 		if why := untrusted(p, list); why != "" {
-			return errorf(ErrDenied, "%s %s: the secret is not typed into %s (pid %d, %s): %s", op, id, p.name, p.pid, p.exe, why)
+			who := fmt.Sprintf("%s (pid %d)", p.name, p.pid)
+			if p.exe != "" {
+				who = fmt.Sprintf("%s (pid %d, %s)", p.name, p.pid, p.exe)
+			}
+			return errorf(ErrDenied, "%s %s: the secret is not typed into %s: %s", op, id, who, why)
 		}
 	}
 	return nil

@@ -1,8 +1,11 @@
 package agentpty
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -276,5 +279,68 @@ func TestSecretProgramsRefuseWaitingReader(t *testing.T) {
 		if _, err := m.Kill(ctx, start.ID); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func init() {
+	// A host that is not root, typing a secret into sudo under
+	// SecretPrograms: the kernel hides sudo's executable and memory from it.
+	childModes["secret-host"] = func() {
+		m := NewManager(Options{Shell: []string{"bash", "-c"}, SecretPrograms: []string{"sudo"}})
+		defer m.Close()
+		ctx := context.Background()
+		start, err := m.Start(ctx, StartRequest{Command: `sudo -k -p "[sudo] pw: " id -un; echo "sudo exit $?"`, WaitFor: "[sudo] pw: "})
+		if err != nil || !start.Matched {
+			fmt.Printf("start: %v %q\n", err, start.Output)
+			return
+		}
+		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(os.Getenv("AGENTPTY_TEST_SECRET")), WaitFor: "sudo exit"})
+		fmt.Printf("sudo: matched %v, err %v, output %q\n", res.Matched, err, res.Output)
+		fake, err := m.Start(ctx, StartRequest{Command: fakeSudo, WaitFor: "password for root: "})
+		if err == nil {
+			_, err = m.WriteSecret(ctx, fake.ID, []byte(os.Getenv("AGENTPTY_TEST_SECRET")))
+		}
+		fmt.Printf("fake: %v\n", err)
+	}
+}
+
+// A host that is not root cannot look at sudo's executable or memory (sudo
+// runs as root): it trusts sudo by its listed name, as the kernel keeps
+// the session out of it, and still refuses a fake prompt.
+func TestSecretProgramsSudoFromUnprivilegedHost(t *testing.T) {
+	const secret = "Host-Pw-2468"
+	user := testUser(t, secret)
+	need(t, "setpriv", "python3")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "agentpty.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid="+user, "--regid="+user, "--init-groups", "--", bin, "-test.run=^$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), childModeEnv+"=secret-host", "AGENTPTY_TEST_SECRET="+secret, "HOME=/tmp")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the host as %s: %v\n%s", user, err, out)
+	}
+	text := string(out)
+	if !strings.Contains(text, "sudo: matched true, err <nil>") || !strings.Contains(text, `root\n`) || !strings.Contains(text, "sudo exit 0") {
+		t.Errorf("sudo from a host that is not root, with SecretPrograms: %s", text)
+	}
+	if !strings.Contains(text, "fake: agentpty: denied") || !strings.Contains(text, "python3") {
+		t.Errorf("a fake prompt from a host that is not root: %s", text)
+	}
+	if strings.Contains(text, secret) || strings.Contains(text, reversed(secret)) {
+		t.Errorf("the secret shows: %s", text)
 	}
 }
