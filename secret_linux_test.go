@@ -344,3 +344,21 @@ func TestSecretProgramsSudoFromUnprivilegedHost(t *testing.T) {
 		t.Errorf("the secret shows: %s", text)
 	}
 }
+
+// pty-run's result at a password prompt names the executable asking, as
+// pty-start's and pty-write's do.
+func TestRunResultNamesTheAsker(t *testing.T) {
+	need(t, "python3")
+	m := newManager(t, Options{})
+	start := mustStart(t, m, StartRequest{Shell: true, WaitUntil: WaitUntilInput})
+	res, err := m.Run(waitCtx(t), RunRequest{ID: start.ID, Command: `python3 -c 'import getpass; getpass.getpass("pw: ")'`, TimeoutMS: ms(10000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.InputHidden || !filepath.IsAbs(res.ForegroundExe) || !strings.HasPrefix(filepath.Base(res.ForegroundExe), "python3") {
+		t.Errorf("pty-run at getpass's prompt: input_hidden %v, foreground_exe %q; want python3's path", res.InputHidden, res.ForegroundExe)
+	}
+	if _, err := m.Kill(waitCtx(t), start.ID); err != nil {
+		t.Fatal(err)
+	}
+}
