@@ -119,6 +119,14 @@ type Options struct {
 	// types input (Tool "pty-write", with ID and Input); a denied write
 	// types nothing. False means approving a start covers every write.
 	ApproveWrites bool
+	// SecretPrograms, when set, are the programs WriteSecret may type a
+	// secret into: executable names (looked up in the host's PATH) or
+	// paths. WriteSecret then refuses with ErrDenied unless every process
+	// of the terminal's foreground group (but a shell waiting for its
+	// command) runs one of these very files, owned by root and writable by
+	// no one else, untraced, and running no code from files others could
+	// write. Nil types into any program at a prompt with echo off.
+	SecretPrograms []string
 }
 
 // withDefaults applies every default in one place.
@@ -177,6 +185,11 @@ type Event struct {
 	// scrollback (the last one being written), for a live tail. It is
 	// shared: do not change it.
 	Lines []string
+	// Foreground and ForegroundExe name, for EventInputHidden, the program
+	// at the password prompt and the path of its executable, so a host
+	// can show its user who asks before it calls WriteSecret.
+	Foreground    string
+	ForegroundExe string
 }
 
 // SessionInfo describes a session for List.
@@ -333,7 +346,7 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 	s.applyScreen(req.Screen, &screenView{}, false, &w)
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
 		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
-		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}, nil
+		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
 // checkSize checks a request's cols and rows: 0 means the default (or,

@@ -839,10 +839,13 @@ type waitResult struct {
 	signal      string
 	truncated   int64
 	inputHidden bool
-	spool       string
-	state       TerminalState
-	cursor      *Cursor     // with a screen mode (screenview.go)
-	highlights  []Highlight // ...
+	// foregroundExe is the executable of the program at a password
+	// prompt, while inputHidden.
+	foregroundExe string
+	spool         string
+	state         TerminalState
+	cursor        *Cursor     // with a screen mode (screenview.go)
+	highlights    []Highlight // ...
 }
 
 // waitLimit turns the request's wait into a duration.
@@ -879,7 +882,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 		return WriteResult{}, err
 	}
 	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
-	if len(input) > 0 && want != nil {
+	if len(input) > 0 && want != nil && !v.secret {
 		s.mu.Lock()
 		want.typed(s.settle, input)
 		s.mu.Unlock()
@@ -909,7 +912,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	s.applyScreen(v.screen, before, v.peek, &w)
 	res := WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
-		State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}
+		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe, Cursor: w.cursor, Highlights: w.highlights}
 	if code, ok := s.shellEnded(ends); ok && !w.exited {
 		res.PromptAfter, res.ExitCode = true, &code
 	}
@@ -1054,6 +1057,9 @@ func (s *Session) collect(matched, peek bool) waitResult {
 	w.output = out
 	w.spool = s.m.spool(s.id, whole)
 	w.inputHidden = echoOff(s.pty)
+	if w.inputHidden {
+		w.foregroundExe = asker(fgProcs(s.pty)).exe
+	}
 	s.noteHidden(w.inputHidden)
 	return w
 }

@@ -58,6 +58,8 @@ type RunResult struct {
 	InputHidden bool   `json:"input_hidden,omitempty"`
 	State       string `json:"state"`
 	Foreground  string `json:"foreground,omitempty"`
+	// ForegroundExe is as in WriteResult.
+	ForegroundExe string `json:"foreground_exe,omitempty"`
 }
 
 // shellArgv is the interactive shell a shell session runs: no profile or
@@ -335,7 +337,7 @@ func (s *Session) runResult(w waitResult, state TerminalState, out string) RunRe
 		state = s.State()
 	}
 	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
-		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground}
+		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground, ForegroundExe: w.foregroundExe}
 }
 
 // shellEnds is how many commands the shell has ended so far, -1 outside
@@ -387,7 +389,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 			return StartResult{ID: s.id}, err
 		}
 		return StartResult{ID: s.id, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal,
-			Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground, PromptAfter: r.PromptAfter}, nil
+			Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground, ForegroundExe: r.ForegroundExe, PromptAfter: r.PromptAfter}, nil
 	}
 	defer s.use()()
 	if err := s.awaitCond(ctx, deadline, s.readingPrompt); err != nil {
@@ -396,7 +398,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 	st := s.State()
 	w := s.collect(false, false)
 	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal,
-		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground}, nil
+		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground, ForegroundExe: w.foregroundExe}, nil
 }
 
 // readingPrompt reports whether the shell shows its prompt and reads it.

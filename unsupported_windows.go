@@ -21,6 +21,7 @@ func setSize(*os.File, int, int) error { return ErrUnsupported }
 func pendingInput(*os.File) int { return 0 }
 
 func echoOff(*os.File) bool { return false }
+func readBlocks(any) bool   { return false }
 
 func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 	if ps == nil {
