@@ -311,21 +311,7 @@ func TestSecretProgramsSudoFromUnprivilegedHost(t *testing.T) {
 	const secret = "Host-Pw-2468"
 	user := testUser(t, secret)
 	need(t, "setpriv", "python3")
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "agentpty.test")
-	data, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := copyTestBinary(t, "agentpty-secret-", 0o755)
 	cmd := exec.Command("setpriv", "--reuid="+user, "--regid="+user, "--init-groups", "--", bin, "-test.run=^$")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), childModeEnv+"=secret-host", "AGENTPTY_TEST_SECRET="+secret, "HOME=/tmp")
