@@ -3,6 +3,7 @@ package agentpty
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ type Options struct {
 	// runs past 5 s is stopped, the start runs the login shell instead and
 	// its result's Notice says what happened; a failed snapshot is tried
 	// again after a minute or when a profile file changes. It applies
-	// only when Shell is nil (the default login bash) and is made under
+	// only when Shell is nil or {"bash", "-lc"} (the login bash) and is made under
 	// the Sandbox and containment like any session; false runs the profile
 	// for every start.
 	ShellSnapshot bool
@@ -235,7 +236,7 @@ type Manager struct {
 // NewManager returns a Manager with opts, defaults applied.
 func NewManager(opts Options) *Manager {
 	m := &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}}
-	if opts.ShellSnapshot && opts.Shell == nil {
+	if opts.ShellSnapshot && (opts.Shell == nil || slices.Equal(opts.Shell, []string{"bash", "-lc"})) {
 		m.snap = newSnapshots()
 	}
 	return m

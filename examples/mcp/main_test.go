@@ -595,6 +595,19 @@ func TestFlagsToOptions(t *testing.T) {
 			t.Errorf("deny-only rules on %+v: %v, want denied %v", tc.req, err, tc.deny)
 		}
 	}
+	// The login shell starts from its snapshot unless --no-snapshot.
+	for _, tc := range []struct {
+		args []string
+		snap bool
+	}{{nil, true}, {[]string{"--no-snapshot"}, false}} {
+		c, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts, err := c.options(); err != nil || opts.ShellSnapshot != tc.snap {
+			t.Errorf("flags %q: ShellSnapshot %v (%v), want %v", tc.args, opts.ShellSnapshot, err, tc.snap)
+		}
+	}
 	if _, err := parseFlags([]string{"stray"}, io.Discard); err == nil {
 		t.Error("a stray argument is accepted")
 	}
