@@ -328,6 +328,60 @@ func TestContainFallbackFindsDescendants(t *testing.T) {
 	waitGone(t, pid)
 }
 
+// chainSource is a python program that forks, leaves its process group
+// and exits at every step, forever, ignoring SIGTERM and SIGHUP, so that
+// its one live process is never the same for long; it says "chaining"
+// once under way and stops by itself when the file argv[2] exists, so a
+// test can end a chain that got away.
+const chainSource = `import os, signal, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+for n in range(1 << 62):
+    if n == 20:
+        print("chaining", flush=True)
+    if n % 64 == 0 and os.path.exists(sys.argv[2]):
+        os._exit(0)
+    if os.fork():
+        os._exit(0)
+    os.setpgid(0, 0)`
+
+// Where no cgroup can be made, the fallback still ends a fork-and-exit
+// chain that stays in the session, from a leader that has exited: every
+// trial, not one in a few.
+func TestContainFallbackForkExitChain(t *testing.T) {
+	need(t, "python3")
+	for trial := range 4 {
+		t.Run(strconv.Itoa(trial), func(t *testing.T) {
+			mark := marker(t)
+			stop := filepath.Join(t.TempDir(), "stop")
+			m := newManager(t, Options{Shell: containShell, KillGrace: 100 * time.Millisecond})
+			m.containOnce.Do(func() {})
+			t.Cleanup(func() {
+				// A chain that got away stops by itself once told.
+				_ = os.WriteFile(stop, nil, 0o600)
+				for end := time.Now().Add(10 * time.Second); len(withMarker(mark)) > 0 && time.Now().Before(end); {
+					time.Sleep(10 * time.Millisecond)
+				}
+			})
+			hold, held := holder(t)
+			res := mustStart(t, m, StartRequest{Command: hold + "python3 -c '" + chainSource + "' " + mark + " " + stop + " & exec sleep 1000", WaitFor: "chaining"})
+			s, _ := m.Session(res.ID)
+			if s.Containment() != ContainSession {
+				t.Fatalf("containment %q, want %q", s.Containment(), ContainSession)
+			}
+			err, took := killWithin(t, m, res.ID, 10*time.Second)
+			t.Logf("Kill: %v after %v", err, took)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := withMarker(mark); len(left) > 0 {
+				t.Fatalf("the chain survived Kill: %v", left)
+			}
+			allGone(t, held)
+		})
+	}
+}
+
 // When the host process dies (SIGKILL: nothing of it runs), what its
 // sessions started dies too, a setsid grandchild that ignores SIGHUP
 // included. The control: the same host without a cgroup leaves it alive.
@@ -562,6 +616,161 @@ func TestCloseRemovesCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s after Close: %v", d, err)
+		}
+	}
+}
+
+// killWithin runs Kill with a context of d and fails the test when it has
+// not returned 5 s after that: a Kill that ignores its context would hang
+// the test. It returns Kill's error and how long it took.
+func killWithin(t *testing.T, m *Manager, id string, d time.Duration) (error, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Kill(ctx, id)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err, time.Since(start)
+	case <-time.After(d + 5*time.Second):
+		t.Fatalf("Kill with a context of %v has not returned after %v", d, time.Since(start))
+		return nil, 0
+	}
+}
+
+// cgroupOf returns the cgroup v2 path of pid, as /proc/PID/cgroup says.
+func cgroupOf(pid int) string {
+	for _, line := range strings.Split(readText("/proc/"+strconv.Itoa(pid)+"/cgroup"), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// leaveCgroup starts a session whose leader, not sandboxed, moves itself
+// into the host process's own cgroup (where it may write, being root), forks
+// a job that is born outside the session's cgroup, and sleeps under the name
+// mark. It returns the session, the leader's pid and the FIFO its processes
+// hold.
+func leaveCgroup(t *testing.T, m *Manager, mark string) (*Session, int, *os.File) {
+	t.Helper()
+	hold, held := holder(t)
+	res := mustStart(t, m, StartRequest{Command: hold + `echo ready; read -r dir; echo $$ >"$dir/cgroup.procs" || exit 1; ` +
+		`(exec -a ` + mark + ` sleep 1000) & echo moved; exec -a ` + mark + ` sleep 1000`, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	needCgroup(t, s)
+	base := filepath.Dir(filepath.Dir(s.group.Dir()))
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: base, Submit: true, WaitFor: "moved"})
+	if in := cgroupOf(s.PID()); strings.HasPrefix(in, cgroupOf(os.Getpid())+"/") || in == "" {
+		t.Fatalf("the leader is still in %q", in)
+	}
+	if got := len(withMarker(mark)); got != 2 {
+		t.Fatalf("%d processes named %s run, want the leader and its job", got, mark)
+	}
+	return s, s.PID(), held
+}
+
+// A leader that leaves its cgroup is still ended by Kill, within its
+// context, with the job it forked outside the cgroup; Close then leaves no
+// cgroup behind.
+func TestContainLeaderLeavesCgroup(t *testing.T) {
+	mark := marker(t)
+	m := newManager(t, Options{Shell: containShell, KillGrace: 300 * time.Millisecond})
+	s, pid, held := leaveCgroup(t, m, mark)
+	dir := s.group.Dir()
+	t.Cleanup(func() {
+		for _, p := range withMarker(mark) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	err, took := killWithin(t, m, s.ID(), 10*time.Second)
+	t.Logf("Kill: %v after %v", err, took)
+	if err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if left := withMarker(mark); len(left) > 0 {
+		t.Fatalf("processes %v survived Kill (the leader was %d)", left, pid)
+	}
+	allGone(t, held)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s after Close: %v", d, err)
+		}
+	}
+}
+
+// Kill keeps to its context even when a process it must end cannot die (a
+// leader outside its cgroup, frozen so that SIGKILL waits), and names it.
+func TestContainKillHonoursContext(t *testing.T) {
+	mark := marker(t)
+	m := newManager(t, Options{Shell: containShell, KillGrace: 200 * time.Millisecond})
+	s, pid, _ := leaveCgroup(t, m, mark)
+	thaw := sync.OnceFunc(freeze(t, pid))
+	t.Cleanup(func() {
+		thaw()
+		for _, p := range withMarker(mark) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	const d = 1500 * time.Millisecond
+	err, took := killWithin(t, m, s.ID(), d)
+	thaw()
+	t.Logf("Kill: %v after %v", err, took)
+	if took > d+time.Second {
+		t.Errorf("Kill with a context of %v took %v", d, took)
+	}
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(pid)) {
+		t.Fatalf("Kill with the leader %d unkillable: %v; want an error naming it", pid, err)
+	}
+	waitGone(t, pid)
+}
+
+// A child that makes cgroups of its own inside the session's and moves
+// processes into them, two levels deep, is ended whole by Kill, and Close
+// removes every cgroup, the child's included.
+func TestContainNestedCgroups(t *testing.T) {
+	mark := marker(t)
+	m := newManager(t, Options{Shell: containShell, KillGrace: 200 * time.Millisecond})
+	hold, held := holder(t)
+	res := mustStart(t, m, StartRequest{Command: hold + `M=$(awk '$3=="cgroup2"{print $2; exit}' /proc/mounts); ` +
+		`G=$M$(sed -n 's/^0:://p' /proc/self/cgroup); mkdir -p "$G/sub/deep" || exit 1; ` +
+		`(echo $BASHPID >"$G/sub/cgroup.procs" && exec -a ` + mark + ` sleep 1000) & ` +
+		`(echo $BASHPID >"$G/sub/deep/cgroup.procs" && exec -a ` + mark + ` sleep 1000) & ` +
+		`until grep -q . "$G/sub/cgroup.procs" && grep -q . "$G/sub/deep/cgroup.procs"; do :; done; echo nested; wait`, WaitFor: "nested"})
+	s, _ := m.Session(res.ID)
+	needCgroup(t, s)
+	dir := s.group.Dir()
+	if _, err := os.Stat(filepath.Join(dir, "sub", "deep")); err != nil {
+		t.Fatalf("the child's cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, p := range withMarker(mark) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	err, took := killWithin(t, m, res.ID, 10*time.Second)
+	t.Logf("Kill: %v after %v", err, took)
+	if err != nil {
+		t.Errorf("Kill: %v", err)
+	}
+	if left := withMarker(mark); len(left) > 0 {
+		t.Fatalf("processes %v in the nested cgroups survived Kill", left)
+	}
+	allGone(t, held)
+	if err := m.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	for _, d := range []string{filepath.Join(dir, "sub", "deep"), dir, filepath.Dir(dir)} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("cgroup %s after Close: %v", d, err)
 		}
