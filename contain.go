@@ -1,8 +1,14 @@
 package agentpty
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
 )
@@ -26,11 +32,47 @@ const (
 	ContainSession = "session"
 )
 
+// killBound is how long Kill waits for the kernel after SIGKILL before it
+// names the processes that survived.
+var killBound = 5 * time.Second
+
+// awaitReaped waits for the leader to be reaped, which follows at once
+// once endAll has ended it, and at most until ctx ends or killBound has
+// passed: a leader that survived SIGKILL must not hold Kill.
+func (s *Session) awaitReaped(ctx context.Context) error {
+	t := time.NewTimer(killBound)
+	defer t.Stop()
+	select {
+	case <-s.reaped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the leader %d has not exited: %w", s.pid, ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("the leader %d has not exited %v after SIGKILL", s.pid, killBound)
+	}
+}
+
+// defaultProcessesTotal is half of the machine's pid_max, so that the
+// sessions of one Manager leave the host room to fork; -1 (no bound)
+// where the kernel does not say.
+func defaultProcessesTotal() int {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 2 {
+		return -1
+	}
+	return n / 2
+}
+
 // containHost returns the manager's cgroup, made on first use, or nil
 // where the host cannot make one.
 func (m *Manager) containHost() *contain.Host {
 	m.containOnce.Do(func() {
-		h, err := contain.NewHost(m.opts.MaxProcesses)
+		h, err := contain.NewHost(contain.Limits{SessionPids: m.opts.MaxProcesses,
+			TotalPids: m.opts.MaxProcessesTotal, Memory: m.opts.MaxMemory})
 		if err == nil {
 			m.contain = h
 		}
