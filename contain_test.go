@@ -175,8 +175,42 @@ func allGone(t *testing.T, held *os.File) {
 // A fork bomb stops at MaxProcesses, and Kill ends every copy.
 func TestContainForkBomb(t *testing.T) {
 	const limit = 200
+	if peak := forkBomb(t, Options{MaxProcesses: limit}); peak > limit || peak < limit/4 {
+		t.Errorf("the bomb held %d processes at its peak; the bound is %d", peak, limit)
+	}
+}
+
+// MaxProcessesTotal bounds all sessions together below what each may have:
+// the same bomb passes the budget without it. Its default is within the
+// machine's pid_max, which the sessions' own bounds add up past.
+func TestContainProcessBudget(t *testing.T) {
+	const each, budget = 200, 80
+	if peak := forkBomb(t, Options{MaxProcesses: each, MaxProcessesTotal: -1}); peak <= budget {
+		t.Fatalf("control: without a budget the bomb held only %d processes; the test shows nothing", peak)
+	}
+	if peak := forkBomb(t, Options{MaxProcesses: each, MaxProcessesTotal: budget}); peak > budget || peak < budget/4 {
+		t.Errorf("the bomb held %d processes at its peak; the budget is %d", peak, budget)
+	}
+	pidMax, err := strconv.Atoi(strings.TrimSpace(readText("/proc/sys/kernel/pid_max")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{}.withDefaults()
+	if o.MaxSessions*o.MaxProcesses <= pidMax {
+		t.Logf("here the sessions' bounds (%d×%d) stay within pid_max %d", o.MaxSessions, o.MaxProcesses, pidMax)
+	}
+	if o.MaxProcessesTotal != pidMax/2 {
+		t.Errorf("the default budget is %d; want half of pid_max %d", o.MaxProcessesTotal, pidMax)
+	}
+}
+
+// forkBomb runs a fork bomb in a session of a manager with opts, returns
+// the most processes it held at once, and checks that Kill ends them all.
+func forkBomb(t *testing.T, opts Options) int {
+	t.Helper()
 	mark := marker(t)
-	m := newManager(t, Options{Shell: containShell, MaxProcesses: limit, KillGrace: 100 * time.Millisecond})
+	opts.Shell, opts.KillGrace = containShell, 100*time.Millisecond
+	m := newManager(t, opts)
 	// First check the bound is there: unbounded, this would take the machine.
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read -r go; " + mark + "() { " + mark + " | " + mark + " & }; " + mark + "; while :; do read -r; done", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
@@ -186,16 +220,68 @@ func TestContainForkBomb(t *testing.T) {
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
 		peak = max(peak, len(s.group.Members()))
 	}
-	if peak > limit || peak < limit/4 {
-		t.Errorf("the bomb held %d processes at its peak; the bound is %d", peak, limit)
-	}
 	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
 		t.Fatalf("Kill: %v", err)
 	}
 	if left := withMarker(mark); len(left) > 0 {
 		t.Fatalf("%d processes of the bomb survived Kill: %v", len(left), left)
 	}
-	t.Logf("peak %d processes under a bound of %d", peak, limit)
+	t.Logf("peak %d processes under MaxProcesses %d, MaxProcessesTotal %d", peak, opts.MaxProcesses, opts.MaxProcessesTotal)
+	return peak
+}
+
+// MaxMemory bounds what the sessions may use where a memory controller is
+// reachable: a program that takes 256 MiB is killed under a bound of 64
+// MiB, and runs to its end without one (the control). Close removes the
+// memory cgroup too.
+func TestContainMemoryBound(t *testing.T) {
+	need(t, "python3")
+	const take = `exec python3 -c 'x = b"x" * (256 << 20); print("allocated", len(x) >> 20)'`
+	for _, bound := range []int64{0, 64 << 20} {
+		t.Run(map[bool]string{true: "Control", false: "Bounded"}[bound == 0], func(t *testing.T) {
+			m := newManager(t, Options{Shell: containShell, MaxMemory: bound})
+			res := mustStart(t, m, StartRequest{Command: "echo ready; read -r go; " + take, WaitFor: "ready"})
+			s, _ := m.Session(res.ID)
+			needCgroup(t, s)
+			if bound > 0 && !m.contain.Memory() {
+				if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+					t.Fatal("no memory controller is reachable (AGENTPTY_REQUIRE=all)")
+				}
+				t.Skip("no memory controller is reachable here")
+			}
+			// The cgroup that holds the bound: the manager's v2 cgroup, or
+			// its v1 memory cgroup where memory lives on v1.
+			memDir := filepath.Dir(s.group.Dir())
+			for _, line := range strings.Split(readText(fmt.Sprintf("/proc/%d/cgroup", s.PID())), "\n") {
+				if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] == "memory" {
+					memDir = filepath.Join("/sys/fs/cgroup/memory", f[2])
+				}
+			}
+			if _, err := os.Stat(memDir); bound > 0 && (err != nil || !strings.Contains(memDir, "/agentpty-")) {
+				t.Fatalf("the session is in no memory cgroup of the manager's: %s (%v)", memDir, err)
+			}
+			w, err := m.Write(context.Background(), WriteRequest{ID: res.ID, Input: "go", Submit: true, WaitFor: "allocated", WaitMS: ms(20000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bound == 0 {
+				if !w.Matched {
+					t.Fatalf("control: the program did not finish without a bound: %q", w.Output)
+				}
+				return
+			}
+			st, err := s.Wait(waitCtx(t))
+			if w.Matched || err != nil || st.Signal != "SIGKILL" {
+				t.Fatalf("under a bound of %d bytes the program ended with %+v, %v; output %q", bound, st, err, w.Output)
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(memDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("memory cgroup %s after Close: %v", memDir, err)
+			}
+		})
+	}
 }
 
 // A program that handles SIGTERM runs its handler and exits as it chose:
