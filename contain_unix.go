@@ -5,7 +5,6 @@ package agentpty
 import (
 	"context"
 	"fmt"
-	"slices"
 	"syscall"
 	"time"
 
@@ -49,7 +48,7 @@ func (c *cgroupContainer) look() {
 	if c.out || c.s.exited() {
 		return
 	}
-	if proc.Alive(c.s.sid) && !slices.Contains(c.g.Members(), c.s.sid) {
+	if c.g.Left(c.s.sid) && proc.Alive(c.s.sid) {
 		c.out = true
 	}
 }

@@ -22,6 +22,7 @@ import (
 // Host is the cgroup of one Manager, under the host process's own cgroup.
 type Host struct {
 	dir     string // the cgroup v2 directory
+	rel     string // its path in the hierarchy, as /proc/PID/cgroup says it
 	pidsDir string // a cgroup v1 pids directory, when pids.max lives on v1
 	memDir  string // a cgroup v1 memory directory, when the memory bound lives on v1
 	v2pids  bool   // pids.max is set in each group's own dir
@@ -54,7 +55,7 @@ func NewHost(l Limits) (*Host, error) {
 		return nil, fmt.Errorf("%w: no cgroup2 mount holds this process's cgroup", ErrUnavailable)
 	}
 	name := "agentpty-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(hostSeq.Add(1), 10)
-	h := &Host{dir: filepath.Join(base, name), limits: l}
+	h := &Host{dir: filepath.Join(base, name), rel: filepath.Join(v2Path(string(own)), name), limits: l}
 	if err := os.Mkdir(h.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -80,6 +81,17 @@ func NewHost(l Limits) (*Host, error) {
 		return nil, fmt.Errorf("%w: watchdog: %v", ErrUnavailable, err)
 	}
 	return h, nil
+}
+
+// v2Path is the cgroup v2 path in a /proc/PID/cgroup, "" where there is
+// none.
+func v2Path(cgroup string) string {
+	for _, line := range strings.Split(cgroup, "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
 }
 
 // v1Dir makes the cgroup name in this process's cgroup of the v1 hierarchy
@@ -255,6 +267,7 @@ func removeTree(dir string) error {
 // Group is the cgroup of one session.
 type Group struct {
 	dir, pidsDir string
+	rel          string // the path of dir in the hierarchy
 	memDir       string // the Host's v1 memory cgroup, which the group's processes join
 	fd           int    // the open directory, for CLONE_INTO_CGROUP, until Started
 }
@@ -264,7 +277,7 @@ func (g *Group) Dir() string { return g.dir }
 
 // NewGroup makes the cgroup for one session named name.
 func (h *Host) NewGroup(name string) (*Group, error) {
-	g := &Group{dir: filepath.Join(h.dir, name), memDir: h.memDir, fd: -1}
+	g := &Group{dir: filepath.Join(h.dir, name), rel: filepath.Join(h.rel, name), memDir: h.memDir, fd: -1}
 	if err := os.Mkdir(g.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("contain: %w", err)
 	}
@@ -366,6 +379,18 @@ func (g *Group) Members() []int {
 		}
 	}
 	return pids
+}
+
+// Left reports whether process pid has left the group (and the cgroups
+// inside it) for another cgroup; false for a process that is gone.
+func (g *Group) Left(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	p := v2Path(string(b))
+	// An exiting process keeps its cgroup here after it left cgroup.procs.
+	return p != "" && p != g.rel && !strings.HasPrefix(p, g.rel+"/")
 }
 
 // Signal sends each of sigs, in order, to every process in the group and

@@ -37,6 +37,9 @@ func (*Group) Started() error { return nil }
 // Members returns nothing.
 func (*Group) Members() []int { return nil }
 
+// Left reports false.
+func (*Group) Left(int) bool { return false }
+
 // Signal finds nothing.
 func (*Group) Signal(...syscall.Signal) int { return 0 }
 

@@ -40,7 +40,7 @@ func (t *Tracker) scan() (live []int, fresh int) {
 			skip[pid] = true
 		}
 	}
-	each(t.sid, func(pid int) {
+	hold := func(pid int) {
 		if _, ok := t.seen[pid]; ok || skip[pid] {
 			return
 		}
@@ -51,7 +51,12 @@ func (t *Tracker) scan() (live []int, fresh int) {
 			t.seen[pid] = h
 			fresh++
 		}
-	})
+	}
+	newest(t.sid, hold)
+	each(t.sid, hold)
+	if t.stop {
+		newest(t.sid, hold) // again: the walk took long enough for a few forks
+	}
 	for pid, h := range t.seen {
 		if h.alive() {
 			live = append(live, pid)

@@ -34,6 +34,9 @@ func each(sid int, found func(pid int)) {
 	}
 }
 
+// newest finds nothing: macOS does not say which pid it handed out last.
+func newest(int, func(int)) {}
+
 // waitExit waits briefly for any of pids to exit; macOS has no pidfd, and
 // a kqueue per kill is more than this rare path needs.
 func waitExit(ctx context.Context, pids []int) error {

@@ -51,6 +51,27 @@ func each(sid int, found func(pid int)) {
 	}
 }
 
+// newest calls found for each live process of session sid among the few
+// pids handed out last: a process that forks and exits at once lives
+// mostly there, and this look takes microseconds where a walk through
+// /proc takes milliseconds.
+func newest(sid int, found func(pid int)) {
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		return
+	}
+	last, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 512)
+	for pid := last; pid > 0 && pid > last-16; pid-- {
+		if st, ok := ReadStat(pid, buf); ok && !st.Gone() && st.SID == sid {
+			found(pid)
+		}
+	}
+}
+
 // Pids lists the processes in /proc.
 func Pids() []int {
 	d, err := os.Open("/proc")
