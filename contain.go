@@ -16,19 +16,24 @@ import (
 // What Session.Containment reports.
 const (
 	// ContainCgroup: the session has a cgroup v2 of its own, which the
-	// child is cloned into; Kill reaches every process in it whatever it
-	// did (setsid, double forks, fork-and-exit chains), pids.max bounds
-	// how many there are (Options.MaxProcesses), and a watchdog kills them
-	// all if the host process dies.
+	// child is cloned into; Kill reaches every process in it and in
+	// cgroups made inside it whatever it did (setsid, double forks,
+	// fork-and-exit chains), and a leader that moved itself out through
+	// its process session; pids.max bounds how many there are
+	// (Options.MaxProcesses, MaxProcessesTotal), and a watchdog kills them
+	// all if the host process dies. It holds against programs that do not
+	// fight it: one that may write cgroups can move a process elsewhere;
+	// the sandbox is what holds against those.
 	ContainCgroup = contain.Cgroup
 	// ContainCgroupUnbounded: as ContainCgroup, but no pids controller is
 	// reachable, so forks are not bounded.
 	ContainCgroupUnbounded = contain.CgroupUnbounded
 	// ContainSession: no cgroup could be made. Kill finds the processes of
 	// the child's process session and their descendants by scanning /proc,
-	// and stops and kills them until two scans in a row find none. A
-	// process that left the session and whose parent exited is out of
-	// reach, and nothing outlives the host's death on purpose.
+	// stops each as soon as it is found, and kills them once scans over a
+	// quiet stretch find nothing new, until such a stretch finds none
+	// alive. A process that left the session and whose parent exited is
+	// out of reach, and nothing outlives the host's death on purpose.
 	ContainSession = "session"
 )
 

@@ -5,8 +5,10 @@
 // jobs live in other process groups of that session, and a process that
 // left the session (setsid) is found as a descendant of a member. A
 // Tracker holds on to every process it has once found, so one that loses
-// its parent later is still reached; a process that left the session and
-// lost its parent before any scan (a fork-and-exit chain) is out of reach.
+// its parent later is still reached, and its KillLoop stops each process
+// the moment it is found, so a fork-and-exit chain that stays in the
+// session is caught; a process that left the session and lost its parent
+// before any scan is out of reach.
 package proc
 
 import (
