@@ -145,10 +145,13 @@ func (s *Session) containment() container {
 // ends. It names the processes still running killBound after SIGKILL, or
 // a moment after ctx ended.
 func endProcesses(ctx context.Context, c container, grace time.Duration) error {
-	left, why := stopProcesses(ctx, c, grace)
+	left := stopProcesses(ctx, c, grace)
 	err := c.Release() // a cgroup with processes left stays, for the watchdog
-	if len(left) > 0 {
-		return fmt.Errorf("processes %v were still running after SIGKILL: %w", left, why)
+	switch {
+	case len(left) > 0 && ctx.Err() != nil:
+		return fmt.Errorf("processes %v were still running after SIGKILL when the context ended: %w", left, ctx.Err())
+	case len(left) > 0:
+		return fmt.Errorf("processes %v survived SIGKILL for %v", left, killBound)
 	}
 	return err
 }
@@ -158,36 +161,27 @@ func endProcesses(ctx context.Context, c container, grace time.Duration) error {
 // really outlived it.
 const lateKill = 100 * time.Millisecond
 
-// stopProcesses is endProcesses's signalling; it returns the survivors and
-// why it stopped waiting for them.
-func stopProcesses(ctx context.Context, c container, grace time.Duration) ([]int, error) {
-	deadline := time.Now().Add(grace)
-	var err error
+// stopProcesses is endProcesses's signalling; it returns the survivors.
+func stopProcesses(ctx context.Context, c container, grace time.Duration) []int {
 	if c.Signal(syscall.SIGTERM, syscall.SIGCONT) > 0 {
-		err = politely(ctx, c, deadline)
+		_ = politely(ctx, c, time.Now().Add(grace))
 	}
 	// SIGKILL cannot be caught; this only waits for the kernel. It is sent
 	// even when the polite signals found nothing or saw everything end: a
 	// /proc scan can miss a process between fork and exit, and a cgroup's
 	// cgroup.kill costs nothing when it is empty.
-	kctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), killBound,
-		fmt.Errorf("for %v", killBound))
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBound)
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(lateKill, cancel) })()
-	if err = c.KillAll(kctx); err == nil {
-		if err = c.WaitEmpty(kctx); err == nil {
-			return nil, nil
-		}
+	if c.KillAll(kctx) == nil && c.WaitEmpty(kctx) == nil {
+		return nil
 	}
-	why := context.Cause(kctx)
-	if ctx.Err() != nil {
-		why = fmt.Errorf("Kill's context ended: %w", ctx.Err())
-	}
-	return c.Members(), why
+	return c.Members()
 }
 
 // politely sends SIGHUP to what SIGTERM left hupDelay later, and waits
-// for c to empty until deadline or ctx's end, when it returns an error.
+// for c to empty until deadline or ctx's end, when it returns an error;
+// what is left then gets SIGKILL either way.
 func politely(ctx context.Context, c container, deadline time.Time) error {
 	// What ignores TERM (an interactive bash at its prompt) gets nothing
 	// from the delay: when that is all there is, HUP follows at once.
