@@ -83,6 +83,19 @@ type Options struct {
 	// where the host has a pids cgroup (see Session.Containment): a fork
 	// bomb stops there; 0 means 4096.
 	MaxProcesses int
+	// MaxProcessesTotal caps the processes (threads included) of all
+	// sessions together, where the host has a pids cgroup: sessions at
+	// MaxProcesses each cannot add up past what the machine has. 0 means
+	// half of the machine's pid_max (/proc/sys/kernel/pid_max); negative
+	// means no bound beyond MaxProcesses.
+	MaxProcessesTotal int
+	// MaxMemory caps the memory, in bytes, that the processes of all
+	// sessions together may use, where a memory controller is reachable
+	// (cgroup v2 memory.max, or v1 memory.limit_in_bytes): past it the
+	// kernel reclaims what it can and then kills the largest process.
+	// 0 means no bound, since only the host knows what its sessions may
+	// need (a build can want gigabytes).
+	MaxMemory int64
 	// MaxCells caps the terminal cells (cols×rows) of all sessions
 	// together, so that sizes cannot multiply the work of rendering or the
 	// memory of screens; a Start or Resize over it is ErrTooManySessions.
@@ -148,6 +161,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxProcesses <= 0 {
 		o.MaxProcesses = DefaultMaxProcesses
+	}
+	if o.MaxProcessesTotal == 0 {
+		o.MaxProcessesTotal = defaultProcessesTotal()
 	}
 	if o.ScrollbackBytes <= 0 {
 		o.ScrollbackBytes = DefaultScrollbackBytes

@@ -1141,12 +1141,15 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
-	<-s.reaped
-	// What the program wrote as it ended may still be in the terminal:
-	// closing it now would lose that. reap's read deadline bounds this.
-	select {
-	case <-s.done:
-	case <-ctx.Done():
+	if reaped := s.awaitReaped(ctx); reaped == nil {
+		// What the program wrote as it ended may still be in the terminal:
+		// closing it now would lose that. reap's read deadline bounds this.
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+		}
+	} else if err == nil {
+		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, reaped)
 	}
 	s.writeMu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.pty.Close()
