@@ -191,6 +191,7 @@ type Manager struct {
 
 	containOnce sync.Once
 	contain     *contain.Host // the sessions' cgroups, made on first start; nil where the host has none
+	priv        privDir       // shell sessions' rcfiles and commands (privdir.go)
 }
 
 // NewManager returns a Manager with opts, defaults applied.
@@ -492,6 +493,7 @@ func (m *Manager) Close() error {
 		errs = append(errs, m.contain.Close())
 	}
 
+	errs = append(errs, m.priv.remove())
 	m.eventsWG.Wait()
 	for _, err := range errs {
 		if err != nil {

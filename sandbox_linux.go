@@ -140,7 +140,11 @@ var errNotOnThread = errors.New("sandbox: a sandbox from NewSandbox starts the c
 // Prepare makes the command run through the helper under bubblewrap, with
 // only the environment the policy allows, and marks it so that it starts
 // only through startOnThread.
-func (s *bwrapSandbox) Prepare(cmd *exec.Cmd) error {
+func (s *bwrapSandbox) Prepare(cmd *exec.Cmd) error { return s.prepareKeeping(cmd, nil) }
+
+// prepareKeeping is Prepare with the paths keep bound read-only over the
+// writable roots.
+func (s *bwrapSandbox) prepareKeeping(cmd *exec.Cmd, keep []string) error {
 	if cmd.Err != nil {
 		return nil // the command was not found: the start reports it
 	}
@@ -151,7 +155,11 @@ func (s *bwrapSandbox) Prepare(cmd *exec.Cmd) error {
 			return errorf(ErrInvalid, "sandbox: writable root %q no longer resolves to itself (%q, %v)", r, real, err)
 		}
 	}
-	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Bwrap: s.bwrap, ABI: s.abi, Roots: s.roots, Network: s.network})
+	bwrap := s.bwrap
+	for _, p := range keep {
+		bwrap = append(bwrap[:len(bwrap):len(bwrap)], "--ro-bind", p, p)
+	}
+	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Bwrap: bwrap, ABI: s.abi, Roots: s.roots, Network: s.network})
 	if err != nil {
 		return err
 	}

@@ -184,16 +184,19 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
 	var sh *shell
-	var shEnv []string
 	if req.Shell {
-		sh = newShell()
-		argv, shEnv = shellArgv, sh.env()
+		var err error
+		if sh, err = newShell(m, num); err != nil {
+			return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+		}
+		argv = sh.argv()
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = req.Cwd
-	cmd.Env = childEnv(m.opts.Env, req.Env, shEnv)
+	cmd.Env = childEnv(historyEnv(req.Shell, m.opts.Env, req.Env), m.opts.Env, req.Env)
 	if m.opts.Sandbox != nil {
-		if err := prepare(m.opts.Sandbox, cmd); err != nil {
+		if err := m.prepareChild(cmd); err != nil {
+			sh.remove()
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
 	}
@@ -218,6 +221,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		}
 	}
 	if err != nil {
+		sh.remove()
 		if f != nil {
 			f.Close() // the sandbox refused a child it had started, and reaped it
 		}
@@ -1140,6 +1144,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Unlock()
 	s.replies.Wait()
 	s.endAround(ctx)
+	s.sh.remove() // the shell has exited: nothing reads its files any more
 
 	s.mu.Lock()
 	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)

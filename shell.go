@@ -5,9 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -60,8 +64,10 @@ type RunResult struct {
 	Foreground  string `json:"foreground,omitempty"`
 }
 
-// shellArgv is the interactive shell a shell session runs: no profile or
-// rc file, so the prompt is the library's own.
+// shellArgv is what a shell session's start is asked about as: an
+// interactive bash that reads no profile and no rc file of the user's.
+// It runs as `bash --rcfile RC -i`, RC being the session's own (see
+// shell.rc).
 var shellArgv = []string{"bash", "--norc", "--noprofile", "-i"}
 
 // shellPos is a place in the settled text: a line number and a byte
@@ -82,31 +88,135 @@ type shell struct {
 	to     shellPos // where the last command's output ended
 	status int      // the last command's exit status
 	ends   int      // commands ended (D marks) so far
+
+	// The session's directory in the manager's private one: the rcfile,
+	// and a file per pty-run holding its command. files guards these
+	// fields and is held across the files' I/O; it is taken without mu.
+	files sync.Mutex
+	dir   string   // "" once removed
+	runs  int      // run files written so far
+	stale []string // run files whose command may not have been read yet
 }
 
-func newShell() *shell {
+// newShell makes a shell session's directory and rcfile.
+func newShell(m *Manager, num int) (*shell, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return &shell{nonce: hex.EncodeToString(b)}
+	sh := &shell{nonce: hex.EncodeToString(b)}
+	base, err := m.priv.get()
+	if err != nil {
+		return nil, err
+	}
+	sh.dir = filepath.Join(base, "pty-"+strconv.Itoa(num))
+	if strings.ContainsFunc(sh.dir, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return nil, errorf(ErrInvalid, "%s: the temporary directory %q holds a control character, which cannot be typed", ToolStart, base)
+	}
+	if err := os.Mkdir(sh.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := writeNew(sh.rc(), sh.rcText()); err != nil {
+		sh.remove()
+		return nil, err
+	}
+	return sh, nil
 }
 
-// env is what sets the prompt up. bash takes the prompt variables from
-// the environment; the first PROMPT_COMMAND stops exporting them, so a
-// shell started inside prints no marks. PS0 sets __agentpty_ran through
-// an arithmetic offset that expands to nothing, so D follows only a
-// command that ran (not an empty line).
-func (sh *shell) env() []string {
+// argv is the shell's command line.
+func (sh *shell) argv() []string { return []string{"bash", "--rcfile", sh.rc(), "-i"} }
+
+func (sh *shell) rc() string { return filepath.Join(sh.dir, "rc") }
+
+// rcText sets the prompt up. PS0 sets __agentpty_ran through an
+// arithmetic offset that expands to nothing, so D follows only a command
+// that ran (not an empty line). Nothing here is exported: a shell started
+// inside prints no marks. History expansion is off, since runs are typed
+// as a fixed line; those lines start with a space and stay out of the
+// history. From an rcfile, not the environment, PROMPT_COMMAND keeps
+// PIPESTATUS (bash 5.2 loses it when PROMPT_COMMAND was inherited).
+func (sh *shell) rcText() string {
 	mark := func(body string) string { return `\[\e]133;` + body + `;aid=` + sh.nonce + `\a\]` }
-	end := `printf '\e]133;D;%s;aid=` + sh.nonce + `\a' "$__agentpty_st"`
-	return []string{
-		"PS1=" + mark("A") + `\$ ` + mark("B"),
-		"PS2=",
-		"HISTFILE=", // the model's commands stay out of the host's history file
-		"PS0=${PS0:__agentpty_ran=1:0}" + mark("C"),
-		"PROMPT_COMMAND=__agentpty_st=$?; " +
-			`[[ -n $__agentpty_ran ]] && ` + end + `; unset __agentpty_ran; ` +
-			`export -n PS0 PS1 PS2 PROMPT_COMMAND HISTFILE; bind 'set enable-bracketed-paste on' 2>/dev/null`,
+	return "set +H\n" +
+		"HISTCONTROL=${HISTCONTROL:+$HISTCONTROL:}ignorespace\n" +
+		"PS1='" + mark("A") + `\$ ` + mark("B") + "'\n" +
+		"PS2=\n" +
+		"PS0='${PS0:__agentpty_ran=1:0}" + mark("C") + "'\n" +
+		"PROMPT_COMMAND='__agentpty_st=$?; [[ -n $__agentpty_ran ]] && " +
+		`printf '\''\e]133;D;%s;aid=` + sh.nonce + `\a'\'' "$__agentpty_st"; unset __agentpty_ran'` + "\n" +
+		"export -n PS0 PS1 PS2 PROMPT_COMMAND\n" +
+		"bind 'set enable-bracketed-paste on' 2>/dev/null\n"
+}
+
+// writeNew creates path, which must not exist, readable by its owner
+// only, holding text.
+func writeNew(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400) // O_EXCL: never through a symlink
+	if err != nil {
+		return err
 	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
+// handOver writes command to a new run file and returns the line that
+// runs it: the file sourced at the top level, so that bash executes
+// exactly the text the Approver judged, parsed as a script, while neither
+// readline nor the terminal ever sees it (no history expansion, no
+// bracketed-paste end, no Ctrl-C or carriage return in it). The line
+// starts by going to the end of whatever was typed at the prompt and
+// killing it (C-e C-u), so it is the only thing on the line.
+func (sh *shell) handOver(command string) (string, string, error) {
+	sh.files.Lock()
+	defer sh.files.Unlock()
+	if sh.dir == "" {
+		return "", "", errors.New("the shell's directory is gone")
+	}
+	// The commands before this one have ended: their files were read.
+	for _, f := range sh.stale {
+		os.Remove(f)
+	}
+	sh.stale = nil
+	sh.runs++
+	path := filepath.Join(sh.dir, strconv.Itoa(sh.runs))
+	if err := writeNew(path, command); err != nil {
+		return "", "", err
+	}
+	return path, "\x05\x15 . " + shellQuote(path) + "\r", nil
+}
+
+// done removes a run file once its command has ended; left keeps it until
+// the next run, for a command that may not have been read yet.
+func (sh *shell) done(path string, ended bool) {
+	sh.files.Lock()
+	defer sh.files.Unlock()
+	if ended || sh.dir == "" {
+		os.Remove(path)
+		return
+	}
+	sh.stale = append(sh.stale, path)
+}
+
+// remove deletes the session's directory; nil does nothing.
+func (sh *shell) remove() {
+	if sh == nil {
+		return
+	}
+	sh.files.Lock()
+	defer sh.files.Unlock()
+	if sh.dir != "" {
+		os.RemoveAll(sh.dir)
+		sh.dir, sh.stale = "", nil
+	}
+}
+
+// shellQuote quotes s for bash as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // attach makes the settler report the marks.
@@ -257,10 +367,12 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		return s.runResult(w, TerminalState{State: StateRunning}, ""), nil
 	}
 	s.collect(false, false) // what came before the command is not its output
-	// End of line and kill it clear whatever was typed at the prompt; a
-	// bracketed paste keeps readline from acting on tabs and newlines.
-	input := "\x05\x15\x1b[200~" + command + "\x1b[201~\r"
+	file, input, err := s.sh.handOver(command)
+	if err != nil {
+		return RunResult{}, fmt.Errorf("agentpty: %s %s: hand the command to the shell: %w", ToolRun, s.id, err)
+	}
 	if n, err := s.typeInput(ctx, []byte(input), deadline); err != nil {
+		s.sh.done(file, false)
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolRun, s.id, n, len(input), err)
 	}
 	var state TerminalState
@@ -269,7 +381,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		defer s.mu.Unlock()
 		return s.sh.ends > ends, s.sh.busy
 	}
-	err := s.awaitCond(ctx, deadline, func() bool {
+	err = s.awaitCond(ctx, deadline, func() bool {
 		if done, busy := ended(); done || !busy {
 			return done
 		}
@@ -280,11 +392,13 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		return done || state.State == StateWaitingInput
 	})
 	if err != nil {
+		s.sh.done(file, false)
 		return RunResult{}, err
 	}
 	s.mu.Lock()
 	done := s.sh.ends > ends
 	s.mu.Unlock()
+	s.sh.done(file, done)
 	if done {
 		// The prompt is on its way; the state a moment later says so.
 		settle := time.Now().Add(promptSettle)
