@@ -3,6 +3,8 @@ package agentpty
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -205,4 +207,75 @@ func TestShellRunIsApproved(t *testing.T) {
 	if _, err := m.Start(waitCtx(t), StartRequest{Shell: true, WaitUntil: "later"}); !isErr(err, ErrInvalid) {
 		t.Fatalf("wait_until later: %v", err)
 	}
+}
+
+// pasteCommand is how a run typed its command before it had a channel of
+// its own: the end of the line and kill, then one bracketed paste.
+func pasteCommand(command string) string { return "\x05\x15\x1b[200~" + command + "\x1b[201~\r" }
+
+// TestShellRunRunsWhatWasJudged: bash executes exactly the text the
+// Approver judged, as a script. Each command below is approved under an
+// allow list of echo and ls; typed into readline, as runs once were (the
+// control, in a plain interactive bash), each removes the canary d.
+func TestShellRunRunsWhatWasJudged(t *testing.T) {
+	rules := Rules{Allow: []string{"bash --norc --noprofile -i", "echo *", "ls *"}}
+	cases := []struct {
+		name, command, output string
+		code                  int
+	}{
+		{"history expansion", `echo "/;rm -rf d #" !#:1:t`, "/;rm -rf d # !#:1:t", 0},
+		{"carriage return", "ls x\rrm -rf d", "", 2},
+		{"paste end, C-a", "ls x\x1b[201~\x01rm -rf d #", "", 2},
+		{"interrupt", "ls x\x03 rm -rf d #", "", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name+", control", func(t *testing.T) {
+			// The old way of typing the command removes d.
+			ctl := canary(t)
+			cm := newManager(t, noProfile)
+			mustStart(t, cm, StartRequest{Command: "PS1='ctl$ ' exec bash --norc --noprofile -i", Cwd: ctl, WaitFor: "ctl$ "})
+			mustWrite(t, cm, WriteRequest{ID: "pty-1", Input: pasteCommand(c.command), Literal: true, WaitMS: ms(1)})
+			if w := mustWrite(t, cm, WriteRequest{ID: "pty-1", Input: "echo ctl-done", Submit: true, WaitFor: "ctl-done"}); !w.Matched {
+				t.Fatalf("control: %+v", w)
+			}
+			if exists(filepath.Join(ctl, "d")) {
+				t.Fatalf("control: typing %q into readline left d in place: the attack does not work here", c.command)
+			}
+		})
+		t.Run(c.name, func(t *testing.T) {
+			dir := canary(t)
+			m := newManager(t, Options{Approver: rules})
+			start, err := m.Start(waitCtx(t), StartRequest{Shell: true, Cwd: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := m.Run(waitCtx(t), RunRequest{ID: start.ID, Command: c.command})
+			switch {
+			case isErr(err, ErrDenied): // the approver refuses it: stopped all the same
+				t.Logf("denied: %v", err)
+			case err != nil:
+				t.Fatal(err)
+			case !res.PromptAfter || code(res.ExitCode) != c.code || c.output != "" && res.Output != c.output:
+				t.Errorf("run %q: %+v; want exit code %d and output %q", c.command, res, c.code, c.output)
+			}
+			if !exists(filepath.Join(dir, "d")) {
+				t.Fatalf("run %q removed d: bash ran something other than what was judged", c.command)
+			}
+		})
+	}
+}
+
+// canary returns a new directory holding an empty directory d.
+func canary(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
