@@ -279,3 +279,53 @@ func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
+
+// TestShellRunFiles: the rcfile and each run's file lie in a directory
+// only the host's user can enter; a run's file goes once its command has
+// ended, the session's directory at Kill, the manager's at Close.
+func TestShellRunFiles(t *testing.T) {
+	m := newManager(t, Options{})
+	id := startShell(t, m)
+	priv := m.priv.path
+	dir := filepath.Join(priv, id)
+	for _, p := range []string{priv, dir} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("%s: %v %v; want a directory of mode 0700", p, fi.Mode(), err)
+		}
+	}
+	res := mustRun(t, m, RunRequest{ID: id, Command: `ls -l "$(dirname "$BASH_SOURCE")"`})
+	if !strings.Contains(res.Output, "-r-------- ") || !strings.Contains(res.Output, " rc") {
+		t.Fatalf("the files as the shell sees them: %q", res.Output)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "rc" {
+		t.Fatalf("after the run, %s holds %v; want only rc", dir, ents)
+	}
+	if _, err := m.Kill(waitCtx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if exists(dir) {
+		t.Fatalf("%s is still there after Kill", dir)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(priv) {
+		t.Fatalf("%s is still there after Close", priv)
+	}
+}
+
+// TestShellPipestatus: bash 5.2 loses PIPESTATUS when PROMPT_COMMAND
+// comes from the environment; from the rcfile it is kept, for runs and
+// for lines typed at the prompt alike.
+func TestShellPipestatus(t *testing.T) {
+	m := newManager(t, Options{})
+	id := startShell(t, m)
+	if res := mustRun(t, m, RunRequest{ID: id, Command: "false | true; echo ${PIPESTATUS[*]}"}); res.Output != "1 0" {
+		t.Fatalf("run: %+v", res)
+	}
+	w := mustWrite(t, m, WriteRequest{ID: id, Input: "true | false | true; echo ${PIPESTATUS[*]}", Submit: true, WaitUntil: WaitUntilInput})
+	if !strings.Contains(w.Output, "\n0 1 0") {
+		t.Fatalf("typed: %+v", w)
+	}
+}
