@@ -988,10 +988,14 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 
 // collect takes everything new as one result and marks it read; a peek
 // marks nothing read.
-func (s *Session) collect(matched, peek bool) waitResult {
+func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(matched, peek, true) }
+
+// collectOut is collect; without spool, Options.Spool is not handed the
+// output, for a caller that returns an output of its own (pty-run).
+func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, peek)
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
 	truncated := s.truncated
 	if !peek {
 		truncated = s.readTo(s.settled.Load())

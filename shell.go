@@ -62,6 +62,9 @@ type RunResult struct {
 	InputHidden bool   `json:"input_hidden,omitempty"`
 	State       string `json:"state"`
 	Foreground  string `json:"foreground,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
 // shellArgv is what a shell session's start is asked about as: an
@@ -88,6 +91,10 @@ type shell struct {
 	to     shellPos // where the last command's output ended
 	status int      // the last command's exit status
 	ends   int      // commands ended (D marks) so far
+	// The bytes of lines no read had returned before the command's output
+	// began (its echoed line): the settler's count of lost text holds
+	// them too once the output's start is lost.
+	preBytes int
 
 	// The session's directory in the manager's private one: the rcfile,
 	// and a file per pty-run holding its command. files guards these
@@ -241,6 +248,10 @@ func (sh *shell) onOSC(p []byte) {
 	case 'C':
 		if !sh.busy {
 			sh.busy, sh.from = true, sh.st.cursorPos()
+			sh.preBytes = 0
+			for i := sh.st.firstTouched(); i >= 0 && i < sh.from.line; i = sh.st.nextTouched(i) {
+				sh.preBytes += int(sh.st.line(i).n) + 1
+			}
 		}
 		sh.prompt = false
 	case 'D':
@@ -254,6 +265,17 @@ func (sh *shell) onOSC(p []byte) {
 		sh.busy, sh.to, sh.status = false, sh.st.cursorPos(), code
 		sh.ends++
 	}
+}
+
+// lost returns the bytes and lines of the running (or last) command's
+// output that the scrollback dropped before anyone read them. Call with
+// the session's mu held.
+func (sh *shell) lost() (bytes, lines int) {
+	st := sh.st
+	if st.lines == nil || sh.from.line >= st.base {
+		return 0, 0
+	}
+	return max(st.lostBytes-sh.preBytes, 0), st.base - sh.from.line
 }
 
 // cursorPos is where the cursor stands in the settled text.
@@ -294,15 +316,36 @@ func (s *settler) textBetween(from, to shellPos) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// capText keeps head and tail of text over limit bytes around a marker.
-func capText(text string, limit int) string {
-	if limit <= 0 || len(text) <= limit {
-		return text
+// runLines is a run's output in lines, as elide reads them.
+type runLines []string
+
+func (r runLines) firstTouched() int { return min(len(r), 1) - 1 }
+func (r runLines) lastLine() int     { return len(r) - 1 }
+func (r runLines) text(i int) []byte { return []byte(r[i]) }
+
+func (r runLines) nextTouched(i int) int {
+	if i+1 < len(r) {
+		return i + 1
 	}
-	room := max(limit-64, 2)
-	head, tail := text[:room/2], text[len(text)-room/2:]
-	cut := text[len(head) : len(text)-len(tail)]
-	return head + "\n" + settleMarker(len(cut), strings.Count(cut, "\n")+1) + "\n" + tail
+	return -1
+}
+
+func (r runLines) prevTouched(i int) int { return min(i, len(r)) - 1 }
+
+// capRun cuts a run's output to limit as a read's is cut (whole lines,
+// head and tail around a marker, see elide), the lines the scrollback
+// lost before it counted in the marker. whole is the output uncut, for
+// the spool, when anything was left out.
+func capRun(out string, limit, lostBytes, lostLines int) (capped, whole string) {
+	if lostLines == 0 && (limit <= 0 || len(out) <= limit) {
+		return out, ""
+	}
+	lines := strings.Split(out, "\n")
+	capped = elide(runLines(lines), limit, len(out), lostBytes, lostLines, len(lines))
+	if lostLines > 0 {
+		out = settleMarker(lostBytes, lostLines) + "\n" + out
+	}
+	return capped, out
 }
 
 // Run types one command at a shell session's prompt and waits for the
@@ -363,10 +406,10 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	atPrompt, ends := s.sh.prompt, s.sh.ends
 	s.mu.Unlock()
 	if !atPrompt {
-		w := s.collect(false, false)
+		w := s.collectOut(false, false, false)
 		return s.runResult(w, TerminalState{State: StateRunning}, ""), nil
 	}
-	s.collect(false, false) // what came before the command is not its output
+	s.collectOut(false, false, false) // what came before the command is not its output
 	file, input, err := s.sh.handOver(command)
 	if err != nil {
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: hand the command to the shell: %w", ToolRun, s.id, err)
@@ -415,9 +458,10 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	case s.sh.busy:
 		out = s.settle.textBetween(s.sh.from, s.settle.cursorPos())
 	}
+	lostBytes, lostLines := s.sh.lost()
 	alt := s.settle.altScreen()
 	s.mu.Unlock()
-	w := s.collect(false, false)
+	w := s.collectOut(false, false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
 		if out != "" {
 			out += "\n"
@@ -432,7 +476,9 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	} else {
 		state = TerminalState{}
 	}
-	res := s.runResult(w, state, capText(out, s.m.opts.MaxOutputBytes))
+	out, whole := capRun(out, s.m.opts.MaxOutputBytes, lostBytes, lostLines)
+	res := s.runResult(w, state, out)
+	res.Spool = s.m.spool(s.id, whole)
 	if done && !w.exited {
 		s.mu.Lock()
 		code := s.sh.status
@@ -500,7 +546,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 		if err != nil {
 			return StartResult{ID: s.id}, err
 		}
-		return StartResult{ID: s.id, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal,
+		return StartResult{ID: s.id, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Spool: r.Spool,
 			Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground, PromptAfter: r.PromptAfter}, nil
 	}
 	defer s.use()()
@@ -509,7 +555,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 	}
 	st := s.State()
 	w := s.collect(false, false)
-	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal,
+	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal, Spool: w.spool,
 		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground}, nil
 }
 

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // startShell starts a shell session or fails the test.
@@ -328,4 +332,97 @@ func TestShellPipestatus(t *testing.T) {
 	if !strings.Contains(w.Output, "\n0 1 0") {
 		t.Fatalf("typed: %+v", w)
 	}
+}
+
+// TestShellRunCap: a run's output is cut as a read's is, at whole lines
+// and characters around one marker that counts what was left out, lines
+// the scrollback lost included; the spool gets the whole output and the
+// result points to it.
+func TestShellRunCap(t *testing.T) {
+	var spooled []string
+	m := newManager(t, Options{Spool: SpoolFunc(func(id, text string) (string, error) {
+		spooled = append(spooled, text)
+		return "spool-" + strconv.Itoa(len(spooled)), nil
+	})})
+	id := startShell(t, m)
+	marker := regexp.MustCompile(`^\[\.\.\. (\d+) bytes in (\d+) lines elided \.\.\.\]$`)
+	// check returns the marker's figures after checking that every other
+	// line is whole: want(i) is the text of line i of the whole output.
+	check := func(name, out string, n int, want func(i int) string) (bytes, lines int, mark string) {
+		t.Helper()
+		if !utf8.ValidString(out) || len(out) > DefaultMaxOutputBytes {
+			t.Fatalf("%s: %d bytes, valid UTF-8 %v", name, len(out), utf8.ValidString(out))
+		}
+		got := strings.Split(out, "\n")
+		k := slices.IndexFunc(got, func(l string) bool { return marker.MatchString(l) })
+		if k < 0 || slices.ContainsFunc(got[k+1:], marker.MatchString) {
+			t.Fatalf("%s: not one marker:\n%s ... %s", name, got[:min(3, len(got))], got[max(len(got)-3, 0):])
+		}
+		f := marker.FindStringSubmatch(got[k])
+		bytes, _ = strconv.Atoi(f[1])
+		lines, _ = strconv.Atoi(f[2])
+		tail := got[k+1:]
+		for i, l := range got[:k] {
+			if l != want(i) {
+				t.Fatalf("%s: head line %d is %q, want %q", name, i, l, want(i))
+			}
+		}
+		for i, l := range tail {
+			if w := want(n - len(tail) + i); l != w {
+				t.Fatalf("%s: tail line %d is %q, want %q", name, i, l, w)
+			}
+		}
+		if k+lines+len(tail) != n {
+			t.Fatalf("%s: %d head lines, %d elided, %d tail lines; want %d in all", name, k, lines, len(tail), n)
+		}
+		return bytes, lines, got[k]
+	}
+	num := func(i int) string { return strconv.Itoa(i + 1) }
+
+	res := mustRun(t, m, RunRequest{ID: id, Command: "seq 1 20000"})
+	whole := strings.Join(generate(20000, num), "\n")
+	b, _, mark := check("seq 1 20000", res.Output, 20000, num)
+	if res.Spool != "spool-1" || len(spooled) != 1 || spooled[0] != whole {
+		t.Fatalf("seq 1 20000: spool %q, %d spooled", res.Spool, len(spooled))
+	}
+	// The two line breaks around the marker stand for the two the
+	// elided text began and ended with.
+	if kept := len(res.Output) - len(mark) - 2; b+kept != len(whole) {
+		t.Errorf("seq 1 20000: %d bytes elided and %d kept; want %d in all", b, kept, len(whole))
+	}
+
+	wide := func(i int) string { return "ü日本語" + strings.Repeat("é", i%7) }
+	res = mustRun(t, m, RunRequest{ID: id, Command: `awk 'BEGIN { for (i = 0; i < 5000; i++) { s = "ü日本語"; for (j = 0; j < i % 7; j++) s = s "é"; print s } }'`})
+	check("UTF-8", res.Output, 5000, wide)
+	if res.Spool != "spool-2" || spooled[1] != strings.Join(generate(5000, wide), "\n") {
+		t.Fatalf("UTF-8: spool %q", res.Spool)
+	}
+
+	// Most of this leaves the scrollback before the run returns: the
+	// marker comes first and counts it.
+	res = mustRun(t, m, RunRequest{ID: id, Command: "seq 1 200000", TimeoutMS: ms(30000)})
+	var lines int
+	b, lines, mark = check("seq 1 200000", res.Output, 200000, num)
+	if !strings.HasPrefix(res.Output, "[... ") || lines < 150000 {
+		t.Fatalf("seq 1 200000: starts %q, %d lines elided", res.Output[:40], lines)
+	}
+	if kept, all := len(res.Output)-len(mark)-1, len(strings.Join(generate(200000, num), "\n")); b+kept != all {
+		t.Errorf("seq 1 200000: %d bytes elided and %d kept; want %d in all", b, kept, all)
+	}
+	if res.Spool != "spool-3" || !strings.HasPrefix(spooled[2], "[... ") || !strings.HasSuffix(spooled[2], "\n199999\n200000") {
+		t.Fatalf("seq 1 200000: spool %q", res.Spool)
+	}
+
+	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo short"}); res.Output != "short" || res.Spool != "" || len(spooled) != 3 {
+		t.Fatalf("a short run: %+v, %d spooled", res, len(spooled))
+	}
+}
+
+// generate returns f(0) … f(n-1).
+func generate(n int, f func(int) string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = f(i)
+	}
+	return out
 }
