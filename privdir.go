@@ -11,8 +11,9 @@ import (
 // privDir is the manager's private directory (mode 0700, under the
 // host's temporary directory): each shell session's rcfile and the
 // commands pty-run hands to its shell live there, so the command text
-// never passes through the terminal. It is made on the first start that
-// needs it and removed by Close.
+// never passes through the terminal, and the Python startup file that
+// keeps REPL history out of the user's home (history.go). It is made on
+// the first start and removed by Close.
 type privDir struct {
 	mu     sync.Mutex
 	path   string // real path, symlinks resolved; "" until made
@@ -40,6 +41,10 @@ func (d *privDir) get() (string, error) {
 		return "", fmt.Errorf("private directory: %w", err)
 	} else {
 		dir = real
+	}
+	if err := writeNew(filepath.Join(dir, pythonStartupName), pythonStartup); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("private directory: %w", err)
 	}
 	d.path = dir
 	return dir, nil

@@ -193,7 +193,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = req.Cwd
-	cmd.Env = childEnv(historyEnv(req.Shell, m.opts.Env, req.Env), m.opts.Env, req.Env)
+	cmd.Env = childEnv(historyEnv(req.Shell, m.pythonStartupFile(), m.opts.Env, req.Env), m.opts.Env, req.Env)
 	if m.opts.Sandbox != nil {
 		if err := m.prepareChild(cmd); err != nil {
 			sh.remove()
