@@ -36,12 +36,12 @@ func (d *privDir) get() (string, error) {
 	}
 	// The sandbox binds it read-only by this path: no symlink in it may
 	// lead the bind elsewhere.
-	if real, err := filepath.EvalSymlinks(dir); err != nil {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
 		os.Remove(dir)
 		return "", fmt.Errorf("private directory: %w", err)
-	} else {
-		dir = real
 	}
+	dir = real
 	if err := writeNew(filepath.Join(dir, pythonStartupName), pythonStartup); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("private directory: %w", err)
