@@ -307,6 +307,11 @@ func checkStart(req StartRequest) error {
 	if strings.TrimSpace(req.Command) == "" && !req.Shell {
 		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
 	}
+	if req.Shell && strings.TrimSpace(req.Command) != "" {
+		if err := checkRunCommand(ToolStart, req.Command); err != nil {
+			return err
+		}
+	}
 	if err := checkWaitUntil(ToolStart, "", req.WaitUntil); err != nil {
 		return err
 	}

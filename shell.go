@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // ToolRun is the tool that runs one command in a shell session.
@@ -115,8 +116,9 @@ func newShell(m *Manager, num int) (*shell, error) {
 		return nil, err
 	}
 	sh.dir = filepath.Join(base, "pty-"+strconv.Itoa(num))
-	if strings.ContainsFunc(sh.dir, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return nil, errorf(ErrInvalid, "%s: the temporary directory %q holds a control character, which cannot be typed", ToolStart, base)
+	// The path is typed: it must hold nothing readline acts on.
+	if !utf8.ValidString(sh.dir) || strings.ContainsFunc(sh.dir, func(r rune) bool { return r < ' ' || r >= 0x7f && r < 0xa0 }) {
+		return nil, errorf(ErrInvalid, "%s: the temporary directory %q holds a control character or invalid UTF-8, which cannot be typed", ToolStart, base)
 	}
 	if err := os.Mkdir(sh.dir, 0o700); err != nil {
 		return nil, err
@@ -316,6 +318,19 @@ func (s *settler) textBetween(from, to shellPos) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// checkRunCommand refuses a command a shell session cannot run as it was
+// judged: bash drops NUL bytes from what it reads, so "r\x00m" would be
+// judged as one word and run as rm.
+func checkRunCommand(who, command string) error {
+	if strings.TrimSpace(command) == "" {
+		return errorf(ErrInvalid, "%s: command is empty", who)
+	}
+	if i := strings.IndexByte(command, 0); i >= 0 {
+		return errorf(ErrInvalid, "%s: command holds a NUL byte at %d, which bash would drop", who, i)
+	}
+	return nil
+}
+
 // runLines is a run's output in lines, as elide reads them.
 type runLines []string
 
@@ -364,8 +379,8 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 	if s.sh == nil {
 		return RunResult{}, errorf(ErrInvalid, "%s %s: not a shell session (pty-start with shell: true makes one); use pty-write to type into it", ToolRun, s.id)
 	}
-	if strings.TrimSpace(req.Command) == "" {
-		return RunResult{}, errorf(ErrInvalid, "%s %s: command is empty", ToolRun, s.id)
+	if err := checkRunCommand(ToolRun+" "+s.id, req.Command); err != nil {
+		return RunResult{}, err
 	}
 	// A shell session runs whatever it is given: every command is asked
 	// about, whatever Options.ApproveWrites says.

@@ -170,12 +170,16 @@ func TestShellRunBadInput(t *testing.T) {
 	id := startShell(t, m)
 	for _, req := range []RunRequest{
 		{ID: id, Command: " "},
+		{ID: id, Command: "r\x00m -rf d"}, // bash would drop the NUL
 		{ID: id, Command: "ls", TimeoutMS: ms(-1)},
 		{ID: id, Command: "ls", WaitUntil: "done"},
 	} {
 		if _, err := m.Run(waitCtx(t), req); !isErr(err, ErrInvalid) {
 			t.Errorf("Run(%+v): %v, want ErrInvalid", req, err)
 		}
+	}
+	if _, err := m.Start(waitCtx(t), StartRequest{Shell: true, Command: "r\x00m -rf d"}); !isErr(err, ErrInvalid) || len(m.List()) != 2 {
+		t.Errorf("a shell start with a NUL byte: %v", err)
 	}
 	if _, err := m.Run(waitCtx(t), RunRequest{ID: "pty-99", Command: "ls"}); !isErr(err, ErrNoSession) {
 		t.Errorf("unknown id: %v", err)
