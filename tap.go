@@ -16,7 +16,7 @@ import (
 // most maxMarks resizes and inputs not yet delivered.
 type tap struct {
 	s     *Session
-	emit  func(kind byte, p []byte) error // 'o' output, 'r' resize ("COLSxROWS"), 'i' input
+	emit  func(kind byte, p []byte) error // 'o' output, 'r' resize ("COLSxROWS"), 'i' input, 'm' a run's command
 	input bool                            // wants 'i' marks
 
 	off   int64     // ring offset delivered up to; the tap's goroutine owns it once running
@@ -150,7 +150,7 @@ func (s *Session) dropTap(t *tap) {
 // mu held.
 func (s *Session) mark(mk tapMark) {
 	for _, t := range s.taps {
-		if (mk.kind == 'i' && !t.input) || len(t.marks) >= maxMarks {
+		if (mk.kind == 'i' || mk.kind == 'm') && !t.input || len(t.marks) >= maxMarks {
 			continue
 		}
 		t.marks = append(t.marks, mk)
