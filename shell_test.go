@@ -305,6 +305,10 @@ func TestShellRunFiles(t *testing.T) {
 	if !strings.Contains(res.Output, "-r-------- ") || !strings.Contains(res.Output, " rc") {
 		t.Fatalf("the files as the shell sees them: %q", res.Output)
 	}
+	mustWrite(t, m, WriteRequest{ID: id, Input: "echo typed-line", Submit: true, WaitUntil: WaitUntilInput})
+	if res := mustRun(t, m, RunRequest{ID: id, Command: "history"}); strings.Contains(res.Output, priv) || !strings.Contains(res.Output, "echo typed-line") {
+		t.Fatalf("the history holds the lines that source the runs, or not the typed one: %q", res.Output)
+	}
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 || ents[0].Name() != "rc" {
 		t.Fatalf("after the run, %s holds %v; want only rc", dir, ents)
