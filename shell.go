@@ -429,7 +429,9 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	if err != nil {
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: hand the command to the shell: %w", ToolRun, s.id, err)
 	}
-	s.tapRun(command)
+	// The command is not typed: recordings that keep input name it in an
+	// asciicast marker.
+	s.tapInputMark('m', []byte(command))
 	if n, err := s.typeInput(ctx, []byte(input), deadline); err != nil {
 		s.sh.done(file, false)
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolRun, s.id, n, len(input), err)
@@ -502,25 +504,6 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		res.PromptAfter, res.ExitCode = true, &code
 	}
 	return res, nil
-}
-
-// tapRun puts a run's command in the recordings that keep input, as an
-// asciicast marker ("m") labelled with it: the command is not typed, so
-// the input events hold only the line that sources it.
-func (s *Session) tapRun(command string) {
-	s.mu.Lock()
-	n := len(s.taps)
-	s.mu.Unlock()
-	if n == 0 {
-		return
-	}
-	data := s.maskInput([]byte(command))
-	s.inMu.Lock()
-	off := s.ring.end()
-	s.inMu.Unlock()
-	s.mu.Lock()
-	s.mark(tapMark{off: off, kind: 'm', data: data})
-	s.mu.Unlock()
 }
 
 // runResult fills a RunResult from what collect took; a zero state is

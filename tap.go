@@ -179,7 +179,11 @@ func (s *Session) tapResize(cols, rows int) {
 // tapInput tells the taps that want input what is being typed. Input typed
 // while echo is off is a password and is not passed on; secrets given to
 // WriteSecret are masked wherever they appear.
-func (s *Session) tapInput(p []byte) {
+func (s *Session) tapInput(p []byte) { s.tapInputMark('i', p) }
+
+// tapInputMark queues p as a mark of kind for the taps that want input, as
+// tapInput says.
+func (s *Session) tapInputMark(kind byte, p []byte) {
 	s.mu.Lock()
 	any := false
 	for _, t := range s.taps {
@@ -194,7 +198,7 @@ func (s *Session) tapInput(p []byte) {
 	off := s.ring.end()
 	s.inMu.Unlock()
 	s.mu.Lock()
-	s.mark(tapMark{off: off, kind: 'i', data: data})
+	s.mark(tapMark{off: off, kind: kind, data: data})
 	s.mu.Unlock()
 }
 
