@@ -37,8 +37,10 @@ func writeNew(path, text string) error {
 // exactly the text the Approver judged, parsed as a script, while neither
 // readline nor the terminal ever sees it (no history expansion, no
 // bracketed-paste end, no Ctrl-C or carriage return in it). The line
-// starts by going to the end of whatever was typed at the prompt and
-// killing it (C-e C-u), so it is the only thing on the line.
+// starts by cancelling a key sequence left pending at the prompt (C-g:
+// after C-x, C-e would edit and execute the line), then goes to the end of
+// whatever was typed there and kills it (C-e C-u), so it is the only
+// thing on the line.
 func (sh *shell) handOver(command string) (string, string, error) {
 	sh.files.Lock()
 	defer sh.files.Unlock()
@@ -55,7 +57,7 @@ func (sh *shell) handOver(command string) (string, string, error) {
 	if err := writeNew(path, command); err != nil {
 		return "", "", err
 	}
-	return path, "\x05\x15 . " + shellQuote(path) + "\r", nil
+	return path, "\x07\x05\x15 . " + shellQuote(path) + "\r", nil
 }
 
 // done removes a run file once its command has ended; left keeps it until

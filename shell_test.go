@@ -434,3 +434,18 @@ func generate(n int, f func(int) string) []string {
 	}
 	return out
 }
+
+// TestShellRunAfterPendingKeys: keys the model left at the prompt change
+// nothing a run types after them: a pending prefix (C-x, then C-e would
+// edit and execute the line; Esc), a search (C-r), a quoted insert (C-v).
+func TestShellRunAfterPendingKeys(t *testing.T) {
+	m := newManager(t, Options{})
+	id := startShell(t, m)
+	for _, keys := range []string{"\x18", "\x1b", "\x12abc", "\x16"} {
+		mustWrite(t, m, WriteRequest{ID: id, Input: "echo partial" + keys, Literal: true, WaitMS: ms(100)})
+		res, err := m.Run(waitCtx(t), RunRequest{ID: id, Command: "echo after", TimeoutMS: ms(5000)})
+		if err != nil || res.Output != "after" || !res.PromptAfter {
+			t.Fatalf("a run after %q: %+v %v", keys, res, err)
+		}
+	}
+}
