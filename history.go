@@ -2,7 +2,6 @@ package agentpty
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -25,9 +24,9 @@ var historyVars = []struct {
 // A variable that Options.Env or the request's Env sets (empty included)
 // is the host's choice and is left alone; the host process's own
 // environment does not count. Pythons before 3.13 ignore PYTHON_HISTORY:
-// a startup file in the manager's private directory (startup, "" when
-// there is none) makes them follow it, unless a PYTHONSTARTUP is set
-// anywhere, the host process's environment included.
+// a startup file in the manager's private directory (startup) makes them
+// follow it, unless a PYTHONSTARTUP is set anywhere, the host process's
+// environment included.
 func historyEnv(shell bool, startup string, envs ...[]string) []string {
 	var out []string
 	for _, v := range historyVars {
@@ -36,7 +35,7 @@ func historyEnv(shell bool, startup string, envs ...[]string) []string {
 		}
 		out = append(out, v.name+"="+v.value)
 	}
-	if _, set := os.LookupEnv("PYTHONSTARTUP"); startup != "" && !set && !envHas("PYTHONSTARTUP", envs...) {
+	if _, set := os.LookupEnv("PYTHONSTARTUP"); !set && !envHas("PYTHONSTARTUP", envs...) {
 		out = append(out, "PYTHONSTARTUP="+startup)
 	}
 	return out
@@ -92,14 +91,3 @@ if sys.version_info < (3, 13) and getattr(sys, "__interactivehook__", None) is n
     del __agentpty_hook
 del sys
 `
-
-// pythonStartupFile returns the path of the PYTHONSTARTUP file in the
-// manager's private directory (privDir.get writes it), "" when there is
-// none.
-func (m *Manager) pythonStartupFile() string {
-	dir, err := m.priv.get()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, pythonStartupName)
-}

@@ -67,7 +67,7 @@ func TestHistoryEnv(t *testing.T) {
 	if want := "PYTHON_HISTORY=/dev/null PYTHONSTARTUP=/p/s.py"; got != want {
 		t.Errorf("historyEnv: %q, want %q", got, want)
 	}
-	if got := historyEnv(true, "", nil); len(got) != 4 || got[0] != "HISTFILE=" {
+	if got := historyEnv(true, "/p/s.py", nil); len(got) != 5 || got[0] != "HISTFILE=" {
 		t.Errorf("historyEnv in a shell session: %q", got)
 	}
 }

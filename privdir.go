@@ -3,8 +3,8 @@ package agentpty
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -15,13 +15,17 @@ import (
 // keeps REPL history out of the user's home (history.go). It is made on
 // the first start and removed by Close.
 type privDir struct {
-	mu     sync.Mutex
-	path   string // real path, symlinks resolved; "" until made
-	closed bool
+	mu      sync.Mutex
+	path    string // real path, symlinks resolved; "" until made
+	closed  bool
+	release func() // ends the sandbox's keeping it read-only
 }
 
-// get makes the directory on first use and returns its path.
-func (d *privDir) get() (string, error) {
+// get makes the directory on first use and returns its path. A sandbox
+// that can keep it read-only for its children (readOnlyKeeper) is asked
+// to before any child starts, so no child of this manager ever had it
+// writable, even where it lies inside a writable root.
+func (d *privDir) get(sb Sandbox) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -34,20 +38,22 @@ func (d *privDir) get() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("private directory: %w", err)
 	}
-	// The sandbox binds it read-only by this path: no symlink in it may
-	// lead the bind elsewhere.
+	// The sandbox binds it by this path: no symlink in it may lead the
+	// bind elsewhere.
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		os.Remove(dir)
 		return "", fmt.Errorf("private directory: %w", err)
 	}
-	dir = real
-	if err := writeNew(filepath.Join(dir, pythonStartupName), pythonStartup); err != nil {
-		os.RemoveAll(dir)
+	if err := writeNew(filepath.Join(real, pythonStartupName), pythonStartup); err != nil {
+		os.RemoveAll(real)
 		return "", fmt.Errorf("private directory: %w", err)
 	}
-	d.path = dir
-	return dir, nil
+	if k, ok := sb.(readOnlyKeeper); ok {
+		d.release = k.keepReadOnly(real)
+	}
+	d.path = real
+	return real, nil
 }
 
 // remove deletes the directory and everything in it; no later get makes
@@ -59,40 +65,50 @@ func (d *privDir) remove() error {
 	if d.path == "" {
 		return nil
 	}
+	if d.release != nil {
+		d.release()
+	}
 	err := os.RemoveAll(d.path)
 	d.path = ""
 	return err
 }
 
 // readOnlyKeeper is the seam for a sandbox that can keep paths read-only
-// for the child even where they lie inside its writable roots: the Linux
-// sandbox binds them read-only over the roots. A sandboxed shell then
-// cannot change the commands the library hands it, whatever its roots.
+// for its children even where they lie inside its writable roots: the
+// Linux sandbox binds them read-only over the roots. A sandboxed shell
+// then cannot change the commands the library hands it.
 type readOnlyKeeper interface {
-	// prepareKeeping is Prepare, keeping the paths read-only.
-	prepareKeeping(cmd *exec.Cmd, keep []string) error
+	// keepReadOnly keeps path read-only in every child started from now
+	// on, until release is called.
+	keepReadOnly(path string) (release func())
 }
 
-// keeping is a Sandbox whose Prepare keeps paths read-only.
-type keeping struct {
-	k    readOnlyKeeper
-	keep []string
+// keptPaths is the set of paths a sandbox keeps read-only; its
+// keepReadOnly makes the sandbox a readOnlyKeeper.
+type keptPaths struct {
+	keptMu sync.Mutex
+	paths  []string // one entry per keepReadOnly not yet released
 }
 
-func (k keeping) Prepare(cmd *exec.Cmd) error { return k.k.prepareKeeping(cmd, k.keep) }
-
-// prepareChild applies the sandbox to cmd, keeping the manager's private
-// directory read-only inside it where the sandbox can. The directory is
-// made before the first sandboxed child starts, so that no child of this
-// manager ever had it writable.
-func (m *Manager) prepareChild(cmd *exec.Cmd) error {
-	sb := m.opts.Sandbox
-	if k, ok := sb.(readOnlyKeeper); ok {
-		dir, err := m.priv.get()
-		if err != nil {
-			return err
-		}
-		sb = keeping{k, []string{dir}}
+func (k *keptPaths) keepReadOnly(path string) func() {
+	k.keptMu.Lock()
+	defer k.keptMu.Unlock()
+	k.paths = append(k.paths, path)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			k.keptMu.Lock()
+			defer k.keptMu.Unlock()
+			if i := slices.Index(k.paths, path); i >= 0 {
+				k.paths = slices.Delete(k.paths, i, i+1)
+			}
+		})
 	}
-	return prepare(sb, cmd)
+}
+
+// kept returns the paths kept now.
+func (k *keptPaths) kept() []string {
+	k.keptMu.Lock()
+	defer k.keptMu.Unlock()
+	return slices.Clone(k.paths)
 }

@@ -113,6 +113,8 @@ type bwrapSandbox struct {
 	env     []string // SandboxPolicy.Env
 	bwrap   []string // bubblewrap's path and options
 	version string   // bwrap --version
+
+	keptPaths // bound read-only over the roots (privdir.go)
 }
 
 // bwrapArgs returns bubblewrap's command line up to the command: the
@@ -140,11 +142,7 @@ var errNotOnThread = errors.New("sandbox: a sandbox from NewSandbox starts the c
 // Prepare makes the command run through the helper under bubblewrap, with
 // only the environment the policy allows, and marks it so that it starts
 // only through startOnThread.
-func (s *bwrapSandbox) Prepare(cmd *exec.Cmd) error { return s.prepareKeeping(cmd, nil) }
-
-// prepareKeeping is Prepare with the paths keep bound read-only over the
-// writable roots.
-func (s *bwrapSandbox) prepareKeeping(cmd *exec.Cmd, keep []string) error {
+func (s *bwrapSandbox) Prepare(cmd *exec.Cmd) error {
 	if cmd.Err != nil {
 		return nil // the command was not found: the start reports it
 	}
@@ -155,11 +153,7 @@ func (s *bwrapSandbox) prepareKeeping(cmd *exec.Cmd, keep []string) error {
 			return errorf(ErrInvalid, "sandbox: writable root %q no longer resolves to itself (%q, %v)", r, real, err)
 		}
 	}
-	bwrap := s.bwrap
-	for _, p := range keep {
-		bwrap = append(bwrap[:len(bwrap):len(bwrap)], "--ro-bind", p, p)
-	}
-	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Bwrap: bwrap, ABI: s.abi, Roots: s.roots, Network: s.network})
+	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Bwrap: s.withKept(s.bwrap), ABI: s.abi, Roots: s.roots, Network: s.network})
 	if err != nil {
 		return err
 	}
@@ -332,4 +326,14 @@ func (s *bwrapSandbox) String() string {
 		b.WriteString("; in a user namespace")
 	}
 	return b.String()
+}
+
+// withKept returns bubblewrap's options with the kept paths bound
+// read-only after the roots, so that they stay read-only inside them; a
+// path removed meanwhile is skipped.
+func (s *bwrapSandbox) withKept(bwrap []string) []string {
+	for _, p := range s.kept() {
+		bwrap = append(bwrap[:len(bwrap):len(bwrap)], "--ro-bind-try", p, p)
+	}
+	return bwrap
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,18 +185,22 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
 	var sh *shell
+	// Made before the child, so a sandbox keeps it read-only from the first.
+	priv, err := m.priv.get(m.opts.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+	}
 	if req.Shell {
-		var err error
-		if sh, err = newShell(m, num); err != nil {
+		if sh, err = newShell(priv, num); err != nil {
 			return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 		}
 		argv = sh.argv()
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = req.Cwd
-	cmd.Env = childEnv(historyEnv(req.Shell, m.pythonStartupFile(), m.opts.Env, req.Env), m.opts.Env, req.Env)
+	cmd.Env = childEnv(historyEnv(req.Shell, filepath.Join(priv, pythonStartupName), m.opts.Env, req.Env), m.opts.Env, req.Env)
 	if m.opts.Sandbox != nil {
-		if err := m.prepareChild(cmd); err != nil {
+		if err := prepare(m.opts.Sandbox, cmd); err != nil {
 			sh.remove()
 			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
 		}
@@ -208,7 +213,6 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 		f, err = startChild(cmd, cols, rows)
 		return err
 	}
-	var err error
 	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
 		err = ts.startOnThread(cmd, start)
 	} else {

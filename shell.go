@@ -105,15 +105,12 @@ type shell struct {
 	stale []string // run files whose command may not have been read yet
 }
 
-// newShell makes a shell session's directory and rcfile.
-func newShell(m *Manager, num int) (*shell, error) {
+// newShell makes a shell session's directory and rcfile in the manager's
+// private directory base.
+func newShell(base string, num int) (*shell, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	sh := &shell{nonce: hex.EncodeToString(b)}
-	base, err := m.priv.get()
-	if err != nil {
-		return nil, err
-	}
 	sh.dir = filepath.Join(base, "pty-"+strconv.Itoa(num))
 	// The path is typed: it must hold nothing readline acts on.
 	if !utf8.ValidString(sh.dir) || strings.ContainsFunc(sh.dir, func(r rune) bool { return r < ' ' || r >= 0x7f && r < 0xa0 }) {
