@@ -3,6 +3,7 @@ package agentpty
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -250,26 +251,41 @@ func TestShellRunRunsWhatWasJudged(t *testing.T) {
 				t.Fatalf("control: typing %q into readline left d in place: the attack does not work here", c.command)
 			}
 		})
-		t.Run(c.name, func(t *testing.T) {
-			dir := canary(t)
-			m := newManager(t, Options{Approver: rules})
-			start, err := m.Start(waitCtx(t), StartRequest{Shell: true, Cwd: dir})
-			if err != nil {
-				t.Fatal(err)
+		// Rules that refuse control bytes stop most of these before they
+		// run: a person who approves exactly the text read makes sure the
+		// channel is tried all the same.
+		exactly := ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
+			if req.Tool == ToolStart || req.Command == c.command {
+				return nil
 			}
-			res, err := m.Run(waitCtx(t), RunRequest{ID: start.ID, Command: c.command})
-			switch {
-			case isErr(err, ErrDenied): // the approver refuses it: stopped all the same
-				t.Logf("denied: %v", err)
-			case err != nil:
-				t.Fatal(err)
-			case !res.PromptAfter || code(res.ExitCode) != c.code || c.output != "" && res.Output != c.output:
-				t.Errorf("run %q: %+v; want exit code %d and output %q", c.command, res, c.code, c.output)
-			}
-			if !exists(filepath.Join(dir, "d")) {
-				t.Fatalf("run %q removed d: bash ran something other than what was judged", c.command)
-			}
+			return errors.New("not the command read")
 		})
+		t.Run(c.name+", rules", func(t *testing.T) { runJudged(t, rules, c.command, c.output, c.code) })
+		t.Run(c.name+", approved as read", func(t *testing.T) { runJudged(t, exactly, c.command, c.output, c.code) })
+	}
+}
+
+// runJudged runs command in a shell session whose directory holds the
+// canary d, approved by approver, and checks that d is still there.
+func runJudged(t *testing.T, approver Approver, command, output string, exit int) {
+	t.Helper()
+	dir := canary(t)
+	m := newManager(t, Options{Approver: approver})
+	start, err := m.Start(waitCtx(t), StartRequest{Shell: true, Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Run(waitCtx(t), RunRequest{ID: start.ID, Command: command})
+	switch {
+	case isErr(err, ErrDenied): // the approver refuses it: stopped all the same
+		t.Logf("denied: %v", err)
+	case err != nil:
+		t.Fatal(err)
+	case !res.PromptAfter || code(res.ExitCode) != exit || output != "" && res.Output != output:
+		t.Errorf("run %q: %+v; want exit code %d and output %q", command, res, exit, output)
+	}
+	if !exists(filepath.Join(dir, "d")) {
+		t.Fatalf("run %q removed d: bash ran something other than what was judged", command)
 	}
 }
 
