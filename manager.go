@@ -247,6 +247,7 @@ type Manager struct {
 	contain     *contain.Host // the sessions' cgroups, made on first start; nil where the host has none
 
 	snap *snapshots // the login shell's snapshot (Options.ShellSnapshot); nil when off
+	priv privDir    // shell sessions' rcfiles and commands (privdir.go)
 }
 
 // NewManager returns a Manager with opts, defaults applied.
@@ -308,7 +309,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 		}
 	}()
 	var from *snapshotStart
-	if m.snap != nil && !req.Shell {
+	if m.snap != nil {
 		f := m.startFrom(ctx, req.Command)
 		from = &f
 	}
@@ -381,6 +382,11 @@ func checkSize(who string, cols, rows int) error {
 func checkStart(req StartRequest) error {
 	if strings.TrimSpace(req.Command) == "" && !req.Shell {
 		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
+	}
+	if req.Shell && strings.TrimSpace(req.Command) != "" {
+		if err := checkRunCommand(ToolStart, req.Command); err != nil {
+			return err
+		}
 	}
 	if err := checkWaitUntil(ToolStart, "", req.WaitUntil); err != nil {
 		return err
@@ -569,6 +575,7 @@ func (m *Manager) Close() error {
 		errs = append(errs, m.snap.close())
 	}
 
+	errs = append(errs, m.priv.remove())
 	m.eventsWG.Wait()
 	for _, err := range errs {
 		if err != nil {

@@ -17,7 +17,8 @@ import (
 // plays back right; then come "o" events with the output, "r" events with
 // resizes, and "i" events with what is typed when Options.RecordInput is
 // set (never input typed while echo is off, never a secret given to
-// WriteSecret, which is masked in the output too).
+// WriteSecret, which is masked in the output too), with an "m" marker
+// naming each pty-run command, which is handed to the shell untyped.
 //
 // Record returns once the header and the first event are written; the
 // rest is written by a goroutine of the recording's own, which reads the

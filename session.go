@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,14 +189,27 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *s
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
 	var env []string
 	var sh *shell
+	// Made before the child, so a sandbox keeps it read-only from the first.
+	priv, err := m.priv.get(m.opts.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+	}
 	if req.Shell {
-		sh = newShell()
-		argv, env = shellArgv, sh.env()
+		snapshot := ""
+		if from != nil {
+			snapshot = from.path
+		}
+		if sh, err = newShell(priv, num, snapshot); err != nil {
+			return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+		}
+		argv = sh.argv()
 	} else if from != nil {
 		argv, env = from.argv, from.env
 	}
-	cmd, f, group, err := launch(m, "pty-"+strconv.Itoa(num), argv, childEnv(m.opts.Env, req.Env, env), req.Cwd, cols, rows)
+	env = childEnv(historyEnv(req.Shell, filepath.Join(priv, pythonStartupName), m.opts.Env, req.Env), m.opts.Env, req.Env, env)
+	cmd, f, group, err := launch(m, "pty-"+strconv.Itoa(num), argv, env, req.Cwd, cols, rows)
 	if err != nil {
+		sh.remove()
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
@@ -1009,10 +1023,14 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 
 // collect takes everything new as one result and marks it read; a peek
 // marks nothing read.
-func (s *Session) collect(matched, peek bool) waitResult {
+func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(matched, peek, true) }
+
+// collectOut is collect; without spool, Options.Spool is not handed the
+// output, for a caller that returns an output of its own (pty-run).
+func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, peek)
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
 	truncated := s.truncated
 	if !peek {
 		truncated = s.readTo(s.settled.Load())
@@ -1171,6 +1189,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Unlock()
 	s.replies.Wait()
 	s.endAround(ctx)
+	s.sh.remove() // the shell has exited: nothing reads its files any more
 
 	s.mu.Lock()
 	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)

@@ -29,7 +29,10 @@ const snapshotMax = 8 << 20
 
 // snapshotDump runs after the login profile, in the shell it set up, and
 // prints that shell's state as a script between two marker lines, base64
-// encoded so that no byte of it is a terminal control. $1 holds the
+// encoded so that no byte of it is a terminal control. Options that an
+// interactive shell (a shell session) sets for itself are left as that
+// shell has them: line editing, history, job control, and aliases
+// expanding. $1 holds the
 // names the environment exported before the profile ran: those the
 // profile unexported are unset by the script. Variables bash sets for
 // itself are left out. Written for bash 3.2 as well (macOS).
@@ -43,8 +46,12 @@ done
 declare -f
 declare -Fx | while read -r _ _ __n; do printf 'export -f %s\n' "$__n"; done
 alias -p
-shopt -p | while read -r __l; do case $__l in *login_shell|*restricted_shell) ;; *) printf '%s\n' "$__l";; esac; done
-set +o
+shopt -p | while read -r __l; do case $__l in
+  *login_shell|*restricted_shell) ;;
+  *expand_aliases) printf '[[ $- == *i* ]] || %s\n' "$__l";;
+  *) printf '%s\n' "$__l";;
+esac; done
+set +o | while read -r __l; do case $__l in *' emacs'|*' vi'|*' history'|*' monitor') ;; *) printf '%s\n' "$__l";; esac; done
 } 2>/dev/null | { printf '\n%s-begin\n' "$2"; base64; printf '%s-end\n' "$2"; }
 `
 
@@ -76,6 +83,7 @@ func newSnapshots() *snapshots { return &snapshots{turn: make(chan struct{}, 1)}
 // snapshotStart says how a start runs its command: argv and the variables
 // to add, and a notice for the result when the snapshot could not serve.
 type snapshotStart struct {
+	path   string // the snapshot; "" when it could not serve
 	argv   []string
 	env    []string
 	notice string
@@ -92,7 +100,7 @@ func (m *Manager) startFrom(ctx context.Context, command string) snapshotStart {
 		login.notice = notice
 		return login
 	}
-	return snapshotStart{argv: []string{"bash", "-c", command}, env: []string{"BASH_ENV=" + path}}
+	return snapshotStart{path: path, argv: []string{"bash", "-c", command}, env: []string{"BASH_ENV=" + path}}
 }
 
 // current returns a usable snapshot's path, making one if need be, or ""
@@ -202,11 +210,20 @@ func makeSnapshot(ctx context.Context, m *Manager, env []string) ([]byte, string
 			return dec, ""
 		}
 	}
-	shown := capText(plainText(out), 2000)
+	shown := lastBytes(plainText(out), 2000)
 	if err != nil {
 		return nil, fmt.Sprintf("shell snapshot: the login profile ran %v and was stopped (%v); it printed %q; this start runs the login shell", took, err, shown)
 	}
 	return nil, fmt.Sprintf("shell snapshot: the login profile ran %v and gave no state; it printed %q; this start runs the login shell", took, shown)
+}
+
+// lastBytes returns the end of text, at most n bytes of it, cut at a
+// character.
+func lastBytes(text string, n int) string {
+	if len(text) <= n {
+		return text
+	}
+	return "…" + strings.ToValidUTF8(text[len(text)-n:], "")
 }
 
 // between returns what lies between the lines begin and end in out.

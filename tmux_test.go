@@ -531,5 +531,3 @@ func writeFile(t *testing.T, name, content string) {
 		t.Fatal(err)
 	}
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
