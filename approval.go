@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -175,7 +176,7 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 		if exact {
 			return nil
 		}
-		return deny("cannot be parsed: %v", err)
+		return deny("%s", unreadable(err))
 	}
 	for _, rule := range r.Deny {
 		rc, err := parseRule(rule)
@@ -189,7 +190,7 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 			if n == len(sc.cmds) {
 				return deny("matches deny rule %q", rule)
 			}
-			return deny("%q matches deny rule %q", runText(sc.src, sc.cmds[at:at+n]), rule)
+			return deny("%s matches deny rule %q", quoteShort(runText(sc.src, sc.cmds[at:at+n])), rule)
 		}
 	}
 	switch {
@@ -215,11 +216,12 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, ...any) error) error {
 	cmds := sc.cmds
 	for i := range cmds {
-		for _, run := range cmds[i].runs[min(1, len(cmds[i].runs)):] {
+		for _, need := range cmds[i].needs {
 			if !slices.ContainsFunc(allow, func(rule []simpleCmd) bool {
-				return len(rule) == 1 && matchTokens(rule[0].allowToks(), run)
+				return len(rule) == 1 && matchTokens(rule[0].allowToks(), need)
 			}) {
-				return deny("%q runs %q, which matches no allow rule", runText(sc.src, cmds[i:i+1]), wordsText(run))
+				return deny("%s runs %s, which matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])),
+					quoteShort(wordsText(need)), spelled(need))
 			}
 		}
 	}
@@ -242,12 +244,32 @@ func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, 
 			return runMatches(rule, cmds[i:min(i+len(rule), len(cmds))], allowMatch)
 		}) {
 			if len(cmds) == 1 {
-				return deny("matches no allow rule")
+				return deny("matches no allow rule%s", spelled(cmds[i].toks))
 			}
-			return deny("%q matches no allow rule", runText(sc.src, cmds[i:i+1]))
+			return deny("%s matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])), spelled(cmds[i].toks))
 		}
 	}
 	return deny("matches no allow rule as a whole")
+}
+
+// spelled names the first word of toks that only a rule spelling it
+// matches, for a denial's message.
+func spelled(toks []token) string {
+	for _, t := range toks {
+		if t.exact {
+			return " (only a rule that spells " + clip(t.raw) + " as it is written matches it)"
+		}
+	}
+	return ""
+}
+
+// unreadable says why a command could not be read.
+func unreadable(err error) string {
+	var se syntaxError
+	if errors.As(err, &se) {
+		return "cannot be parsed: " + se.Error()
+	}
+	return err.Error()
 }
 
 // typedLines turns a write's input into the command lines a shell would
@@ -271,6 +293,14 @@ func typedLines(input string) (string, string) {
 		return "", "ends in a line continuation, which leaves the line open"
 	}
 	return text, ""
+}
+
+// clip is s for a message, quoted and elided when long.
+func clip(s string) string {
+	if len(s) <= 300 {
+		return s
+	}
+	return quoteShort(s)
 }
 
 // quoteShort quotes s for a message, eliding the middle of a long one.
@@ -323,21 +353,22 @@ func allowMatch(r, c *simpleCmd) bool { return matchTokens(r.allowToks(), c.allo
 
 // denyMatch matches a deny rule against every view of a command: as it is
 // written (so a rule can name a redirection), and each program it runs,
-// also by the base name of a program named by its path.
+// also by the base name of a program named by its path. A glob may
+// become any words its pattern matches, or none.
 func denyMatch(r, c *simpleCmd) bool {
 	rule := r.allowToks()
-	if matchTokens(rule, c.allowToks()) {
+	if denyTokens(rule, c.allowToks()) {
 		return true
 	}
 	for _, run := range c.runs {
-		if matchTokens(rule, run) {
+		if denyTokens(rule, run) {
 			return true
 		}
 		if run[0].static && strings.Contains(run[0].val, "/") {
 			base := append([]token(nil), run...)
 			base[0].val = path.Base(run[0].val)
 			base[0].pat = globQuote(base[0].val)
-			if matchTokens(rule, base) {
+			if denyTokens(rule, base) {
 				return true
 			}
 		}
@@ -345,13 +376,66 @@ func denyMatch(r, c *simpleCmd) bool {
 	return false
 }
 
+// denyTokens reports whether cmd may be what rule matches once bash has
+// expanded its globs.
+func denyTokens(rule, cmd []token) bool {
+	// A tilde is the value of a variable or of the user database, like
+	// an expansion: matched by its text.
+	wild := func(c token) bool {
+		return c.kind == tokWord && !c.static && !c.expands && !strings.HasPrefix(c.raw, "~")
+	}
+	// next[j]: rule[i+1:] may match cmd[j:].
+	next := make([]bool, len(cmd)+1)
+	next[len(cmd)] = true
+	for j := len(cmd) - 1; j >= 0; j-- {
+		next[j] = wild(cmd[j]) && next[j+1]
+	}
+	for i := len(rule) - 1; i >= 0; i-- {
+		r := rule[i]
+		cur := make([]bool, len(cmd)+1)
+		for j := len(cmd); j >= 0; j-- {
+			switch {
+			case r.star:
+				cur[j] = next[j] || j < len(cmd) && cmd[j].kind == tokWord && cur[j+1]
+			case j == len(cmd):
+			case wild(cmd[j]):
+				// The glob's words end here, or one of them is r's.
+				cur[j] = cur[j+1] || r.kind == tokWord && mayBe(cmd[j], r) && next[j]
+			default:
+				cur[j] = denyToken(r, cmd[j]) && next[j+1]
+			}
+		}
+		next = cur
+	}
+	return next[0]
+}
+
+// mayBe reports whether the glob c may expand to a word rule word r
+// matches: by c's pattern where it has only * and ?, else always.
+func mayBe(c, r token) bool {
+	if !r.static || strings.ContainsAny(c.raw, "[{") {
+		return true
+	}
+	return globMatch(c.pat, r.val) || globMatch(path.Base(c.pat), r.val)
+}
+
+func denyToken(r, c token) bool {
+	switch {
+	case r.kind != c.kind:
+		return false
+	case r.kind == tokOp, r.expands, c.expands:
+		return r.raw == c.raw
+	}
+	return globMatch(r.pat, c.val)
+}
+
 func runText(src string, cmds []simpleCmd) string {
 	return src[cmds[0].start:cmds[len(cmds)-1].end]
 }
 
 // matchTokens reports whether rule matches all of cmd: a lone * matches
-// any number of words (never an operator or an opaque word), anything else
-// one token.
+// any number of words (never an operator, an opaque word, an expansion or
+// an assignment), anything else one token.
 func matchTokens(rule, cmd []token) bool {
 	// next[j]: rule[i+1:] matches cmd[j:].
 	next := make([]bool, len(cmd)+1)
@@ -360,7 +444,7 @@ func matchTokens(rule, cmd []token) bool {
 		cur := make([]bool, len(cmd)+1)
 		for j := len(cmd); j >= 0; j-- {
 			if rule[i].star {
-				cur[j] = next[j] || (j < len(cmd) && cmd[j].kind == tokWord && !cmd[j].opaque && cur[j+1])
+				cur[j] = next[j] || (j < len(cmd) && cmd[j].kind == tokWord && !cmd[j].opaque && !cmd[j].exact && cur[j+1])
 			} else {
 				cur[j] = j < len(cmd) && tokenMatches(rule[i], cmd[j]) && next[j+1]
 			}
@@ -370,11 +454,14 @@ func matchTokens(rule, cmd []token) bool {
 	return next[0]
 }
 
+// tokenMatches reports whether rule word r matches c: a word only the
+// shell knows (an expansion, a glob) only when r spells it the same, an
+// assignment only an assignment.
 func tokenMatches(r, c token) bool {
 	switch {
-	case r.kind != c.kind:
+	case r.kind != c.kind, r.assign != c.assign:
 		return false
-	case r.kind == tokOp, c.opaque, c.splits, r.expands:
+	case r.kind == tokOp, c.opaque, !c.static, r.expands:
 		return r.raw == c.raw
 	}
 	return globMatch(r.pat, c.val)
@@ -440,7 +527,7 @@ func (c *simpleCmd) allowToks() []token {
 }
 
 // harmless reports whether a redirection writes no file: copying or
-// closing a descriptor, output to /dev/null, input.
+// closing a descriptor, output to /dev/null, input from a named file.
 func harmless(op string, target token) bool {
 	switch strings.TrimLeft(op, "0123456789") {
 	case ">&", "<&":
@@ -450,8 +537,6 @@ func harmless(op string, target token) bool {
 	case "<":
 		// bash opens a connection for /dev/tcp/host/port itself.
 		return target.static && !strings.HasPrefix(target.val, "/dev/tcp/") && !strings.HasPrefix(target.val, "/dev/udp/")
-	case "<<<":
-		return true
 	}
 	return false
 }

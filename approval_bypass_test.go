@@ -17,18 +17,57 @@ import (
 // the command printed.
 func runInTemp(t *testing.T, command string) (removed bool, out string) {
 	t.Helper()
+	return attack{command: command}.run(t)
+}
+
+// attack is a command run for real beside the canary d, as bash -c runs
+// it unless a field says otherwise.
+type attack struct {
+	command     string
+	files       []string // planted beside d and keep first
+	env         []string // added to bash's environment
+	interactive bool     // typed into an interactive bash on its standard input
+	terminal    bool     // run under a terminal (script), in a git repository
+}
+
+// run runs the attack and reports whether d is gone and what it printed.
+func (a attack) run(t *testing.T) (removed bool, out string) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "keep"), nil, 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range append([]string{"keep"}, a.files...) {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cmd := exec.Command("bash", "-c", command)
+	cmd := exec.Command("bash", "-c", a.command)
+	switch {
+	case a.interactive:
+		cmd = exec.Command("bash", "--norc", "--noprofile", "-i")
+		cmd.Stdin = strings.NewReader(a.command)
+	case a.terminal:
+		for _, p := range []string{"git", "script"} {
+			if _, err := exec.LookPath(p); err != nil {
+				if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+					t.Fatalf("the control needs %s (AGENTPTY_REQUIRE=all): %v", p, err)
+				}
+				t.Skipf("the control needs %s", p)
+			}
+		}
+		git := exec.Command("sh", "-c", "git init -q && git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x")
+		git.Dir = dir
+		if b, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git: %v: %s", err, b)
+		}
+		cmd = exec.Command("script", "-qec", "bash -c "+shellQuote(a.command), "/dev/null")
+	}
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), a.env...)
 	b, _ := cmd.CombinedOutput()
 	if _, err := os.Stat(filepath.Join(dir, "keep")); err != nil {
-		t.Fatalf("%q removed the control file: %v", command, err)
+		t.Fatalf("%q removed the control file: %v", a.command, err)
 	}
 	_, err := os.Stat(filepath.Join(dir, "d"))
 	return errors.Is(err, os.ErrNotExist), string(b)
@@ -345,5 +384,86 @@ func TestApproveRulesRunsOnlyAllowed(t *testing.T) {
 	}
 	if approved < 25 {
 		t.Errorf("only %d of %d commands approved: the corpus no longer tests the rules", approved, len(corpus))
+	}
+}
+
+// ansiQuote quotes s as one $'...' word for bash, without a newline.
+func ansiQuote(s string) string {
+	return "$'" + strings.NewReplacer(`\`, `\\`, "'", `\'`, "\n", `\n`).Replace(s) + "'"
+}
+
+// shellQuote quotes s as one word for bash.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestApproveRulesModelledOnly: each attack here was approved and ran
+// rm: a comment that hid a line continuation, names assigned by for and
+// wait -p whose values bash evaluates (the variables SECONDS, RANDOM,
+// SRANDOM, OPTIND and HISTCMD evaluate theirs as arithmetic, array
+// subscripts and command substitution included; PROMPT_COMMAND runs at
+// the next prompt), a bash -c string's assignment, and a bash option
+// whose argument was read as the script. The control runs each through
+// bash for real and shows d removed; the rules must deny it.
+func TestApproveRulesModelledOnly(t *testing.T) {
+	echo := agentpty.Rules{Allow: []string{"echo *"}}
+	echoDeny := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
+	ls := agentpty.Rules{Allow: []string{"ls *"}}
+	wait := agentpty.Rules{Allow: []string{"sleep *", "wait *"}}
+	git := agentpty.Rules{Allow: []string{"bash -c *", "echo *", "git log *", "git diff *"}}
+	comment := "echo $$'\\' # '\\\nrm -rf d\n"
+	escaped := "\\\\$'X\\'Y' # ' \\\nrm -rf d\n"
+	forVar := func(name string) string {
+		return "for x in $'\\x24'; do for " + name + " in \"a[$x(rm -rf d)]\"; do ls; done; done"
+	}
+	planted := []string{"a[$(rm -rf d)]"}
+	for _, tc := range []struct {
+		name  string
+		rules agentpty.Rules
+		attack
+		write bool // judged as a pty-write's input, typed into an interactive shell
+		want  string
+	}{
+		{"Comment", echo, attack{command: comment}, false, "a line continuation"},
+		{"CommentEscaped", echo, attack{command: "echo " + escaped}, false, "a line continuation"},
+		{"CommentDeny", echoDeny, attack{command: comment}, false, "a line continuation"},
+		{"CommentWrite", echo, attack{command: comment, interactive: true}, true, "a line continuation"},
+		{"CommentEscapedWrite", echo, attack{command: "echo " + escaped, interactive: true}, true, "a line continuation"},
+		{"CommentShellC", agentpty.Rules{Allow: []string{"bash -c *", "echo *"}}, attack{command: "bash -c " + ansiQuote(comment)}, false, "a line continuation"},
+		{"ForSeconds", ls, attack{command: forVar("SECONDS")}, false, "uses a for loop"},
+		{"ForRandom", ls, attack{command: forVar("RANDOM")}, false, "uses a for loop"},
+		{"ForSrandom", ls, attack{command: forVar("SRANDOM")}, false, "uses a for loop"},
+		{"ForOptind", ls, attack{command: forVar("OPTIND")}, false, "uses a for loop"},
+		{"ForHistcmd", ls, attack{command: forVar("HISTCMD")}, false, "uses a for loop"},
+		{"ForSecondsWrite", ls, attack{command: forVar("SECONDS") + "\n", interactive: true}, true, "uses a for loop"},
+		{"ForRandomGlob", ls, attack{command: "for RANDOM in a*; do ls; done", files: planted}, false, "uses a for loop"},
+		{"ForPromptCommand", ls, attack{command: "for PROMPT_COMMAND in 'rm -rf d'; do ls; done\n", interactive: true}, true, "uses a for loop"},
+		{"ForSecondsShellC", agentpty.Rules{Allow: []string{"bash -c *", "ls *"}}, attack{command: "bash -c " + shellQuote(forVar("SECONDS"))}, false, "uses a for loop"},
+		{"WaitP", wait, attack{command: `sleep 0 & wait -n -p "a[$x(rm -rf d)]"`, env: []string{"x=$"}}, false, "uses wait -p"},
+		{"WaitPGlob", wait, attack{command: "sleep 0 & wait -n -p a*", files: planted}, false, "uses wait -p"},
+		{"WaitNP", wait, attack{command: "sleep 0 & wait -np a*", files: planted}, false, "uses wait -np"},
+		{"ShellCAssignment", git, attack{command: `bash -c 'GIT_EXTERNAL_DIFF="rm -rf d;:" git diff --no-index --ext-diff /etc/hostname keep'`}, false,
+			`runs "GIT_EXTERNAL_DIFF=\"rm -rf d;:\" git diff --no-index --ext-diff /etc/hostname keep", which matches no allow rule`},
+		{"ShellCGitPager", git, attack{command: `bash -c 'GIT_PAGER="rm -rf d" git log'`, terminal: true}, false,
+			`runs "GIT_PAGER=\"rm -rf d\" git log", which matches no allow rule`},
+		{"RcfileDeny", echoDeny, attack{command: "bash --rcfile /dev/null -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
+		{"InitFileDeny", echoDeny, attack{command: "bash --init-file /dev/null -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
+		{"ShortOptionDeny", echoDeny, attack{command: "bash -O extglob -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			removed, out := tc.attack.run(t)
+			if !removed {
+				t.Fatalf("control: bash ran %q and d is still there (output %q): the attack does nothing", tc.command, out)
+			}
+			req := agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: tc.command}
+			if tc.write {
+				req = agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: strings.ReplaceAll(tc.command, "\n", "\r")}
+			}
+			err := tc.rules.Approve(context.Background(), req)
+			if err == nil {
+				t.Fatalf("%q approved by %+v", tc.command, tc.rules)
+			}
+			if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%q: %v\nwant ErrDenied ...%s", tc.command, err, tc.want)
+			}
+		})
 	}
 }

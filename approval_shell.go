@@ -10,15 +10,22 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// How Rules read shell text: bash's own syntax through mvdan.cc/sh, after
-// the line continuations bash removes before it tokenizes. The result is
-// a flat list of simple commands, each with the commands it runs through
-// wrappers, and the first construct whose effect is known only when bash
-// runs: an allow rule never approves a command that has one.
+// How Rules read shell text: bash's own syntax through mvdan.cc/sh. The
+// result is a flat list of simple commands, each with the commands it runs
+// through wrappers, and the first construct outside the grammar Rules
+// model completely: an allow rule never approves a command that has one.
 
 // maxCommandBytes is the longest command Rules read and Start runs: exec
 // refuses a single argument of 128 KiB (MAX_ARG_STRLEN, its NUL included).
 const maxCommandBytes = 128<<10 - 1
+
+// maxParens and maxDepth bound the work of reading a command: mvdan.cc/sh
+// spends tens of microseconds on each nested (, and each level of nesting
+// is a copy of the text inside it.
+const (
+	maxParens = 2048
+	maxDepth  = 200 // syntax tree nodes from the top to the deepest
+)
 
 type tokKind uint8
 
@@ -38,7 +45,7 @@ type token struct {
 	star    bool   // an unquoted * alone
 	assign  bool   // NAME=value
 	opaque  bool   // it names the program but is not static: matched by its text only
-	splits  bool   // an unquoted expansion, which bash may split into several words: matched by a lone * or its text
+	exact   bool   // only a rule word spelled the same matches it: an expansion, whose value and word count only the shell knows, or an assignment
 }
 
 // simpleCmd is one simple command of a list or pipeline.
@@ -47,7 +54,13 @@ type simpleCmd struct {
 	sep        string    // the operator after it: ; & && || | |& a newline, or ) at the end of a substitution
 	start, end int       // its text in the (joined) source
 	runs       [][]token // what it runs: its own words, then each wrapper's command, find -exec's, sh -c's
+	needs      [][]token // what must match an allow rule of its own: each wrapper's command, find -exec's, and sh -c's commands with their assignments and redirections
 }
+
+// syntaxError is what mvdan.cc/sh found wrong with a command.
+type syntaxError string
+
+func (e syntaxError) Error() string { return string(e) }
 
 // opaqueSyntax is shell syntax the rules cannot see through.
 type opaqueSyntax struct{ what string }
@@ -86,21 +99,31 @@ func parseRule(src string) (*shellCommand, error) { return parseShell(src, true,
 
 // parseShell reads src as a rule or a command, inside depth sh -c.
 func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
-	sc := &shellCommand{src: joinLines(src), rule: rule, depth: depth}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(sc.src), "")
+	sc := &shellCommand{src: src, rule: rule, depth: depth}
+	if n := strings.Count(src, "("); n > maxParens {
+		return nil, fmt.Errorf("holds %d parentheses, more than the %d the rules read", n, maxParens)
+	}
+	// Where bash joins a line and where it does not (in a comment, in
+	// $'...', after $) is exactly where a reading can go wrong; bytes
+	// the terminal or the locale may act on likewise.
+	if strings.Contains(src, "\\\n") {
+		return nil, errors.New("uses a line continuation (a backslash before a newline), which the rules do not read")
+	}
+	if i := strings.IndexFunc(src, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }); i >= 0 {
+		return nil, fmt.Errorf("uses the control character %q, which the rules do not read", src[i])
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		var pe syntax.ParseError
 		if errors.As(err, &pe) {
-			return nil, errors.New(pe.Text)
+			return nil, syntaxError(pe.Text)
 		}
-		return nil, err
+		return nil, syntaxError(err.Error())
+	}
+	if tooDeep(f) {
+		return nil, fmt.Errorf("nests deeper than the rules read (%d levels of syntax)", maxDepth)
 	}
 	sc.list(f.Stmts, "", nil)
-	if strings.Contains(sc.src, "\\\n") {
-		// Left by joinLines inside quotes or a comment, where bash keeps
-		// it too; refused rather than trusted to agree.
-		sc.refuse("a backslash-newline inside quotes or a comment")
-	}
 	for _, m := range opaqueMarks {
 		if strings.Contains(sc.src, m.s) {
 			sc.refuse(m.what)
@@ -109,76 +132,33 @@ func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
 	return sc, nil
 }
 
-// joinLines removes each backslash-newline where bash does, before it
-// splits the text into tokens: everywhere but inside single quotes, $'...'
-// and comments. (mvdan.cc/sh keeps $\ newline ( as two words; bash runs a
-// command substitution.) Where this scan and bash might disagree about
-// quoting (inside substitutions and here-documents) the command is refused
-// anyway.
-func joinLines(src string) string {
-	if !strings.Contains(src, "\\\n") {
-		return src
-	}
-	const (
-		normal = iota
-		single
-		ansi
-		double
-		comment
-	)
-	var b strings.Builder
-	state := normal
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch state {
-		case normal, double:
-			if c == '\\' && i+1 < len(src) {
-				i++
-				if src[i] != '\n' {
-					b.WriteByte(c)
-					b.WriteByte(src[i])
-				}
-				continue
-			}
-			out := b.String()
-			switch {
-			case c == '"' && state == double:
-				state = normal
-			case state == double:
-			case c == '"':
-				state = double
-			case c == '\'' && strings.HasSuffix(out, "$") && !strings.HasSuffix(out, `\$`):
-				state = ansi
-			case c == '\'':
-				state = single
-			case c == '#' && (out == "" || strings.ContainsRune(" \t\n;&|()<>", rune(out[len(out)-1]))):
-				state = comment
-			}
-		case single:
-			if c == '\'' {
-				state = normal
-			}
-		case ansi:
-			if c == '\\' && i+1 < len(src) {
-				b.WriteByte(c)
-				i++
-				c = src[i]
-			} else if c == '\'' {
-				state = normal
-			}
-		case comment:
-			if c == '\n' {
-				state = normal
-			}
+// tooDeep reports whether f's syntax tree nests deeper than maxDepth,
+// without descending further.
+func tooDeep(f *syntax.File) bool {
+	depth, deep := 0, false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			depth--
+			return true
 		}
-		b.WriteByte(c)
-	}
-	return b.String()
+		depth++
+		deep = deep || depth > maxDepth
+		return !deep
+	})
+	return deep
 }
 
 func (sc *shellCommand) refuse(what string) {
 	if sc.refused == nil {
 		sc.refused = &opaqueSyntax{what}
+	}
+}
+
+// refusef is refuse with a message built only for the first refusal:
+// a long command may hold thousands.
+func (sc *shellCommand) refusef(format string, args ...any) {
+	if sc.refused == nil {
+		sc.refused = &opaqueSyntax{fmt.Sprintf(format, args...)}
 	}
 }
 
@@ -248,11 +228,21 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 			sc.list(c.Then, sep, redirs)
 		}
 	case *syntax.WhileClause:
+		if c.Until {
+			sc.refuse("an until loop")
+		}
+		sc.refuse("a while loop")
 		sc.list(c.Cond, ";", redirs)
 		sc.list(c.Do, sep, redirs)
 	case *syntax.ForClause:
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
+			// for NAME assigns NAME, and bash evaluates what SECONDS,
+			// RANDOM, OPTIND and others are given as arithmetic.
+			if c.Select {
+				sc.refuse("a select loop, which assigns the variable it names")
+			}
+			sc.refuse("a for loop, which assigns the variable it names")
 			for _, w := range l.Items {
 				sc.word(w)
 			}
@@ -261,6 +251,7 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 		}
 		sc.list(c.Do, sep, redirs)
 	case *syntax.CaseClause:
+		sc.refuse("a case statement")
 		sc.word(c.Word)
 		for _, it := range c.Items {
 			for _, w := range it.Patterns {
@@ -289,7 +280,7 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	case *syntax.LetClause:
 		sc.refuse("let, which evaluates arithmetic")
 	default:
-		sc.refuse(fmt.Sprintf("shell syntax the rules do not know (%T)", c))
+		sc.refusef("shell syntax the rules do not know (%T)", c)
 	}
 }
 
@@ -310,7 +301,7 @@ func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 	c := simpleCmd{toks: append(toks, redirs...), sep: sep, start: start, end: end}
 	c.markProgram()
 	if !sc.rule {
-		c.runs = sc.runsOf(c.words())
+		c.runs, c.needs = sc.runsOf(c.words())
 	}
 	sc.cmds = append(sc.cmds, c)
 }
@@ -322,6 +313,9 @@ func (sc *shellCommand) redirects(rs []*syntax.Redirect) []token {
 		op := r.Op.String()
 		if r.N != nil {
 			op = r.N.Value + op
+		}
+		if r.N != nil && !isDigits(r.N.Value) {
+			sc.refusef("a redirection %s, which assigns a variable", op)
 		}
 		if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc {
 			sc.refuse("a here-document")
@@ -342,7 +336,7 @@ func (sc *shellCommand) assign(a *syntax.Assign) token {
 	if a.Name != nil && evaluatedVars[a.Name.Value] {
 		sc.refuse("an assignment to " + a.Name.Value + ", whose value the shell expands or runs later")
 	}
-	t := token{kind: tokWord, raw: sc.text(a), static: true, assign: a.Name != nil}
+	t := token{kind: tokWord, raw: sc.text(a), static: true, assign: a.Name != nil, exact: a.Name != nil}
 	name := ""
 	if a.Name != nil {
 		name = a.Name.Value + "="
@@ -378,35 +372,23 @@ var evaluatedVars = map[string]bool{"PS0": true, "PS1": true, "PS2": true, "PS3"
 	"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true}
 
 // decl turns declare, export, local, readonly and typeset into a simple
-// command, refusing what makes bash evaluate a name or value later.
+// command. With arguments they assign the variables they name, and bash
+// evaluates the values of some (SECONDS, RANDOM, -i, -n): refused.
 func (sc *shellCommand) decl(d *syntax.DeclClause, s *syntax.Stmt, sep string, redirs []token) {
 	variant := d.Variant.Value
+	if len(d.Args) > 0 {
+		sc.refuse(variant + " with arguments, which assigns the variables they name")
+	}
 	toks := []token{{kind: tokWord, raw: variant, val: variant, pat: variant, static: true}}
 	for _, a := range d.Args {
-		if !a.Naked {
-			toks = append(toks, sc.assign(a))
-			continue
-		}
-		var t token
-		if a.Name != nil {
-			t = token{kind: tokWord, raw: a.Name.Value, val: a.Name.Value, pat: globQuote(a.Name.Value), static: true}
-			if a.Index != nil {
-				sc.refuse(variant + " with an array subscript, which bash evaluates as arithmetic")
-			}
-		} else {
-			t = sc.word(a.Value)
-		}
 		switch {
-		case !t.static:
-			sc.refuse(variant + " with " + t.raw + ", which may name an array subscript bash evaluates")
-		case strings.HasPrefix(t.val, "-") || strings.HasPrefix(t.val, "+"):
-			if strings.ContainsAny(t.val[1:], "in") {
-				sc.refuse(variant + " " + t.val + ", whose variables bash evaluates when they are set or read")
-			}
-		case !isName(t.val):
-			sc.refuse(variant + " " + t.raw + ", which bash evaluates")
+		case !a.Naked:
+			toks = append(toks, sc.assign(a))
+		case a.Name != nil:
+			toks = append(toks, token{kind: tokWord, raw: a.Name.Value, val: a.Name.Value, pat: globQuote(a.Name.Value), static: true})
+		default:
+			toks = append(toks, sc.word(a.Value))
 		}
-		toks = append(toks, t)
 	}
 	sc.add(toks, redirs, sep, off(s.Pos()), stmtEnd(s, d))
 }
@@ -419,9 +401,15 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 		val.WriteString(s)
 		pat.WriteString(globQuote(s))
 	}
-	expand := func(s string) {
-		t.static, t.expands = false, true
-		lit(s) // what a variable holds matches as it is, glob characters too
+	expand := func(n syntax.Node) {
+		t.static, t.expands, t.exact = false, true, true
+		// A rule matches an expansion by its text: val holds a short one
+		// for messages, never a copy of each level of a nested one.
+		if s := sc.text(n); len(s) <= 64 {
+			lit(s)
+		} else {
+			lit("${...}")
+		}
 	}
 	for i, part := range w.Parts {
 		switch x := part.(type) {
@@ -435,7 +423,7 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 				if nul {
 					sc.refuse("a $'...' string holding a NUL byte, where bash ends the word")
 				}
-				t.static = t.static && !local
+				t.static, t.exact = t.static && !local, t.exact || local
 			}
 			lit(v)
 		case *syntax.DblQuoted:
@@ -448,19 +436,18 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 					lit(unescapeDouble(y.Value))
 				case *syntax.ParamExp:
 					sc.param(y)
-					expand(sc.text(y))
+					expand(y)
 				default:
 					sc.wordPart(p)
-					expand(sc.text(p))
+					expand(p)
 				}
 			}
 		case *syntax.ParamExp:
 			sc.param(x)
-			expand(sc.text(x))
-			t.splits = true
+			expand(x)
 		default:
 			sc.wordPart(part)
-			expand(sc.text(part))
+			expand(part)
 		}
 	}
 	t.val, t.pat = val.String(), pat.String()
@@ -469,7 +456,7 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 		if strings.Contains(t.val, m.s) {
 			// $'\x24(...)' and \$\(...\): bash evaluates such text as
 			// code in array subscripts.
-			sc.refuse(m.what + " in the value " + strconv.Quote(t.val))
+			sc.refusef("%s in the value %s", m.what, quoteShort(t.val))
 		}
 	}
 	return t
@@ -538,9 +525,9 @@ func (sc *shellCommand) wordPart(p syntax.WordPart) {
 			sc.refuse("an arithmetic expansion $((...))")
 		}
 	case *syntax.ExtGlob:
-		sc.refuse("an extended glob " + sc.text(x))
+		sc.refusef("an extended glob %s", clip(sc.text(x)))
 	default:
-		sc.refuse("shell syntax the rules do not know: " + sc.text(p))
+		sc.refusef("shell syntax the rules do not know: %s", clip(sc.text(p)))
 	}
 }
 
@@ -551,7 +538,7 @@ func (sc *shellCommand) param(p *syntax.ParamExp) {
 		p.NestedParam == nil && p.Index == nil && len(p.Modifiers) == 0 && p.Slice == nil &&
 		p.Repl == nil && p.Names == 0 && p.Exp == nil
 	if !simple {
-		sc.refuse("a parameter expansion " + sc.text(p))
+		sc.refusef("a parameter expansion %s", clip(sc.text(p)))
 	}
 }
 

@@ -46,27 +46,3 @@ func TestRulesReadWordsAsBash(t *testing.T) {
 		}
 	}
 }
-
-// TestJoinLines: backslash-newline goes where bash removes it and stays
-// in single quotes, $'...' and comments; what bash then runs is what the
-// joined text says.
-func TestJoinLines(t *testing.T) {
-	for in, want := range map[string]string{
-		"a\\\nb":            "ab",
-		"\"a\\\nb\"":        "\"ab\"",
-		"'a\\\nb'":          "'a\\\nb'",
-		"$'a\\\nb'":         "$'a\\\nb'",
-		"$'\\'\\\n'":        "$'\\'\\\n'",
-		"# c\\\nrm":         "# c\\\nrm",
-		"a #c\\\nrm":        "a #c\\\nrm",
-		"a#b\\\nc":          "a#bc",
-		"echo \"$\\\n(x)\"": "echo \"$(x)\"",
-		"\\\\\n":            "\\\\\n",
-		"'a'\\\nb":          "'a'b",
-		"\"'\"\\\n'x\\\ny'": "\"'\"'x\\\ny'",
-	} {
-		if got := joinLines(in); got != want {
-			t.Errorf("joinLines(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
