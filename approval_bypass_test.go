@@ -88,8 +88,8 @@ func TestApproveRulesBypasses(t *testing.T) {
 		harm    string // "" when the harm is d removed; else what the output shows
 		want    string
 	}{
-		{"LineContinuation", echo, "echo \"$\\\n(rm -rf d)\"", "", `"rm -rf d" matches deny rule "rm *"`},
-		{"LineContinuationUnquoted", echo, "echo $\\\n(rm -rf d)", "", `"rm -rf d" matches deny rule "rm *"`},
+		{"LineContinuation", echo, "echo \"$\\\n(rm -rf d)\"", "", "uses a line continuation"},
+		{"LineContinuationUnquoted", echo, "echo $\\\n(rm -rf d)", "", "uses a line continuation"},
 		{"TestV", agentpty.Rules{Allow: []string{"test *"}}, `test -v $'a[\x24(rm -rf d)]'`, "",
 			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
 		{"BracketV", agentpty.Rules{Allow: []string{"[ *"}}, `[ -v $'a[\x24(rm -rf d)]' ]`, "",
@@ -128,9 +128,9 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"FindExecNotAllowed", agentpty.Rules{Allow: []string{"find *"}}, "find . -name d -exec rm -rf {} +", "",
 			`runs "rm -rf {}", which matches no allow rule`},
 		{"Declare", agentpty.Rules{Allow: []string{"*"}}, `declare $'a[\x24(rm -rf d)]=1'`, "",
-			`uses a command substitution $(...) in the value`},
+			`uses declare with arguments, which assigns the variables they name`},
 		{"Read", agentpty.Rules{Allow: []string{"*"}}, `x='a[$'; y="${x}(rm -rf d)]"; read "$y" <<< 1`, "",
-			`uses read, which evaluates array subscripts`},
+			`uses read, which assigns the variables it names`},
 		{"Alias", agentpty.Rules{Allow: []string{"*"}}, "shopt -s expand_aliases\nalias ls='rm -rf d'\nls", "",
 			`uses alias, which makes a word run something else`},
 	} {
@@ -210,16 +210,41 @@ func TestApproveRulesRefused(t *testing.T) {
 		"[[ -f x ]]":                       "a [[ ... ]] test",
 		"printf -v x %s y":                 "printf -v, which evaluates array subscripts",
 		"printf $f x":                      "printf with $f before its format",
-		"read x":                           "read, which evaluates array subscripts",
-		"mapfile x < f":                    "mapfile, which evaluates",
+		"read x":                           "read, which assigns the variables it names",
+		"mapfile x < f":                    "mapfile, which assigns the variables it names",
 		"let x=1":                          "let, which evaluates arithmetic",
 		"((x=1))":                          "an arithmetic command ((...))",
 		"for ((i=0;i<2;i++)); do ls; done": "an arithmetic for loop",
-		"declare 'a[1]=2'":                 "declare 'a[1]=2', which bash evaluates",
-		"declare a[1]=2":                   "an array subscript in an assignment",
-		"local -n r=x":                     "local -n, whose variables bash evaluates",
-		"export $v":                        "export with $v, which may name an array subscript",
-		"declare -i x=y":                   "declare -i, whose variables bash evaluates",
+		"declare 'a[1]=2'":                 "declare with arguments, which assigns the variables they name",
+		"declare a[1]=2":                   "declare with arguments",
+		"local -n r=x":                     "local with arguments",
+		"export $v":                        "export with arguments",
+		"declare -i x=y":                   "declare with arguments",
+		"export X=1":                       "export with arguments",
+		"command declare x":                "declare with arguments",
+		"for x in a; do ls; done":          "a for loop, which assigns the variable it names",
+		"select x in a; do ls; done":       "a select loop",
+		"while ls; do ls; done":            "a while loop",
+		"until ls; do ls; done":            "an until loop",
+		"case x in x) ls;; esac":           "a case statement",
+		"getopts a x":                      "getopts, which assigns the variables it names",
+		"wait -p x":                        "wait -p, which assigns the variable it names",
+		"wait -fnp x":                      "wait -fnp, which assigns the variable it names",
+		"set -k":                           "set -k, which makes words after a command assignments",
+		"set -o keyword":                   "set -k, which makes words after a command assignments",
+		"wait *":                           "wait with *, which the builtin may take for a name to assign or evaluate",
+		"exec {fd}>/dev/null":              "a redirection {fd}>, which assigns a variable",
+		"bash -kc 'ls X=1'":                "bash -k, which makes words after a command assignments",
+		"bash -o keyword -c 'ls X=1'":      "bash -o keyword, which the rules do not know",
+		"bash -c --rcfile x 'ls'":          "bash with option --rcfile, which the rules do not know",
+		"bash -x --rcfile x -c ls":         "bash with option --rcfile, which the rules do not know",
+		"bash --frob -c ls":                "bash with option --frob, which the rules do not know",
+		"bash -c 'X=1 ls'":                 "",
+		"zsh -c ls":                        "zsh -c, whose command line the rules do not read",
+		"sudo -u * ls":                     "sudo with *, which the rules cannot know",
+		"timeout $T ls":                    "timeout with option $T, which the rules do not know",
+		"timeout -s $S 5 ls":               "timeout with $S, which the rules cannot know",
+		"chroot -- $D ls":                  "chroot with $D, which the rules cannot know",
 		"a[1]=2":                           "an array subscript in an assignment",
 		"a=([1]=2)":                        "an array subscript in an assignment",
 		"unset 'a[1]'":                     "unset with 'a[1]'",
@@ -230,19 +255,24 @@ func TestApproveRulesRefused(t *testing.T) {
 		"enable -f x.so y":                 "enable, which can load code",
 		"hash -p /bin/rm ls":               "hash -p, which makes a name run another program",
 		"PS4=x bash -x y":                  "an assignment to PS4",
-		"export BASH_ENV=x":                "an assignment to BASH_ENV",
+		"export BASH_ENV=x":                "export with arguments",
 		"cat <<EOF\nx\nEOF":                "a here-document",
 		"echo @(a|b)":                      "an extended glob @(a|b)",
 		`echo $"hi"`:                       `a $"..." string`,
 		`echo $'a\x00b'`:                   "a $'...' string holding a NUL byte",
 		"coproc ls":                        "a coprocess",
-		"echo 'a\\\nb'":                    "a backslash-newline inside quotes or a comment",
-		"ls # \\\nrm -rf d":                "a backslash-newline inside quotes or a comment",
+		"echo 'a\\\nb'":                    "a line continuation",
+		"ls # \\\nrm -rf d":                "a line continuation",
+		"ls\rrm -rf d":                     "the control character '\\r'",
+		"ls \x1b[201~":                     "the control character '\\x1b'",
 		"env -S 'rm -rf d'":                "env -S, which runs a string as a command",
 		"find $D -name x":                  "find with $D, which may expand to -exec",
 		"find * -quit":                     "find with *, which may expand to -exec",
 		"echo '$(id)'":                     "a command substitution $(...)",
 	} {
+		if want == "" {
+			continue
+		}
 		err := approve(all, c)
 		if err == nil || !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), "uses "+want) {
 			t.Errorf("%q: %v; want ...uses %s", c, err, want)
@@ -307,8 +337,9 @@ func TestApproveRulesShellC(t *testing.T) {
 }
 
 // TestApproveRulesSplitting: an unquoted expansion may become several
-// words (X='/etc/shadow x' makes cat $X.txt read /etc/shadow), so only a
-// lone * or the same text matches it; quoted, it is one word.
+// words (X='/etc/shadow x' makes cat $X.txt read /etc/shadow), and only
+// the shell knows what it holds, so only a rule that spells it the same
+// matches it: a lone * does not, quoted or not.
 func TestApproveRulesSplitting(t *testing.T) {
 	r := agentpty.Rules{Allow: []string{"cat *.txt", "echo *", "ls $D"}}
 	dir := t.TempDir()
@@ -321,7 +352,7 @@ func TestApproveRulesSplitting(t *testing.T) {
 	if out, _ := cmd.CombinedOutput(); !strings.Contains(string(out), "s3cret") {
 		t.Fatalf("control: %q", out)
 	}
-	for c, ok := range map[string]bool{"cat $X.txt": false, `cat "$X".txt`: true, "cat notes.txt": true, "echo $X": true, "ls $D": true} {
+	for c, ok := range map[string]bool{"cat $X.txt": false, `cat "$X".txt`: false, "cat notes.txt": true, "echo $X": false, "ls $D": true, "ls \"$D\"": false} {
 		if err := approve(r, c); (err == nil) != ok {
 			t.Errorf("%q: %v; want approved %v", c, err, ok)
 		}
@@ -349,6 +380,11 @@ func TestApproveRulesRunsOnlyAllowed(t *testing.T) {
 		"printf '%s\\n' a b", "echo $((1+1))", "echo $[1+1]", "[ -v x ]", "eval echo", "command echo hi", "nice echo hi",
 		"echo hi | printf x", "echo hi |& printf x", "! true", "time true", "time -p echo x", "case x in x) echo y;; esac",
 		"for i in 1 2; do echo $i; done", "while true; do break; done", "select x in a; do break; done <<< 1",
+		"echo a b c", "echo 'a b' \"c d\"", "printf '%s\\n' *", "(echo x)", "{ echo x; }", "if true; then echo y; else echo n; fi",
+		"echo x >/dev/null && true", "true || echo no", "echo x | printf y", "cd .. && echo x", "echo '$x' \"\\$y\"",
+		"cd /tmp; echo ~", "echo {a,b}c", "! echo x", "time echo x", "echo x 2>&1 | printf '%s' y &", "command -p echo x",
+		"nice -n 1 echo x", "echo $'\\x41'", "printf -- '-v %s' x", "cd - >/dev/null",
+		"for RANDOM in a*; do true; done", "wait -n -p a*", "bash -c 'X=1 echo x'", "echo $$'\\' # '\\\nrm -rf d",
 	}
 	approved := 0
 	for _, c := range corpus {

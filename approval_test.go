@@ -40,7 +40,7 @@ func TestApproveRules(t *testing.T) {
 		{"'ls' -la", ""},
 		{`l\s -la`, ""},
 		{`echo "hello; world" 'a|b'`, ""},
-		{"echo $HOME ${USER}", ""},
+		{"echo $HOME ${USER}", "matches no allow rule (only a rule that spells $HOME as it is written matches it)"},
 		{"git status", ""},
 		{"git status --short", `matches no allow rule`},
 		{"git log --oneline -n 3", ""},
@@ -50,14 +50,14 @@ func TestApproveRules(t *testing.T) {
 		{"python3 -c 'import os'", `matches no allow rule`},
 		{`printf 'a;b'`, ""},
 		{"ls # ; rm -rf x", ""},
-		{"ls \\\n -la", ""},
+		{"ls \\\n -la", "uses a line continuation (a backslash before a newline), which the rules do not read"},
 		{"# just a note", "runs no command"},
 
 		// Harmless redirections need no rule; files do.
 		{"ls -la 2>&1", ""},
 		{"ls >/dev/null 2>&1", ""},
 		{"cat < notes.txt", ""},
-		{"cat <<< word", ""},
+		{"cat <<< word", "matches no allow rule"},
 		{"cat < /dev/tcp/example.com/80", `matches no allow rule`},
 		{"cat < $FILE", `matches no allow rule`},
 		{"ls > ~/.bashrc", `matches no allow rule`},
@@ -83,7 +83,7 @@ func TestApproveRules(t *testing.T) {
 		{"$EDITOR notes.txt", ""},
 		{"$CMD notes.txt", `matches no allow rule`},
 		{"/bin/l? -la", `matches no allow rule`},
-		{"{ls,-la}", `matches no allow rule`},
+		{"{ls,-la}", `matches deny rule "rm *"`}, // it might become rm
 
 		// Deny rules, however the program is written or wrapped.
 		{"rm -rf /", `matches deny rule "rm *"`},
@@ -159,12 +159,13 @@ func TestApproveRulesMessages(t *testing.T) {
 // construct the rules refuse, a file redirection, or a program it cannot name.
 func TestApproveRulesStar(t *testing.T) {
 	all := agentpty.Rules{Allow: []string{"*"}}
-	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "LD_PRELOAD=x ls", "ls 2>&1", "(ls)", "{ ls; }"} {
+	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "ls 2>&1", "(ls)", "{ ls; }", "ls *.go"} {
 		if err := approve(all, c); err != nil {
 			t.Errorf("%q: %v", c, err)
 		}
 	}
-	for _, c := range []string{"ls > f", "$X -rf /", "echo $(id)", "ls;; ls", "f() { ls; }", "eval ls", "x[1]=2"} {
+	for _, c := range []string{"ls > f", "$X -rf /", "echo $(id)", "ls;; ls", "f() { ls; }", "eval ls", "x[1]=2",
+		"LD_PRELOAD=x ls", "echo $HOME", "for x in a; do ls; done", "ls <<< x"} {
 		if err := approve(all, c); err == nil {
 			t.Errorf("%q approved by %q", c, all.Allow)
 		}
