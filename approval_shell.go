@@ -103,17 +103,12 @@ func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
 	if n := strings.Count(src, "("); n > maxParens {
 		return nil, fmt.Errorf("holds %d parentheses, more than the %d the rules read", n, maxParens)
 	}
-	// Where bash joins a line and where it does not (in a comment, in
-	// $'...', after $) is exactly where a reading can go wrong; bytes
-	// the terminal or the locale may act on likewise.
-	if strings.Contains(src, "\\\n") {
-		return nil, errors.New("uses a line continuation (a backslash before a newline), which the rules do not read")
-	}
-	if i := strings.IndexFunc(src, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }); i >= 0 {
-		return nil, fmt.Errorf("uses the control character %q, which the rules do not read", src[i])
-	}
+	unread := unreadBytes(src)
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
+		if unread != "" {
+			return nil, errors.New("uses " + unread + ", which the rules do not read")
+		}
 		var pe syntax.ParseError
 		if errors.As(err, &pe) {
 			return nil, syntaxError(pe.Text)
@@ -123,6 +118,10 @@ func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
 	if tooDeep(f) {
 		return nil, fmt.Errorf("nests deeper than the rules read (%d levels of syntax)", maxDepth)
 	}
+	if unread != "" {
+		// Refused, but read as well as mvdan.cc/sh can for the deny rules.
+		sc.refuse(unread)
+	}
 	sc.list(f.Stmts, "", nil)
 	for _, m := range opaqueMarks {
 		if strings.Contains(sc.src, m.s) {
@@ -130,6 +129,20 @@ func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
 		}
 	}
 	return sc, nil
+}
+
+// unreadBytes names what src holds that Rules do not read: where bash
+// joins a line and where it does not (in a comment, in $'...', after $)
+// is exactly where a reading can go wrong; bytes the terminal or the
+// locale may act on likewise.
+func unreadBytes(src string) string {
+	if strings.Contains(src, "\\\n") {
+		return "a line continuation (a backslash before a newline)"
+	}
+	if i := strings.IndexFunc(src, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }); i >= 0 {
+		return fmt.Sprintf("the control character %q", src[i])
+	}
+	return ""
 }
 
 // tooDeep reports whether f's syntax tree nests deeper than maxDepth,
