@@ -50,7 +50,7 @@ func TestApproveRules(t *testing.T) {
 		{"python3 -c 'import os'", `matches no allow rule`},
 		{`printf 'a;b'`, ""},
 		{"ls # ; rm -rf x", ""},
-		{"ls \\\n -la", "uses a line continuation (a backslash before a newline), which the rules do not read"},
+		{"ls \\\n -la", "uses a line continuation (a backslash before a newline), which only an allow rule equal to the whole command approves"},
 		{"# just a note", "runs no command"},
 
 		// Harmless redirections need no rule; files do.
