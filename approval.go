@@ -218,7 +218,7 @@ func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, 
 	for i := range cmds {
 		for _, need := range cmds[i].needs {
 			if !slices.ContainsFunc(allow, func(rule []simpleCmd) bool {
-				return len(rule) == 1 && matchTokens(rule[0].allowToks(), need)
+				return len(rule) == 1 && matchTokens(rule[0].allow, need)
 			}) {
 				return deny("%s runs %s, which matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])),
 					quoteShort(wordsText(need)), spelled(need))
@@ -349,15 +349,15 @@ func runMatches(rule, cmds []simpleCmd, match func(r, c *simpleCmd) bool) bool {
 	return true
 }
 
-func allowMatch(r, c *simpleCmd) bool { return matchTokens(r.allowToks(), c.allowToks()) }
+func allowMatch(r, c *simpleCmd) bool { return matchTokens(r.allow, c.allow) }
 
 // denyMatch matches a deny rule against every view of a command: as it is
 // written (so a rule can name a redirection), and each program it runs,
 // also by the base name of a program named by its path. A glob may
 // become any words its pattern matches, or none.
 func denyMatch(r, c *simpleCmd) bool {
-	rule := r.allowToks()
-	if denyTokens(rule, c.allowToks()) {
+	rule := r.allow
+	if denyTokens(rule, c.allow) {
 		return true
 	}
 	for _, run := range c.runs {
@@ -468,47 +468,47 @@ func tokenMatches(r, c token) bool {
 }
 
 // globMatch matches s against pattern, in which * matches any characters,
-// ? one, and a backslash makes the next character literal.
+// ? one, and a backslash makes the next character literal. It allocates
+// nothing: the deny rules call it for every word of every view.
 func globMatch(pattern, s string) bool {
-	type elem struct {
-		r    rune
-		kind byte // 'c' a character, '?' any one, '*' any run
+	if !strings.ContainsAny(pattern, `*?\`) {
+		return pattern == s
 	}
-	var pat []elem
-	for i := 0; i < len(pattern); {
-		r, n := utf8.DecodeRuneInString(pattern[i:])
-		i += n
-		switch r {
-		case '*', '?':
-			pat = append(pat, elem{kind: byte(r)})
-		case '\\':
-			r, n = utf8.DecodeRuneInString(pattern[i:])
-			i += n
-			fallthrough
-		default:
-			pat = append(pat, elem{r: r, kind: 'c'})
-		}
-	}
-	str := []rune(s)
 	p, j, star, mark := 0, 0, -1, 0
-	for j < len(str) {
-		switch {
-		case p < len(pat) && (pat[p].kind == '?' || pat[p].kind == 'c' && pat[p].r == str[j]):
-			p, j = p+1, j+1
-		case p < len(pat) && pat[p].kind == '*':
-			star, mark = p, j
-			p++
-		case star >= 0:
-			mark++
-			p, j = star+1, mark
-		default:
+	for j < len(s) {
+		if p < len(pattern) {
+			switch pattern[p] {
+			case '*':
+				star, mark = p, j
+				p++
+				continue
+			case '?':
+				_, n := utf8.DecodeRuneInString(s[j:])
+				p, j = p+1, j+n
+				continue
+			}
+			lit := p
+			if pattern[p] == '\\' && p+1 < len(pattern) {
+				lit++
+			}
+			_, pn := utf8.DecodeRuneInString(pattern[lit:])
+			_, sn := utf8.DecodeRuneInString(s[j:])
+			if pattern[lit:lit+pn] == s[j:j+sn] {
+				p, j = lit+pn, j+sn
+				continue
+			}
+		}
+		if star < 0 {
 			return false
 		}
+		_, n := utf8.DecodeRuneInString(s[mark:])
+		mark += n
+		p, j = star+1, mark
 	}
-	for p < len(pat) && pat[p].kind == '*' {
+	for p < len(pattern) && pattern[p] == '*' {
 		p++
 	}
-	return p == len(pat)
+	return p == len(pattern)
 }
 
 // allowToks returns the tokens a rule must match: all but the harmless

@@ -70,7 +70,7 @@ func (sc *shellCommand) shellString(words []token) (runs, needs [][]token) {
 		sc.refusef("%s -c nested more than %d deep", prog.val, maxNesting)
 		return nil, nil
 	}
-	inner, err := parseShell(words[i].val, false, sc.depth+1)
+	inner, err := parseShell(words[i].val, false, sc.depth+1, sc.parser)
 	if err != nil {
 		sc.refusef("%s -c %s, which %s", prog.val, quoteShort(words[i].val), unreadable(err))
 		return nil, nil
@@ -80,7 +80,7 @@ func (sc *shellCommand) shellString(words []token) (runs, needs [][]token) {
 	}
 	for _, c := range inner.cmds {
 		runs = append(runs, c.runs...)
-		needs = append(needs, c.allowToks())
+		needs = append(needs, c.allow)
 		needs = append(needs, c.needs...)
 	}
 	return runs, needs

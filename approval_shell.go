@@ -51,6 +51,7 @@ type token struct {
 // simpleCmd is one simple command of a list or pipeline.
 type simpleCmd struct {
 	toks       []token   // as written: assignments, words, then redirections
+	allow      []token   // what a rule must match: toks but the harmless redirections
 	sep        string    // the operator after it: ; & && || | |& a newline, or ) at the end of a substitution
 	start, end int       // its text in the (joined) source
 	runs       [][]token // what it runs: its own words, then each wrapper's command, find -exec's, sh -c's
@@ -86,25 +87,30 @@ type shellCommand struct {
 	refused *opaqueSyntax // the first construct no allow rule approves, if any
 	rule    bool          // a rule: what its commands run is not judged
 	depth   int           // how many sh -c this command line is inside
+	parser  *syntax.Parser
 }
 
 // parseCommand reads src as bash would. A syntax error is an error; a
 // construct the rules cannot see through is recorded in refused, and the
 // commands inside it are still listed (deny rules see them).
-func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false, 0) }
+func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false, 0, nil) }
 
 // parseRule reads a rule as parseCommand reads a command, but leaves what
 // its commands run unjudged: a rule's * is no wrapper's option.
-func parseRule(src string) (*shellCommand, error) { return parseShell(src, true, 0) }
+func parseRule(src string) (*shellCommand, error) { return parseShell(src, true, 0, nil) }
 
-// parseShell reads src as a rule or a command, inside depth sh -c.
-func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
-	sc := &shellCommand{src: src, rule: rule, depth: depth}
+// parseShell reads src as a rule or a command, inside depth sh -c, with
+// parser (nil: a new one).
+func parseShell(src string, rule bool, depth int, parser *syntax.Parser) (*shellCommand, error) {
+	if parser == nil {
+		parser = syntax.NewParser(syntax.Variant(syntax.LangBash))
+	}
+	sc := &shellCommand{src: src, rule: rule, depth: depth, parser: parser}
 	if n := strings.Count(src, "("); n > maxParens {
 		return nil, fmt.Errorf("holds %d parentheses, more than the %d the rules read", n, maxParens)
 	}
 	unread := unreadBytes(src)
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := parser.Parse(strings.NewReader(src), "")
 	if err != nil {
 		if unread != "" {
 			return nil, errors.New("uses " + unread + ", which the rules do not read")
@@ -313,6 +319,7 @@ func timed(s *syntax.Stmt) *syntax.Stmt {
 func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 	c := simpleCmd{toks: append(toks, redirs...), sep: sep, start: start, end: end}
 	c.markProgram()
+	c.allow = c.allowToks()
 	if !sc.rule {
 		c.runs, c.needs = sc.runsOf(c.words())
 	}

@@ -46,3 +46,22 @@ func TestRulesReadWordsAsBash(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobMatch: * any characters, ? one character (not one byte), a
+// backslash the next character literally.
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"", "", true}, {"a", "a", true}, {"a", "b", false}, {"*", "", true}, {"*", "abc", true},
+		{"a*c", "abbbc", true}, {"a*c", "abcd", false}, {"?", "é", true}, {"??", "é", false}, {"*.py", "x.py", true},
+		{"*.py", "x.pyc", false}, {`\*`, "*", true}, {`\*`, "a", false}, {`a\?`, "a?", true}, {`a\?`, "ab", false},
+		{"*a*b*c", "xaybzc", true}, {"*a*b*c", "xaybz", false}, {"go test -run=*", "go test -run=X", true},
+		{"é*", "éa", true}, {"\xff", "\xfe", false}, {`x\`, `x\`, true},
+	} {
+		if got := globMatch(tc.pat, tc.s); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.pat, tc.s, got)
+		}
+	}
+}

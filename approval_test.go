@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -325,4 +326,59 @@ func refusedNode(n syntax.Node) string {
 		}
 	}
 	return ""
+}
+
+// TestApproveRulesBounded: no command the length cap lets through makes
+// Approve take long or much memory. 98 KB of nested $( took 30 s and
+// 6 GB when each level's refusal quoted the whole text inside it.
+func TestApproveRulesBounded(t *testing.T) {
+	const limit = 128<<10 - 1
+	fill := func(prefix, open, mid, close string) string {
+		n := (limit - len(prefix) - len(mid)) / (len(open) + len(close))
+		return prefix + strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	rules := agentpty.Rules{Allow: []string{"*", "echo *", "bash -c *"}, Deny: []string{"rm *", "git push *", "* > /etc/*"}}
+	for name, c := range map[string]string{
+		"CommandSubstitution": fill("", "$(echo ", "x", ")"),
+		"QuotedSubstitution":  fill("", `"$(echo `, "x", `)"`),
+		"Backquotes":          fill("echo ", "`echo ", "x", "`"),
+		"Parentheses":         fill("", "(", "x", ")"),
+		"Subshells":           fill("", "( ", "x", " )"),
+		"Groups":              fill("", "{ ", "x", "; }"),
+		"Ifs":                 fill("", "if x; then ", "x", "; fi"),
+		"Parameters":          fill("echo ", "${x:-", "x", "}"),
+		"Arithmetic":          fill("echo $((", "(", "1", ")")[:limit-2] + "))",
+		// Just within the bounds on parentheses and depth.
+		"ManySubstitutions": strings.Repeat("$(echo "+strings.Repeat("x", 55)+" ", 2040) + strings.Repeat(")", 2040),
+		"DeepSubstitutions": fill("", "$(echo "+strings.Repeat("x", 3000)+` "$x" `, "x", ")"),
+		"DeepShellC":        "bash -c " + strconv.Quote("bash -c "+strconv.Quote("bash -c "+strconv.Quote(strings.Repeat("bash -c 'echo x'; ", limit/22-10)))),
+		"Commands":            strings.Repeat("echo x; ", limit/8),
+		"Pipes":               strings.Repeat("echo x | ", limit/9) + "x",
+		"Words":               "echo" + strings.Repeat(" *", limit/2-3),
+		"Wrappers":            strings.Repeat("nice ", limit/5-1) + "ls",
+		"ShellC":              strings.Repeat("bash -c 'echo x'; ", limit/18),
+		"NestedShellC":        "bash -c " + strconv.Quote(strings.Repeat("bash -c 'echo x'; ", limit/20)),
+		"AnsiStrings":         "echo " + strings.Repeat(`$'\x24(' `, limit/9-1),
+		"Redirections":        "echo" + strings.Repeat(" >/dev/null", limit/11-1),
+		"Globs":               "echo" + strings.Repeat(" a*b?c[d]", limit/10-1),
+	} {
+		if len(c) > limit {
+			t.Fatalf("%s: %d bytes", name, len(c))
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		err := approve(rules, c)
+		took := time.Since(start)
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: %d bytes, %v, %d KB: %.120v", name, len(c), took, alloc>>10, err)
+		if took > 2*time.Second || alloc > 64<<20 {
+			t.Errorf("%s (%d bytes): %v and %d MB", name, len(c), took, alloc>>20)
+		}
+		if err != nil && len(err.Error()) > 1000 {
+			t.Errorf("%s: a message of %d bytes", name, len(err.Error()))
+		}
+	}
 }
