@@ -49,82 +49,97 @@ type ApprovalRequest struct {
 }
 
 // Rules is an Approver configured by patterns instead of code, for hosts
-// that read their policy from a file. A command is approved when every
-// program it runs matches an Allow rule, none matches a Deny rule, and it
-// holds nothing whose effect only bash knows when it runs. The zero value
-// approves nothing.
+// that read their policy from a file. The zero value approves nothing.
 //
-// Commands and rules are read with bash's grammar (mvdan.cc/sh), after
-// joining line continuations as bash does, so quoting cannot disguise a
-// command: 'rm' -rf /, r\m -rf /, $'\x72m' -rf / and r\<newline>m -rf / are
-// all the words rm, -rf, /. A rule is written like the command it matches:
+// Rules approve only what they model completely. A command is approved
+// when it is, as bash reads it (through mvdan.cc/sh): a list, pipeline,
+// && or || of simple commands, negated with ! or timed with time, grouped
+// with { }, ( ) or if, whose words are literals, quoted literals, $'...'
+// strings and globs, with redirections; each simple command matches an
+// Allow rule (a run of them may match one rule of several commands), every
+// command it runs through a wrapper or bash -c matches one of its own, and
+// nothing matches a Deny rule. Everything else is refused, naming what was
+// refused, unless an Allow rule equals the whole command character for
+// character:
+//
+//   - loops (for, select, while, until), case, function definitions,
+//     coprocesses, [[ ]], (( )), here-documents;
+//   - command and process substitution, arithmetic, parameter expansions
+//     other than $NAME and ${NAME}, $"..." strings, extended globs, and
+//     the text $(, `, <(, >( or $[ anywhere (quoted or not, decoded from
+//     $'...' or escapes: bash evaluates such text in array subscripts);
+//   - builtins that assign a variable they name or run code: eval, source
+//     and ., alias, trap, enable, let, read, mapfile, readarray, getopts,
+//     wait -p, printf -v, test -v and [ -v, declare, typeset, local,
+//     export and readonly with arguments, unset with a subscript, set -k,
+//     fc, bind, complete, compgen, hash -p; and a glob or expansion among
+//     the arguments of any builtin but the plain ones (echo, cd, pwd,
+//     true, printf after its format ...), where a planted file name may
+//     become a name the builtin assigns;
+//   - a redirection to a variable ({fd}>file), assignments with
+//     subscripts and to PS0-PS4, PROMPT_COMMAND, BASH_ENV and ENV;
+//   - a line continuation (backslash-newline) and any control character
+//     but tab and newline, which bash and a reader may join or split
+//     differently; bash -c with a command line it cannot read, options
+//     it does not know or -k, zsh, ksh and mksh -c; more than 16 nested
+//     wrappers; a command longer than 131071 bytes (exec's limit for one
+//     argument), holding more than 2048 parentheses, or nesting deeper
+//     than 200 levels of syntax, which are refused before they are read.
+//
+// A rule is written like the command it matches:
 //
 //   - A * standing alone as a word matches any number of words, none
-//     included: "ls *" matches ls, ls -la and ls -la /tmp. It never matches
-//     an operator, nor a program named by an expansion or glob.
+//     included: "ls *" matches ls, ls -la and ls -la /tmp *.go. It never
+//     matches an operator, an assignment, an expansion, nor a program
+//     named by a glob.
 //   - Inside a word, * matches any characters and ? one: "python3 *.py",
 //     "go test -run=*". Quote them in a rule to match them literally.
-//   - A word holding an expansion ($EDITOR) matches only the same text,
-//     and so does an unquoted expansion in a command ($X.txt, which bash
-//     may split into several words), except by a lone *.
+//   - An expansion ($EDITOR, "$X".txt), whose value and number of words
+//     only the shell knows, and a glob anywhere a lone * does not absorb
+//     it, match only a rule word spelled the same: "$EDITOR *" approves
+//     $EDITOR notes.txt.
+//   - Leading assignments match only assignments in the rule
+//     ("CGO_ENABLED=0 go build *", "GOFLAGS=* go test *").
 //   - Every other word matches only its own value: "git status" matches
 //     git status and 'git' "status", and nothing longer.
 //   - Redirections are matched after the words, in their order, and only
 //     by spelling them out ("make * 2>&1 | tee *.log", "* > /etc/*"),
 //     except the harmless ones, which need no rule: 2>&1 and other
 //     descriptor copies, output to /dev/null, input from a named file
-//     (< file, but not bash's /dev/tcp/host/port) or a word (<<< word).
-//     Leading assignments need spelling out too ("CGO_ENABLED=0 go build *").
+//     (< file, but not bash's /dev/tcp/host/port). A here-string (<<< word)
+//     needs spelling out too.
 //
 // A command is approved one simple command at a time; a rule of several
 // commands ("curl * | sh") matches consecutive ones joined by the same
 // operators. "cd *" and "make *" together approve cd src && make test;
-// "ls *" never approves ls; rm -rf x. Commands inside if, while, for,
-// case, { } and ( ) are judged the same way; redirections of a compound
-// command count for each command inside it.
+// "ls *" never approves ls; rm -rf x. Redirections of { }, ( ) and if
+// count for each command inside.
 //
 // A wrapper's command is judged as well as the wrapper: nice, nohup,
 // command, builtin, exec, time, env, sudo, doas, su, runuser, timeout,
 // stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox and xargs
 // with their options, and the commands of find -exec (su -c, flock -c,
-// sudo -s and env -S, which run a string, are refused).
-// nice -n 5 make needs rules for both nice and make; a wrapper option the
-// rules do not know refuses the command. The command line of bash -c and
-// sh -c (dash, zsh, ksh, ash, mksh) is read and judged as the command is,
-// nested up to four deep; a script or standard input given to a shell, or
+// sudo -s and env -S, which run a string, are refused; so is an option,
+// an option's argument or an operand only the shell knows). nice -n 5
+// make needs rules for both nice and make. The command line of bash -c
+// and sh -c (dash, ash) is read with bash's options as bash reads them
+// (--rcfile FILE, -o OPT, -O OPT take an argument) and judged as the
+// command is, assignments and redirections included, nested up to four
+// deep: "bash -c *" beside "git log *" does not approve bash -c
+// 'GIT_PAGER=x git log'. A script or standard input given to a shell, or
 // any other interpreter (python3 -c, perl -e, node -e), is not read: an
 // allow rule for it allows everything.
-//
-// Refused, whatever the Allow rules say, unless an Allow rule equals the
-// whole command character for character: command and process
-// substitution, arithmetic, parameter expansions other than $NAME and
-// ${NAME} (operators, subscripts, ${!x}, ${#x}), the text $( or ` anywhere
-// (quoted or not, decoded from $'...' or escapes: bash evaluates such text
-// in array subscripts), here-documents, function definitions, [[ ]], (( )),
-// let, eval, source and ., alias, trap, enable, read, mapfile, fc, bind,
-// complete, compgen, hash -p, test -v and [ -v (and test with an expansion
-// or glob, which bash might read as -v), printf -v (and printf with an
-// expansion before its format), declare, typeset, local, export, readonly
-// and unset with subscripts, expansions, -i or -n, assignments with
-// subscripts and to PS0-PS4, PROMPT_COMMAND, BASH_ENV and ENV (also
-// through env and sudo, with BASH_FUNC_ functions), extended
-// globs, $"..." strings, coprocesses, find with a glob or expansion
-// (which may expand to -exec), more than 16 nested wrappers, bash -c with
-// a command line it cannot read, and a backslash-newline left inside
-// quotes or a comment. A program named by an expansion or a glob ($EDITOR
-// file, /bin/r?) is known only when the shell runs, so only a rule that
-// spells the same text approves it. A command longer than 131071 bytes
-// (exec's limit for one argument) is refused before it is read.
 //
 // A Deny rule matches wherever the command runs a simple command it
 // matches: as written, without its assignments and redirections, named by
 // a path (a deny rule "rm *" refuses /bin/rm -rf x), behind any of the
 // wrappers above (nice -n 5 rm, sudo -u u rm, xargs rm, find -exec rm),
 // inside compound commands, function bodies, substitutions and sh -c
-// command lines. Deny rules are a guard against mistakes, not a boundary:
-// a script, an interpreter or a copy of the program under another name
-// still reaches rm. The boundary is a short Allow list of programs that
-// run no other programs, and the Sandbox.
+// command lines, and where a glob could expand into it (git pu* under a
+// deny rule "git push *"). Deny rules are best effort, a guard against
+// mistakes and not a boundary: a script, an interpreter or a copy of the
+// program under another name still reaches rm. The boundary is a short
+// Allow list of programs that run no other programs, and the Sandbox.
 //
 // Denials wrap ErrDenied and name the command and the rule or construct
 // that decided:
@@ -138,12 +153,11 @@ type ApprovalRequest struct {
 // a command equal to it.
 //
 // With Options.ApproveWrites, Rules judge a pty-write's Input as the
-// command line a shell would read: it must be whole lines (end in Enter,
-// no line continuation left open), hold no control character (a tab
-// would complete the line into something else) and no history expansion
-// (! anywhere, ^ leading a line), and each line's commands
-// are judged as a start's are. Input to a program that is not a shell is
-// judged the same way, so such writes are mostly denied.
+// command line a shell would read: it must be whole lines (end in Enter),
+// hold no control character (a tab would complete the line into something
+// else) and no history expansion (! anywhere, ^ leading a line), and each
+// line's commands are judged as a start's are. Input to a program that is
+// not a shell is judged the same way, so such writes are mostly denied.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`

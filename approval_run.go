@@ -349,7 +349,7 @@ func unwrap(words []token) ([]token, error) {
 	if i < 0 {
 		return nil, err
 	}
-	for _, op := range words[i:min(i+w.operands, len(words))] {
+	for _, op := range words[min(i, len(words)):min(i+w.operands, len(words))] {
 		if !op.static && err == nil {
 			err = fmt.Errorf("%s with %s, which the rules cannot know", name, clip(op.raw))
 		}
