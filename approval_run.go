@@ -70,7 +70,7 @@ func (sc *shellCommand) shellString(words []token) (runs, needs [][]token) {
 		sc.refusef("%s -c nested more than %d deep", prog.val, maxNesting)
 		return nil, nil
 	}
-	inner, err := parseShell(words[i].val, false, sc.depth+1, sc.parser)
+	inner, err := parseShell(words[i].val, false, sc.depth+1, sc.parser, name != "bash")
 	if err != nil {
 		sc.refusef("%s -c %s, which %s", prog.val, quoteShort(words[i].val), unreadable(err))
 		return nil, nil

@@ -87,25 +87,26 @@ type shellCommand struct {
 	refused *opaqueSyntax // the first construct no allow rule approves, if any
 	rule    bool          // a rule: what its commands run is not judged
 	depth   int           // how many sh -c this command line is inside
+	posix   bool          // run by sh, dash or ash: bash's own syntax means something else there
 	parser  *syntax.Parser
 }
 
 // parseCommand reads src as bash would. A syntax error is an error; a
 // construct the rules cannot see through is recorded in refused, and the
 // commands inside it are still listed (deny rules see them).
-func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false, 0, nil) }
+func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false, 0, nil, false) }
 
 // parseRule reads a rule as parseCommand reads a command, but leaves what
 // its commands run unjudged: a rule's * is no wrapper's option.
-func parseRule(src string) (*shellCommand, error) { return parseShell(src, true, 0, nil) }
+func parseRule(src string) (*shellCommand, error) { return parseShell(src, true, 0, nil, false) }
 
 // parseShell reads src as a rule or a command, inside depth sh -c, with
-// parser (nil: a new one).
-func parseShell(src string, rule bool, depth int, parser *syntax.Parser) (*shellCommand, error) {
+// parser (nil: a new one); posix when sh runs it rather than bash.
+func parseShell(src string, rule bool, depth int, parser *syntax.Parser, posix bool) (*shellCommand, error) {
 	if parser == nil {
 		parser = syntax.NewParser(syntax.Variant(syntax.LangBash))
 	}
-	sc := &shellCommand{src: src, rule: rule, depth: depth, parser: parser}
+	sc := &shellCommand{src: src, rule: rule, depth: depth, parser: parser, posix: posix}
 	if n := strings.Count(src, "("); n > maxParens {
 		return nil, fmt.Errorf("holds %d parentheses, more than the %d the rules read", n, maxParens)
 	}
@@ -235,6 +236,9 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	case *syntax.DeclClause:
 		sc.decl(c, s, sep, redirs)
 	case *syntax.BinaryCmd:
+		if sc.posix && c.Op == syntax.PipeAll {
+			sc.refuse("|&, which sh does not read as bash does")
+		}
 		sc.stmt(c.X, c.Op.String(), redirs)
 		sc.stmt(c.Y, sep, redirs)
 	case *syntax.Block:
@@ -279,6 +283,9 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 			sc.list(it.Stmts, sep, redirs)
 		}
 	case *syntax.TimeClause:
+		if sc.posix {
+			sc.refuse("time, which sh runs as a program")
+		}
 		if c.Stmt != nil {
 			sc.stmt(timed(c.Stmt), sep, redirs)
 		}
@@ -333,6 +340,9 @@ func (sc *shellCommand) redirects(rs []*syntax.Redirect) []token {
 		op := r.Op.String()
 		if r.N != nil {
 			op = r.N.Value + op
+		}
+		if sc.posix && (r.Op == syntax.RdrAll || r.Op == syntax.AppAll) {
+			sc.refusef("%s, which sh reads as & and a redirection", op)
 		}
 		if r.N != nil && !isDigits(r.N.Value) {
 			sc.refusef("a redirection %s, which assigns a variable", op)
@@ -437,6 +447,9 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 			sc.unquoted(x.Value, i == 0, t.raw, &t, &val, &pat)
 		case *syntax.SglQuoted:
 			v := x.Value
+			if x.Dollar && sc.posix {
+				sc.refuse("a $'...' string, which sh does not decode")
+			}
 			if x.Dollar {
 				var nul, local bool
 				v, nul, local = decodeANSI(v)
