@@ -24,7 +24,7 @@ const maxCommandBytes = 128<<10 - 1
 // is a copy of the text inside it.
 const (
 	maxParens = 2048
-	maxDepth  = 200 // syntax tree nodes from the top to the deepest
+	maxDepth  = 200 // syntax tree nodes from the top to the deepest, statements aside
 )
 
 type tokKind uint8
@@ -153,15 +153,25 @@ func unreadBytes(src string) string {
 }
 
 // tooDeep reports whether f's syntax tree nests deeper than maxDepth,
-// without descending further.
+// without descending further. The statements of a pipeline or an && chain
+// do not count: they nest in the tree, not in the walk's work.
 func tooDeep(f *syntax.File) bool {
+	var counted []bool
 	depth, deep := 0, false
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if n == nil {
-			depth--
+			if counted[len(counted)-1] {
+				depth--
+			}
+			counted = counted[:len(counted)-1]
 			return true
 		}
-		depth++
+		_, stmt := n.(*syntax.Stmt)
+		_, binary := n.(*syntax.BinaryCmd)
+		counted = append(counted, !stmt && !binary)
+		if !stmt && !binary {
+			depth++
+		}
 		deep = deep || depth > maxDepth
 		return !deep
 	})
