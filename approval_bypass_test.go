@@ -422,6 +422,9 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 			`runs "GIT_PAGER=\"rm -rf d\" git log", which matches no allow rule`},
 		{"RcfileDeny", echoDeny, attack{command: "bash --rcfile /dev/null -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
 		{"InitFileDeny", echoDeny, attack{command: "bash --init-file /dev/null -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
+		{"EnvShellopts", agentpty.Rules{Allow: []string{"env *", "bash -c *", "echo *", "git diff *"}},
+			attack{command: `env SHELLOPTS=keyword bash -c 'git diff --no-index --ext-diff /etc/hostname keep GIT_EXTERNAL_DIFF="rm -rf d;:"'`}, false,
+			"env SHELLOPTS=keyword, whose value a shell runs"},
 		{"ShortOptionDeny", echoDeny, attack{command: "bash -O extglob -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

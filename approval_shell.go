@@ -407,9 +407,10 @@ func (sc *shellCommand) assign(a *syntax.Assign) token {
 }
 
 // evaluatedVars are variables whose value bash expands or runs later: a
-// prompt (PS4 under set -x), a startup file.
+// prompt (PS4 under set -x), a startup file, and the options a bash
+// started with them in its environment takes (SHELLOPTS=keyword is -k).
 var evaluatedVars = map[string]bool{"PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true,
-	"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true}
+	"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true}
 
 // decl turns declare, export, local, readonly and typeset into a simple
 // command. With arguments they assign the variables they name, and bash
