@@ -161,13 +161,29 @@ var runsOnlyCorpus = []string{
 	"for RANDOM in a*; do true; done", "wait -n -p a*", "bash -c 'X=1 echo x'", "echo $$'\\' # '\\\nrm -rf d",
 }
 
+// fuzzPieces are what FuzzApproveRulesBash builds commands of, besides
+// taking them whole: random text is almost always refused, and commands
+// made of these are often approved.
+var fuzzPieces = []string{" ", "echo", "printf", "ls", "cd", "true", "pwd", "bash -c ", "'", `"`, `\`, "$", "$'",
+	`\x24`, `\'`, "(", ")", "{", "}", "[", "]", "*", "?", "~", "#", ";", "&", "|", "&&", "||", "\n", "<", ">",
+	"2>&1", "/dev/null", "-", "--", "rm -rf d", "a", "=", "!", "`", "%s", "-v", "x", ",", "..", "if ", "then ",
+	"fi", "time ", "-p", "-c", "d", "keep", "\t", "SECONDS", "PS4", "-o", "--rcfile"}
+
 // FuzzApproveRulesBash: bash is the oracle. A command the rules approve
 // runs, under bash's trace and strace, only programs an Allow rule names,
 // and changes nothing in its directory (no rule allows a redirection to
-// a file).
+// a file). Each input is a command, and a recipe for another made of
+// fuzzPieces.
 func FuzzApproveRulesBash(f *testing.F) {
-	for _, c := range runsOnlyCorpus {
-		f.Add(c)
+	for i, c := range runsOnlyCorpus {
+		f.Add(c, []byte{byte(i), 0, byte(i * 7), 1, byte(i * 13)})
 	}
-	f.Fuzz(func(t *testing.T, command string) { checkRunsOnlyAllowed(t, command) })
+	f.Fuzz(func(t *testing.T, command string, recipe []byte) {
+		checkRunsOnlyAllowed(t, command)
+		var b strings.Builder
+		for _, r := range recipe {
+			b.WriteString(fuzzPieces[int(r)%len(fuzzPieces)])
+		}
+		checkRunsOnlyAllowed(t, b.String())
+	})
 }
