@@ -425,6 +425,10 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 		{"EnvShellopts", agentpty.Rules{Allow: []string{"env *", "bash -c *", "echo *", "git diff *"}},
 			attack{command: `env SHELLOPTS=keyword bash -c 'git diff --no-index --ext-diff /etc/hostname keep GIT_EXTERNAL_DIFF="rm -rf d;:"'`}, false,
 			"env SHELLOPTS=keyword, whose value a shell runs"},
+		{"XargsReplace", echoDeny, attack{command: "echo rm -rf d | xargs -I{} bash -c {}"}, false,
+			"uses bash with {}, whose options the rules cannot know"},
+		{"XargsReplaceLong", echoDeny, attack{command: "echo rm -rf d | xargs --replace=X sh -c X"}, false,
+			"uses sh with X, whose options the rules cannot know"},
 		{"ShortOptionDeny", echoDeny, attack{command: "bash -O extglob -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

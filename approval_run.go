@@ -332,7 +332,7 @@ var wrappers = map[string]wrapper{
 	"runuser": {flags: "flmp", args: "gGuw", long: "login preserve-environment", longArgs: "group supp-group user shell whitelist-environment", refused: "c command session-command"},
 	"su":      {flags: "flmp", args: "gGsw", long: "login preserve-environment pty", longArgs: "group supp-group shell whitelist-environment", refused: "c command session-command"},
 	"xargs": {flags: "0eilprtxo", args: "adEILnPs",
-		long:     "null exit interactive no-run-if-empty verbose open-tty show-limits",
+		long:     "null exit interactive no-run-if-empty verbose open-tty show-limits replace",
 		longArgs: "arg-file delimiter max-args max-procs max-chars process-slot-var"},
 }
 
@@ -364,8 +364,50 @@ func unwrap(words []token) ([]token, error) {
 	// The command shares words' tokens: a copy for each of a chain of
 	// wrappers would grow with the square of the command's length.
 	inner := words[i:]
+	if name == "xargs" {
+		if repl := xargsReplace(words[1:i]); repl != "" {
+			inner = replaced(inner, repl)
+		}
+	}
 	inner[0].opaque = !inner[0].static
 	return inner, err
+}
+
+// xargsReplace returns the string xargs -I, -i or --replace replaces
+// with each line of its input, if one is given.
+func xargsReplace(opts []token) string {
+	for i, o := range opts {
+		switch v := o.val; {
+		case v == "-I" && i+1 < len(opts):
+			return opts[i+1].val
+		case strings.HasPrefix(v, "-I"), strings.HasPrefix(v, "-i") && len(v) > 2:
+			return v[2:]
+		case v == "-i", v == "--replace":
+			return "{}"
+		case strings.HasPrefix(v, "--replace="):
+			return v[len("--replace="):]
+		}
+	}
+	return ""
+}
+
+// replaced returns words with each word that holds repl made what only
+// the program knows, like a glob: find and xargs put a file name or a
+// line of input there (bash -c {} runs whatever it is).
+func replaced(words []token, repl string) []token {
+	var out []token
+	for i, w := range words {
+		if strings.Contains(w.val, repl) {
+			if out == nil {
+				out = append([]token(nil), words...)
+			}
+			out[i].static = false
+		}
+	}
+	if out == nil {
+		return words
+	}
+	return out
 }
 
 // skipOptions returns where the options of the wrapper name end in words,
@@ -453,7 +495,7 @@ func findExecs(words []token) [][]token {
 				j++
 			}
 			if j > i+1 {
-				x := append([]token(nil), words[i+1:j]...)
+				x := replaced(append([]token(nil), words[i+1:j]...), "{}")
 				x[0].opaque = !x[0].static
 				out = append(out, x)
 			}
