@@ -161,29 +161,45 @@ var runsOnlyCorpus = []string{
 	"for RANDOM in a*; do true; done", "wait -n -p a*", "bash -c 'X=1 echo x'", "echo $$'\\' # '\\\nrm -rf d",
 }
 
-// fuzzPieces are what FuzzApproveRulesBash builds commands of, besides
-// taking them whole: random text is almost always refused, and commands
-// made of these are often approved.
-var fuzzPieces = []string{" ", "echo", "printf", "ls", "cd", "true", "pwd", "bash -c ", "'", `"`, `\`, "$", "$'",
-	`\x24`, `\'`, "(", ")", "{", "}", "[", "]", "*", "?", "~", "#", ";", "&", "|", "&&", "||", "\n", "<", ">",
-	"2>&1", "/dev/null", "-", "--", "rm -rf d", "a", "=", "!", "`", "%s", "-v", "x", ",", "..", "if ", "then ",
-	"fi", "time ", "-p", "-c", "d", "keep", "\t", "SECONDS", "PS4", "-o", "--rcfile"}
+// fuzzPrograms, fuzzSeparators and fuzzPieces are what
+// FuzzApproveRulesBash builds commands of, besides taking them whole:
+// random text is almost always refused, and commands made of these,
+// each starting with an allowed program, are often approved.
+var (
+	fuzzPrograms   = []string{"echo ", "printf ", "true", "cd ", "pwd", "ls ", "bash -c ", "time ", "! ", "{ ", "( ", "if "}
+	fuzzSeparators = []string{"; ", " | ", " && ", " || ", "\n", " & ", " |& ", "; } ", ") ", "; then ", "; fi "}
+	fuzzPieces     = []string{" ", " ", "'", `"`, `\`, "$", "$'", `\x24`, `\'`, "(", ")", "{", "}", "[", "]", "*",
+		"?", "~", "#", "!", "`", "<", ">", "2>&1", "/dev/null", "-", "--", "rm -rf d", "a", "=", ",", "..", "%s",
+		"-v", "-c", "-p", "-o", "--rcfile", "x", "d", "keep", "\t", "\n", "SECONDS", "PS4", ";", "&", "|", "-n"}
+)
+
+// fuzzCommand builds a command from recipe: a byte below 48 ends the
+// simple command and starts another, any other adds a piece of a word.
+func fuzzCommand(recipe []byte) string {
+	var b strings.Builder
+	b.WriteString(fuzzPrograms[0])
+	for _, r := range recipe {
+		if r < 48 {
+			b.WriteString(fuzzSeparators[int(r)%len(fuzzSeparators)])
+			b.WriteString(fuzzPrograms[int(r)%len(fuzzPrograms)])
+			continue
+		}
+		b.WriteString(fuzzPieces[int(r)%len(fuzzPieces)])
+	}
+	return b.String()
+}
 
 // FuzzApproveRulesBash: bash is the oracle. A command the rules approve
 // runs, under bash's trace and strace, only programs an Allow rule names,
 // and changes nothing in its directory (no rule allows a redirection to
-// a file). Each input is a command, and a recipe for another made of
-// fuzzPieces.
+// a file). Each input is a command, and a recipe for another
+// (fuzzCommand).
 func FuzzApproveRulesBash(f *testing.F) {
 	for i, c := range runsOnlyCorpus {
 		f.Add(c, []byte{byte(i), 0, byte(i * 7), 1, byte(i * 13)})
 	}
 	f.Fuzz(func(t *testing.T, command string, recipe []byte) {
 		checkRunsOnlyAllowed(t, command)
-		var b strings.Builder
-		for _, r := range recipe {
-			b.WriteString(fuzzPieces[int(r)%len(fuzzPieces)])
-		}
-		checkRunsOnlyAllowed(t, b.String())
+		checkRunsOnlyAllowed(t, fuzzCommand(recipe))
 	})
 }
