@@ -53,7 +53,7 @@ type simpleCmd struct {
 	toks       []token   // as written: assignments, words, then redirections
 	allow      []token   // what a rule must match: toks but the harmless redirections
 	sep        string    // the operator after it: ; & && || | |& a newline, or ) at the end of a substitution
-	start, end int       // its text in the (joined) source
+	start, end int       // its text in the source
 	runs       [][]token // what it runs: its own words, then each wrapper's command, find -exec's, sh -c's
 	needs      [][]token // what must match an allow rule of its own: each wrapper's command, find -exec's, and sh -c's commands with their assignments and redirections
 }
@@ -82,7 +82,7 @@ var opaqueMarks = []struct{ s, what string }{
 
 // shellCommand is a command as Rules read it.
 type shellCommand struct {
-	src     string // the command with its line continuations joined
+	src     string // the command as given
 	cmds    []simpleCmd
 	refused *opaqueSyntax // the first construct no allow rule approves, if any
 	rule    bool          // a rule: what its commands run is not judged

@@ -257,9 +257,9 @@ func ExampleRules_Approve_json() {
 }
 
 // FuzzApproveRules: nothing panics, and not even an allow-everything rule
-// approves a command holding a construct on the refused list, as an
-// independent reading finds them: every backslash-newline removed (more
-// than bash removes), then mvdan.cc/sh's tree walked.
+// approves a command holding a line continuation, a control character or
+// a construct on the refused list, as an independent walk of mvdan.cc/sh's
+// tree finds them.
 func FuzzApproveRules(f *testing.F) {
 	for _, s := range []string{"ls -la", "ls; rm -rf x", `echo "$(id)"`, "cat <<EOF\nx\nEOF", "a 2>&1 | b && c",
 		`x'y'"z"\ w`, "${a}", "$'\\x41'", "f() { :; }", "((x=1))", "ls # c\nrm", "echo \"$\\\n(rm -rf d)\"",
@@ -273,15 +273,17 @@ func FuzzApproveRules(f *testing.F) {
 		if approve(all, command) != nil {
 			return
 		}
-		joined := strings.ReplaceAll(command, "\\\n", "")
+		if strings.Contains(command, "\\\n") || strings.ContainsFunc(command, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }) {
+			t.Fatalf("%q approved, but it holds a line continuation or a control character", command)
+		}
 		for _, s := range []string{"$(", "`", "<(", ">(", "$["} {
-			if strings.Contains(joined, s) {
+			if strings.Contains(command, s) {
 				t.Fatalf("%q approved, but it holds %s", command, s)
 			}
 		}
-		file, err := parser.Parse(strings.NewReader(joined), "")
+		file, err := parser.Parse(strings.NewReader(command), "")
 		if err != nil {
-			return // the joining went further than bash's
+			t.Fatalf("%q approved, but it cannot be parsed: %v", command, err)
 		}
 		syntax.Walk(file, func(n syntax.Node) bool {
 			if what := refusedNode(n); what != "" {
@@ -296,8 +298,13 @@ func FuzzApproveRules(f *testing.F) {
 func refusedNode(n syntax.Node) string {
 	switch x := n.(type) {
 	case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause,
-		*syntax.FuncDecl, *syntax.TestClause, *syntax.CoprocClause, *syntax.ExtGlob:
+		*syntax.FuncDecl, *syntax.TestClause, *syntax.CoprocClause, *syntax.ExtGlob, *syntax.ForClause,
+		*syntax.WhileClause, *syntax.CaseClause:
 		return fmt.Sprintf("%T", x)
+	case *syntax.DeclClause:
+		if len(x.Args) > 0 {
+			return x.Variant.Value + " with arguments"
+		}
 	case *syntax.ParamExp:
 		if x.Exp != nil || x.Repl != nil || x.Slice != nil || x.Index != nil || x.Excl || x.Length || x.Names != 0 {
 			return "a parameter expansion with an operator"
@@ -315,8 +322,14 @@ func refusedNode(n syntax.Node) string {
 			return ""
 		}
 		switch name := x.Args[0].Lit(); name {
-		case "eval", "source", ".", "read", "alias", "let", "mapfile", "trap":
+		case "eval", "source", ".", "read", "alias", "let", "mapfile", "readarray", "trap", "getopts":
 			return "the builtin " + name
+		case "wait":
+			for _, w := range x.Args {
+				if strings.HasPrefix(w.Lit(), "-") && strings.Contains(w.Lit(), "p") {
+					return "wait -p"
+				}
+			}
 		case "test", "[", "printf":
 			for _, w := range x.Args {
 				if w.Lit() == "-v" {
