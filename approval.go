@@ -235,7 +235,7 @@ func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, 
 				return len(rule) == 1 && matchTokens(rule[0].allow, need)
 			}) {
 				return deny("%s runs %s, which matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])),
-					quoteShort(wordsText(need)), spelled(need))
+					quoteShort(wordsText(need)), spelled(need, allow))
 			}
 		}
 	}
@@ -258,19 +258,23 @@ func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, 
 			return runMatches(rule, cmds[i:min(i+len(rule), len(cmds))], allowMatch)
 		}) {
 			if len(cmds) == 1 {
-				return deny("matches no allow rule%s", spelled(cmds[i].toks))
+				return deny("matches no allow rule%s", spelled(cmds[i].toks, allow))
 			}
-			return deny("%s matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])), spelled(cmds[i].toks))
+			return deny("%s matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])), spelled(cmds[i].toks, allow))
 		}
 	}
 	return deny("matches no allow rule as a whole")
 }
 
 // spelled names the first word of toks that only a rule spelling it
-// matches, for a denial's message.
-func spelled(toks []token) string {
+// matches and no rule word does, for a denial's message.
+func spelled(toks []token, allow [][]simpleCmd) string {
 	for _, t := range toks {
-		if t.exact {
+		if t.exact && !slices.ContainsFunc(allow, func(rule []simpleCmd) bool {
+			return slices.ContainsFunc(rule, func(c simpleCmd) bool {
+				return slices.ContainsFunc(c.allow, func(r token) bool { return tokenMatches(r, t) })
+			})
+		}) {
 			return " (only a rule that spells " + clip(t.raw) + " as it is written matches it)"
 		}
 	}
