@@ -120,8 +120,10 @@ type ApprovalRequest struct {
 // stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox and xargs
 // with their options, and the commands of find -exec (su -c, flock -c,
 // sudo -s and env -S, which run a string, are refused; so is an option,
-// an option's argument or an operand only the shell knows). nice -n 5
-// make needs rules for both nice and make. The command line of bash -c
+// an option's argument or an operand only the shell knows; a word holding
+// the {} of find -exec or the string xargs -I replaces is known only when
+// the program runs, as a glob is). nice -n 5 make needs rules for both
+// nice and make. The command line of bash -c
 // and sh -c (dash, ash) is read with bash's options as bash reads them
 // (--rcfile FILE, -o OPT, -O OPT take an argument) and judged as the
 // command is, assignments and redirections included, nested up to four
