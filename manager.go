@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -364,6 +365,10 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 		return s.startShell(ctx, req)
 	}
 	w, err := s.wait(ctx, want, req.WaitMS, req.WaitUntil)
+	if errors.Is(err, ErrUnsupported) {
+		_, _ = m.end(context.Background(), s, EventKilled) // no one learns the id
+		return StartResult{}, err
+	}
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}

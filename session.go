@@ -820,6 +820,9 @@ func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitM
 
 // writeInTurn is write once the call has its turn.
 func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
+	if err := s.checkInputWait(ToolWrite, v.waitUntil); err != nil {
+		return WriteResult{}, err
+	}
 	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
@@ -875,6 +878,9 @@ func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUnt
 		return waitResult{}, err
 	}
 	defer leave()
+	if err := s.checkInputWait(ToolStart, waitUntil); err != nil {
+		return waitResult{}, err
+	}
 	quiet := want == nil && waitMS == nil && waitUntil == ""
 	return s.waitUntil(ctx, want, time.Now().Add(untilLimit(want, waitMS, waitUntil)), quiet, waitUntil != "", false)
 }
