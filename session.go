@@ -930,7 +930,7 @@ func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.T
 		st = s.State()
 	}
 	w := s.collect(matched, peek)
-	w.state = st
+	w.state = resultState(st, w.exited)
 	return w, nil
 }
 

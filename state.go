@@ -65,6 +65,16 @@ func (s *Session) State() TerminalState {
 	return st
 }
 
+// resultState is the state a result reports beside its exit fields: the
+// state is read before the output is collected, and the program may exit
+// in between, so a result that says exited says so in its state too.
+func resultState(st TerminalState, exited bool) TerminalState {
+	if exited {
+		return TerminalState{State: StateExited}
+	}
+	return st
+}
+
 // outputSettled reports that nothing the program wrote is on its way: the
 // master has nothing to read, the reader holds no bytes it has not fed,
 // the renderer has rendered everything fed, and no terminal query in it

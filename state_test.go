@@ -179,3 +179,26 @@ func TestStateExited(t *testing.T) {
 		t.Fatalf("write after exit: %+v", w)
 	}
 }
+
+// TestExitedResultSaysExited: a result that reports the exit reports the
+// state exited, however the exit falls against the wait.
+func TestExitedResultSaysExited(t *testing.T) {
+	m := newManager(t, noProfile)
+	for i := 0; i < 60; i++ {
+		res, err := m.Start(waitCtx(t), StartRequest{Command: "exit 3", WaitMS: ms(i % 4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, exited bool, state string) {
+			if exited != (state == StateExited) {
+				t.Fatalf("%s %d: exited %v with state %q", what, i, exited, state)
+			}
+		}
+		check("start", res.Exited, res.State)
+		w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(0)})
+		check("write", w.Exited, w.State)
+		if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -96,7 +96,7 @@ func (w *waitSpec) inSettled(st *settler) bool {
 		w.scanned = true
 	}
 	var echoFrom int
-	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine)
+	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine, w.re == nil)
 	markEcho(w.text, w.kinds, echoFrom, w.echo)
 	w.hit = findCounted(w.text, w.kinds, w.litb, w.re)
 	return w.hit

@@ -269,3 +269,38 @@ func TestFullScreenFrameWaitIsBounded(t *testing.T) {
 		t.Fatalf("after %v: %q", d, res.Output)
 	}
 }
+
+// A wait_for literal that ends in a newline matches when that newline is
+// the last output so far: cat's echo of the line, then its copy, each
+// ended by the Enter.
+func TestWaitForEndingInNewline(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "w0", Submit: true, WaitFor: "w0\n", WaitMS: ms(3000)})
+	if w.Output != "w0\nw0" {
+		t.Fatalf("output %q", w.Output)
+	}
+	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Output no result has returned yet stays in the read when the program
+// clears the screen after it: the text before the clear, then the screen.
+func TestReadKeepsTextBeforeAClear(t *testing.T) {
+	m := newManager(t, noProfile)
+	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' exec bash --norc --noprofile -i", WaitFor: "$ ", Cols: 80, Rows: 24})
+	s, _ := m.Session(res.ID)
+	if err := s.Send("echo visible_text\r"); err != nil {
+		t.Fatal(err)
+	}
+	awaitUnread(t, s, "visible_text\n$ ")
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "clear; echo after_clear", Submit: true, WaitFor: "after_clear\n$ "})
+	want := "$ echo visible_text\nvisible_text\n$ clear; echo after_clear\nafter_clear\n$"
+	if !strings.HasSuffix(w.Output, want) {
+		t.Fatalf("output %q, want it to end in %q", w.Output, want)
+	}
+	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+		t.Fatal(err)
+	}
+}
