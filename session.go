@@ -987,6 +987,10 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 func (s *Session) collect(matched, peek bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
+	var before string                   // ... after the text that came before it
+	if redrawn {
+		before = s.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
+	}
 	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, peek)
 	truncated := s.truncated
 	if !peek {
@@ -1022,7 +1026,7 @@ func (s *Session) collect(matched, peek bool) waitResult {
 				whole = joinScreen(whole, scr.Text())
 			}
 		case redrawn:
-			out, whole = scr.Text(), "" // the frames' text mixed together: the screen says it
+			out, whole = joinScreen(before, scr.Text()), "" // the frames' text mixed together: the screen says it
 		}
 	} else if !peek {
 		s.screenMu.Lock()
