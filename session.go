@@ -27,7 +27,8 @@ const (
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
 	maxReplyBytes  = 4 << 10                // query replies waiting to be typed; more are dropped
-	screenPiece    = 128                    // the screen parses this much between checks for a Kill
+	screenPiece    = 128                    // the screen parses at most this much between checks for a Kill or a limit
+	pieceTime      = 2 * time.Millisecond   // ... and less when a piece takes longer than this (see nextPiece)
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
 
@@ -138,6 +139,7 @@ type Session struct {
 	screen    *screen.Screen
 	shown     []string     // the rows the last read returned while the alternate screen showed, else nil
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
+	piece     int          // bytes the screen parses between checks (nextPiece)
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
 	nonPlainEnd atomic.Int64
@@ -563,12 +565,23 @@ func (s *Session) reap() {
 }
 
 // syncScreen feeds the screen everything the ring holds that it has not
-// parsed, and sends the replies the terminal owes for queries in it.
+// parsed, and sends the replies the terminal owes for queries in it. It
+// parses in slices of processorSlice, letting go of the screen between
+// them, so a call that needs the screen waits for one slice at most,
+// whatever the program prints.
 func (s *Session) syncScreen() {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
-	s.syncScreenLocked()
+	for {
+		s.screenMu.Lock()
+		done := s.syncScreenBy(time.Now().Add(processorSlice))
+		s.screenMu.Unlock()
+		if done || s.dying.Load() {
+			return
+		}
+	}
 }
+
+// processorSlice is the longest the processor holds the screen at a time.
+const processorSlice = 20 * time.Millisecond
 
 // syncScreenLocked is syncScreen with screenMu held.
 func (s *Session) syncScreenLocked() { s.syncScreenBy(time.Time{}) }
@@ -576,8 +589,9 @@ func (s *Session) syncScreenLocked() { s.syncScreenBy(time.Time{}) }
 // callSync bounds how long a call parses the screen on its own behalf: a
 // program can print faster than the screen parses (a full clear of a
 // 1000x500 screen per byte pair), and a read must not wait on that for
-// good. The processor goroutine catches up without a bound.
-const callSync = time.Second
+// good. The processor goroutine catches up without a bound, a slice at a
+// time (syncScreen).
+const callSync = 300 * time.Millisecond
 
 // syncScreenCall is syncScreenLocked for a call: it parses for at most
 // callSync and reports whether the screen holds everything the ring does.
@@ -591,6 +605,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 		cols, rows := s.cols, s.rows
 		s.mu.Unlock()
 		s.screen = screen.New(cols, rows)
+		s.piece = 1 // grows as fast as pieces parse quickly
 	}
 	s.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
 	s.parses.Add(1)
@@ -629,14 +644,17 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 		// In pieces, so that a Kill need not wait for a screen that has
 		// much to parse: a dying session's screen stops where it is, and
 		// a call's where its time is up.
-		for p = p[k:]; len(p) > 0 && !s.dying.Load(); p = p[min(len(p), screenPiece):] {
-			if !limit.IsZero() && time.Now().After(limit) {
+		for p = p[k:]; len(p) > 0 && !s.dying.Load(); {
+			now := time.Now()
+			if !limit.IsZero() && now.After(limit) {
 				late = true
 				break
 			}
-			n := min(len(p), screenPiece)
+			n := min(len(p), s.piece)
 			reply = s.screen.Write(reply, p[:n])
 			off += int64(n)
+			p = p[n:]
+			s.piece = nextPiece(s.piece, time.Since(now))
 		}
 		if late {
 			break
@@ -649,6 +667,19 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	}
 	s.queueReply(reply)
 	return !late
+}
+
+// nextPiece is the size of the screen's next piece after one of n bytes
+// took d: as much as parses in about pieceTime at that pace, at most
+// twice n. A piece of a flood of full-screen clears on a large screen
+// takes far longer than a byte of text, and the checks between pieces
+// must come often enough for a call's limit and a Kill to hold.
+func nextPiece(n int, d time.Duration) int {
+	next := 2 * n
+	if d > 0 {
+		next = min(next, int(int64(n)*int64(pieceTime)/int64(d)))
+	}
+	return min(max(next, 1), screenPiece)
 }
 
 // typeInput types input as writeTerminal does, after telling the taps
@@ -958,7 +989,7 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 		}
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
-			matched = s.screenMatch(want)
+			matched = s.screenMatch(want, deadline)
 		}
 		if matched || drained || (hasOutput && since >= startQuiet) {
 			return matched, nil

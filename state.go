@@ -123,7 +123,7 @@ func (s *Session) awaitInput(ctx context.Context, want *waitSpec, deadline time.
 		alt := s.settle.altScreen()
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
-			matched = s.screenMatch(want)
+			matched = s.screenMatch(want, deadline)
 		}
 		return matched || st.State == StateWaitingInput
 	})

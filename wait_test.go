@@ -304,3 +304,56 @@ func TestReadKeepsTextBeforeAClear(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func init() {
+	// A full-screen flood: the alternate screen, then a clear of all of it
+	// between every two characters, which the screen parses far slower
+	// than the program prints.
+	childModes["flood-screen"] = func() {
+		os.Stdout.WriteString("\x1b[?1049hflooding\r\n")
+		chunk := []byte(strings.Repeat("x\x1b[2J", 4096))
+		for {
+			if _, err := os.Stdout.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// A flood on a large full screen holds no call more than a second past its
+// own wait: not a start's, not a read's, not a write's.
+func TestFloodHoldsNoCall(t *testing.T) {
+	m := newManager(t, Options{})
+	cmd, env := childCommand("flood-screen")
+	const slack = 1500 * time.Millisecond
+	timed := func(what string, wait time.Duration, call func() error) {
+		t.Helper()
+		begin := time.Now()
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if took := time.Since(begin); took > wait+slack {
+			t.Errorf("%s with a wait of %v took %v", what, wait, took)
+		}
+	}
+	var id string
+	timed("start", 300*time.Millisecond, func() error {
+		res, err := m.Start(waitCtx(t), StartRequest{Command: cmd, Env: env, Cols: 1000, Rows: 500, WaitMS: ms(300)})
+		id = res.ID
+		return err
+	})
+	for i := 0; i < 3; i++ {
+		timed("read", 100*time.Millisecond, func() error {
+			_, err := m.Write(waitCtx(t), WriteRequest{ID: id, WaitMS: ms(100)})
+			return err
+		})
+	}
+	timed("write", 100*time.Millisecond, func() error {
+		_, err := m.Write(waitCtx(t), WriteRequest{ID: id, Input: "q", WaitMS: ms(100), WaitFor: "never printed"})
+		return err
+	})
+	timed("kill", 0, func() error {
+		_, err := m.Kill(waitCtx(t), id)
+		return err
+	})
+}
