@@ -122,7 +122,8 @@ type Session struct {
 	truncated  int64
 	changed    chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
 	lastOutput time.Time
-	frameEnd   int64 // ring offset of the end of the last batch that ended a synchronized update
+	lastInput  atomic.Int64 // when input was last typed, unix ns; read with lastOutput by State's quietFor
+	frameEnd   int64        // ring offset of the end of the last batch that ended a synchronized update
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
 	status     ExitStatus
@@ -700,6 +701,7 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	}
 	// Most input fits in the terminal's buffer at once; only what does not
 	// needs the poller and a deadline.
+	defer s.lastInput.Store(time.Now().UnixNano())
 	done := tryWrite(s.pty, p)
 	if done == len(p) {
 		return done, nil

@@ -38,9 +38,10 @@ type TerminalState struct {
 // fgReport is what the platform's foreground function tells about the
 // terminal's foreground process group.
 type fgReport struct {
-	name    string // the program: the one waiting on the terminal, else the group's leader
-	waiting bool   // a process of the group is blocked on the terminal and none is running
-	unread  bool   // the terminal holds typed input the program has not read yet
+	name    string        // the program: the one waiting on the terminal, else a running leader, else the newest in the group
+	waiting bool          // a process of the group is blocked on the terminal and none is running
+	quiet   time.Duration // ... which counts once output and input have paused this long
+	unread  bool          // the terminal holds typed input the program has not read yet
 }
 
 // State reports what the terminal's foreground program is doing now.
@@ -59,10 +60,26 @@ func (s *Session) State() TerminalState {
 	parses := s.parses.Load()
 	fg := foreground(s.pty)
 	st := TerminalState{State: StateRunning, Foreground: fg.name, InputHidden: hidden}
-	if fg.waiting && !fg.unread && s.outputSettled() && s.parses.Load() == parses {
+	if fg.waiting && !fg.unread && s.outputSettled() && s.parses.Load() == parses && s.quietFor(fg.quiet) {
 		st.State = StateWaitingInput
 	}
 	return st
+}
+
+// quietFor reports that the terminal has seen no output and no input for
+// d: a program that waits on more than the terminal, or with a timeout,
+// may still print without input until then.
+func (s *Session) quietFor(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	s.mu.Lock()
+	last := s.lastOutput
+	s.mu.Unlock()
+	if in := time.Unix(0, s.lastInput.Load()); in.After(last) {
+		last = in
+	}
+	return time.Since(last) >= d
 }
 
 // resultState is the state a result reports beside its exit fields: the
