@@ -261,32 +261,37 @@ func TestWaitUntilInputRelays(t *testing.T) {
 	})
 }
 
-// A lone Esc: vim waits for the rest of an escape sequence (1 s with -u
-// NONE) before it leaves insert mode. The write that types it returns the
+// A lone Esc: vim waits for the rest of an escape sequence (ttimeoutlen:
+// 100 ms in Debian's defaults) before it leaves insert mode, showing the
+// Esc typed so far (^[) meanwhile. The write that types it returns the
 // frame after that, not the one during it.
 func TestWaitUntilInputAfterALoneEsc(t *testing.T) {
 	need(t, "vim")
+	cases := []struct{ name, options string }{
+		{"debian's defaults", "--clean"},
+		{"a timeout of a second", "-u NONE -N -c 'set showcmd ttimeout ttimeoutlen=1000'"},
+	}
 	m := newManager(t, noProfile)
-	file := filepath.Join(t.TempDir(), "notes.txt")
-	res, err := m.Start(waitCtx(t), StartRequest{Command: "exec vim -u NONE -N " + file, Cols: 80, Rows: 24, WaitUntil: WaitUntilInput})
-	if err != nil || res.State != StateWaitingInput {
-		t.Fatalf("start: %+v %v", res, err)
-	}
-	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "i", WaitUntil: WaitUntilInput})
-	if !strings.Contains(w.Output, "-- INSERT --") {
-		t.Fatalf("i: %q", w.Output)
-	}
-	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "abc", WaitUntil: WaitUntilInput})
-	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\e`, WaitUntil: WaitUntilInput})
-	if w.State != StateWaitingInput || strings.Contains(w.Output, "-- INSERT --") || !strings.HasPrefix(w.Output, "abc\n") {
-		t.Fatalf("after Esc: state %q output %q", w.State, w.Output)
-	}
-	s, _ := m.Session(res.ID)
-	if c := s.Screen().Cursor; c != (Cursor{Row: 0, Col: 2}) {
-		t.Errorf("cursor %+v, want on the c", c)
-	}
-	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
-		t.Fatal(err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "notes.txt")
+			res, err := m.Start(waitCtx(t), StartRequest{Command: "exec vim " + c.options + " " + file, Cols: 80, Rows: 24, WaitUntil: WaitUntilInput})
+			if err != nil || res.State != StateWaitingInput {
+				t.Fatalf("start: %+v %v", res, err)
+			}
+			w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "i", WaitUntil: WaitUntilInput})
+			if !strings.Contains(w.Output, "-- INSERT --") {
+				t.Fatalf("i: %q", w.Output)
+			}
+			mustWrite(t, m, WriteRequest{ID: res.ID, Input: "abc", WaitUntil: WaitUntilInput})
+			w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\e`, WaitUntil: WaitUntilInput})
+			if w.State != StateWaitingInput || strings.Contains(w.Output, "-- INSERT --") || strings.Contains(w.Output, "^[") || !strings.HasPrefix(w.Output, "abc\n") {
+				t.Fatalf("after Esc: state %q output %q", w.State, w.Output)
+			}
+			if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
