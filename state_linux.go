@@ -74,13 +74,15 @@ func foreground(master *os.File) fgReport {
 			reader, readerPid, rep.quiet = st, pid, w.quiet
 		}
 	}
-	buf := make([]byte, 512)
-	leader, ok := proc.ReadStat(pgrp, buf)
-	if !ok {
-		return rep
+	leader, ok := proc.ReadStat(pgrp, make([]byte, 512))
+	if ok && !leader.Gone() { // a pipeline's first command may have exited before the rest
+		look(pgrp, leader)
+		if running && readerPid == 0 {
+			rep.name = programName(pgrp, leader) // a running leader is the program at work
+			return rep
+		}
 	}
-	look(pgrp, leader)
-	if !running && readerPid == 0 {
+	if readerPid == 0 {
 		for _, m := range groupMembers(pgrp) {
 			look(m.pid, m.st)
 		}
@@ -88,9 +90,7 @@ func foreground(master *os.File) fgReport {
 	switch {
 	case readerPid != 0:
 		rep.name, rep.waiting = programName(readerPid, reader), !running
-	case running:
-		rep.name = programName(pgrp, leader) // a running leader is the program at work
-	default:
+	case newestPid != 0:
 		rep.name = programName(newestPid, newest)
 	}
 	return rep
