@@ -323,7 +323,7 @@ func init() {
 // A flood on a large full screen holds no call more than a second past its
 // own wait: not a start's, not a read's, not a write's.
 func TestFloodHoldsNoCall(t *testing.T) {
-	m := newManager(t, Options{})
+	m := newManager(t, noProfile) // killed early: no login profile to cut short
 	cmd, env := childCommand("flood-screen")
 	const slack = 1500 * time.Millisecond
 	timed := func(what string, wait time.Duration, call func() error) {
