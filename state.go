@@ -47,7 +47,9 @@ type fgReport struct {
 // State reports what the terminal's foreground program is doing now.
 // "waiting_input" holds only while no output is in flight: the program is
 // blocked on the terminal, nothing it wrote is unread on the master, and
-// all of it has been rendered.
+// all of it has been rendered. A program that also waits on something
+// else, or with a timeout that is about to run out, waits for input only
+// once the terminal has been quiet a while (see waitQuiet).
 func (s *Session) State() TerminalState {
 	if _, exited := s.ended(); exited {
 		return TerminalState{State: StateExited}
