@@ -25,7 +25,8 @@ const (
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
 	maxReplyBytes  = 4 << 10                // query replies waiting to be typed; more are dropped
-	screenPiece    = 128                    // the screen parses this much between checks for a Kill
+	screenPiece    = 128                    // the screen parses at most this much between checks for a Kill or a limit
+	pieceTime      = 2 * time.Millisecond   // ... and less when a piece takes longer than this (see nextPiece)
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
 
@@ -118,7 +119,8 @@ type Session struct {
 	truncated  int64
 	changed    chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
 	lastOutput time.Time
-	frameEnd   int64 // ring offset of the end of the last batch that ended a synchronized update
+	lastInput  atomic.Int64 // when input was last typed, unix ns; read with lastOutput by State's quietFor
+	frameEnd   int64        // ring offset of the end of the last batch that ended a synchronized update
 	cols, rows int
 	exited     bool // the child has been reaped; status is set
 	status     ExitStatus
@@ -136,6 +138,7 @@ type Session struct {
 	shown     []string     // the rows the last read returned while the alternate screen showed, else nil
 	lit       litMemory    // the highlights the screen-mode reads returned; guarded by screenMu
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
+	piece     int          // bytes the screen parses between checks (nextPiece)
 	// nonPlainEnd is the end of the last rendered batch that held more than
 	// plain text; the screen may skip plain text after it without a scan.
 	nonPlainEnd atomic.Int64
@@ -525,12 +528,23 @@ func (s *Session) reap() {
 }
 
 // syncScreen feeds the screen everything the ring holds that it has not
-// parsed, and sends the replies the terminal owes for queries in it.
+// parsed, and sends the replies the terminal owes for queries in it. It
+// parses in slices of processorSlice, letting go of the screen between
+// them, so a call that needs the screen waits for one slice at most,
+// whatever the program prints.
 func (s *Session) syncScreen() {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
-	s.syncScreenLocked()
+	for {
+		s.screenMu.Lock()
+		done := s.syncScreenBy(time.Now().Add(processorSlice))
+		s.screenMu.Unlock()
+		if done || s.dying.Load() {
+			return
+		}
+	}
 }
+
+// processorSlice is the longest the processor holds the screen at a time.
+const processorSlice = 20 * time.Millisecond
 
 // syncScreenLocked is syncScreen with screenMu held.
 func (s *Session) syncScreenLocked() { s.syncScreenBy(time.Time{}) }
@@ -538,8 +552,9 @@ func (s *Session) syncScreenLocked() { s.syncScreenBy(time.Time{}) }
 // callSync bounds how long a call parses the screen on its own behalf: a
 // program can print faster than the screen parses (a full clear of a
 // 1000x500 screen per byte pair), and a read must not wait on that for
-// good. The processor goroutine catches up without a bound.
-const callSync = time.Second
+// good. The processor goroutine catches up without a bound, a slice at a
+// time (syncScreen).
+const callSync = 300 * time.Millisecond
 
 // syncScreenCall is syncScreenLocked for a call: it parses for at most
 // callSync and reports whether the screen holds everything the ring does.
@@ -551,6 +566,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	if s.screen == nil {
 		cols, rows := s.size()
 		s.screen = screen.New(cols, rows)
+		s.piece = 1 // grows as fast as pieces parse quickly
 	}
 	s.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
 	s.parses.Add(1)
@@ -589,14 +605,17 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 		// In pieces, so that a Kill need not wait for a screen that has
 		// much to parse: a dying session's screen stops where it is, and
 		// a call's where its time is up.
-		for p = p[k:]; len(p) > 0 && !s.dying.Load(); p = p[min(len(p), screenPiece):] {
-			if !limit.IsZero() && time.Now().After(limit) {
+		for p = p[k:]; len(p) > 0 && !s.dying.Load(); {
+			now := time.Now()
+			if !limit.IsZero() && now.After(limit) {
 				late = true
 				break
 			}
-			n := min(len(p), screenPiece)
+			n := min(len(p), s.piece)
 			reply = s.screen.Write(reply, p[:n])
 			off += int64(n)
+			p = p[n:]
+			s.piece = nextPiece(s.piece, time.Since(now))
 		}
 		if late {
 			break
@@ -609,6 +628,19 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	}
 	s.queueReply(reply)
 	return !late
+}
+
+// nextPiece is the size of the screen's next piece after one of n bytes
+// took d: as much as parses in about pieceTime at that pace, at most
+// twice n. A piece of a flood of full-screen clears on a large screen
+// takes far longer than a byte of text, and the checks between pieces
+// must come often enough for a call's limit and a Kill to hold.
+func nextPiece(n int, d time.Duration) int {
+	next := 2 * n
+	if d > 0 {
+		next = min(next, int(int64(n)*int64(pieceTime)/int64(d)))
+	}
+	return min(max(next, 1), screenPiece)
 }
 
 // typeInput types input as writeTerminal does, after telling the taps
@@ -629,6 +661,7 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	}
 	// Most input fits in the local terminal's buffer at once; only what
 	// does not needs a deadline.
+	defer s.lastInput.Store(time.Now().UnixNano())
 	done := 0
 	if tw, ok := s.term.(interface{ tryWrite([]byte) int }); ok {
 		if done = tw.tryWrite(p); done == len(p) {
@@ -908,7 +941,7 @@ func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.T
 		st = s.State()
 	}
 	w := s.collect(matched, peek)
-	w.state = st
+	w.state = resultState(st, w.exited)
 	return w, nil
 }
 
@@ -936,7 +969,7 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 		}
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
-			matched = s.screenMatch(want)
+			matched = s.screenMatch(want, deadline)
 		}
 		if matched || drained || (hasOutput && since >= startQuiet) {
 			return matched, nil
@@ -969,6 +1002,10 @@ func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(m
 func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
+	var before string                   // ... after the text that came before it
+	if redrawn {
+		before = s.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
+	}
 	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
 	truncated := s.truncated
 	if !peek {
@@ -1004,7 +1041,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 				whole = joinScreen(whole, scr.Text())
 			}
 		case redrawn:
-			out, whole = scr.Text(), "" // the frames' text mixed together: the screen says it
+			out, whole = joinScreen(before, scr.Text()), "" // the frames' text mixed together: the screen says it
 		}
 	} else if !peek {
 		s.screenMu.Lock()

@@ -443,6 +443,7 @@ func (s *Session) runResult(w waitResult, state TerminalState, out string) RunRe
 	if state.State == "" {
 		state = s.State()
 	}
+	state = resultState(state, w.exited)
 	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
 		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground, ForegroundExe: w.foregroundExe}
 }

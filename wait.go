@@ -29,6 +29,8 @@ type waitSpec struct {
 	text, kinds []byte // the text last looked in, kept for its memory
 	scanned     bool   // the settled text was looked in ...
 	hit         bool   // ... and a match found; after none, only what changed since needs another look
+	screenSeen  bool   // the screen was looked in, and found no match ...
+	screenAt    int64  // ... when it had parsed the ring up to here
 }
 
 // newWaitSpec checks a call's wait_for and wait_for_regex; who names the
@@ -96,18 +98,24 @@ func (w *waitSpec) inSettled(st *settler) bool {
 		w.scanned = true
 	}
 	var echoFrom int
-	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine)
+	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine, w.re == nil)
 	markEcho(w.text, w.kinds, echoFrom, w.echo)
 	w.hit = findCounted(w.text, w.kinds, w.litb, w.re)
 	return w.hit
 }
 
 // screenMatch reports whether w matches the screen of a full-screen
-// program in a way that counts.
-func (s *Session) screenMatch(w *waitSpec) bool {
+// program in a way that counts. The screen parses what it has not seen
+// until the call's deadline at most: a flood must not stretch the wait.
+func (s *Session) screenMatch(w *waitSpec, deadline time.Time) bool {
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
-	s.syncScreenCall()
+	s.syncScreenBy(deadline)
+	off := s.screenOff.Load()
+	if w.screenSeen && off == w.screenAt || time.Now().After(deadline) {
+		return false // the screen has not changed since the last look, or the wait is over
+	}
+	w.screenSeen, w.screenAt = true, off
 	return w.inScreen(s.screen.Lines(), s.shown)
 }
 
