@@ -893,9 +893,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 		return WriteResult{}, err
 	}
 	s.applyScreen(v.screen, before, v.peek, &w)
-	res := WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
-		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
-		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe, Cursor: w.cursor, Highlights: w.highlights}
+	res := s.writeResult(w)
 	if code, ok := s.shellEnded(ends); ok && !w.exited {
 		res.PromptAfter, res.ExitCode = true, &code
 	}
@@ -1168,9 +1166,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.sh.remove() // the shell has exited: nothing reads its files any more
 
 	s.mu.Lock()
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
-	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.settled.Load())}
-	res.ExitCode, res.Signal = s.status.exitFields()
+	res, whole := s.killResult()
 	s.mu.Unlock()
 	res.Spool = s.m.spool(s.id, whole)
 	if err == nil && closeErr != nil {
