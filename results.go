@@ -47,3 +47,94 @@ func (s *Session) killResult() (KillResult, string) {
 	res.ExitCode, res.Signal = s.status.exitFields()
 	return res, whole
 }
+
+// waitResult is what a wait collected, shared by start and write.
+type waitResult struct {
+	output      string
+	matched     bool
+	exited      bool
+	exitCode    *int
+	signal      string
+	truncated   int64
+	inputHidden bool
+	// foregroundExe is the executable of the program at a password
+	// prompt, while inputHidden.
+	foregroundExe string
+	spool         string
+	state         TerminalState
+	cursor        *Cursor     // with a screen mode (screenview.go)
+	highlights    []Highlight // ...
+}
+
+// collect takes everything new as one result and marks it read; a peek
+// marks nothing read.
+func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(matched, peek, true) }
+
+// collectOut is collect; without spool, Options.Spool is not handed the
+// output, for a caller that returns an output of its own (pty-run).
+func (s *Session) collectOut(matched, peek, spool bool) waitResult {
+	s.mu.Lock()
+	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
+	var before string                   // ... after the text that came before it
+	if redrawn {
+		before = s.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
+	}
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
+	truncated := s.truncated
+	if !peek {
+		truncated = s.readTo(s.settled.Load())
+	}
+	w := waitResult{matched: matched, exited: s.exited, truncated: truncated}
+	if s.exited {
+		w.exitCode, w.signal = s.status.exitFields()
+	}
+	alt := s.settle.altScreen()
+	s.mu.Unlock()
+
+	if alt || redrawn {
+		s.screenMu.Lock()
+		if !s.syncScreenCall() {
+			// The screen is far behind: the text says more than a stale
+			// screen of a redraw; a full-screen program's is the best
+			// there is.
+			redrawn = false
+		}
+		scr := s.snapshot()
+		if !peek {
+			s.shown = nil
+			if alt {
+				s.shown = scr.Lines // what this read returned is what wait_for compares with next
+			}
+		}
+		s.screenMu.Unlock()
+		switch {
+		case alt:
+			out = joinScreen(out, scr.Text())
+			if whole != "" {
+				whole = joinScreen(whole, scr.Text())
+			}
+		case redrawn:
+			out, whole = joinScreen(before, scr.Text()), "" // the frames' text mixed together: the screen says it
+		}
+	} else if !peek {
+		s.screenMu.Lock()
+		s.shown = nil
+		s.screenMu.Unlock()
+	}
+	w.output = out
+	w.spool = s.m.spool(s.id, whole)
+	w.inputHidden = s.echoOff()
+	if w.inputHidden {
+		w.foregroundExe = asker(s.fgProcs()).exe
+	}
+	s.noteHidden(w.inputHidden)
+	return w
+}
+
+// joinScreen appends the rendered screen to a read's text.
+func joinScreen(out, screen string) string {
+	if out != "" {
+		out += "\n"
+	}
+	return out + screen
+}
