@@ -86,10 +86,10 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	// The screen reads the ring in place: the reader does not write over
 	// bytes the screen has not parsed (see feed), so only taking the slices
 	// needs the lock.
-	s.inMu.Lock()
-	a, b, _ := s.ring.slices(s.screenOff.Load())
-	end := s.ring.end()
-	s.inMu.Unlock()
+	s.out.inMu.Lock()
+	a, b, _ := s.out.ring.slices(s.screenOff.Load())
+	end := s.out.ring.end()
+	s.out.inMu.Unlock()
 	from := end - int64(len(a)+len(b))
 	if from == end {
 		return true
@@ -98,9 +98,9 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	// find the part that scrolled away unseen.
 	// settled before nonPlainEnd: the renderer stores them the other way
 	// round, so a batch counted as settled here has its flag seen too.
-	settled := s.settled.Load()
+	settled := s.out.settled.Load()
 	plain := int64(0)
-	if from >= s.nonPlainEnd.Load() {
+	if from >= s.out.nonPlainEnd.Load() {
 		plain = max(min(settled, end)-from, 0)
 	}
 	var reply []byte

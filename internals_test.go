@@ -5,17 +5,17 @@ package agentpty
 
 // rawOutput returns every byte the ring holds and the offset of the first.
 func rawOutput(s *Session) ([]byte, int64) {
-	s.inMu.Lock()
-	defer s.inMu.Unlock()
-	raw, _ := s.ring.appendFrom(nil, 0)
-	return raw, s.ring.start()
+	s.out.inMu.Lock()
+	defer s.out.inMu.Unlock()
+	raw, _ := s.out.ring.appendFrom(nil, 0)
+	return raw, s.out.ring.start()
 }
 
 // ringEnd is the ring offset of the newest byte read from the terminal.
 func ringEnd(s *Session) int64 {
-	s.inMu.Lock()
-	defer s.inMu.Unlock()
-	return s.ring.end()
+	s.out.inMu.Lock()
+	defer s.out.inMu.Unlock()
+	return s.out.ring.end()
 }
 
 // screenLag is how far the screen's parsing is behind the ring.

@@ -42,7 +42,7 @@ func TestRaceRecordKill(t *testing.T) {
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	s.Screen() // made now: making it later would take the session's lock
-	s.inMu.Lock()
+	s.out.inMu.Lock()
 	recorded := make(chan error, 1)
 	go func() { recorded <- s.Record(io.Discard) }()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -62,7 +62,7 @@ func TestRaceRecordKill(t *testing.T) {
 		stopped, busy = s.noReplies, 0
 		s.mu.Unlock()
 	}
-	s.inMu.Unlock()
+	s.out.inMu.Unlock()
 	if err := <-recorded; err != nil && !isErr(err, ErrExited) {
 		t.Errorf("Record: %v", err)
 	}

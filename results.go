@@ -43,7 +43,7 @@ func (s *Session) runResult(w waitResult, state TerminalState, out, whole string
 // after (see Manager.spool).
 func (s *Session) killResult() (KillResult, string) {
 	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
-	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.settled.Load())}
+	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.out.settled.Load())}
 	res.ExitCode, res.Signal = s.status.exitFields()
 	return res, whole
 }
@@ -82,7 +82,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
 	truncated := s.truncated
 	if !peek {
-		truncated = s.readTo(s.settled.Load())
+		truncated = s.readTo(s.out.settled.Load())
 	}
 	w := waitResult{matched: matched, exited: s.exited, truncated: truncated}
 	if s.exited {

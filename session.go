@@ -73,18 +73,13 @@ type Session struct {
 	lane    lane        // one call at a time, in arrival order; taken before any lock below
 	dying   atomic.Bool // Kill has begun: no more writes; set before, and the terminal closed under, writeMu
 
-	// inMu guards the ring, which the reader fills; the renderer copies
-	// from it and the screen takes slices of it to read in place. It is
-	// held only for those, so the reader never waits behind rendering.
-	inMu sync.Mutex
-	ring *ring
+	out output // the ring, the reader and the processor (output.go)
 
 	// mu guards the fields below. It is never held during I/O or while
 	// calling a hook. Lock order: screenMu, then mu, then inMu.
 	mu         sync.Mutex
 	settle     *settler
-	settled    atomic.Int64 // ring offset the settler has rendered up to; written under mu
-	readOff    int64        // ring offset up to which results have returned output
+	readOff    int64 // ring offset up to which results have returned output
 	truncated  int64
 	changed    chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
 	lastOutput time.Time
@@ -108,23 +103,14 @@ type Session struct {
 	lit       litMemory    // the highlights the screen-mode reads returned; guarded by screenMu
 	screenOff atomic.Int64 // ring offset the screen has been fed up to
 	piece     int          // bytes the screen parses between checks (nextPiece)
-	// nonPlainEnd is the end of the last rendered batch that held more than
-	// plain text; the screen may skip plain text after it without a scan.
-	nonPlainEnd atomic.Int64
 
-	renderMu    sync.Mutex    // one renderer at a time: the reader, or the processor when the reader found it busy
-	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
-	progress    chan struct{} // the processor tells a throttled reader it did some (1-buffered)
-	queries     atomic.Bool   // the settler saw a query the screen has not parsed yet
-	answering   atomic.Int32  // screen parses and query replies under way (see State)
-	parses      atomic.Int64  // screen parses begun, each of which may type an answer (see State)
-	batch       []byte        // the renderer's copy of what it renders next, when not the read itself
-	done        chan struct{} // closed when drained
-	reaped      chan struct{} // closed when the child has been reaped
-	announced   chan struct{} // closed once Start has emitted "created" (or given up)
-	readerDone  chan struct{}
-	processDone chan struct{}
-	replies     sync.WaitGroup // the reply writer, while it runs
+	queries   atomic.Bool    // the settler saw a query the screen has not parsed yet
+	answering atomic.Int32   // screen parses and query replies under way (see State)
+	parses    atomic.Int64   // screen parses begun, each of which may type an answer (see State)
+	done      chan struct{}  // closed when drained
+	reaped    chan struct{}  // closed when the child has been reaped
+	announced chan struct{}  // closed once Start has emitted "created" (or given up)
+	replies   sync.WaitGroup // the reply writer, while it runs
 	// Query replies waiting for the reply writer, under mu; at most
 	// maxReplyBytes. replyCount of them are counted in answering.
 	replyQueue   []byte
@@ -190,26 +176,22 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *s
 // term, and starts its goroutines.
 func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Terminal, sh *shell) *Session {
 	s := &Session{
-		m:           m,
-		num:         num,
-		id:          "pty-" + strconv.Itoa(num),
-		command:     req.Command,
-		term:        term,
-		pid:         term.PID(),
-		cells:       cols * rows,
-		started:     time.Now(),
-		ring:        newRing(m.opts.ScrollbackBytes),
-		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
-		cols:        cols,
-		rows:        rows,
-		kick:        make(chan struct{}, 1),
-		progress:    make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		reaped:      make(chan struct{}),
-		announced:   make(chan struct{}),
-		readerDone:  make(chan struct{}),
-		processDone: make(chan struct{}),
-		sh:          sh,
+		m:         m,
+		num:       num,
+		id:        "pty-" + strconv.Itoa(num),
+		command:   req.Command,
+		term:      term,
+		pid:       term.PID(),
+		cells:     cols * rows,
+		started:   time.Now(),
+		out:       newOutput(m.opts.ScrollbackBytes),
+		settle:    newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
+		cols:      cols,
+		rows:      rows,
+		done:      make(chan struct{}),
+		reaped:    make(chan struct{}),
+		announced: make(chan struct{}),
+		sh:        sh,
 	}
 	if sh != nil {
 		sh.attach(s.settle)
@@ -302,7 +284,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	// A screen with much left to parse stops at its next piece (see
 	// syncScreenLocked); ctx bounds even that.
 	select {
-	case <-s.processDone:
+	case <-s.out.processDone:
 	case <-ctx.Done():
 		if err == nil {
 			err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, ctx.Err())

@@ -108,10 +108,10 @@ func (s *Session) outputSettled(sr StateReader) bool {
 	if sr.OutputPending() || s.queries.Load() || s.answering.Load() > 0 {
 		return false // output on its way, or a query's answer owed to the program
 	}
-	s.inMu.Lock()
-	end := s.ring.end()
-	s.inMu.Unlock()
-	return s.settled.Load() == end
+	s.out.inMu.Lock()
+	end := s.out.ring.end()
+	s.out.inMu.Unlock()
+	return s.out.settled.Load() == end
 }
 
 // checkWaitUntil validates a request's wait_until.

@@ -78,7 +78,7 @@ func (t *tap) run() {
 	for {
 		s.mu.Lock()
 		ch := s.changes()
-		end := s.settled.Load()
+		end := s.out.settled.Load()
 		marks := t.marks
 		t.marks = nil
 		over := s.drained
@@ -109,14 +109,14 @@ func (t *tap) deliver(end int64) error {
 	if end <= t.off {
 		return nil
 	}
-	s.inMu.Lock()
-	a, b, lost := s.ring.slices(t.off)
+	s.out.inMu.Lock()
+	a, b, lost := s.out.ring.slices(t.off)
 	if lost == 0 {
-		n := int(min(end, s.ring.end()) - t.off)
+		n := int(min(end, s.out.ring.end()) - t.off)
 		t.buf = append(t.buf[:0], a[:min(n, len(a))]...)
 		t.buf = append(t.buf, b[:n-len(t.buf)]...)
 	}
-	s.inMu.Unlock()
+	s.out.inMu.Unlock()
 	if lost > 0 {
 		return t.resync()
 	}
@@ -194,9 +194,9 @@ func (s *Session) tapInputMark(kind byte, p []byte) {
 		return
 	}
 	data := s.maskInput(append([]byte(nil), p...))
-	s.inMu.Lock()
-	off := s.ring.end()
-	s.inMu.Unlock()
+	s.out.inMu.Lock()
+	off := s.out.ring.end()
+	s.out.inMu.Unlock()
 	s.mu.Lock()
 	s.mark(tapMark{off: off, kind: kind, data: data})
 	s.mu.Unlock()

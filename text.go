@@ -9,7 +9,7 @@ import (
 // checkDrained marks the output complete once the child has exited and
 // what was on its way is rendered. Call with mu held.
 func (s *Session) checkDrained() {
-	if s.exited && s.drainSeen && !s.drained && s.settled.Load() >= s.drainOff {
+	if s.exited && s.drainSeen && !s.drained && s.out.settled.Load() >= s.drainOff {
 		s.drained = true
 		close(s.done)
 		s.broadcast()
@@ -85,9 +85,9 @@ func (s *Session) Wait(ctx context.Context) (ExitStatus, error) {
 // the output read up to ring offset off, and returns the count. Call with
 // mu held.
 func (s *Session) readTo(off int64) int64 {
-	s.inMu.Lock()
-	start := s.ring.start()
-	s.inMu.Unlock()
+	s.out.inMu.Lock()
+	start := s.out.ring.start()
+	s.out.inMu.Unlock()
 	if start > s.readOff {
 		s.truncated += start - s.readOff
 	}

@@ -159,7 +159,7 @@ func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
 		s.mu.Lock()
 		alt, drained, ch := s.settle.altScreen(), s.drained, s.changes()
 		syncing := s.settle.syncing
-		ended := !syncing && s.frameEnd == s.settled.Load() // the last output ended an update
+		ended := !syncing && s.frameEnd == s.out.settled.Load() // the last output ended an update
 		since := time.Since(s.lastOutput)
 		s.mu.Unlock()
 		quiet := frameQuiet
