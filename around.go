@@ -10,7 +10,7 @@ import "sync/atomic"
 //
 // Lock order, extending Session's: the masker's mutex (held by the reader
 // while it stores and renders masked output) comes before Session's
-// screenMu, mu and inMu.
+// disp.mu, mu and out.inMu.
 type around struct {
 	mask       atomic.Pointer[masker] // nil until WriteSecret gives a secret
 	hiddenSent atomic.Bool            // input_hidden was emitted and echo has stayed off since

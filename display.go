@@ -3,10 +3,29 @@ package agentpty
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentpty/agentpty/internal/screen"
 )
+
+// display is the session's screen, made on first use (many sessions never
+// need one), and the query answers it owes the program.
+type display struct {
+	// mu guards the screen and the fields up to screenOff; take it before
+	// Session.mu, never under it.
+	mu     sync.Mutex
+	screen *screen.Screen
+	shown  []string  // the rows the last read returned while the alternate screen showed, else nil
+	lit    litMemory // the highlights the screen-mode reads returned
+	piece  int       // bytes the screen parses between checks (nextPiece)
+
+	screenOff atomic.Int64 // ring offset the screen has been fed up to
+	queries   atomic.Bool  // the settler saw a query the screen has not parsed yet
+	answering atomic.Int32 // screen parses and query replies under way (see State)
+	parses    atomic.Int64 // screen parses begun, each of which may type an answer (see State)
+}
 
 // Cursor is a zero-based screen position.
 type Cursor struct {
@@ -45,9 +64,9 @@ func (s Screen) Text() string {
 // whatever the program prints.
 func (s *Session) syncScreen() {
 	for {
-		s.screenMu.Lock()
+		s.disp.mu.Lock()
 		done := s.syncScreenBy(time.Now().Add(processorSlice))
-		s.screenMu.Unlock()
+		s.disp.mu.Unlock()
 		if done || s.dying.Load() {
 			return
 		}
@@ -57,7 +76,7 @@ func (s *Session) syncScreen() {
 // processorSlice is the longest the processor holds the screen at a time.
 const processorSlice = 20 * time.Millisecond
 
-// syncScreenLocked is syncScreen with screenMu held.
+// syncScreenLocked is syncScreen with disp.mu held.
 func (s *Session) syncScreenLocked() { s.syncScreenBy(time.Time{}) }
 
 // callSync bounds how long a call parses the screen on its own behalf: a
@@ -74,20 +93,20 @@ func (s *Session) syncScreenCall() bool { return s.syncScreenBy(time.Now().Add(c
 // syncScreenBy is syncScreenLocked that stops at limit (none when zero)
 // and reports whether it parsed everything.
 func (s *Session) syncScreenBy(limit time.Time) bool {
-	if s.screen == nil {
+	if s.disp.screen == nil {
 		cols, rows := s.size()
-		s.screen = screen.New(cols, rows)
-		s.piece = 1 // grows as fast as pieces parse quickly
+		s.disp.screen = screen.New(cols, rows)
+		s.disp.piece = 1 // grows as fast as pieces parse quickly
 	}
-	s.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
-	s.parses.Add(1)
-	defer s.answering.Add(-1)
-	s.queries.Store(false) // whatever asked is in what is parsed now
+	s.disp.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
+	s.disp.parses.Add(1)
+	defer s.disp.answering.Add(-1)
+	s.disp.queries.Store(false) // whatever asked is in what is parsed now
 	// The screen reads the ring in place: the reader does not write over
 	// bytes the screen has not parsed (see feed), so only taking the slices
 	// needs the lock.
 	s.out.inMu.Lock()
-	a, b, _ := s.out.ring.slices(s.screenOff.Load())
+	a, b, _ := s.out.ring.slices(s.disp.screenOff.Load())
 	end := s.out.ring.end()
 	s.out.inMu.Unlock()
 	from := end - int64(len(a)+len(b))
@@ -109,7 +128,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	for _, p := range [2][]byte{a, b} {
 		k := min(int64(len(p)), plain)
 		if k > 0 {
-			reply = s.screen.WritePlain(reply, p[:k])
+			reply = s.disp.screen.WritePlain(reply, p[:k])
 		}
 		plain -= k
 		off += k
@@ -122,20 +141,20 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 				late = true
 				break
 			}
-			n := min(len(p), s.piece)
-			reply = s.screen.Write(reply, p[:n])
+			n := min(len(p), s.disp.piece)
+			reply = s.disp.screen.Write(reply, p[:n])
 			off += int64(n)
 			p = p[n:]
-			s.piece = nextPiece(s.piece, time.Since(now))
+			s.disp.piece = nextPiece(s.disp.piece, time.Since(now))
 		}
 		if late {
 			break
 		}
 	}
 	if late {
-		s.screenOff.Store(off)
+		s.disp.screenOff.Store(off)
 	} else {
-		s.screenOff.Store(end)
+		s.disp.screenOff.Store(end)
 	}
 	s.queueReply(reply)
 	return !late
@@ -156,19 +175,19 @@ func nextPiece(n int, d time.Duration) int {
 
 // Screen returns what the terminal shows now.
 func (s *Session) Screen() Screen {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.syncScreenLocked()
 	scr := s.snapshot()
-	scr.Cells = s.screen.Cells()
+	scr.Cells = s.disp.screen.Cells()
 	return scr
 }
 
-// snapshot reads the screen. Call with screenMu held.
+// snapshot reads the screen. Call with disp.mu held.
 func (s *Session) snapshot() Screen {
-	cols, rows := s.screen.Size()
-	r, c := s.screen.Cursor()
-	return Screen{Rows: rows, Cols: cols, Cursor: Cursor{Row: r, Col: c}, AltScreen: s.screen.AltScreen(), Lines: s.screen.Lines()}
+	cols, rows := s.disp.screen.Size()
+	r, c := s.disp.screen.Cursor()
+	return Screen{Rows: rows, Cols: cols, Cursor: Cursor{Row: r, Col: c}, AltScreen: s.disp.screen.AltScreen(), Lines: s.disp.screen.Lines()}
 }
 
 // Resize changes the terminal's size; the program gets SIGWINCH.
@@ -176,8 +195,8 @@ func (s *Session) Resize(cols, rows int) error {
 	if cols < 1 || cols > maxCols || rows < 1 || rows > maxRows {
 		return errorf(ErrInvalid, "%s: size %dx%d is outside 1-%d columns by 1-%d rows", s.id, cols, rows, maxCols, maxRows)
 	}
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	st, exited := s.ended()
 	if exited {
 		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, st)
@@ -191,8 +210,8 @@ func (s *Session) Resize(cols, rows int) error {
 		_, _ = s.m.recount(s, old)
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
-	s.screen.Resize(cols, rows)
-	s.tapResize(cols, rows) // with screenMu held: at the place in the output where it happened
+	s.disp.screen.Resize(cols, rows)
+	s.tapResize(cols, rows) // with disp.mu held: at the place in the output where it happened
 	s.mu.Lock()
 	s.settle.setCols(cols)
 	s.settle.setRows(rows)

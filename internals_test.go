@@ -20,7 +20,7 @@ func ringEnd(s *Session) int64 {
 
 // screenLag is how far the screen's parsing is behind the ring.
 func screenLag(s *Session) int64 {
-	return ringEnd(s) - s.screenOff.Load()
+	return ringEnd(s) - s.disp.screenOff.Load()
 }
 
 // queuedReplies is how many bytes of query replies wait to be typed.
@@ -48,9 +48,9 @@ func nextChange(s *Session) (<-chan struct{}, bool) {
 // parsedSnapshot parses everything the ring holds into the screen and
 // returns it with the offset parsed up to and the ring's bytes.
 func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.syncScreenLocked()
 	raw, start := rawOutput(s)
-	return s.snapshot(), s.screenOff.Load(), raw, start
+	return s.snapshot(), s.disp.screenOff.Load(), raw, start
 }

@@ -71,7 +71,7 @@ func (s *Session) read() {
 // back-pressure as it would from a slow terminal.
 func (s *Session) feed(p []byte) {
 	limit := s.lag()
-	for s.out.ring.end()-min(s.out.settled.Load(), s.screenOff.Load()) > limit {
+	for s.out.ring.end()-min(s.out.settled.Load(), s.disp.screenOff.Load()) > limit {
 		s.kickProcessor()
 		<-s.out.progress
 	}
@@ -159,7 +159,7 @@ func (s *Session) process() {
 // ring offset end: a query awaits its answer, or the ring would soon drop
 // bytes it never saw.
 func (s *Session) screenDue(end int64) bool {
-	return s.queries.Load() || end-s.screenOff.Load() > s.lag()
+	return s.disp.queries.Load() || end-s.disp.screenOff.Load() > s.lag()
 }
 
 // render takes everything new from the ring in batches.
@@ -197,7 +197,7 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 		s.frameEnd = end
 	}
 	if ev&evQuery != 0 {
-		s.queries.Store(true) // before settled: State never sees the query rendered but not owed
+		s.disp.queries.Store(true) // before settled: State never sees the query rendered but not owed
 	}
 	s.out.settled.Store(end)
 	s.lastOutput = time.Now()

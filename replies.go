@@ -30,7 +30,7 @@ func (s *Session) queueReply(reply []byte) {
 	}
 	if len(reply) > 0 {
 		// State counts it as an answer on its way until it is typed.
-		s.answering.Add(1)
+		s.disp.answering.Add(1)
 		s.replyCount++
 	}
 	s.replyQueue = append(s.replyQueue, reply...)
@@ -55,11 +55,11 @@ func (s *Session) writeReplies() {
 			s.replyRunning = false
 			s.replyQueue = nil
 			s.mu.Unlock()
-			s.answering.Add(-n)
+			s.disp.answering.Add(-n)
 			return
 		}
 		s.mu.Unlock()
 		_, _ = s.writeTerminal(context.Background(), batch, time.Now().Add(replyTimeout))
-		s.answering.Add(-n)
+		s.disp.answering.Add(-n)
 	}
 }

@@ -92,7 +92,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Unlock()
 
 	if alt || redrawn {
-		s.screenMu.Lock()
+		s.disp.mu.Lock()
 		if !s.syncScreenCall() {
 			// The screen is far behind: the text says more than a stale
 			// screen of a redraw; a full-screen program's is the best
@@ -101,12 +101,12 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 		}
 		scr := s.snapshot()
 		if !peek {
-			s.shown = nil
+			s.disp.shown = nil
 			if alt {
-				s.shown = scr.Lines // what this read returned is what wait_for compares with next
+				s.disp.shown = scr.Lines // what this read returned is what wait_for compares with next
 			}
 		}
-		s.screenMu.Unlock()
+		s.disp.mu.Unlock()
 		switch {
 		case alt:
 			out = joinScreen(out, scr.Text())
@@ -117,9 +117,9 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 			out, whole = joinScreen(before, scr.Text()), "" // the frames' text mixed together: the screen says it
 		}
 	} else if !peek {
-		s.screenMu.Lock()
-		s.shown = nil
-		s.screenMu.Unlock()
+		s.disp.mu.Lock()
+		s.disp.shown = nil
+		s.disp.mu.Unlock()
 	}
 	w.output = out
 	w.spool = s.m.spool(s.id, whole)

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/agentpty/agentpty/internal/screen"
 )
 
 // Waits, as DESIGN.md fixes them.
@@ -95,18 +93,8 @@ type Session struct {
 	idle, life *time.Timer // nil once killed
 	calls      int         // calls in progress; the idle clock waits for none
 
-	// screenMu guards the screen, made on first use (many sessions never
-	// need one); take it before mu, never under it.
-	screenMu  sync.Mutex
-	screen    *screen.Screen
-	shown     []string     // the rows the last read returned while the alternate screen showed, else nil
-	lit       litMemory    // the highlights the screen-mode reads returned; guarded by screenMu
-	screenOff atomic.Int64 // ring offset the screen has been fed up to
-	piece     int          // bytes the screen parses between checks (nextPiece)
+	disp display // the screen and the query answers it owes (display.go)
 
-	queries   atomic.Bool    // the settler saw a query the screen has not parsed yet
-	answering atomic.Int32   // screen parses and query replies under way (see State)
-	parses    atomic.Int64   // screen parses begun, each of which may type an answer (see State)
 	done      chan struct{}  // closed when drained
 	reaped    chan struct{}  // closed when the child has been reaped
 	announced chan struct{}  // closed once Start has emitted "created" (or given up)

@@ -415,10 +415,10 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		if out != "" {
 			out += "\n"
 		}
-		s.screenMu.Lock()
+		s.disp.mu.Lock()
 		s.syncScreenCall()
 		out += s.snapshot().Text() // the text only: Screen() would copy every cell
-		s.screenMu.Unlock()
+		s.disp.mu.Unlock()
 	}
 	if !done {
 		state = s.State()

@@ -64,10 +64,10 @@ func (s *Session) State() TerminalState {
 	// blocked is then either still in the master or already read. An
 	// answer to a query typed after the processes were looked at wakes the
 	// program: a screen parse begun since then counts as one.
-	parses := s.parses.Load()
+	parses := s.disp.parses.Load()
 	fg := sr.Foreground()
 	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
-	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.parses.Load() == parses && s.quietFor(fg.Quiet) {
+	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
 		st.State = StateWaitingInput
 	}
 	return st
@@ -105,7 +105,7 @@ func resultState(st TerminalState, exited bool) TerminalState {
 // terminal query in it waits for its answer (the slave's poll then sees
 // the answer unread).
 func (s *Session) outputSettled(sr StateReader) bool {
-	if sr.OutputPending() || s.queries.Load() || s.answering.Load() > 0 {
+	if sr.OutputPending() || s.disp.queries.Load() || s.disp.answering.Load() > 0 {
 		return false // output on its way, or a query's answer owed to the program
 	}
 	s.out.inMu.Lock()

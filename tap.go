@@ -46,8 +46,8 @@ func newTap(s *Session, input bool, emit func(kind byte, p []byte) error) *tap {
 // bytes that redraw the screen as it is there, and its size: what t
 // delivers next continues from exactly that screen.
 func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, err error) {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.mu.Lock()
 	over := s.drained || s.noReplies
 	s.mu.Unlock()
@@ -56,9 +56,9 @@ func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, er
 		return nil, 0, 0, errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
 	}
 	s.syncScreenLocked()
-	redraw = s.screen.Redraw(nil)
-	cols, rows = s.screen.Size()
-	t.off = s.screenOff.Load()
+	redraw = s.disp.screen.Redraw(nil)
+	cols, rows = s.disp.screen.Size()
+	t.off = s.disp.screenOff.Load()
 	s.mu.Lock()
 	s.taps = append(s.taps, t)
 	s.mu.Unlock()
@@ -131,11 +131,11 @@ func (t *tap) deliver(end int64) error {
 // resync redraws the screen for a tap the ring has left behind.
 func (t *tap) resync() error {
 	s := t.s
-	s.screenMu.Lock()
+	s.disp.mu.Lock()
 	s.syncScreenLocked()
-	redraw := s.screen.Redraw(nil)
-	t.off = s.screenOff.Load()
-	s.screenMu.Unlock()
+	redraw := s.disp.screen.Redraw(nil)
+	t.off = s.disp.screenOff.Load()
+	s.disp.mu.Unlock()
 	return t.emit('o', redraw)
 }
 
@@ -167,12 +167,12 @@ func (t *tap) poke() {
 }
 
 // tapResize tells the taps the terminal is now cols×rows. Call with
-// screenMu held, so the place is where the screen has parsed up to.
+// disp.mu held, so the place is where the screen has parsed up to.
 func (s *Session) tapResize(cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.taps) > 0 {
-		s.mark(tapMark{off: s.screenOff.Load(), kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
+		s.mark(tapMark{off: s.disp.screenOff.Load(), kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
 	}
 }
 

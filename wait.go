@@ -110,15 +110,15 @@ func (w *waitSpec) inSettled(st *settler) bool {
 // program in a way that counts. The screen parses what it has not seen
 // until the call's deadline at most: a flood must not stretch the wait.
 func (s *Session) screenMatch(w *waitSpec, deadline time.Time) bool {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.syncScreenBy(deadline)
-	off := s.screenOff.Load()
+	off := s.disp.screenOff.Load()
 	if w.screenSeen && off == w.screenAt || time.Now().After(deadline) {
 		return false // the screen has not changed since the last look, or the wait is over
 	}
 	w.screenSeen, w.screenAt = true, off
-	return w.inScreen(s.screen.Lines(), s.shown)
+	return w.inScreen(s.disp.screen.Lines(), s.disp.shown)
 }
 
 // inScreen reports whether w matches a screen's rows in a way that counts:
