@@ -72,8 +72,11 @@ type ApprovalRequest struct {
 //   - builtins that assign a variable they name or run code: eval, source
 //     and ., alias, trap, enable, let, read, mapfile, readarray, getopts,
 //     wait -p, printf -v, test -v and [ -v, declare, typeset, local,
-//     export and readonly with arguments, unset with a subscript, set -k,
-//     fc, bind, complete, compgen, hash -p; and a glob or expansion among
+//     export and readonly with arguments, unset with a subscript, fc,
+//     bind, complete, compgen, hash -p; set and shopt changing an option
+//     that changes how the shell reads later lines (set -k, set -H,
+//     shopt -u interactive_comments: only errexit, nounset, pipefail,
+//     xtrace, the glob options and their like pass); and a glob or expansion among
 //     the arguments of any builtin but the plain ones (echo, cd, pwd,
 //     true, printf after its format ...), where a planted file name may
 //     become a name the builtin assigns;
@@ -118,8 +121,8 @@ type ApprovalRequest struct {
 //
 // A wrapper's command is judged as well as the wrapper: nice, nohup,
 // command, builtin, exec, time, env, sudo, doas, su, runuser, timeout,
-// stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox and xargs
-// with their options, and the commands of find -exec (su -c, flock -c,
+// stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox, jobs -x
+// and xargs with their options, and the commands of find -exec (su -c, flock -c,
 // sudo -s and env -S, which run a string, are refused; so is an option,
 // an option's argument or an operand only the shell knows; a word holding
 // the {} of find -exec or the string xargs -I replaces is known only when
