@@ -35,7 +35,7 @@ var bashOptions = &shellOptions{
 
 // shells run the string after -c as a command line; nil: in a language
 // Rules do not read.
-var shells = map[string]*shellOptions{"bash": bashOptions, "sh": bashOptions, "dash": bashOptions, "ash": bashOptions,
+var shells = map[string]*shellOptions{"bash": bashOptions, "rbash": bashOptions, "sh": bashOptions, "dash": bashOptions, "ash": bashOptions,
 	"zsh": nil, "ksh": nil, "mksh": nil}
 
 // maxNesting bounds how deep sh -c 'sh -c ...' is read.

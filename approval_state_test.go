@@ -11,8 +11,8 @@ import (
 
 // TestApproveRulesShellState: builtins that change how bash reads the
 // lines after them (history expansion in a script, # no longer a comment
-// in an interactive shell) and the builtin jobs -x, which runs a
-// command. The control runs each through bash for real and shows d
+// in an interactive shell), the builtin jobs -x, which runs a command,
+// and bash -c under the name rbash. The control runs each through bash for real and shows d
 // removed; the rules must deny it.
 func TestApproveRulesShellState(t *testing.T) {
 	set := agentpty.Rules{Allow: []string{"echo *", "set *"}}
@@ -36,6 +36,7 @@ func TestApproveRulesShellState(t *testing.T) {
 		{"InteractiveCommentsBuiltin", agentpty.Rules{Allow: []string{"echo *", "shopt *", "builtin *"}}, attack{command: "builtin shopt -u interactive_comments\necho x # ; rm -rf d\n", interactive: true}, true,
 			"uses shopt interactive_comments"},
 		{"JobsX", jobs, attack{command: "jobs -x rm -rf d"}, false, `runs "rm -rf d", which matches no allow rule`},
+		{"RbashDeny", deny, attack{command: "rbash -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
 		{"JobsXDeny", deny, attack{command: "builtin jobs -x rm -rf d"}, false, `matches deny rule "rm *"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
