@@ -26,6 +26,21 @@ func pagerRepo(t *testing.T) (string, StartRequest) {
 		Env: []string{"GIT_PAGER=less", "LESS=R"}, WaitUntil: WaitUntilInput}
 }
 
+// writesManager returns a manager whose rules decide starts and, with
+// ApproveWrites, writes; for the control, every write is approved.
+func writesManager(t *testing.T, rules Rules, control bool) *Manager {
+	var approver Approver = rules
+	if control {
+		approver = ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
+			if req.Tool == ToolWrite {
+				return nil
+			}
+			return rules.Approve(ctx, req)
+		})
+	}
+	return newManager(t, Options{Approver: approver, ApproveWrites: true})
+}
+
 // With ApproveWrites, Rules judge typed lines as a shell reads them; a
 // pager reads them as its own keys. "git log -o FILE" is a git log
 // command to the rules and, typed into less, makes less copy its input
@@ -38,16 +53,7 @@ func TestApproveRulesWriteIntoPager(t *testing.T) {
 		dir, start := pagerRepo(t)
 		out := filepath.Join(dir, "written.sh")
 		rules := Rules{Allow: []string{"git log *"}}
-		var approver Approver = rules
-		if control {
-			approver = ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
-				if req.Tool == ToolWrite {
-					return nil
-				}
-				return rules.Approve(ctx, req)
-			})
-		}
-		m := newManager(t, Options{Approver: approver, ApproveWrites: true})
+		m := writesManager(t, rules, control)
 		res := mustStart(t, m, start)
 		if !strings.Contains(res.Output, "rm -rf d") || res.Foreground != "less" {
 			t.Fatalf("git log did not show its output in less: %+v", res)
@@ -91,17 +97,7 @@ func TestApproveRulesWriteLinesForTheNextProgram(t *testing.T) {
 	for _, control := range []bool{true, false} {
 		dir, start := pagerRepo(t)
 		out := filepath.Join(dir, "written.sh")
-		rules := Rules{Allow: []string{"git log *", "bash"}}
-		var approver Approver = rules
-		if control {
-			approver = ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
-				if req.Tool == ToolWrite {
-					return nil
-				}
-				return rules.Approve(ctx, req)
-			})
-		}
-		m := newManager(t, Options{Approver: approver, ApproveWrites: true})
+		m := writesManager(t, Rules{Allow: []string{"git log *", "bash"}}, control)
 		res := mustStart(t, m, StartRequest{Command: "bash", Cwd: dir, Rows: 10, Env: start.Env, WaitUntil: WaitUntilInput})
 		input := start.Command + "\rgit log -o" + out + "\r"
 		_, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: input, WaitUntil: WaitUntilInput})
