@@ -600,8 +600,8 @@ func TestFlagsToOptions(t *testing.T) {
 	}{
 		{agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: "bash"}, false},
 		{agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: "rm -rf x"}, true},
-		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "ls -l\r"}, false},
-		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "rm -rf x\r"}, true},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "ls -l\r", Foreground: "bash"}, false},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "rm -rf x\r", Foreground: "bash"}, true},
 	} {
 		if err := opts.Approver.Approve(ctx, tc.req); (err != nil) != tc.deny {
 			t.Errorf("deny-only rules on %+v: %v, want denied %v", tc.req, err, tc.deny)
