@@ -67,7 +67,7 @@ func (s *Session) syncScreen() {
 		s.disp.mu.Lock()
 		done := s.syncScreenBy(time.Now().Add(processorSlice))
 		s.disp.mu.Unlock()
-		if done || s.dying.Load() {
+		if done || s.typing.dying.Load() {
 			return
 		}
 	}
@@ -135,7 +135,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 		// In pieces, so that a Kill need not wait for a screen that has
 		// much to parse: a dying session's screen stops where it is, and
 		// a call's where its time is up.
-		for p = p[k:]; len(p) > 0 && !s.dying.Load(); {
+		for p = p[k:]; len(p) > 0 && !s.typing.dying.Load(); {
 			now := time.Now()
 			if !limit.IsZero() && now.After(limit) {
 				late = true
@@ -213,9 +213,9 @@ func (s *Session) Resize(cols, rows int) error {
 	s.disp.screen.Resize(cols, rows)
 	s.tapResize(cols, rows) // with disp.mu held: at the place in the output where it happened
 	s.mu.Lock()
-	s.settle.setCols(cols)
-	s.settle.setRows(rows)
-	s.cols, s.rows = cols, rows
+	s.text.settle.setCols(cols)
+	s.text.settle.setRows(rows)
+	s.text.cols, s.text.rows = cols, rows
 	s.mu.Unlock()
 	return nil
 }

@@ -34,10 +34,10 @@ func (s *Session) Expect(ctx context.Context, re *regexp.Regexp) (string, error)
 	for {
 		s.mu.Lock()
 		ch := s.changes()
-		if s.readOff > e.off {
-			e.skipTo(s.readOff) // a result returned it
+		if s.text.readOff > e.off {
+			e.skipTo(s.text.readOff) // a result returned it
 		}
-		end, over := s.out.settled.Load(), s.drained
+		end, over := s.out.settled.Load(), s.text.drained
 		s.mu.Unlock()
 		s.expectFill(end)
 		if loc := re.FindIndex(e.text); loc != nil {

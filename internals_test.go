@@ -25,9 +25,9 @@ func screenLag(s *Session) int64 {
 
 // queuedReplies is how many bytes of query replies wait to be typed.
 func queuedReplies(s *Session) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.replyQueue)
+	s.rep.mu.Lock()
+	defer s.rep.mu.Unlock()
+	return len(s.rep.queue)
 }
 
 // tapCount is how many taps (recordings, attachments) are registered.
@@ -42,7 +42,7 @@ func tapCount(s *Session) int {
 func nextChange(s *Session) (<-chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changes(), s.drained
+	return s.changes(), s.text.drained
 }
 
 // parsedSnapshot parses everything the ring holds into the screen and

@@ -122,8 +122,8 @@ func (s *Session) drainSeenAt() {
 	end := s.out.ring.end()
 	s.out.inMu.Unlock()
 	s.mu.Lock()
-	if !s.drainSeen {
-		s.drainSeen, s.drainOff = true, end
+	if !s.text.drainSeen {
+		s.text.drainSeen, s.text.drainOff = true, end
 		s.checkDrained()
 	}
 	s.mu.Unlock()
@@ -189,18 +189,18 @@ func (s *Session) renderLocked() {
 // with renderMu held.
 func (s *Session) renderBatch(batch []byte, end int64) {
 	s.mu.Lock()
-	ev := s.settle.write(batch)
+	ev := s.text.settle.write(batch)
 	if ev&evNonPlain != 0 {
 		s.out.nonPlainEnd.Store(end)
 	}
 	if ev&evSyncEnd != 0 {
-		s.frameEnd = end
+		s.text.frameEnd = end
 	}
 	if ev&evQuery != 0 {
 		s.disp.queries.Store(true) // before settled: State never sees the query rendered but not owed
 	}
 	s.out.settled.Store(end)
-	s.lastOutput = time.Now()
+	s.text.lastOutput = time.Now()
 	s.broadcast()
 	s.checkDrained()
 	s.mu.Unlock()

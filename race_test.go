@@ -52,15 +52,8 @@ func TestRaceRecordKill(t *testing.T) {
 		_, err := m.Kill(ctx, res.ID)
 		killed <- err
 	}()
-	// Once replies are stopped, the kill takes the session's lock and then
-	// the ring's, which the test holds: a lock that stays taken says so.
-	for stopped, busy := false, 0; !stopped && busy < 100000; runtime.Gosched() {
-		if !s.mu.TryLock() {
-			busy++
-			continue
-		}
-		stopped, busy = s.noReplies, 0
-		s.mu.Unlock()
+	for !s.rep.isStopped() {
+		runtime.Gosched()
 	}
 	s.out.inMu.Unlock()
 	if err := <-recorded; err != nil && !isErr(err, ErrExited) {

@@ -42,9 +42,9 @@ func (s *Session) runResult(w waitResult, state TerminalState, out, whole string
 // program ended. Call with mu held; spool is handed the whole output
 // after (see Manager.spool).
 func (s *Session) killResult() (KillResult, string) {
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
+	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
 	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.out.settled.Load())}
-	res.ExitCode, res.Signal = s.status.exitFields()
+	res.ExitCode, res.Signal = s.text.status.exitFields()
 	return res, whole
 }
 
@@ -74,21 +74,21 @@ func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(m
 // output, for a caller that returns an output of its own (pty-run).
 func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
-	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
+	redrawn := s.text.settle.redrawn(s.text.rows) // a redraw in place shows as its screen (screenview.go)
 	var before string                   // ... after the text that came before it
 	if redrawn {
-		before = s.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
+		before = s.text.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
 	}
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
-	truncated := s.truncated
+	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
+	truncated := s.text.truncated
 	if !peek {
 		truncated = s.readTo(s.out.settled.Load())
 	}
-	w := waitResult{matched: matched, exited: s.exited, truncated: truncated}
-	if s.exited {
-		w.exitCode, w.signal = s.status.exitFields()
+	w := waitResult{matched: matched, exited: s.text.exited, truncated: truncated}
+	if s.text.exited {
+		w.exitCode, w.signal = s.text.status.exitFields()
 	}
-	alt := s.settle.altScreen()
+	alt := s.text.settle.altScreen()
 	s.mu.Unlock()
 
 	if alt || redrawn {

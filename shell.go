@@ -403,12 +403,12 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	var out string
 	switch {
 	case done:
-		out = s.settle.textBetween(s.sh.from, s.sh.to)
+		out = s.text.settle.textBetween(s.sh.from, s.sh.to)
 	case s.sh.busy:
-		out = s.settle.textBetween(s.sh.from, s.settle.cursorPos())
+		out = s.text.settle.textBetween(s.sh.from, s.text.settle.cursorPos())
 	}
 	lostBytes, lostLines := s.sh.lost()
-	alt := s.settle.altScreen()
+	alt := s.text.settle.altScreen()
 	s.mu.Unlock()
 	w := s.collectOut(false, false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it

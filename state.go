@@ -81,9 +81,9 @@ func (s *Session) quietFor(d time.Duration) bool {
 		return true
 	}
 	s.mu.Lock()
-	last := s.lastOutput
+	last := s.text.lastOutput
 	s.mu.Unlock()
-	if in := time.Unix(0, s.lastInput.Load()); in.After(last) {
+	if in := time.Unix(0, s.typing.last.Load()); in.After(last) {
 		last = in
 	}
 	return time.Since(last) >= d
@@ -142,8 +142,8 @@ func (s *Session) awaitInput(ctx context.Context, want *waitSpec, deadline time.
 		// rendered, so a match the output holds is seen below too.
 		st = s.State()
 		s.mu.Lock()
-		matched = want != nil && want.inSettled(s.settle)
-		alt := s.settle.altScreen()
+		matched = want != nil && want.inSettled(s.text.settle)
+		alt := s.text.settle.altScreen()
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
 			matched = s.screenMatch(want, deadline)
@@ -166,7 +166,7 @@ func (s *Session) awaitCond(ctx context.Context, deadline time.Time, done func()
 	backoff := recheckFirst
 	for {
 		s.mu.Lock()
-		drained, ch := s.drained, s.changes()
+		drained, ch := s.text.drained, s.changes()
 		s.mu.Unlock()
 		if drained || done() {
 			return nil

@@ -49,8 +49,9 @@ func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, er
 	s.disp.mu.Lock()
 	defer s.disp.mu.Unlock()
 	s.mu.Lock()
-	over := s.drained || s.noReplies
+	over := s.text.drained
 	s.mu.Unlock()
+	over = over || s.rep.isStopped()
 	if over {
 		st, _ := s.ended()
 		return nil, 0, 0, errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
@@ -81,7 +82,7 @@ func (t *tap) run() {
 		end := s.out.settled.Load()
 		marks := t.marks
 		t.marks = nil
-		over := s.drained
+		over := s.text.drained
 		s.mu.Unlock()
 		for _, mk := range marks {
 			if t.err = t.deliver(mk.off); t.err == nil {

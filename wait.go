@@ -157,10 +157,10 @@ func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
 	}()
 	for {
 		s.mu.Lock()
-		alt, drained, ch := s.settle.altScreen(), s.drained, s.changes()
-		syncing := s.settle.syncing
-		ended := !syncing && s.frameEnd == s.out.settled.Load() // the last output ended an update
-		since := time.Since(s.lastOutput)
+		alt, drained, ch := s.text.settle.altScreen(), s.text.drained, s.changes()
+		syncing := s.text.settle.syncing
+		ended := !syncing && s.text.frameEnd == s.out.settled.Load() // the last output ended an update
+		since := time.Since(s.text.lastOutput)
 		s.mu.Unlock()
 		quiet := frameQuiet
 		if syncing {
@@ -297,7 +297,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
 	if len(input) > 0 && want != nil && !v.secret {
 		s.mu.Lock()
-		want.typed(s.settle, input)
+		want.typed(s.text.settle, input)
 		s.mu.Unlock()
 	}
 	ends := s.shellEnds()
@@ -388,12 +388,12 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 	}()
 	for {
 		s.mu.Lock()
-		matched := want != nil && want.inSettled(s.settle)
-		drained, alt, ch := s.drained, s.settle.altScreen(), s.changes()
+		matched := want != nil && want.inSettled(s.text.settle)
+		drained, alt, ch := s.text.drained, s.text.settle.altScreen(), s.changes()
 		var since time.Duration
-		hasOutput := quiet && s.settle.unread()
+		hasOutput := quiet && s.text.settle.unread()
 		if hasOutput {
-			since = time.Since(s.lastOutput)
+			since = time.Since(s.text.lastOutput)
 		}
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
