@@ -131,22 +131,9 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 			reply = s.disp.screen.WritePlain(reply, p[:k])
 		}
 		plain -= k
-		off += k
-		// In pieces, so that a Kill need not wait for a screen that has
-		// much to parse: a dying session's screen stops where it is, and
-		// a call's where its time is up.
-		for p = p[k:]; len(p) > 0 && !s.typing.dying.Load(); {
-			now := time.Now()
-			if !limit.IsZero() && now.After(limit) {
-				late = true
-				break
-			}
-			n := min(len(p), s.disp.piece)
-			reply = s.disp.screen.Write(reply, p[:n])
-			off += int64(n)
-			p = p[n:]
-			s.disp.piece = nextPiece(s.disp.piece, time.Since(now))
-		}
+		var n int64
+		reply, n, late = s.parsePieces(reply, p[k:], limit)
+		off += k + n
 		if late {
 			break
 		}
@@ -158,6 +145,27 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	}
 	s.queueReply(reply)
 	return !late
+}
+
+// parsePieces parses p into the screen in pieces, so that a Kill need not
+// wait for a screen that has much to parse: a dying session's screen stops
+// where it is, and a call's where limit (none when zero) has passed. It
+// returns the replies with the screen's appended, how much it parsed, and
+// whether it stopped for the limit. Call with disp.mu held.
+func (s *Session) parsePieces(reply, p []byte, limit time.Time) ([]byte, int64, bool) {
+	parsed := int64(0)
+	for len(p) > 0 && !s.typing.dying.Load() {
+		now := time.Now()
+		if !limit.IsZero() && now.After(limit) {
+			return reply, parsed, true
+		}
+		n := min(len(p), s.disp.piece)
+		reply = s.disp.screen.Write(reply, p[:n])
+		parsed += int64(n)
+		p = p[n:]
+		s.disp.piece = nextPiece(s.disp.piece, time.Since(now))
+	}
+	return reply, parsed, false
 }
 
 // nextPiece is the size of the screen's next piece after one of n bytes
