@@ -215,8 +215,9 @@ func childEnv(extra ...[]string) []string {
 // ID returns the session's id, "pty-N".
 func (s *Session) ID() string { return s.id }
 
-// PID returns the child's process id, which is also its process group and
-// session id.
+// PID returns the child's process id on its machine, which on this one is
+// also its process group and session id; 0 where the terminal does not
+// say (see Terminal.PID).
 func (s *Session) PID() int { return s.pid }
 
 func (s *Session) info() SessionInfo {
