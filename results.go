@@ -75,7 +75,7 @@ func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(m
 func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.text.settle.redrawn(s.text.rows) // a redraw in place shows as its screen (screenview.go)
-	var before string                   // ... after the text that came before it
+	var before string                             // ... after the text that came before it
 	if redrawn {
 		before = s.text.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
 	}
