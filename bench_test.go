@@ -119,9 +119,7 @@ func throughputLibrary(tb testing.TB, m *Manager, file string) int64 {
 		tb.Fatal(err)
 	}
 	s.Screen()
-	s.inMu.Lock()
-	n := s.ring.end()
-	s.inMu.Unlock()
+	n := ringEnd(s)
 	if _, err := m.Kill(ctx, res.ID); err != nil {
 		tb.Fatal(err)
 	}

@@ -464,9 +464,7 @@ func TestQueryRepliesBounded(t *testing.T) {
 			default:
 			}
 			peak = max(peak, runtime.NumGoroutine())
-			s.mu.Lock()
-			queued = max(queued, len(s.replyQueue))
-			s.mu.Unlock()
+			queued = max(queued, queuedReplies(s))
 			runtime.Gosched()
 		}
 	}()
@@ -499,11 +497,7 @@ func TestKillWhileTheScreenIsBusy(t *testing.T) {
 	s, _ := m.Session(res.ID)
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "go", Submit: true, WaitMS: ms(0)})
 	// Wait until the screen lags by more than it can parse in a second.
-	lag := func() int64 {
-		s.inMu.Lock()
-		defer s.inMu.Unlock()
-		return s.ring.end() - s.screenOff.Load()
-	}
+	lag := func() int64 { return screenLag(s) }
 	for lag() < 256<<10 {
 		awaitUnread(t, s, "aaaa")
 		mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(50)})

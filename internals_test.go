@@ -1,0 +1,62 @@
+package agentpty
+
+import "syscall"
+
+// The places tests look inside a session, each in one helper, so that the
+// session's parts can move without touching the tests that read them.
+
+// rawOutput returns every byte the ring holds and the offset of the first.
+func rawOutput(s *Session) ([]byte, int64) {
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	raw, _ := s.ring.appendFrom(nil, 0)
+	return raw, s.ring.start()
+}
+
+// ringEnd is the ring offset of the newest byte read from the terminal.
+func ringEnd(s *Session) int64 {
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	return s.ring.end()
+}
+
+// screenLag is how far the screen's parsing is behind the ring.
+func screenLag(s *Session) int64 {
+	return ringEnd(s) - s.screenOff.Load()
+}
+
+// queuedReplies is how many bytes of query replies wait to be typed.
+func queuedReplies(s *Session) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.replyQueue)
+}
+
+// tapCount is how many taps (recordings, attachments) are registered.
+func tapCount(s *Session) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.taps)
+}
+
+// nextChange returns the channel the next rendered output closes, and
+// whether the output is complete already.
+func nextChange(s *Session) (<-chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changes(), s.drained
+}
+
+// parsedSnapshot parses everything the ring holds into the screen and
+// returns it with the offset parsed up to and the ring's bytes.
+func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
+	s.screenMu.Lock()
+	defer s.screenMu.Unlock()
+	s.syncScreenLocked()
+	raw, start := rawOutput(s)
+	return s.snapshot(), s.screenOff.Load(), raw, start
+}
+
+// masterConn is the local terminal's master side, for ioctls a test makes
+// on it as a host would.
+func masterConn(s *Session) (syscall.RawConn, error) { return s.pty.SyscallConn() }
