@@ -1,0 +1,487 @@
+package sshpty
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"golang.org/x/crypto/ssh"
+)
+
+// helper is a shell on the host that answers probes and runs kills: one
+// channel of the connection, shared by the backend's live terminals. A
+// probe then costs one round trip and the shell's builtins (plus stty,
+// and dd and od for a select timeout), not a channel and a process start
+// each, which on a host whose login shell reads a heavy .bashrc (bash
+// does for commands sshd runs) is a second. Requests are numbered and
+// answered in any order: a kill runs in the background while probes go
+// on.
+type helper struct {
+	sess *ssh.Session
+	in   io.WriteCloser
+	done chan struct{} // closed when the reader has stopped
+
+	mu      sync.Mutex // guards the fields below and orders writes to in
+	seq     int
+	waiting map[int]*answer
+	dead    error
+}
+
+// answer is one request's lines, complete when done is closed.
+type answer struct {
+	out  bytes.Buffer
+	done chan struct{}
+}
+
+func startHelper(c *ssh.Client) (*helper, error) {
+	s, err := c.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	in, err1 := s.StdinPipe()
+	out, err2 := s.StdoutPipe()
+	_, err3 := s.StderrPipe() // sent to /dev/null there; no copier here
+	if err := errors.Join(err1, err2, err3); err != nil {
+		s.Close()
+		return nil, err
+	}
+	// bash when there is one: its read -t 0 polls the terminal, which
+	// hands the line discipline what was typed, as the local poll does.
+	if err := s.Start(`if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`); err != nil {
+		s.Close()
+		return nil, err
+	}
+	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
+	if _, err := io.WriteString(in, helperFuncs+killFunc+"\n"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	go h.read(out)
+	return h, nil
+}
+
+// read hands each line to the request it answers, until the channel ends.
+func (h *helper) read(out io.Reader) {
+	defer close(h.done)
+	br := bufio.NewReader(out)
+	var err error
+	for {
+		var line string
+		line, err = br.ReadString('\n')
+		if err != nil {
+			break
+		}
+		num, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+		n, _ := strconv.Atoi(num)
+		h.mu.Lock()
+		if a := h.waiting[n]; a != nil {
+			if rest == "." {
+				delete(h.waiting, n)
+				close(a.done)
+			} else {
+				a.out.WriteString(rest + "\n")
+			}
+		}
+		h.mu.Unlock()
+	}
+	h.mu.Lock()
+	h.dead = err
+	for n, a := range h.waiting {
+		delete(h.waiting, n)
+		close(a.done)
+	}
+	h.mu.Unlock()
+}
+
+// run runs call (a function of helperFuncs and its arguments) and returns
+// what it printed; in the background when bg, so that later requests do
+// not wait for it. ctx ending abandons the answer, not the call.
+func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) {
+	h.mu.Lock()
+	if h.dead != nil {
+		h.mu.Unlock()
+		return nil, h.dead
+	}
+	h.seq++
+	n := h.seq
+	line := fmt.Sprintf("Q=%d; %s; echo \"$Q .\"\n", n, call)
+	if bg {
+		line = fmt.Sprintf("{ Q=%d; %s; echo \"$Q .\"; } &\n", n, call)
+	}
+	a := &answer{done: make(chan struct{})}
+	h.waiting[n] = a
+	_, err := io.WriteString(h.in, line)
+	if err != nil {
+		delete(h.waiting, n)
+		h.dead = err
+	}
+	h.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		h.mu.Lock()
+		delete(h.waiting, n)
+		h.mu.Unlock()
+		return nil, ctx.Err()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dead != nil && a.out.Len() == 0 {
+		return nil, h.dead
+	}
+	return a.out.Bytes(), nil
+}
+
+func (h *helper) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.dead
+}
+
+// close ends the shell (and a kill it runs in the background: the
+// session it ends is being closed too) and waits for the reader.
+func (h *helper) close() {
+	h.sess.Close()
+	<-h.done
+}
+
+// helperRun runs call in the backend's probe shell.
+func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte, error) {
+	h, err := t.b.probeShell()
+	if err != nil {
+		return nil, err
+	}
+	return h.run(ctx, call, bg)
+}
+
+// sysCalls are a host architecture's numbers of the system calls that
+// wait on descriptors: read (one descriptor), select and poll (sets in the
+// process's memory), epoll (what the epoll descriptor watches), and where
+// their timeouts are (argument index; ptr: a pointer to a timespec or
+// timeval; ms: milliseconds).
+type sysCalls struct {
+	read, sel, poll, epoll map[uint64]bool
+	timeout                map[uint64]timeoutArg
+}
+
+type timeoutArg struct {
+	arg  int
+	kind byte // 's': struct timespec *, 'u': struct timeval *, 'm': int milliseconds
+}
+
+var archCalls = map[string]sysCalls{
+	"x86_64": {
+		read:  set(0, 19, 17),     // read, readv, pread64
+		sel:   set(23, 270),       // select, pselect6
+		poll:  set(7, 271),        // poll, ppoll
+		epoll: set(232, 281, 441), // epoll_wait, epoll_pwait, epoll_pwait2
+		timeout: map[uint64]timeoutArg{
+			23: {4, 'u'}, 270: {4, 's'}, 7: {2, 'm'}, 271: {2, 's'}, 232: {3, 'm'}, 281: {3, 'm'}, 441: {3, 's'},
+		},
+	},
+	"aarch64": {
+		read:    set(63, 65, 67),
+		sel:     set(72),
+		poll:    set(73),
+		epoll:   set(22, 441),
+		timeout: map[uint64]timeoutArg{72: {4, 's'}, 73: {2, 's'}, 22: {3, 'm'}, 441: {3, 's'}},
+	},
+}
+
+func set(n ...uint64) map[uint64]bool {
+	m := map[uint64]bool{}
+	for _, v := range n {
+		m[v] = true
+	}
+	return m
+}
+
+// probeLine is the probe shell's call for the command whose pid is pid.
+func probeLine(pid int, c sysCalls) string {
+	var ws, ep, ts []string
+	for _, m := range []map[uint64]bool{c.read, c.sel, c.poll, c.epoll} {
+		for nr := range m {
+			ws = append(ws, strconv.FormatUint(nr, 10))
+		}
+	}
+	for nr := range c.epoll {
+		ep = append(ep, strconv.FormatUint(nr, 10))
+	}
+	for nr, a := range c.timeout {
+		if a.kind != 'm' {
+			ts = append(ts, fmt.Sprintf("%d:%d", nr, a.arg))
+		}
+	}
+	return fmt.Sprintf("WS=%q EP=%q TS=%q probe %d", strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), pid)
+}
+
+// probeResult is what one probe found.
+type probeResult struct {
+	echoOff bool
+	fg      agentpty.Foreground
+}
+
+// probeProc is one process of the foreground group as the probe saw it.
+type probeProc struct {
+	pid    int
+	state  byte
+	comm   string
+	sys    []uint64 // number and arguments; nil when not in a system call
+	hidden bool     // the kernel does not show its system call to us
+	ttyFDs map[uint64]bool
+	epoll  [][2]uint64 // descriptor, events
+	mem    []byte      // the timeout its call points at
+}
+
+// The probe is taken once per State: EchoOff runs it and Foreground,
+// called right after, uses it.
+const probeReuse = 5 * time.Millisecond
+
+// probe reads the terminal's state on the host; reuse allows a result
+// this fresh that no one has used yet.
+func (t stateTerminal) probe(reuse bool) probeResult {
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
+	if reuse && t.cache != nil && time.Since(t.cacheAt) < probeReuse {
+		r := *t.cache
+		t.cache = nil
+		return r
+	}
+	r := t.probeNow()
+	t.cache, t.cacheAt = &r, time.Now()
+	return r
+}
+
+func (t stateTerminal) probeNow() probeResult {
+	c, ok := archCalls[t.info.arch]
+	out, err := t.helperRun(context.Background(), probeLine(t.pid, c), false)
+	if err != nil {
+		return probeResult{}
+	}
+	return parseProbe(out, c, ok)
+}
+
+// parseProbe decides as the local library does: the foreground group's
+// leader first; a process running (R, D) means not waiting; a sleeping
+// one waits when its system call waits on the terminal, or, where the
+// kernel hides the call, when the terminal's echo is off (a password
+// prompt).
+func parseProbe(out []byte, c sysCalls, known bool) probeResult {
+	var r probeResult
+	var procs []*probeProc
+	var cur *probeProc
+	unread := false
+	for _, line := range strings.Split(string(out), "\n") {
+		kind, rest, _ := strings.Cut(line, " ")
+		switch kind {
+		case "unread":
+			unread = true
+		case "stty":
+			r.echoOff = sttyEchoOff(rest)
+		case "p":
+			f := strings.SplitN(rest, " ", 3)
+			if len(f) < 3 || f[1] == "" {
+				cur = nil
+				continue
+			}
+			pid, _ := strconv.Atoi(f[0])
+			cur = &probeProc{pid: pid, state: f[1][0], comm: f[2], ttyFDs: map[uint64]bool{}}
+			procs = append(procs, cur)
+		case "s":
+			if cur == nil {
+				continue
+			}
+			w := strings.Fields(rest)
+			switch {
+			case len(w) == 0:
+				cur.hidden = true
+			case len(w) >= 7:
+				for _, v := range w[:7] {
+					n, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), base(v), 64)
+					if err != nil {
+						cur.hidden = true
+						break
+					}
+					cur.sys = append(cur.sys, n)
+				}
+			}
+		case "f":
+			if cur != nil {
+				for _, v := range strings.Fields(rest) {
+					if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+						cur.ttyFDs[n] = true
+					}
+				}
+			}
+		case "e":
+			if cur != nil {
+				w := strings.Fields(rest) // "FD events: HEX ..."
+				if len(w) >= 3 {
+					fd, err1 := strconv.ParseUint(w[0], 10, 64)
+					ev, err2 := strconv.ParseUint(w[2], 16, 32)
+					if err1 == nil && err2 == nil {
+						cur.epoll = append(cur.epoll, [2]uint64{fd, ev})
+					}
+				}
+			}
+		case "m":
+			if cur != nil {
+				cur.mem, _ = hex.DecodeString(strings.ReplaceAll(rest, " ", ""))
+			}
+		}
+	}
+	running := false
+	for _, p := range procs {
+		if r.fg.Name == "" {
+			r.fg.Name, r.fg.PID = p.comm, p.pid
+		}
+		switch p.state {
+		case 'R', 'D':
+			running = true
+			continue
+		case 'S':
+		default:
+			continue
+		}
+		on := false
+		if p.hidden || !known {
+			on = r.echoOff
+		} else {
+			on = p.onTerminal(c)
+		}
+		if on && !r.fg.Waiting {
+			r.fg.Name, r.fg.PID, r.fg.Waiting = p.comm, p.pid, true
+		}
+	}
+	r.fg.Waiting = r.fg.Waiting && !running
+	r.fg.Unread = unread
+	return r
+}
+
+func base(v string) int {
+	if strings.HasPrefix(v, "0x") {
+		return 16
+	}
+	return 10
+}
+
+// sttyEchoOff reads stty -a: echo off in line mode.
+func sttyEchoOff(s string) bool {
+	echo, icanon := false, false
+	for _, w := range strings.Fields(s) {
+		switch strings.TrimSuffix(w, ";") {
+		case "echo":
+			echo = true
+		case "icanon":
+			icanon = true
+		}
+	}
+	return icanon && !echo
+}
+
+// onTerminal reports whether the process's system call waits on the
+// terminal, as the local library decides it. A select or poll set is not
+// read from the host's memory: the terminal counts when it is the
+// process's standard input, as the local library assumes when it cannot
+// read the set.
+func (p *probeProc) onTerminal(c sysCalls) bool {
+	if len(p.sys) < 7 {
+		return false
+	}
+	nr, arg := p.sys[0], p.sys[1:]
+	if !c.read[nr] && p.pause(nr, arg, c) {
+		return false
+	}
+	switch {
+	case c.read[nr]:
+		return p.ttyFDs[arg[0]]
+	case c.sel[nr], c.poll[nr]:
+		return p.ttyFDs[0]
+	case c.epoll[nr]:
+		for _, e := range p.epoll {
+			if e[1]&1 != 0 && p.ttyFDs[e[0]] { // EPOLLIN
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shortestWait is the local library's: a select or poll on the terminal
+// with a shorter timeout is a pause in the program's work (vim pauses
+// 25 ms that way), not a wait for input.
+const shortestWait = 100 * time.Millisecond
+
+func (p *probeProc) pause(nr uint64, arg []uint64, c sysCalls) bool {
+	a, ok := c.timeout[nr]
+	if !ok {
+		return false
+	}
+	var d time.Duration
+	switch a.kind {
+	case 'm':
+		ms := int32(arg[a.arg])
+		if ms < 0 {
+			return false
+		}
+		d = time.Duration(ms) * time.Millisecond
+	default:
+		if arg[a.arg] == 0 || len(p.mem) < 16 {
+			return false // no timeout, or it cannot be read
+		}
+		unit := time.Nanosecond
+		if a.kind == 'u' {
+			unit = time.Microsecond
+		}
+		d = time.Duration(le64(p.mem))*time.Second + time.Duration(le64(p.mem[8:]))*unit
+	}
+	return d < shortestWait
+}
+
+func le64(b []byte) uint64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+// EchoOff reports the terminal in line mode without echo: a password
+// prompt. Each call is one probe (see Foreground).
+func (t stateTerminal) EchoOff() bool { return t.probe(false).echoOff }
+
+// Foreground reports the foreground program, read on the host through
+// the probe shell: one round trip on the connection's probe channel and a
+// few builtins of the shell there, plus one stty (and a dd and od when
+// the program waits in select with a timeout). A call right after EchoOff
+// reuses its probe.
+func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe(true).fg }
+
+// OutputPending reports output on its way: read before the mark and not
+// yet returned, or returned by the last Read while no later Read has
+// begun. Output the host has sent and the connection still carries
+// cannot be seen; the probe's answer travels behind it on the same
+// connection.
+func (t stateTerminal) OutputPending() bool {
+	return t.preLen.Load() > 0 || !t.inRead.Load()
+}
+
+// end runs killsess in the background of the probe shell and returns
+// what it printed.
+func (t *terminal) end(ctx context.Context, hup, grace time.Duration) (string, error) {
+	cs := func(d time.Duration) int64 { return int64((d + 9*time.Millisecond) / (10 * time.Millisecond)) }
+	out, err := t.helperRun(ctx, fmt.Sprintf("killsess %d %d %d %d", t.pid, cs(hup), cs(grace), cs(killBound)), true)
+	return string(out), err
+}

@@ -1,0 +1,298 @@
+package sshpty
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"golang.org/x/crypto/ssh"
+)
+
+// terminal is one command on the host under a pseudo-terminal: one
+// session channel of the connection. It implements agentpty.Terminal.
+type terminal struct {
+	b    *Backend
+	name string
+	sess *ssh.Session
+	in   io.Writer
+	out  io.Reader
+	info *hostInfo
+	pid  int  // set by Start before the terminal is returned
+	held bool // it holds the backend's probe shell
+
+	pre     []byte       // read while looking for the process-id mark; Read's only after Start
+	preLen  atomic.Int64 // len(pre), for OutputPending
+	inRead  atomic.Bool  // a Read is under way (blocked on the channel, most likely)
+	started atomic.Bool  // a Read has begun at all
+
+	wmu      sync.Mutex    // guards the fields below
+	deadline time.Time     // SetWriteDeadline's
+	wake     chan struct{} // closed when the deadline changes
+	pending  chan struct{} // closed when a write that timed out has finished; nil when none
+
+	waitOnce sync.Once
+	exited   chan struct{} // closed once Wait knows how the command ended
+	status   agentpty.ExitStatus
+	waitErr  error
+
+	closeOnce sync.Once
+
+	probeMu sync.Mutex // guards the cache
+	cache   *probeResult
+	cacheAt time.Time
+}
+
+func newTerminal(b *Backend, name string, sess *ssh.Session, in io.Writer, out io.Reader, info *hostInfo) *terminal {
+	return &terminal{b: b, name: name, sess: sess, in: in, out: out, info: info, wake: make(chan struct{}), exited: make(chan struct{})}
+}
+
+// maxPre bounds what is read before the process-id mark: output the host
+// prints before the command (a PAM banner) passes through, and a host that
+// never prints the mark leaves the process id unknown.
+const maxPre = 64 << 10
+
+// awaitPID reads the terminal's first output until the mark with nonce,
+// keeping everything else for Read, and returns the process id (0 when
+// the command ended or the host printed too much before the mark).
+func (t *terminal) awaitPID(ctx context.Context, nonce string) (int, error) {
+	stop := context.AfterFunc(ctx, func() { t.sess.Close() })
+	defer stop()
+	mark := []byte(markOSC + nonce + ";")
+	buf := make([]byte, 4096)
+	for {
+		if i := bytes.Index(t.pre, mark); i >= 0 {
+			end := bytes.IndexByte(t.pre[i:], '\a')
+			if end >= 0 {
+				payload := string(t.pre[i+len(mark) : i+end])
+				t.pre = append(t.pre[:i:i], t.pre[i+end+1:]...)
+				t.preLen.Store(int64(len(t.pre)))
+				if payload == "nodir" {
+					return 0, fmt.Errorf("%w: %s: %s: no working directory there", agentpty.ErrInvalid, t.name, t.b)
+				}
+				return parsePID(payload), nil
+			}
+		}
+		if len(t.pre) > maxPre {
+			t.preLen.Store(int64(len(t.pre)))
+			return 0, nil
+		}
+		n, err := t.out.Read(buf)
+		t.pre = append(t.pre, buf[:n]...)
+		if err != nil {
+			t.preLen.Store(int64(len(t.pre)))
+			if ctx.Err() != nil {
+				return 0, fmt.Errorf("agentpty: %s: start on %s: %w", t.name, t.b, ctx.Err())
+			}
+			return 0, nil // ended before its mark: Read and Wait tell the rest
+		}
+	}
+}
+
+// Read returns what the command wrote: first what came with the mark.
+func (t *terminal) Read(p []byte) (int, error) {
+	t.started.Store(true)
+	if len(t.pre) > 0 {
+		n := copy(p, t.pre)
+		t.pre = t.pre[n:]
+		t.preLen.Store(int64(len(t.pre)))
+		return n, nil
+	}
+	t.inRead.Store(true)
+	n, err := t.out.Read(p)
+	t.inRead.Store(false)
+	return n, err
+}
+
+// writeChunk is the most a background write holds: what a write that
+// timed out may still deliver after it returned.
+const writeChunk = 16 << 10
+
+// Write types p. A channel's write blocks only while the host's window is
+// full (the command does not read its input); the deadline is kept by
+// writing in the background, a chunk at a time, and a chunk still under
+// way when a write gives up goes out before the next write's bytes.
+func (t *terminal) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), writeChunk)]
+		if err := t.writeChunk(chunk); err != nil {
+			return written, err
+		}
+		written += len(chunk)
+		p = p[len(chunk):]
+	}
+	return written, nil
+}
+
+func (t *terminal) writeChunk(p []byte) error {
+	t.wmu.Lock()
+	for t.pending != nil {
+		pend := t.pending
+		t.wmu.Unlock()
+		if !t.await(pend) {
+			return os.ErrDeadlineExceeded
+		}
+		t.wmu.Lock()
+	}
+	done := make(chan struct{})
+	t.pending = done
+	t.wmu.Unlock()
+	var err error
+	go func() {
+		_, err = t.in.Write(p)
+		t.wmu.Lock()
+		if t.pending == done {
+			t.pending = nil
+		}
+		t.wmu.Unlock()
+		close(done)
+	}()
+	if !t.await(done) {
+		return os.ErrDeadlineExceeded
+	}
+	if err != nil {
+		return t.writeErr(err)
+	}
+	return nil
+}
+
+// await waits for done until the write deadline; false when it passed.
+func (t *terminal) await(done chan struct{}) bool {
+	for {
+		t.wmu.Lock()
+		dl, wake := t.deadline, t.wake
+		t.wmu.Unlock()
+		var timeout <-chan time.Time
+		if !dl.IsZero() {
+			d := time.Until(dl)
+			if d <= 0 {
+				select {
+				case <-done:
+					return true
+				default:
+					return false
+				}
+			}
+			tm := time.NewTimer(d)
+			defer tm.Stop()
+			timeout = tm.C
+		}
+		select {
+		case <-done:
+			return true
+		case <-timeout:
+			return false
+		case <-wake:
+		}
+	}
+}
+
+// writeErr says why a write failed: the command's end, or the connection's.
+func (t *terminal) writeErr(err error) error {
+	select {
+	case <-t.exited:
+		if t.waitErr != nil {
+			return t.waitErr
+		}
+	default:
+	}
+	if errors.Is(err, io.EOF) && !t.b.alive() {
+		return &LostError{Backend: t.b.String(), Session: t.name, Err: err}
+	}
+	return err
+}
+
+// SetWriteDeadline bounds Write, as on an os.File.
+func (t *terminal) SetWriteDeadline(tm time.Time) error {
+	t.wmu.Lock()
+	t.deadline = tm
+	close(t.wake)
+	t.wake = make(chan struct{})
+	t.wmu.Unlock()
+	return nil
+}
+
+// Resize sends window-change; the host's kernel tells the command.
+func (t *terminal) Resize(cols, rows int) error {
+	if err := t.sess.WindowChange(rows, cols); err != nil {
+		return t.writeErr(err)
+	}
+	return nil
+}
+
+// Signal sends sig to the terminal's foreground process group: through
+// the probe shell (kill to the group /proc names) on a Linux host,
+// otherwise as a "signal" request, which OpenSSH (7.9 and later) delivers
+// to the command's own process group.
+func (t *terminal) Signal(sig os.Signal) error {
+	name, ok := signalName(sig)
+	if !ok {
+		return fmt.Errorf("%w: %s: signal %v has no name the host knows", agentpty.ErrInvalid, t.name, sig)
+	}
+	if t.held {
+		if out, err := t.helperRun(context.Background(), fmt.Sprintf("sig %d %s", t.pid, name), false); err == nil && bytes.Contains(out, []byte("sent")) {
+			return nil
+		}
+	}
+	if err := t.sess.Signal(ssh.Signal(name)); err != nil {
+		return t.writeErr(err)
+	}
+	return nil
+}
+
+// Wait waits for exit-status or exit-signal. A channel that closes
+// without either, on a connection that is gone, is a lost connection.
+func (t *terminal) Wait() (agentpty.ExitStatus, error) {
+	t.waitOnce.Do(func() {
+		err := t.sess.Wait()
+		var exit *ssh.ExitError
+		var missing *ssh.ExitMissingError
+		switch {
+		case err == nil:
+			t.status = agentpty.ExitStatus{}
+		case errors.As(err, &exit) && exit.Signal() != "":
+			t.status = agentpty.ExitStatus{Code: -1, Signal: "SIG" + exit.Signal()}
+		case errors.As(err, &exit):
+			t.status = agentpty.ExitStatus{Code: exit.ExitStatus()}
+		case errors.As(err, &missing) && !t.b.alive():
+			t.waitErr = &LostError{Backend: t.b.String(), Session: t.name, Err: io.EOF}
+		case errors.As(err, &missing):
+			t.waitErr = fmt.Errorf("agentpty: %s: %s: the channel closed without an exit status", t.name, t.b)
+		default:
+			t.waitErr = fmt.Errorf("agentpty: %s: %s: %w", t.name, t.b, err)
+		}
+		close(t.exited)
+	})
+	return t.status, t.waitErr
+}
+
+// Close closes the channel: a Read or Write under way returns, and the
+// host hangs up the terminal if the command still runs.
+func (t *terminal) Close() error {
+	t.closeOnce.Do(func() {
+		t.sess.Close()
+		if t.held {
+			t.b.release()
+		}
+	})
+	return nil
+}
+
+// PID is the command's process id on the host; 0 when it is unknown.
+func (t *terminal) PID() int { return t.pid }
+
+// stateTerminal is a terminal on a Linux host whose /proc the probe shell
+// reads: it adds agentpty.StateReader.
+type stateTerminal struct{ *terminal }
+
+var (
+	_ agentpty.Terminal    = (*terminal)(nil)
+	_ agentpty.StateReader = stateTerminal{}
+)
