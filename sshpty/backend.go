@@ -199,6 +199,8 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 		return nil, err
 	}
 	t.pid = pid
+	go t.pump()
+	go t.watch()
 	if info.linux {
 		t.held = true
 		if pid > 0 {

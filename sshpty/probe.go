@@ -469,13 +469,14 @@ func (t stateTerminal) EchoOff() bool { return t.probe(false).echoOff }
 // reuses its probe.
 func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe(true).fg }
 
-// OutputPending reports output on its way: read before the mark and not
-// yet returned, or returned by the last Read while no later Read has
-// begun. Output the host has sent and the connection still carries
+// OutputPending reports output on its way: taken off the channel and not
+// yet returned by Read, or returned while no later Read waits. Output the host has sent and the connection still carries
 // cannot be seen; the probe's answer travels behind it on the same
 // connection.
 func (t stateTerminal) OutputPending() bool {
-	return t.preLen.Load() > 0 || !t.inRead.Load()
+	t.omu.Lock()
+	defer t.omu.Unlock()
+	return len(t.buf) > 0 || !t.waiting
 }
 
 // end runs killsess in the background of the probe shell and returns

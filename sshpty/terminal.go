@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentpty/agentpty"
@@ -27,22 +26,26 @@ type terminal struct {
 	pid  int  // set by Start before the terminal is returned
 	held bool // it holds the backend's probe shell
 
-	pre     []byte       // read while looking for the process-id mark; Read's only after Start
-	preLen  atomic.Int64 // len(pre), for OutputPending
-	inRead  atomic.Bool  // a Read is under way (blocked on the channel, most likely)
-	started atomic.Bool  // a Read has begun at all
+	pre []byte // read while looking for the process-id mark; the pump's once it runs
+
+	omu     sync.Mutex // guards the fields below
+	ocond   *sync.Cond // signalled when buf, oerr or closed change
+	buf     []byte     // read from the channel, not yet returned by Read
+	oerr    error      // how the channel's output ended
+	closed  bool       // Close was called
+	waiting bool       // Read waits for output: none is on its way here
 
 	wmu      sync.Mutex    // guards the fields below
 	deadline time.Time     // SetWriteDeadline's
 	wake     chan struct{} // closed when the deadline changes
 	pending  chan struct{} // closed when a write that timed out has finished; nil when none
 
-	waitOnce sync.Once
-	exited   chan struct{} // closed once Wait knows how the command ended
-	status   agentpty.ExitStatus
-	waitErr  error
+	exited  chan struct{} // closed once watch knows how the command ended
+	status  agentpty.ExitStatus
+	waitErr error
 
 	closeOnce sync.Once
+	closedCh  chan struct{} // closed by Close
 
 	probeMu sync.Mutex // guards the cache
 	cache   *probeResult
@@ -50,7 +53,45 @@ type terminal struct {
 }
 
 func newTerminal(b *Backend, name string, sess *ssh.Session, in io.Writer, out io.Reader, info *hostInfo) *terminal {
-	return &terminal{b: b, name: name, sess: sess, in: in, out: out, info: info, wake: make(chan struct{}), exited: make(chan struct{})}
+	t := &terminal{b: b, name: name, sess: sess, in: in, out: out, info: info, wake: make(chan struct{}), exited: make(chan struct{}), closedCh: make(chan struct{})}
+	t.ocond = sync.NewCond(&t.omu)
+	return t
+}
+
+// pumpMax bounds what the pump holds that Read has not taken: beyond it
+// the channel's window closes and the host's command waits, as a local
+// one does when its terminal is not read.
+const pumpMax = 256 << 10
+
+// pump moves the channel's output to buf. A channel's Read returns only
+// when the host sends or closes, and OpenSSH keeps a channel open while
+// its command lives even after the client closed it: the pump lets Read
+// and Close return at once, and ends itself when the host closes the
+// channel or the connection goes.
+func (t *terminal) pump() {
+	t.omu.Lock()
+	t.buf = t.pre
+	t.pre = nil
+	t.omu.Unlock()
+	p := make([]byte, 32<<10)
+	for {
+		n, err := t.out.Read(p)
+		t.omu.Lock()
+		for len(t.buf) >= pumpMax && !t.closed {
+			t.ocond.Wait()
+		}
+		if !t.closed {
+			t.buf = append(t.buf, p[:n]...)
+			if err != nil {
+				t.oerr = err
+			}
+			t.ocond.Broadcast()
+		}
+		t.omu.Unlock()
+		if err != nil {
+			return
+		}
+	}
 }
 
 // maxPre bounds what is read before the process-id mark: output the host
@@ -72,7 +113,6 @@ func (t *terminal) awaitPID(ctx context.Context, nonce string) (int, error) {
 			if end >= 0 {
 				payload := string(t.pre[i+len(mark) : i+end])
 				t.pre = append(t.pre[:i:i], t.pre[i+end+1:]...)
-				t.preLen.Store(int64(len(t.pre)))
 				if payload == "nodir" {
 					return 0, fmt.Errorf("%w: %s: %s: no working directory there", agentpty.ErrInvalid, t.name, t.b)
 				}
@@ -80,13 +120,11 @@ func (t *terminal) awaitPID(ctx context.Context, nonce string) (int, error) {
 			}
 		}
 		if len(t.pre) > maxPre {
-			t.preLen.Store(int64(len(t.pre)))
 			return 0, nil
 		}
 		n, err := t.out.Read(buf)
 		t.pre = append(t.pre, buf[:n]...)
 		if err != nil {
-			t.preLen.Store(int64(len(t.pre)))
 			if ctx.Err() != nil {
 				return 0, fmt.Errorf("agentpty: %s: start on %s: %w", t.name, t.b, ctx.Err())
 			}
@@ -95,19 +133,29 @@ func (t *terminal) awaitPID(ctx context.Context, nonce string) (int, error) {
 	}
 }
 
-// Read returns what the command wrote: first what came with the mark.
+// Read returns what the command wrote, io.EOF once the host closed the
+// channel, and io.ErrClosedPipe after Close.
 func (t *terminal) Read(p []byte) (int, error) {
-	t.started.Store(true)
-	if len(t.pre) > 0 {
-		n := copy(p, t.pre)
-		t.pre = t.pre[n:]
-		t.preLen.Store(int64(len(t.pre)))
+	t.omu.Lock()
+	defer t.omu.Unlock()
+	for len(t.buf) == 0 && t.oerr == nil && !t.closed {
+		t.waiting = true
+		t.ocond.Wait()
+	}
+	t.waiting = false
+	if len(t.buf) > 0 {
+		n := copy(p, t.buf)
+		t.buf = t.buf[n:]
+		if len(t.buf) == 0 {
+			t.buf = nil // the pump's next append starts a fresh array
+		}
+		t.ocond.Broadcast()
 		return n, nil
 	}
-	t.inRead.Store(true)
-	n, err := t.out.Read(p)
-	t.inRead.Store(false)
-	return n, err
+	if t.closed {
+		return 0, io.ErrClosedPipe
+	}
+	return 0, t.oerr
 }
 
 // writeChunk is the most a background write holds: what a write that
@@ -247,36 +295,55 @@ func (t *terminal) Signal(sig os.Signal) error {
 	return nil
 }
 
-// Wait waits for exit-status or exit-signal. A channel that closes
+// watch waits for exit-status or exit-signal. A channel that closes
 // without either, on a connection that is gone, is a lost connection.
+func (t *terminal) watch() {
+	err := t.sess.Wait()
+	var exit *ssh.ExitError
+	var missing *ssh.ExitMissingError
+	switch {
+	case err == nil:
+		t.status = agentpty.ExitStatus{}
+	case errors.As(err, &exit) && exit.Signal() != "":
+		t.status = agentpty.ExitStatus{Code: -1, Signal: "SIG" + exit.Signal()}
+	case errors.As(err, &exit):
+		t.status = agentpty.ExitStatus{Code: exit.ExitStatus()}
+	case errors.As(err, &missing) && !t.b.alive():
+		t.waitErr = &LostError{Backend: t.b.String(), Session: t.name, Err: io.EOF}
+	case errors.As(err, &missing):
+		t.waitErr = fmt.Errorf("agentpty: %s: %s: the channel closed without an exit status", t.name, t.b)
+	default:
+		t.waitErr = fmt.Errorf("agentpty: %s: %s: %w", t.name, t.b, err)
+	}
+	close(t.exited)
+}
+
+// Wait returns how the command ended; after Close, at once, with an
+// error if the host had not said yet.
 func (t *terminal) Wait() (agentpty.ExitStatus, error) {
-	t.waitOnce.Do(func() {
-		err := t.sess.Wait()
-		var exit *ssh.ExitError
-		var missing *ssh.ExitMissingError
-		switch {
-		case err == nil:
-			t.status = agentpty.ExitStatus{}
-		case errors.As(err, &exit) && exit.Signal() != "":
-			t.status = agentpty.ExitStatus{Code: -1, Signal: "SIG" + exit.Signal()}
-		case errors.As(err, &exit):
-			t.status = agentpty.ExitStatus{Code: exit.ExitStatus()}
-		case errors.As(err, &missing) && !t.b.alive():
-			t.waitErr = &LostError{Backend: t.b.String(), Session: t.name, Err: io.EOF}
-		case errors.As(err, &missing):
-			t.waitErr = fmt.Errorf("agentpty: %s: %s: the channel closed without an exit status", t.name, t.b)
+	select {
+	case <-t.exited:
+		return t.status, t.waitErr
+	case <-t.closedCh:
+		select {
+		case <-t.exited:
+			return t.status, t.waitErr
 		default:
-			t.waitErr = fmt.Errorf("agentpty: %s: %s: %w", t.name, t.b, err)
 		}
-		close(t.exited)
-	})
-	return t.status, t.waitErr
+		return agentpty.ExitStatus{Code: -1}, fmt.Errorf("agentpty: %s: %s: the terminal was closed before the command's exit was known", t.name, t.b)
+	}
 }
 
 // Close closes the channel: a Read or Write under way returns, and the
 // host hangs up the terminal if the command still runs.
 func (t *terminal) Close() error {
 	t.closeOnce.Do(func() {
+		t.omu.Lock()
+		t.closed = true
+		t.buf = nil
+		t.ocond.Broadcast()
+		t.omu.Unlock()
+		close(t.closedCh)
 		t.sess.Close()
 		if t.held {
 			t.b.release()
