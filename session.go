@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,58 +178,38 @@ type Session struct {
 
 // startSession starts the child under a new terminal. On failure nothing
 // is left behind.
-func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Session, error) {
+// from, when set, says how to run the command instead of the login shell
+// (a snapshot of it, see Options.ShellSnapshot).
+func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *snapshotStart) (*Session, error) {
 	if req.Cwd != "" {
 		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
 			return nil, errorf(ErrInvalid, "%s: cwd %q is not a directory", ToolStart, req.Cwd)
 		}
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
+	var env []string
 	var sh *shell
-	var shEnv []string
-	if req.Shell {
-		sh = newShell()
-		argv, shEnv = shellArgv, sh.env()
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = req.Cwd
-	cmd.Env = childEnv(m.opts.Env, req.Env, shEnv)
-	if m.opts.Sandbox != nil {
-		if err := prepare(m.opts.Sandbox, cmd); err != nil {
-			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
-		}
-	}
-	group := containChild(m, "pty-"+strconv.Itoa(num), cmd)
-	// A sandbox that must start the child itself (bubblewrap's parent
-	// thread must outlive it) runs the start; see threadStarter.
-	var f *os.File
-	start := func() (err error) {
-		f, err = startChild(cmd, cols, rows)
-		return err
-	}
-	var err error
-	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
-		err = ts.startOnThread(cmd, start)
-	} else {
-		err = start()
-	}
-	if err == nil && group != nil {
-		if err = group.Started(); err != nil {
-			_ = group.Kill()
-			_ = cmd.Wait()
-		}
-	}
+	// Made before the child, so a sandbox keeps it read-only from the first.
+	priv, err := m.priv.get(m.opts.Sandbox)
 	if err != nil {
-		if f != nil {
-			f.Close() // the sandbox refused a child it had started, and reaped it
+		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+	}
+	if req.Shell {
+		snapshot := ""
+		if from != nil {
+			snapshot = from.path
 		}
-		if group != nil {
-			// cgroup.kill does not wait: a cgroup is removed once empty.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = group.WaitEmpty(ctx)
-			cancel()
-			_ = group.Remove()
+		if sh, err = newShell(priv, num, snapshot); err != nil {
+			return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 		}
+		argv = sh.argv()
+	} else if from != nil {
+		argv, env = from.argv, from.env
+	}
+	env = childEnv(historyEnv(req.Shell, filepath.Join(priv, pythonStartupName), m.opts.Env, req.Env), m.opts.Env, req.Env, env)
+	cmd, f, group, err := launch(m, "pty-"+strconv.Itoa(num), argv, env, req.Cwd, cols, rows)
+	if err != nil {
+		sh.remove()
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	s := &Session{
@@ -268,6 +249,60 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	go s.process()
 	go s.reap()
 	return s, nil
+}
+
+// launch starts argv under a new terminal of cols×rows, through the
+// sandbox and in a cgroup of its own where the host has them. On failure
+// nothing is left behind.
+func launch(m *Manager, name string, argv, env []string, dir string, cols, rows int) (*exec.Cmd, *os.File, *contain.Group, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	if m.opts.Sandbox != nil {
+		if err := prepare(m.opts.Sandbox, cmd); err != nil {
+			return nil, nil, nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	group := containChild(m, name, cmd)
+	// A sandbox that must start the child itself (bubblewrap's parent
+	// thread must outlive it) runs the start; see threadStarter.
+	var f *os.File
+	start := func() (err error) {
+		f, err = startChild(cmd, cols, rows)
+		return err
+	}
+	var err error
+	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
+		err = ts.startOnThread(cmd, start)
+	} else {
+		err = start()
+	}
+	if err == nil && group != nil {
+		if err = group.Started(); err != nil {
+			_ = group.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	if err != nil {
+		if f != nil {
+			f.Close() // the sandbox refused a child it had started, and reaped it
+		}
+		removeGroup(group)
+		return nil, nil, nil, err
+	}
+	return cmd, f, group, nil
+}
+
+// removeGroup removes a cgroup whose processes were killed (cgroup.kill
+// does not wait: a cgroup is removed once empty). nil is a no-op.
+func removeGroup(group *contain.Group) {
+	if group == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = group.WaitEmpty(ctx)
+	cancel()
+	_ = group.Remove()
 }
 
 // childEnv is the host's environment with the terminal's own variables
@@ -588,9 +623,7 @@ func (s *Session) syncScreenCall() bool { return s.syncScreenBy(time.Now().Add(c
 // and reports whether it parsed everything.
 func (s *Session) syncScreenBy(limit time.Time) bool {
 	if s.screen == nil {
-		s.mu.Lock()
-		cols, rows := s.cols, s.rows
-		s.mu.Unlock()
+		cols, rows := s.size()
 		s.screen = screen.New(cols, rows)
 	}
 	s.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
@@ -695,6 +728,13 @@ func (s *Session) errKilled() error {
 func (s *Session) stopWrites() {
 	s.dying.Store(true)
 	_ = s.pty.SetWriteDeadline(time.Now())
+}
+
+// size is the terminal's size.
+func (s *Session) size() (cols, rows int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cols, s.rows
 }
 
 // ended reports how the program ended, once it has.
@@ -818,10 +858,13 @@ type waitResult struct {
 	signal      string
 	truncated   int64
 	inputHidden bool
-	spool       string
-	state       TerminalState
-	cursor      *Cursor     // with a screen mode (screenview.go)
-	highlights  []Highlight // ...
+	// foregroundExe is the executable of the program at a password
+	// prompt, while inputHidden.
+	foregroundExe string
+	spool         string
+	state         TerminalState
+	cursor        *Cursor     // with a screen mode (screenview.go)
+	highlights    []Highlight // ...
 }
 
 // waitLimit turns the request's wait into a duration.
@@ -858,7 +901,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 		return WriteResult{}, err
 	}
 	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
-	if len(input) > 0 && want != nil {
+	if len(input) > 0 && want != nil && !v.secret {
 		s.mu.Lock()
 		want.typed(s.settle, input)
 		s.mu.Unlock()
@@ -888,7 +931,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	s.applyScreen(v.screen, before, v.peek, &w)
 	res := WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
-		State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}
+		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe, Cursor: w.cursor, Highlights: w.highlights}
 	if code, ok := s.shellEnded(ends); ok && !w.exited {
 		res.PromptAfter, res.ExitCode = true, &code
 	}
@@ -985,10 +1028,14 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 
 // collect takes everything new as one result and marks it read; a peek
 // marks nothing read.
-func (s *Session) collect(matched, peek bool) waitResult {
+func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(matched, peek, true) }
+
+// collectOut is collect; without spool, Options.Spool is not handed the
+// output, for a caller that returns an output of its own (pty-run).
+func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, peek)
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
 	truncated := s.truncated
 	if !peek {
 		truncated = s.readTo(s.settled.Load())
@@ -1033,6 +1080,9 @@ func (s *Session) collect(matched, peek bool) waitResult {
 	w.output = out
 	w.spool = s.m.spool(s.id, whole)
 	w.inputHidden = echoOff(s.pty)
+	if w.inputHidden {
+		w.foregroundExe = asker(fgProcs(s.pty)).exe
+	}
 	s.noteHidden(w.inputHidden)
 	return w
 }
@@ -1114,12 +1164,15 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
-	<-s.reaped
-	// What the program wrote as it ended may still be in the terminal:
-	// closing it now would lose that. reap's read deadline bounds this.
-	select {
-	case <-s.done:
-	case <-ctx.Done():
+	if reaped := s.awaitReaped(ctx); reaped == nil {
+		// What the program wrote as it ended may still be in the terminal:
+		// closing it now would lose that. reap's read deadline bounds this.
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+		}
+	} else if err == nil {
+		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, reaped)
 	}
 	s.writeMu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.pty.Close()
@@ -1141,6 +1194,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Unlock()
 	s.replies.Wait()
 	s.endAround(ctx)
+	s.sh.remove() // the shell has exited: nothing reads its files any more
 
 	s.mu.Lock()
 	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)

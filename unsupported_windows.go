@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"sync/atomic"
+
+	"github.com/agentpty/agentpty/internal/contain"
 )
 
 // Terminals here are Unix pseudo-terminals; on Windows every start fails
@@ -19,6 +21,7 @@ func setSize(*os.File, int, int) error { return ErrUnsupported }
 func pendingInput(*os.File) int { return 0 }
 
 func echoOff(*os.File) bool { return false }
+func readBlocks(any) bool   { return false }
 
 func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 	if ps == nil {
@@ -48,3 +51,5 @@ func newTerminalReader(f *os.File, _ *atomic.Bool) (*terminalReader, error) {
 }
 
 func (r *terminalReader) read(buf []byte) (int, error) { return r.f.Read(buf) }
+
+func killAll(int, *contain.Group) {}
