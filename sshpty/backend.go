@@ -120,7 +120,7 @@ func (b *Backend) lostOr(name string, err error) error {
 	if !b.alive() {
 		return &LostError{Backend: b.String(), Session: name, Err: err}
 	}
-	return fmt.Errorf("agentpty: %s: %s: %w", name, b, err)
+	return fmt.Errorf("%s (%s): %w", b, name, err)
 }
 
 // LostError says a session's connection is gone: its sessions end as
@@ -132,12 +132,14 @@ type LostError struct {
 	Err     error  // what the connection returned
 }
 
+// Error reads "ssh root@10.0.0.7:22 (pty-3): the connection is lost
+// (EOF)": the library puts it after its own words on the session.
 func (e *LostError) Error() string {
-	s := "agentpty: "
+	s := e.Backend
 	if e.Session != "" {
-		s += e.Session + ": "
+		s += " (" + e.Session + ")"
 	}
-	return s + e.Backend + ": the connection is lost (" + e.Err.Error() + ")"
+	return s + ": the connection is lost (" + e.Err.Error() + ")"
 }
 
 // Unwrap lets errors.Is find agentpty.ErrClosed and the cause.
@@ -152,7 +154,7 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("agentpty: %s: start: %w", cmd.Name, err)
+		return nil, fmt.Errorf("%s (%s): start: %w", b, cmd.Name, err)
 	}
 	info, err := b.acquire(cmd.Name)
 	if err != nil {

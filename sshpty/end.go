@@ -37,7 +37,7 @@ func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 		if err == nil {
 			out = strings.TrimSpace(out)
 			if left, ok := strings.CutPrefix(out, "left"); ok {
-				return fmt.Errorf("agentpty: %s: %s: processes [%s] survived SIGKILL for %v", t.name, t.b, strings.TrimSpace(left), killBound)
+				return fmt.Errorf("%s (%s): processes [%s] survived SIGKILL for %v", t.b, t.name, strings.TrimSpace(left), killBound)
 			}
 			if out == "gone" {
 				return nil
@@ -81,6 +81,6 @@ func (t *terminal) endBySignals(ctx context.Context, grace time.Duration) error 
 	case <-t.exited:
 		return nil
 	case <-tm.C:
-		return fmt.Errorf("agentpty: %s: %s: the command outlived SIGKILL for %v", t.name, t.b, killBound)
+		return fmt.Errorf("%s (%s): the command outlived SIGKILL for %v", t.b, t.name, killBound)
 	}
 }

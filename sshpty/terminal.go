@@ -126,7 +126,7 @@ func (t *terminal) awaitPID(ctx context.Context, nonce string) (int, error) {
 		t.pre = append(t.pre, buf[:n]...)
 		if err != nil {
 			if ctx.Err() != nil {
-				return 0, fmt.Errorf("agentpty: %s: start on %s: %w", t.name, t.b, ctx.Err())
+				return 0, fmt.Errorf("%s (%s): start: %w", t.b, t.name, ctx.Err())
 			}
 			return 0, nil // ended before its mark: Read and Wait tell the rest
 		}
@@ -311,9 +311,9 @@ func (t *terminal) watch() {
 	case errors.As(err, &missing) && !t.b.alive():
 		t.waitErr = &LostError{Backend: t.b.String(), Session: t.name, Err: io.EOF}
 	case errors.As(err, &missing):
-		t.waitErr = fmt.Errorf("agentpty: %s: %s: the channel closed without an exit status", t.name, t.b)
+		t.waitErr = fmt.Errorf("%s (%s): the channel closed without an exit status", t.b, t.name)
 	default:
-		t.waitErr = fmt.Errorf("agentpty: %s: %s: %w", t.name, t.b, err)
+		t.waitErr = fmt.Errorf("%s (%s): %w", t.b, t.name, err)
 	}
 	close(t.exited)
 }
@@ -330,7 +330,7 @@ func (t *terminal) Wait() (agentpty.ExitStatus, error) {
 			return t.status, t.waitErr
 		default:
 		}
-		return agentpty.ExitStatus{Code: -1}, fmt.Errorf("agentpty: %s: %s: the terminal was closed before the command's exit was known", t.name, t.b)
+		return agentpty.ExitStatus{Code: -1}, fmt.Errorf("%s (%s): the terminal was closed before the command's exit was known", t.b, t.name)
 	}
 }
 
