@@ -245,22 +245,26 @@ type probeProc struct {
 	mem    []byte      // the timeout its call points at
 }
 
-// The probe is taken once per State: EchoOff runs it and Foreground,
-// called right after, uses it.
-const probeReuse = 5 * time.Millisecond
+// echoFresh is how long an echo flag read by a probe answers EchoOff: the
+// library asks on every chunk of output when it sends events, and a round
+// trip per chunk would throttle the output.
+const echoFresh = 10 * time.Millisecond
 
-// probe reads the terminal's state on the host; reuse allows a result
-// this fresh that no one has used yet.
-func (t stateTerminal) probe(reuse bool) probeResult {
-	t.probeMu.Lock()
-	defer t.probeMu.Unlock()
-	if reuse && t.cache != nil && time.Since(t.cacheAt) < probeReuse {
-		r := *t.cache
-		t.cache = nil
-		return r
+// probe reads the terminal's state on the host (all of it when full,
+// else the echo flag alone) and keeps the echo flag for EchoOff.
+func (t stateTerminal) probe(full bool) probeResult {
+	var r probeResult
+	if full {
+		r = t.probeNow()
+	} else {
+		out, err := t.helperRun(context.Background(), fmt.Sprintf("echoof %d", t.pid), false)
+		if err == nil {
+			r = parseProbe(out, sysCalls{}, false)
+		}
 	}
-	r := t.probeNow()
-	t.cache, t.cacheAt = &r, time.Now()
+	t.probeMu.Lock()
+	t.echo, t.echoAt = r.echoOff, time.Now()
+	t.probeMu.Unlock()
 	return r
 }
 
@@ -459,14 +463,23 @@ func le64(b []byte) uint64 {
 }
 
 // EchoOff reports the terminal in line mode without echo: a password
-// prompt. Each call is one probe (see Foreground).
-func (t stateTerminal) EchoOff() bool { return t.probe(false).echoOff }
+// prompt. It costs a round trip on the probe channel and one stty there,
+// unless a probe read the flag within echoFresh.
+func (t stateTerminal) EchoOff() bool {
+	t.probeMu.Lock()
+	echo, fresh := t.echo, time.Since(t.echoAt) < echoFresh
+	t.probeMu.Unlock()
+	if fresh {
+		return echo
+	}
+	return t.probe(false).echoOff
+}
 
 // Foreground reports the foreground program, read on the host through
 // the probe shell: one round trip on the connection's probe channel and a
 // few builtins of the shell there, plus one stty (and a dd and od when
-// the program waits in select with a timeout). A call right after EchoOff
-// reuses its probe.
+// the program waits in select with a timeout). Each call is a probe of
+// its own: the library orders it after what it checks before.
 func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe(true).fg }
 
 // OutputPending reports output on its way: taken off the channel and not

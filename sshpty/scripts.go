@@ -35,13 +35,19 @@ look() {
 	done
 	return 0
 }
-probe() {
-	st $1 || { echo "$Q gone"; return; }
+tty() {
+	st $1 || { echo "$Q gone"; return 1; }
 	set -- $R; n=$5; T=$6
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
 	echo "$Q t $T $D"
-	[ -n "$D" ] || return
+	[ -n "$D" ]
+}
+echoof() {
+	tty $1 && echo "$Q stty" $(stty -a <"$D")
+}
+probe() {
+	tty $1 || return
 	if [ -n "$BASH_VERSION" ]; then read -t 0 <"$D" && echo "$Q unread"; fi
 	echo "$Q stty" $(stty -a <"$D")
 	[ "$T" -gt 0 ] || return

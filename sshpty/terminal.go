@@ -47,9 +47,9 @@ type terminal struct {
 	closeOnce sync.Once
 	closedCh  chan struct{} // closed by Close
 
-	probeMu sync.Mutex // guards the cache
-	cache   *probeResult
-	cacheAt time.Time
+	probeMu sync.Mutex // guards the fields below
+	echo    bool       // the echo flag the last probe read
+	echoAt  time.Time  // when
 }
 
 func newTerminal(b *Backend, name string, sess *ssh.Session, in io.Writer, out io.Reader, info *hostInfo) *terminal {
