@@ -218,7 +218,7 @@ func forkBomb(t *testing.T, opts Options) int {
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "go", Submit: true, WaitFor: "retry", WaitMS: ms(20000)})
 	peak := 0
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
-		peak = max(peak, len(s.group.Members()))
+		peak = max(peak, len(sessionGroup(s).Members()))
 	}
 	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
 		t.Fatalf("Kill: %v", err)
@@ -251,7 +251,7 @@ func TestContainMemoryBound(t *testing.T) {
 			}
 			// The cgroup that holds the bound: the manager's v2 cgroup, or
 			// its v1 memory cgroup where memory lives on v1.
-			memDir := filepath.Dir(s.group.Dir())
+			memDir := filepath.Dir(sessionGroup(s).Dir())
 			for _, line := range strings.Split(readText(fmt.Sprintf("/proc/%d/cgroup", s.PID())), "\n") {
 				if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] == "memory" {
 					memDir = filepath.Join("/sys/fs/cgroup/memory", f[2])
@@ -686,7 +686,7 @@ func TestCloseRemovesCgroups(t *testing.T) {
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	needCgroup(t, s)
-	dir := s.group.Dir()
+	dir := sessionGroup(s).Dir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if _, err := os.Stat(d); err != nil {
 			t.Fatalf("cgroup %s while the session runs: %v", d, err)
@@ -746,7 +746,7 @@ func leaveCgroup(t *testing.T, m *Manager, mark string) (*Session, int, *os.File
 		`(exec -a ` + mark + ` sleep 1000) & echo moved; exec -a ` + mark + ` sleep 1000`, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	needCgroup(t, s)
-	base := filepath.Dir(filepath.Dir(s.group.Dir()))
+	base := filepath.Dir(filepath.Dir(sessionGroup(s).Dir()))
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: base, Submit: true, WaitFor: "moved"})
 	if in := cgroupOf(s.PID()); strings.HasPrefix(in, cgroupOf(os.Getpid())+"/") || in == "" {
 		t.Fatalf("the leader is still in %q", in)
@@ -764,7 +764,7 @@ func TestContainLeaderLeavesCgroup(t *testing.T) {
 	mark := marker(t)
 	m := newManager(t, Options{Shell: containShell, KillGrace: 300 * time.Millisecond})
 	s, pid, held := leaveCgroup(t, m, mark)
-	dir := s.group.Dir()
+	dir := sessionGroup(s).Dir()
 	t.Cleanup(func() {
 		for _, p := range withMarker(mark) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
@@ -829,7 +829,7 @@ func TestContainNestedCgroups(t *testing.T) {
 		`until grep -q . "$G/sub/cgroup.procs" && grep -q . "$G/sub/deep/cgroup.procs"; do :; done; echo nested; wait`, WaitFor: "nested"})
 	s, _ := m.Session(res.ID)
 	needCgroup(t, s)
-	dir := s.group.Dir()
+	dir := sessionGroup(s).Dir()
 	if _, err := os.Stat(filepath.Join(dir, "sub", "deep")); err != nil {
 		t.Fatalf("the child's cgroup: %v", err)
 	}

@@ -133,6 +133,12 @@ type Options struct {
 	// types input (Tool "pty-write", with ID and Input); a denied write
 	// types nothing. False means approving a start covers every write.
 	ApproveWrites bool
+	// Backend starts each session's command under a terminal; nil means a
+	// pseudo-terminal of this machine. With another Backend, Sandbox and
+	// shell sessions are refused (ErrUnsupported), ShellSnapshot does not
+	// apply, and what the terminal cannot tell is said plainly (see
+	// Backend).
+	Backend Backend
 	// SecretPrograms, when set, are the programs WriteSecret may type a
 	// secret into: executable names (looked up in the host's PATH) or
 	// paths. WriteSecret then refuses with ErrDenied unless every process
@@ -253,7 +259,7 @@ type Manager struct {
 // NewManager returns a Manager with opts, defaults applied.
 func NewManager(opts Options) *Manager {
 	m := &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}}
-	if opts.ShellSnapshot && (opts.Shell == nil || slices.Equal(opts.Shell, []string{"bash", "-lc"})) {
+	if opts.ShellSnapshot && opts.Backend == nil && (opts.Shell == nil || slices.Equal(opts.Shell, []string{"bash", "-lc"})) {
 		m.snap = newSnapshots()
 	}
 	return m

@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/agentpty/agentpty/internal/contain"
 	"github.com/agentpty/agentpty/internal/screen"
 )
 
@@ -95,16 +92,15 @@ type Session struct {
 	num     int
 	id      string
 	command string
-	cmd     *exec.Cmd
-	pty     *os.File
+	term    Terminal
 	pid     int
 	started time.Time
-	group   *contain.Group // the session's cgroup; nil where the host has none
-	cells   int            // cols×rows counted against MaxCells; guarded by the manager's mu
+	cells   int // cols×rows counted against MaxCells; guarded by the manager's mu
 
-	writeMu sync.Mutex  // one writer at a time on the terminal: input and query replies
+	// writeMu: one writer at a time on the terminal, input and query
+	// replies. It is held across the write, as poll.FD holds its own.
+	writeMu sync.Mutex
 	lane    lane        // one call at a time, in arrival order; taken before any lock below
-	reading atomic.Bool // the reader holds bytes it has not fed yet (see terminalReader)
 	dying   atomic.Bool // Kill has begun: no more writes; set before, and the terminal closed under, writeMu
 
 	// inMu guards the ring, which the reader fills; the renderer copies
@@ -181,6 +177,9 @@ type Session struct {
 // from, when set, says how to run the command instead of the login shell
 // (a snapshot of it, see Options.ShellSnapshot).
 func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *snapshotStart) (*Session, error) {
+	if m.opts.Backend != nil {
+		return startRemote(m, num, req, cols, rows)
+	}
 	if req.Cwd != "" {
 		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
 			return nil, errorf(ErrInvalid, "%s: cwd %q is not a directory", ToolStart, req.Cwd)
@@ -206,21 +205,25 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *s
 	} else if from != nil {
 		argv, env = from.argv, from.env
 	}
-	env = childEnv(historyEnv(req.Shell, filepath.Join(priv, pythonStartupName), m.opts.Env, req.Env), m.opts.Env, req.Env, env)
-	cmd, f, group, err := launch(m, "pty-"+strconv.Itoa(num), argv, env, req.Cwd, cols, rows)
+	env = sessionEnv(historyEnv(req.Shell, filepath.Join(priv, pythonStartupName), m.opts.Env, req.Env), m.opts.Env, req.Env, env)
+	term, err := localBackend{m}.Start(context.Background(), Command{Argv: argv, Env: env, Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)})
 	if err != nil {
 		sh.remove()
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
+	return newSession(m, num, req, cols, rows, term, sh), nil
+}
+
+// newSession coordinates the parts of a session whose command runs under
+// term, and starts its goroutines.
+func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Terminal, sh *shell) *Session {
 	s := &Session{
 		m:           m,
 		num:         num,
 		id:          "pty-" + strconv.Itoa(num),
 		command:     req.Command,
-		cmd:         cmd,
-		pty:         f,
-		pid:         cmd.Process.Pid,
-		group:       group,
+		term:        term,
+		pid:         term.PID(),
 		cells:       cols * rows,
 		started:     time.Now(),
 		ring:        newRing(m.opts.ScrollbackBytes),
@@ -248,61 +251,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *s
 	go s.read()
 	go s.process()
 	go s.reap()
-	return s, nil
-}
-
-// launch starts argv under a new terminal of cols×rows, through the
-// sandbox and in a cgroup of its own where the host has them. On failure
-// nothing is left behind.
-func launch(m *Manager, name string, argv, env []string, dir string, cols, rows int) (*exec.Cmd, *os.File, *contain.Group, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = env
-	if m.opts.Sandbox != nil {
-		if err := prepare(m.opts.Sandbox, cmd); err != nil {
-			return nil, nil, nil, fmt.Errorf("sandbox: %w", err)
-		}
-	}
-	group := containChild(m, name, cmd)
-	// A sandbox that must start the child itself (bubblewrap's parent
-	// thread must outlive it) runs the start; see threadStarter.
-	var f *os.File
-	start := func() (err error) {
-		f, err = startChild(cmd, cols, rows)
-		return err
-	}
-	var err error
-	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
-		err = ts.startOnThread(cmd, start)
-	} else {
-		err = start()
-	}
-	if err == nil && group != nil {
-		if err = group.Started(); err != nil {
-			_ = group.Kill()
-			_ = cmd.Wait()
-		}
-	}
-	if err != nil {
-		if f != nil {
-			f.Close() // the sandbox refused a child it had started, and reaped it
-		}
-		removeGroup(group)
-		return nil, nil, nil, err
-	}
-	return cmd, f, group, nil
-}
-
-// removeGroup removes a cgroup whose processes were killed (cgroup.kill
-// does not wait: a cgroup is removed once empty). nil is a no-op.
-func removeGroup(group *contain.Group) {
-	if group == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	_ = group.WaitEmpty(ctx)
-	cancel()
-	_ = group.Remove()
+	return s
 }
 
 // childEnv is the host's environment with the terminal's own variables
@@ -351,41 +300,21 @@ func (s *Session) read() {
 	// flood finds the full size after its first read.
 	size := s.readSize()
 	buf := make([]byte, min(1<<10, size))
-	drains := 0
-	eio := false
-	tr, err := newTerminalReader(s.pty, &s.reading)
-	if err != nil {
-		return
-	}
 	for {
-		n, err := tr.read(buf)
+		n, err := s.term.Read(buf)
 		if n > 0 {
 			s.take(buf[:n])
-			eio = false
 		}
-		s.reading.Store(false) // fed: State may trust the ring again
 		if n == len(buf) && n < size {
 			buf = make([]byte, size)
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, syscall.EIO) && !eio:
-			// Linux can report EIO as the last writer closes while its final
-			// output is still on its way to the master: only a second EIO in
-			// a row, with nothing read between, is the end.
-			eio = true
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			// reap set a deadline: the child has exited. Output it wrote
-			// before exiting arrives within exitDrain; a background job
-			// that keeps writing must not hold Wait forever.
-			if drains++; drains < exitDrainMax && pendingInput(s.pty) > 0 {
-				_ = s.pty.SetReadDeadline(time.Now().Add(exitDrain))
-				continue
-			}
-			_ = s.pty.SetReadDeadline(time.Time{})
+		case err == errExitDrained:
+			// What the program wrote before it exited is read; a
+			// background job may still write.
 			s.drainSeenAt()
 		default:
-			// EIO on Linux: nothing holds the terminal open any more.
 			s.drainSeenAt()
 			return
 		}
@@ -577,10 +506,9 @@ func (s *Session) checkDrained() {
 // reap waits for the child, records how it ended, and asks the reader to
 // finish the output that was on its way.
 func (s *Session) reap() {
-	err := s.cmd.Wait()
-	st := exitStatus(s.cmd.ProcessState, err)
-	if sm, ok := s.m.opts.Sandbox.(statusMapper); ok {
-		st = sm.childStatus(st)
+	st, err := s.term.Wait()
+	if err != nil {
+		st = ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
 	}
 	s.mu.Lock()
 	s.exited = true
@@ -594,8 +522,6 @@ func (s *Session) reap() {
 	<-s.announced // a program that exits at once must not be reported before it was created
 	s.m.emit(Event{Kind: EventExited, ID: s.id, PID: s.pid, Command: s.command, ExitCode: code, Signal: sig, Time: time.Now()})
 	close(s.reaped)
-	// Wakes the reader if nothing more comes; harmless after end of file.
-	_ = s.pty.SetReadDeadline(time.Now().Add(exitDrain))
 }
 
 // syncScreen feeds the screen everything the ring holds that it has not
@@ -701,18 +627,20 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	if s.dying.Load() {
 		return 0, s.errKilled()
 	}
-	// Most input fits in the terminal's buffer at once; only what does not
-	// needs the poller and a deadline.
-	done := tryWrite(s.pty, p)
-	if done == len(p) {
-		return done, nil
+	// Most input fits in the local terminal's buffer at once; only what
+	// does not needs a deadline.
+	done := 0
+	if tw, ok := s.term.(interface{ tryWrite([]byte) int }); ok {
+		if done = tw.tryWrite(p); done == len(p) {
+			return done, nil
+		}
 	}
 	p = p[done:]
-	_ = s.pty.SetWriteDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = s.pty.SetWriteDeadline(time.Now()) })
-	n, err := s.pty.Write(p)
+	_ = s.term.SetWriteDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = s.term.SetWriteDeadline(time.Now()) })
+	n, err := s.term.Write(p)
 	stop()
-	_ = s.pty.SetWriteDeadline(time.Time{})
+	_ = s.term.SetWriteDeadline(time.Time{})
 	if err != nil && s.dying.Load() {
 		err = s.errKilled()
 	}
@@ -727,7 +655,7 @@ func (s *Session) errKilled() error {
 // wakes one under way.
 func (s *Session) stopWrites() {
 	s.dying.Store(true)
-	_ = s.pty.SetWriteDeadline(time.Now())
+	_ = s.term.SetWriteDeadline(time.Now())
 }
 
 // size is the terminal's size.
@@ -766,7 +694,7 @@ func (s *Session) Signal(sig os.Signal) error {
 	if exited {
 		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
 	}
-	if err := signalForeground(s.pty, s.pid, sig); err != nil {
+	if err := s.term.Signal(sig); err != nil {
 		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
 	}
 	return nil
@@ -822,7 +750,7 @@ func (s *Session) Resize(cols, rows int) error {
 		return err
 	}
 	s.syncScreenLocked() // what came before the resize is parsed at the old size
-	if err := setSize(s.pty, cols, rows); err != nil {
+	if err := s.term.Resize(cols, rows); err != nil {
 		_, _ = s.m.recount(s, old)
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
@@ -1079,9 +1007,9 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	}
 	w.output = out
 	w.spool = s.m.spool(s.id, whole)
-	w.inputHidden = echoOff(s.pty)
+	w.inputHidden = s.echoOff()
 	if w.inputHidden {
-		w.foregroundExe = asker(fgProcs(s.pty)).exe
+		w.foregroundExe = asker(s.fgProcs()).exe
 	}
 	s.noteHidden(w.inputHidden)
 	return w
@@ -1160,7 +1088,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Unlock()
 
 	s.stopWrites()
-	err := s.endAll(ctx)
+	err := s.term.End(ctx, s.m.opts.KillGrace)
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
@@ -1175,7 +1103,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, reaped)
 	}
 	s.writeMu.Lock() // a write that got in before stopWrites is done
-	closeErr := s.pty.Close()
+	closeErr := s.term.Close()
 	s.writeMu.Unlock()
 	// A screen with much left to parse stops at its next piece (see
 	// syncScreenLocked); ctx bounds even that.

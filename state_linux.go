@@ -45,7 +45,7 @@ func foreground(master *os.File) fgReport {
 			return false
 		}
 		if rep.name == "" {
-			rep.name = st.Comm // the leader, looked at first, unless one waits
+			rep.name, rep.pid = st.Comm, pid // the leader, looked at first, unless one waits
 		}
 		switch st.State {
 		case 'R', 'D':
@@ -60,7 +60,7 @@ func foreground(master *os.File) fgReport {
 			on = echoOff(master)
 		}
 		if on && !rep.waiting {
-			rep.name, rep.waiting = st.Comm, true
+			rep.name, rep.pid, rep.waiting = st.Comm, pid, true
 		}
 		return on
 	}

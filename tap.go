@@ -190,7 +190,7 @@ func (s *Session) tapInputMark(kind byte, p []byte) {
 		any = any || t.input
 	}
 	s.mu.Unlock()
-	if !any || echoOff(s.pty) {
+	if !any || s.echoOff() {
 		return
 	}
 	data := s.maskInput(append([]byte(nil), p...))
