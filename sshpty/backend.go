@@ -195,6 +195,7 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 		return fail(err)
 	}
 	t := newTerminal(b, cmd.Name, sess, in, out, info)
+	t.nonce = nonce
 	pid, err := t.awaitPID(ctx, nonce)
 	if err != nil {
 		t.Close()

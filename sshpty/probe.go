@@ -209,7 +209,7 @@ func set(n ...uint64) map[uint64]bool {
 }
 
 // probeLine is the probe shell's call for the command whose pid is pid.
-func probeLine(pid int, c sysCalls) string {
+func probeLine(pid int, nonce string, c sysCalls) string {
 	var ws, ep, ts []string
 	for _, m := range []map[uint64]bool{c.read, c.sel, c.poll, c.epoll} {
 		for nr := range m {
@@ -224,13 +224,19 @@ func probeLine(pid int, c sysCalls) string {
 			ts = append(ts, fmt.Sprintf("%d:%d", nr, a.arg))
 		}
 	}
-	return fmt.Sprintf("WS=%q EP=%q TS=%q probe %d", strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), pid)
+	nosys := ""
+	if len(ws) == 0 { // an architecture whose calls are not listed here: the echo flag decides
+		nosys = "1"
+	}
+	return fmt.Sprintf("FN=%s NOSYS=%s WS=%q EP=%q TS=%q probe %d", nonce, nosys, strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), pid)
 }
 
 // probeResult is what one probe found.
 type probeResult struct {
-	echoOff bool
-	fg      agentpty.Foreground
+	echoOff  bool
+	echoRead bool // the probe read the echo flag (stty)
+	fence    int  // the mark the probe wrote to the terminal, 0 for none
+	fg       agentpty.Foreground
 }
 
 // probeProc is one process of the foreground group as the probe saw it.
@@ -253,6 +259,13 @@ const echoFresh = 10 * time.Millisecond
 // probe reads the terminal's state on the host (all of it when full,
 // else the echo flag alone) and keeps the echo flag for EchoOff.
 func (t stateTerminal) probe(full bool) probeResult {
+	// Typed input travels on the session's channel, the probe on the
+	// probe shell's: a request on the session's channel, answered once the
+	// server has taken what came before it, keeps the probe from looking
+	// at the program before the input reached its terminal.
+	if t.typed.Swap(false) {
+		_, _ = t.sess.SendRequest("sync@agentpty", true, nil)
+	}
 	var r probeResult
 	if full {
 		r = t.probeNow()
@@ -262,19 +275,25 @@ func (t stateTerminal) probe(full bool) probeResult {
 			r = parseProbe(out, sysCalls{}, false)
 		}
 	}
-	t.probeMu.Lock()
-	t.echo, t.echoAt = r.echoOff, time.Now()
-	t.probeMu.Unlock()
+	if !full || r.echoRead {
+		t.probeMu.Lock()
+		t.echo, t.echoAt = r.echoOff, time.Now()
+		t.probeMu.Unlock()
+	}
 	return r
 }
 
 func (t stateTerminal) probeNow() probeResult {
 	c, ok := archCalls[t.info.arch]
-	out, err := t.helperRun(context.Background(), probeLine(t.pid, c), false)
+	out, err := t.helperRun(context.Background(), probeLine(t.pid, t.nonce, c), false)
 	if err != nil {
 		return probeResult{}
 	}
-	return parseProbe(out, c, ok)
+	r := parseProbe(out, c, ok)
+	if r.fence > 0 && !t.awaitFence(r.fence) {
+		r.fg.Waiting = false // what the program wrote did not all arrive: not known to wait
+	}
+	return r
 }
 
 // parseProbe decides as the local library does: the foreground group's
@@ -292,8 +311,10 @@ func parseProbe(out []byte, c sysCalls, known bool) probeResult {
 		switch kind {
 		case "unread":
 			unread = true
+		case "fence":
+			r.fence, _ = strconv.Atoi(rest)
 		case "stty":
-			r.echoOff = sttyEchoOff(rest)
+			r.echoOff, r.echoRead = sttyEchoOff(rest), true
 		case "p":
 			f := strings.SplitN(rest, " ", 3)
 			if len(f) < 3 || f[1] == "" {
@@ -361,7 +382,7 @@ func parseProbe(out []byte, c sysCalls, known bool) probeResult {
 		}
 		on := false
 		if p.hidden || !known {
-			on = r.echoOff
+			on = r.echoOff // read by the probe for this case
 		} else {
 			on = p.onTerminal(c)
 		}
@@ -477,15 +498,16 @@ func (t stateTerminal) EchoOff() bool {
 
 // Foreground reports the foreground program, read on the host through
 // the probe shell: one round trip on the connection's probe channel and a
-// few builtins of the shell there, plus one stty (and a dd and od when
-// the program waits in select with a timeout). Each call is a probe of
-// its own: the library orders it after what it checks before.
+// few builtins of the shell there (plus a stty where the kernel hides the
+// system call, and a dd and od when the program waits in select with a
+// timeout). Each call is a probe of its own: the library orders it after
+// what it checks before.
 func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe(true).fg }
 
 // OutputPending reports output on its way: taken off the channel and not
-// yet returned by Read, or returned while no later Read waits. Output the host has sent and the connection still carries
-// cannot be seen; the probe's answer travels behind it on the same
-// connection.
+// yet returned by Read, or returned while no later Read waits. Output the
+// host has sent and the connection still carries cannot be seen; the
+// probe's answer travels behind it on the same connection.
 func (t stateTerminal) OutputPending() bool {
 	t.omu.Lock()
 	defer t.omu.Unlock()

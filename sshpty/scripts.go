@@ -23,12 +23,12 @@ look() {
 	case $2 in R|D) DEC=1; return 0;; S) ;; *) return 0;; esac
 	s=; { read -r s </proc/$1/syscall; } 2>/dev/null
 	echo "$Q s $s"
-	[ -n "$s" ] || return 0
+	if [ -z "$s" ]; then W=1; [ -n "$E" ] || { E=1; echo "$Q stty" $(stty -a <"$D"); }; return 0; fi
 	f=; for x in /proc/$1/fd/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
 	echo "$Q f$f"
 	p=$1; set -- $s
 	[ $# -ge 7 ] || return 0
-	case " $WS " in *" $1 "*) [ -n "$f" ] && DEC=1;; esac
+	case " $WS " in *" $1 "*) [ -n "$f" ] && DEC=1 W=1;; esac
 	case " $EP " in *" $1 "*) while read -r k v r; do [ "$k" = tfd: ] && echo "$Q e $v $r"; done </proc/$p/fdinfo/$(($2));; esac
 	for sp in $TS; do
 		case $sp in "$1":*) eval "a=\${$((${sp#*:} + 2))}"; a=$((a)); [ "$a" -ne 0 ] && echo "$Q m" $(dd if=/proc/$p/mem bs=1 skip=$a count=16 2>/dev/null | od -An -v -tx1);; esac
@@ -47,13 +47,41 @@ echoof() {
 	tty $1 && echo "$Q stty" $(stty -a <"$D")
 }
 probe() {
+	W=
+	look1 $1
+	# A program that looks blocked on the terminal may have written output
+	# that is still on its way: a mark written to the terminal now comes
+	# after all of it, and the reader waits for it.
+	if [ -n "$W" ]; then { printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } & echo "$Q fence $Q"; fi
+}
+look1() {
 	tty $1 || return
 	if [ -n "$BASH_VERSION" ]; then read -t 0 <"$D" && echo "$Q unread"; fi
-	echo "$Q stty" $(stty -a <"$D")
 	[ "$T" -gt 0 ] || return
-	DEC=
+	DEC= E=
+	[ -z "$NOSYS" ] || { E=1; echo "$Q stty" $(stty -a <"$D"); }
 	look $T
 	[ -z "$DEC" ] || return
+	# The group's other members, found below its leader (children files)
+	# rather than by reading all of /proc, which a shell does slowly.
+	if [ -e /proc/$T/task/$T/children ]; then
+		q=$T
+		while [ -n "$q" ]; do
+			x=${q%% *}; case $q in *" "*) q=${q#* };; *) q=;; esac
+			for c in /proc/$x/task/*/children; do
+				k=; { read -r k <"$c"; } 2>/dev/null
+				for y in $k; do
+					q="${q:+$q }$y"
+					st $y || continue
+					set -- $R
+					[ "$3" = "$T" ] || continue
+					look $y
+					[ -z "$DEC" ] || return
+				done
+			done
+		done
+		return
+	fi
 	for x in /proc/[0-9]*/stat; do
 		y=${x#/proc/}; y=${y%/stat}
 		[ "$y" = "$T" ] && continue

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentpty/agentpty"
@@ -17,14 +19,15 @@ import (
 // terminal is one command on the host under a pseudo-terminal: one
 // session channel of the connection. It implements agentpty.Terminal.
 type terminal struct {
-	b    *Backend
-	name string
-	sess *ssh.Session
-	in   io.Writer
-	out  io.Reader
-	info *hostInfo
-	pid  int  // set by Start before the terminal is returned
-	held bool // it holds the backend's probe shell
+	b     *Backend
+	name  string
+	sess  *ssh.Session
+	in    io.Writer
+	out   io.Reader
+	info  *hostInfo
+	pid   int    // set by Start before the terminal is returned
+	nonce string // of the marks written into the terminal's output
+	held  bool   // it holds the backend's probe shell
 
 	pre []byte // read while looking for the process-id mark; the pump's once it runs
 
@@ -34,6 +37,9 @@ type terminal struct {
 	oerr    error      // how the channel's output ended
 	closed  bool       // Close was called
 	waiting bool       // Read waits for output: none is on its way here
+	// fenceSeen is the last mark a probe wrote to the terminal that the
+	// pump has taken out of the output (see stripFences).
+	fenceSeen int
 
 	wmu      sync.Mutex    // guards the fields below
 	deadline time.Time     // SetWriteDeadline's
@@ -46,6 +52,8 @@ type terminal struct {
 
 	closeOnce sync.Once
 	closedCh  chan struct{} // closed by Close
+
+	typed atomic.Bool // input was written since the last probe
 
 	probeMu sync.Mutex // guards the fields below
 	echo    bool       // the echo flag the last probe read
@@ -74,17 +82,26 @@ func (t *terminal) pump() {
 	t.pre = nil
 	t.omu.Unlock()
 	p := make([]byte, 32<<10)
+	prefix := []byte(markOSC + t.nonce + ";f")
+	var carry []byte
 	for {
 		n, err := t.out.Read(p)
+		data := p[:n]
+		if len(carry) > 0 {
+			data = append(carry, data...)
+		}
+		var fence int
+		data, carry, fence = stripFences(data, prefix, err != nil)
 		t.omu.Lock()
 		for len(t.buf) >= pumpMax && !t.closed {
 			t.ocond.Wait()
 		}
 		if !t.closed {
-			t.buf = append(t.buf, p[:n]...)
+			t.buf = append(t.buf, data...)
 			if err != nil {
 				t.oerr = err
 			}
+			t.fenceSeen = max(t.fenceSeen, fence)
 			t.ocond.Broadcast()
 		}
 		t.omu.Unlock()
@@ -92,6 +109,64 @@ func (t *terminal) pump() {
 			return
 		}
 	}
+}
+
+// stripFences takes the probes' marks (prefix, a number, BEL) out of
+// data and returns the rest, the tail that may be the start of a mark
+// (held for the next read, unless at the end), and the last mark's
+// number.
+func stripFences(data, prefix []byte, end bool) (out, carry []byte, last int) {
+	out = data[:0:0]
+	for {
+		i := bytes.Index(data, prefix)
+		if i < 0 {
+			break
+		}
+		j := bytes.IndexByte(data[i+len(prefix):], '\a')
+		if j < 0 || j > 20 {
+			if j < 0 && !end && len(data)-i < len(prefix)+20 {
+				return append(out, data[:i]...), bytes.Clone(data[i:]), last
+			}
+			out = append(out, data[:i+1]...) // not a mark of ours after all
+			data = data[i+1:]
+			continue
+		}
+		if n, err := strconv.Atoi(string(data[i+len(prefix) : i+len(prefix)+j])); err == nil {
+			last = max(last, n)
+		}
+		out = append(out, data[:i]...)
+		data = data[i+len(prefix)+j+1:]
+	}
+	if !end { // a tail that may begin a mark waits for the rest
+		for k := min(len(prefix)-1, len(data)); k > 0; k-- {
+			if bytes.HasPrefix(prefix, data[len(data)-k:]) {
+				return append(out, data[:len(data)-k]...), bytes.Clone(data[len(data)-k:]), last
+			}
+		}
+	}
+	return append(out, data...), nil, last
+}
+
+// fenceWait bounds the wait for a probe's mark: a terminal whose output
+// is stopped (Ctrl-S) holds it back.
+const fenceWait = 2 * time.Second
+
+// awaitFence waits until the pump has taken out mark n, and so everything
+// the program wrote before it; false when it did not come.
+func (t *terminal) awaitFence(n int) bool {
+	timer := time.AfterFunc(fenceWait, func() {
+		t.omu.Lock()
+		t.ocond.Broadcast()
+		t.omu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(fenceWait)
+	t.omu.Lock()
+	defer t.omu.Unlock()
+	for t.fenceSeen < n && !t.closed && t.oerr == nil && time.Now().Before(deadline) {
+		t.ocond.Wait()
+	}
+	return t.fenceSeen >= n
 }
 
 // maxPre bounds what is read before the process-id mark: output the host
@@ -202,6 +277,7 @@ func (t *terminal) writeChunk(p []byte) error {
 		t.wmu.Unlock()
 		close(done)
 	}()
+	t.typed.Store(true)
 	if !t.await(done) {
 		return os.ErrDeadlineExceeded
 	}
