@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/proc"
+	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -276,6 +277,7 @@ func TestServerKilledUnderLiveSessions(t *testing.T) {
 // all and leaves no goroutine (checked when the test ends).
 func TestTwelveSessionsOverOneConnection(t *testing.T) {
 	_, c := connect(t)
+	base := goleak.IgnoreCurrent() // the connection's own
 	m := newManager(t, c, agentpty.Options{})
 	var wg sync.WaitGroup
 	ids := make([]string, 12)
@@ -301,6 +303,8 @@ func TestTwelveSessionsOverOneConnection(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// With the connection still open, nothing of the sessions is left.
+	goleak.VerifyNone(t, base)
 }
 
 // Approval runs on this machine before anything starts; a sandbox cannot
