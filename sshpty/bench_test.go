@@ -50,9 +50,9 @@ func TestBenchReport(t *testing.T) {
 	defer m.Close()
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%-26s %-12s %-12s %-8s %-9s %s\n", "figure (ssh 127.0.0.1)", "bare ssh", "agentpty", "ratio", "goal", "")
+	fmt.Fprintf(&out, "\n%-30s %-12s %-12s %-8s %-9s %s\n", "figure (ssh 127.0.0.1)", "bare ssh", "agentpty", "ratio", "goal", "")
 	row := func(name string, p paired, unit, goal string, most float64) {
-		fmt.Fprintf(&out, "%-26s %-12s %-12s %-8s %-9s %s\n", name, fmt.Sprintf("%.3g %s", p.floor, unit), fmt.Sprintf("%.3g %s", p.lib, unit),
+		fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s %-9s %s\n", name, fmt.Sprintf("%.3g %s", p.floor, unit), fmt.Sprintf("%.3g %s", p.lib, unit),
 			fmt.Sprintf("%.2f×", p.ratio), goal, verdict(p.ratio <= most))
 	}
 
@@ -64,13 +64,13 @@ func TestBenchReport(t *testing.T) {
 	p = pairs(trips, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, st) }) * 1e6 })
 	row("round trip, Send+Expect (µs)", p, "µs", "≤ 1.5×", 1.5)
 	p = pairs(trips/4, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, wt) }) * 1e6 })
-	fmt.Fprintf(&out, "%-26s %-12s %-12s %-8s %s\n", "round trip, pty-write (µs)", fmt.Sprintf("%.3g µs", p.floor), fmt.Sprintf("%.3g µs", p.lib), fmt.Sprintf("%.2f×", p.ratio), "(its result carries the state: a probe on the host)")
+	fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s %s\n", "round trip, pty-write (µs)", fmt.Sprintf("%.3g µs", p.floor), fmt.Sprintf("%.3g µs", p.lib), fmt.Sprintf("%.2f×", p.ratio), "(its result carries the state: a probe on the host)")
 	probe := probeCost(t, m, wt.id, 20*runs)
 	bt.close()
-	fmt.Fprintf(&out, "%-26s %-34s\n", "probe (state, one call)", fmt.Sprintf("%.3g ms median", probe*1e3))
+	fmt.Fprintf(&out, "%-30s %-34s\n", "probe (state, one call)", fmt.Sprintf("%.3g ms median", probe*1e3))
 
 	cpu := idleCPU(t, m, 50, 2*time.Second)
-	fmt.Fprintf(&out, "%-26s %-34s %-9s %s\n", "50 idle remote sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
+	fmt.Fprintf(&out, "%-30s %-34s %-9s %s\n", "50 idle remote sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
 	t.Log(out.String())
 }
 
