@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // seqCount numbers make about 20 MB on a terminal (ONLCR included).
@@ -51,9 +52,9 @@ func TestBenchReport(t *testing.T) {
 
 	var out strings.Builder
 	fmt.Fprintf(&out, "\n%-30s %-12s %-12s %-8s %-9s %s\n", "figure (ssh 127.0.0.1)", "bare ssh", "agentpty", "ratio", "goal", "")
-	row := func(name string, p paired, unit, goal string, most float64) {
-		fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s %-9s %s\n", name, fmt.Sprintf("%.3g %s", p.floor, unit), fmt.Sprintf("%.3g %s", p.lib, unit),
-			fmt.Sprintf("%.2f×", p.ratio), goal, verdict(p.ratio <= most))
+	row := func(name string, p testkit.Paired, unit, goal string, most float64) {
+		fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s %-9s %s\n", name, fmt.Sprintf("%.3g %s", p.Floor, unit), fmt.Sprintf("%.3g %s", p.Lib, unit),
+			fmt.Sprintf("%.2f×", p.Ratio), goal, verdict(p.Ratio <= most))
 	}
 
 	p := pairs(runs, func() float64 { return drainBare(t, c) }, func() float64 { return drainLibrary(t, m) })
@@ -64,7 +65,7 @@ func TestBenchReport(t *testing.T) {
 	p = pairs(trips, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, st) }) * 1e6 })
 	row("round trip, Send+Expect (µs)", p, "µs", "≤ 1.5×", 1.5)
 	p = pairs(trips/4, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, wt) }) * 1e6 })
-	fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s %s\n", "round trip, pty-write (µs)", fmt.Sprintf("%.3g µs", p.floor), fmt.Sprintf("%.3g µs", p.lib), fmt.Sprintf("%.2f×", p.ratio), "(its result carries the state: a probe on the host)")
+	fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s %s\n", "round trip, pty-write (µs)", fmt.Sprintf("%.3g µs", p.Floor), fmt.Sprintf("%.3g µs", p.Lib), fmt.Sprintf("%.2f×", p.Ratio), "(its result carries the state: a probe on the host)")
 	probe := probeCost(t, m, wt.id, 20*runs)
 	bt.close()
 	fmt.Fprintf(&out, "%-30s %-34s\n", "probe (state, one call)", fmt.Sprintf("%.3g ms median", probe*1e3))
@@ -285,42 +286,10 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-func timeIt(f func()) float64 {
-	start := time.Now()
-	f()
-	return time.Since(start).Seconds()
-}
-
-// paired is what pairs measured: the medians of the floor's runs, of the
-// library's, and of the ratios of runs taken together.
-type paired struct{ floor, lib, ratio float64 }
-
-// pairs runs the floor and then the library, n times, so that each pair
-// sees the machine alike, and returns the medians.
-func pairs(n int, floor, lib func() float64) paired {
-	xs, ys, rs := make([]float64, n), make([]float64, n), make([]float64, n)
-	for i := range xs {
-		xs[i] = floor()
-		ys[i] = lib()
-		rs[i] = ys[i] / xs[i]
-	}
-	median := func(v []float64) float64 {
-		sort.Float64s(v)
-		return v[len(v)/2]
-	}
-	return paired{median(xs), median(ys), median(rs)}
-}
+// The paired measurements are testkit's, shared with the library's bench.
+var (
+	verdict = testkit.Verdict
+	envInt  = testkit.EnvInt
+	timeIt  = testkit.TimeIt
+	pairs   = testkit.Pairs
+)

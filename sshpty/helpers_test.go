@@ -5,7 +5,6 @@ package sshpty
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // connect starts a server and connects to it. When t ends the client is
@@ -41,14 +41,7 @@ func connect(t *testing.T) (*sshdtest.Server, *ssh.Client) {
 	return srv, c
 }
 
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count file descriptors: %v", err)
-	}
-	return len(ents)
-}
+var openFDs = testkit.OpenFDs
 
 // noneLeft fails t when a process of the session whose leader was pid is
 // still alive on this machine (the server is local).

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/testkit"
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 )
@@ -53,17 +53,7 @@ func newManager(t *testing.T, c *ssh.Client, opts agentpty.Options) *agentpty.Ma
 	return m
 }
 
-func need(t *testing.T, programs ...string) {
-	t.Helper()
-	for _, p := range programs {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-				t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed: %v", p, err)
-			}
-			t.Skipf("%s is not installed", p)
-		}
-	}
-}
+var need = testkit.Need
 
 func ms(n int) *int { return &n }
 
