@@ -341,12 +341,6 @@ func idleCPU(tb testing.TB, n int, window time.Duration) time.Duration {
 	return (cpuTime() - before) * time.Second / window
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // closeCost is how long Close takes to end n idle sessions (exec cat).
 func closeCost(tb testing.TB, n int) time.Duration {
 	m := NewManager(Options{Shell: benchShell, MaxSessions: n})
@@ -570,4 +564,5 @@ var (
 	envInt  = testkit.EnvInt
 	timeIt  = testkit.TimeIt
 	pairs   = testkit.Pairs
+	cpuTime = testkit.CPUTime
 )

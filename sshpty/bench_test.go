@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -280,16 +279,11 @@ func idleCPU(t *testing.T, m *agentpty.Manager, n int, window time.Duration) tim
 	return (cpuTime() - before) * time.Second / window
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // The paired measurements are testkit's, shared with the library's bench.
 var (
 	verdict = testkit.Verdict
 	envInt  = testkit.EnvInt
 	timeIt  = testkit.TimeIt
 	pairs   = testkit.Pairs
+	cpuTime = testkit.CPUTime
 )
