@@ -1,11 +1,5 @@
 package agentpty
 
-import (
-	"syscall"
-
-	"github.com/agentpty/agentpty/internal/contain"
-)
-
 // The places tests look inside a session, each in one helper, so that the
 // session's parts can move without touching the tests that read them.
 
@@ -60,12 +54,3 @@ func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
 	raw, start := rawOutput(s)
 	return s.snapshot(), s.screenOff.Load(), raw, start
 }
-
-// masterConn is the local terminal's master side, for ioctls a test makes
-// on it as a host would.
-func masterConn(s *Session) (syscall.RawConn, error) {
-	return s.term.(*localTerminal).f.SyscallConn()
-}
-
-// sessionGroup is the local terminal's cgroup; nil where the host has none.
-func sessionGroup(s *Session) *contain.Group { return s.term.(*localTerminal).group }

@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -364,13 +365,15 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 		return s.startShell(ctx, req)
 	}
 	w, err := s.wait(ctx, want, req.WaitMS, req.WaitUntil)
+	if errors.Is(err, ErrUnsupported) {
+		_, _ = m.end(context.Background(), s, EventKilled) // no one learns the id
+		return StartResult{}, err
+	}
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	s.applyScreen(req.Screen, &screenView{}, false, &w)
-	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
-		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe, Cursor: w.cursor, Highlights: w.highlights}, nil
+	return s.startResult(w), nil
 }
 
 // checkSize checks a request's cols and rows: 0 means the default (or,

@@ -374,7 +374,12 @@ func sameSpans(x, y []Highlight) bool {
 
 // addressed notes that the program placed the cursor on a row of the
 // primary screen or erased all of it.
-func (s *settler) addressed() { s.addrEpoch, s.addrLines = s.epoch, 0 }
+func (s *settler) addressed() {
+	if s.addrEpoch != s.epoch {
+		s.keepBeforeRedraw() // the first redraw since the last read
+	}
+	s.addrEpoch, s.addrLines = s.epoch, 0
+}
 
 // redrawn reports a redraw in place since the last read: the program
 // addressed the primary screen by row (CUP, HVP, VPA) or erased it whole

@@ -92,6 +92,9 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	if st, exited := s.ended(); exited {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
+	if _, ok := s.term.(StateReader); !ok {
+		return WriteResult{}, errorf(ErrUnsupported, "%s %s: this session's terminal cannot tell whether it echoes; a secret is typed only where it can", op, id)
+	}
 	if !s.echoOff() {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
 	}

@@ -30,17 +30,17 @@ func fgProcs(master *os.File) []fgProc {
 		return nil
 	}
 	var out []fgProc
-	buf := make([]byte, 512)
-	for _, pid := range append([]int{pgrp}, groupMembers(pgrp)...) {
-		st, ok := proc.ReadStat(pid, buf)
-		if !ok || st.Gone() {
-			continue
-		}
+	members := groupMembers(pgrp)
+	if st, ok := proc.ReadStat(pgrp, make([]byte, 512)); ok && !st.Gone() {
+		members = append([]member{{pgrp, st}}, members...)
+	}
+	for _, m := range members {
+		pid, st := m.pid, m.st
 		p := fgProc{pid: pid, name: st.Comm}
 		p.exe, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 		if st.State == 'S' {
-			var known bool
-			if p.reading, known = onTerminal(pid, tty); !known {
+			w, known := onTerminal(pid, tty)
+			if p.reading = w.on; !known {
 				// The kernel hides the system call of a privileged program
 				// (sudo, su) from a host that is not root: at a prompt with
 				// echo off, it is the one reading.

@@ -353,7 +353,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	s.mu.Unlock()
 	if !atPrompt {
 		w := s.collectOut(false, false, false)
-		return s.runResult(w, TerminalState{State: StateRunning}, ""), nil
+		return s.runResult(w, TerminalState{State: StateRunning}, "", ""), nil
 	}
 	s.collectOut(false, false, false) // what came before the command is not its output
 	file, input, err := s.sh.handOver(command)
@@ -426,8 +426,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		state = TerminalState{}
 	}
 	out, whole := capRun(out, s.m.opts.MaxOutputBytes, lostBytes, lostLines)
-	res := s.runResult(w, state, out)
-	res.Spool = s.m.spool(s.id, whole)
+	res := s.runResult(w, state, out, whole)
 	if done && !w.exited {
 		s.mu.Lock()
 		code := s.sh.status
@@ -435,16 +434,6 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		res.PromptAfter, res.ExitCode = true, &code
 	}
 	return res, nil
-}
-
-// runResult fills a RunResult from what collect took; a zero state is
-// taken now.
-func (s *Session) runResult(w waitResult, state TerminalState, out string) RunResult {
-	if state.State == "" {
-		state = s.State()
-	}
-	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
-		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground, ForegroundExe: w.foregroundExe}
 }
 
 // shellEnds is how many commands the shell has ended so far, -1 outside
@@ -495,8 +484,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 		if err != nil {
 			return StartResult{ID: s.id}, err
 		}
-		return StartResult{ID: s.id, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Spool: r.Spool,
-			Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground, ForegroundExe: r.ForegroundExe, PromptAfter: r.PromptAfter}, nil
+		return startFromRun(r), nil
 	}
 	defer s.use()()
 	if err := s.awaitCond(ctx, deadline, s.readingPrompt); err != nil {
@@ -504,8 +492,8 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 	}
 	st := s.State()
 	w := s.collect(false, false)
-	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal, Spool: w.spool,
-		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground, ForegroundExe: w.foregroundExe}, nil
+	w.state, w.inputHidden = st, st.InputHidden
+	return s.startResult(w), nil
 }
 
 // readingPrompt reports whether the shell shows its prompt and reads it.

@@ -215,7 +215,7 @@ func TestShellSnapshotShellSession(t *testing.T) {
 	}
 	for _, c := range []struct {
 		command, want string
-		code      int
+		code          int
 	}{
 		{`echo "var=$SNAP_VAR"; snapfn z`, "var=hello  world\nfn-z", 0},
 		{"snapal", "alias-works", 0},

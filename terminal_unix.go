@@ -157,7 +157,7 @@ func (t *localTerminal) EchoOff() bool { return echoOff(t.f) }
 // Foreground reads the foreground process group from the kernel.
 func (t *localTerminal) Foreground() Foreground {
 	fg := foreground(t.f)
-	return Foreground{Name: fg.name, PID: fg.pid, Waiting: fg.waiting, Unread: fg.unread}
+	return Foreground{Name: fg.name, PID: fg.pid, Waiting: fg.waiting, Quiet: fg.quiet, Unread: fg.unread}
 }
 
 // OutputPending polls the master before it reads the reader's flag: bytes

@@ -94,6 +94,7 @@ type Stat struct {
 	Comm            string // the command name
 	State           byte   // R, S, D, T, Z, ...
 	PPID, Pgrp, SID int
+	Start           uint64 // when it started, in clock ticks since boot
 }
 
 // Gone reports a zombie or a dead process: it has exited and only waits
@@ -130,7 +131,11 @@ func ReadStat(pid int, buf []byte) (Stat, bool) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return Stat{}, false
 	}
-	return Stat{Comm: string(b[i+1 : j]), State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid}, true
+	var start uint64
+	if len(f) > 19 { // field 22 of the line, the 20th after comm
+		start, _ = strconv.ParseUint(string(f[19]), 10, 64)
+	}
+	return Stat{Comm: string(b[i+1 : j]), State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid, Start: start}, true
 }
 
 // waitExit returns when any of pids exits or ctx ends, woken by pidfds
