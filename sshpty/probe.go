@@ -228,7 +228,15 @@ func probeLine(pid int, nonce string, c sysCalls) string {
 	if len(ws) == 0 { // an architecture whose calls are not listed here: the echo flag decides
 		nosys = "1"
 	}
-	return fmt.Sprintf("FN=%s NOSYS=%s WS=%q EP=%q TS=%q probe %d", nonce, nosys, strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), pid)
+	return fmt.Sprintf("FN=%s NOSYS=%s WS=%q EP=%q TS=%q SEL=%q POL=%q probe %d", nonce, nosys, strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), nums(c.sel), nums(c.poll), pid)
+}
+
+func nums(m map[uint64]bool) string {
+	var out []string
+	for nr := range m {
+		out = append(out, strconv.FormatUint(nr, 10))
+	}
+	return strings.Join(out, " ")
 }
 
 // probeResult is what one probe found.
@@ -249,6 +257,7 @@ type probeProc struct {
 	ttyFDs map[uint64]bool
 	epoll  [][2]uint64 // descriptor, events
 	mem    []byte      // the timeout its call points at
+	set    []byte      // the select or poll descriptor set it waits on
 }
 
 // echoFresh is how long an echo flag read by a probe answers EchoOff: the
@@ -361,9 +370,14 @@ func parseProbe(out []byte, c sysCalls, known bool) probeResult {
 					}
 				}
 			}
-		case "m":
+		case "m", "ms", "mp":
 			if cur != nil {
-				cur.mem, _ = hex.DecodeString(strings.ReplaceAll(rest, " ", ""))
+				b, _ := hex.DecodeString(strings.ReplaceAll(rest, " ", ""))
+				if kind == "m" {
+					cur.mem = b
+				} else {
+					cur.set = b
+				}
 			}
 		}
 	}
@@ -380,14 +394,14 @@ func parseProbe(out []byte, c sysCalls, known bool) probeResult {
 		default:
 			continue
 		}
-		on := false
+		var w terminalWait
 		if p.hidden || !known {
-			on = r.echoOff // read by the probe for this case
+			w.on = r.echoOff // read by the probe for this case
 		} else {
-			on = p.onTerminal(c)
+			w = p.onTerminal(c)
 		}
-		if on && !r.fg.Waiting {
-			r.fg.Name, r.fg.PID, r.fg.Waiting = p.comm, p.pid, true
+		if w.on && !r.fg.Waiting {
+			r.fg.Name, r.fg.PID, r.fg.Waiting, r.fg.Quiet = p.comm, p.pid, true, w.quiet
 		}
 	}
 	r.fg.Waiting = r.fg.Waiting && !running
@@ -416,63 +430,128 @@ func sttyEchoOff(s string) bool {
 	return icanon && !echo
 }
 
-// onTerminal reports whether the process's system call waits on the
-// terminal, as the local library decides it. A select or poll set is not
-// read from the host's memory: the terminal counts when it is the
-// process's standard input, as the local library assumes when it cannot
-// read the set.
-func (p *probeProc) onTerminal(c sysCalls) bool {
-	if len(p.sys) < 7 {
-		return false
-	}
-	nr, arg := p.sys[0], p.sys[1:]
-	if !c.read[nr] && p.pause(nr, arg, c) {
-		return false
-	}
-	switch {
-	case c.read[nr]:
-		return p.ttyFDs[arg[0]]
-	case c.sel[nr], c.poll[nr]:
-		return p.ttyFDs[0]
-	case c.epoll[nr]:
-		for _, e := range p.epoll {
-			if e[1]&1 != 0 && p.ttyFDs[e[0]] { // EPOLLIN
-				return true
-			}
-		}
-	}
-	return false
+// terminalWait is how a process waits on the terminal, if it does.
+type terminalWait struct {
+	on    bool          // blocked reading the terminal, or in select/poll/epoll for it
+	quiet time.Duration // how long output and input must have paused before that counts
 }
 
-// shortestWait is the local library's: a select or poll on the terminal
-// with a shorter timeout is a pause in the program's work (vim pauses
-// 25 ms that way), not a wait for input.
-const shortestWait = 100 * time.Millisecond
+// onTerminal tells whether the process's system call waits on the
+// terminal, and how, as the local library decides it: the descriptor
+// sets of select and poll and what epoll watches come from the host
+// (stdin stands for a set that cannot be read), a wait with a timeout
+// under shortestWait is a pause, and waitQuiet says how long a wait must
+// have been quiet to count.
+func (p *probeProc) onTerminal(c sysCalls) terminalWait {
+	if len(p.sys) < 7 {
+		return terminalWait{}
+	}
+	nr, arg := p.sys[0], p.sys[1:]
+	if c.read[nr] {
+		return terminalWait{on: p.ttyFDs[arg[0]]}
+	}
+	on, others := false, false
+	note := func(fd uint64) {
+		if p.ttyFDs[fd] {
+			on = true
+		} else {
+			others = true
+		}
+	}
+	switch {
+	case c.sel[nr]:
+		if arg[1] == 0 {
+			return terminalWait{}
+		}
+		if p.set == nil {
+			note(0)
+		}
+		for fd := uint64(0); fd < uint64(8*len(p.set)) && fd < arg[0]; fd++ {
+			if p.set[fd/8]&(1<<(fd%8)) != 0 {
+				note(fd)
+			}
+		}
+	case c.poll[nr]:
+		if p.set == nil {
+			note(0)
+		}
+		for i := 0; i+8 <= len(p.set); i += 8 {
+			fd := int32(uint32(p.set[i]) | uint32(p.set[i+1])<<8 | uint32(p.set[i+2])<<16 | uint32(p.set[i+3])<<24)
+			if events := uint16(p.set[i+4]) | uint16(p.set[i+5])<<8; events&1 != 0 && fd >= 0 { // POLLIN
+				note(uint64(fd))
+			}
+		}
+	case c.epoll[nr]:
+		for _, e := range p.epoll {
+			if e[1]&1 != 0 { // EPOLLIN
+				note(e[0])
+			}
+		}
+	default:
+		return terminalWait{}
+	}
+	if !on {
+		return terminalWait{}
+	}
+	d, finite := p.timeout(nr, arg, c)
+	if finite && d < shortestWait {
+		return terminalWait{} // a pause in the program's work
+	}
+	return terminalWait{on: true, quiet: waitQuiet(others, d, finite)}
+}
 
-func (p *probeProc) pause(nr uint64, arg []uint64, c sysCalls) bool {
+// The local library's bounds on waits that count (see its state_linux.go).
+const (
+	// shortestWait: a select or poll on the terminal with a shorter
+	// timeout is a pause in the program's work (vim pauses 25 ms that
+	// way), not a wait for input.
+	shortestWait = 100 * time.Millisecond
+	// relayQuiet: a program that waits on the terminal and something else
+	// (ssh, telnet, node) counts as waiting once quiet this long.
+	relayQuiet = 300 * time.Millisecond
+	// pendingMax: a longer timeout is housekeeping, a shorter one a step
+	// the program is about to take, given pendingSlack beyond it.
+	pendingMax   = time.Second
+	pendingSlack = 100 * time.Millisecond
+)
+
+// waitQuiet is how long a wait on the terminal must have seen no output
+// and no input before it counts.
+func waitQuiet(others bool, d time.Duration, finite bool) time.Duration {
+	var q time.Duration
+	if others {
+		q = relayQuiet
+	}
+	if finite && d <= pendingMax {
+		q = max(q, d+pendingSlack)
+	}
+	return q
+}
+
+// timeout is the timeout the wait asked for; finite is false for none
+// (or one that cannot be read).
+func (p *probeProc) timeout(nr uint64, arg []uint64, c sysCalls) (d time.Duration, finite bool) {
 	a, ok := c.timeout[nr]
 	if !ok {
-		return false
+		return 0, false
 	}
-	var d time.Duration
 	switch a.kind {
 	case 'm':
 		ms := int32(arg[a.arg])
 		if ms < 0 {
-			return false
+			return 0, false
 		}
-		d = time.Duration(ms) * time.Millisecond
+		return time.Duration(ms) * time.Millisecond, true
 	default:
 		if arg[a.arg] == 0 || len(p.mem) < 16 {
-			return false // no timeout, or it cannot be read
+			return 0, false
 		}
 		unit := time.Nanosecond
 		if a.kind == 'u' {
 			unit = time.Microsecond
 		}
-		d = time.Duration(le64(p.mem))*time.Second + time.Duration(le64(p.mem[8:]))*unit
+		return time.Duration(le64(p.mem))*time.Second + time.Duration(le64(p.mem[8:]))*unit, true
 	}
-	return d < shortestWait
 }
 
 func le64(b []byte) uint64 {

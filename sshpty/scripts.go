@@ -31,9 +31,15 @@ look() {
 	case " $WS " in *" $1 "*) [ -n "$f" ] && DEC=1 W=1;; esac
 	case " $EP " in *" $1 "*) while read -r k v r; do [ "$k" = tfd: ] && echo "$Q e $v $r"; done </proc/$p/fdinfo/$(($2));; esac
 	for sp in $TS; do
-		case $sp in "$1":*) eval "a=\${$((${sp#*:} + 2))}"; a=$((a)); [ "$a" -ne 0 ] && echo "$Q m" $(dd if=/proc/$p/mem bs=1 skip=$a count=16 2>/dev/null | od -An -v -tx1);; esac
+		case $sp in "$1":*) eval "a=\${$((${sp#*:} + 2))}"; mem m $((a)) 16;; esac
 	done
+	# The descriptor set of a select (nfds, readfds) or a poll (fds, nfds).
+	case " $SEL " in *" $1 "*) n=$(($2)); [ $n -le 1024 ] || n=1024; mem ms $(($3)) $(((n + 7) / 8));; esac
+	case " $POL " in *" $1 "*) n=$(($3)); [ $n -le 1024 ] || n=1024; mem mp $(($2)) $((8 * n));; esac
 	return 0
+}
+mem() {
+	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
 }
 tty() {
 	st $1 || { echo "$Q gone"; return 1; }
