@@ -327,3 +327,26 @@ func TestApprovalAndSandboxBeforeAnythingRuns(t *testing.T) {
 		t.Errorf("the allowed command did not run: %v", err)
 	}
 }
+
+// On a host whose /proc cannot be read the session says what it cannot
+// know: state running, wait_until "input" and WriteSecret refused with
+// ErrUnsupported, never a guess.
+func TestHostWithoutProc(t *testing.T) {
+	noProc = true
+	defer func() { noProc = false }()
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	res := mustStart(t, m, agentpty.StartRequest{Command: `read -s -p 'Password: ' pw; echo "got ${#pw}"`, WaitFor: "Password: "})
+	if res.State != agentpty.StateRunning || res.InputHidden || res.Foreground != "" {
+		t.Errorf("state %q input_hidden %v foreground %q; want running, false, none", res.State, res.InputHidden, res.Foreground)
+	}
+	if _, err := m.Write(waitCtx(t), agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput}); !errors.Is(err, agentpty.ErrUnsupported) {
+		t.Errorf("wait_until input: %v; want ErrUnsupported", err)
+	}
+	if _, err := m.WriteSecret(waitCtx(t), res.ID, []byte("hunter2")); !errors.Is(err, agentpty.ErrUnsupported) {
+		t.Errorf("WriteSecret: %v; want ErrUnsupported", err)
+	}
+	// The bytes still work. (The control, the same prompt on a host with
+	// /proc, is TestWriteSecretAtReadS: input_hidden and waiting_input.)
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got 5"})
+}
