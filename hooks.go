@@ -48,7 +48,13 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	if !m.opts.ApproveWrites || len(input) == 0 {
 		return nil
 	}
-	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input)})
+	// The program that would read the input now: Rules approve lines only
+	// for a shell at its prompt.
+	fg := ""
+	if rep := foreground(s.pty); rep.waiting && !rep.unread {
+		fg = rep.name
+	}
+	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg})
 }
 
 // prepare runs the sandbox's Prepare; a panic is an error wrapping

@@ -465,6 +465,12 @@ func TestFlags(t *testing.T) {
 		args map[string]any
 		want string // in the result's text; "!" first: a tool error with this text
 	}
+	// A HOME whose login profile sets a variable, for the shell cases.
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte("export FROM_PROFILE=yes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	profiled := `shopt -q login_shell && echo login || echo no-login; echo "profile=$FROM_PROFILE"; echo end-of-test`
 	start := func(cmd string, want string) step {
 		return step{"pty-start", map[string]any{"command": cmd, "wait_for": "end-of-test"}, want}
 	}
@@ -485,9 +491,15 @@ func TestFlags(t *testing.T) {
 		{"sandbox", []string{"--writable", in, "--network=false"}, []step{start(write, "wrote-in\nrefused-out\nnet-no")}, ""},
 		{"no sandbox", nil, []step{start(write, "wrote-in\nwrote-out\nnet-yes")}, ""},
 		{"shell", []string{"--shell", "bash -c"}, []step{start("shopt -q login_shell && echo login || echo no-login; echo end-of-test", "no-login")}, ""},
-		{"shell default", nil, []step{start("shopt -q login_shell && echo login || echo no-login; echo end-of-test", "\nlogin")}, ""},
+		// By default the login profile runs once and each command starts
+		// from its snapshot: not a login shell, but what the profile set.
+		{"shell default", nil, []step{start(profiled, "no-login\nprofile=yes")}, ""},
+		{"shell no-snapshot", []string{"--no-snapshot"}, []step{start(profiled, "\nlogin\nprofile=yes")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasPrefix(tc.name, "shell ") {
+				t.Setenv("HOME", home)
+			}
 			_ = os.Remove(filepath.Join(out, "f"))
 			ctx := testCtx(t)
 			cs, _, n := connect(t, ctx, tc.flags...)
@@ -589,8 +601,8 @@ func TestFlagsToOptions(t *testing.T) {
 	}{
 		{agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: "bash"}, false},
 		{agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: "rm -rf x"}, true},
-		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "ls -l\r"}, false},
-		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "rm -rf x\r"}, true},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "ls -l\r", Foreground: "bash"}, false},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "rm -rf x\r", Foreground: "bash"}, true},
 	} {
 		if err := opts.Approver.Approve(ctx, tc.req); (err != nil) != tc.deny {
 			t.Errorf("deny-only rules on %+v: %v, want denied %v", tc.req, err, tc.deny)
