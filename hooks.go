@@ -51,8 +51,10 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	// The program that would read the input now: Rules approve lines only
 	// for a shell at its prompt.
 	fg := ""
-	if rep := foreground(s.pty); rep.waiting && !rep.unread {
-		fg = rep.name
+	if sr, ok := s.term.(StateReader); ok {
+		if rep := sr.Foreground(); rep.Waiting && !rep.Unread {
+			fg = rep.Name
+		}
 	}
 	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg})
 }
