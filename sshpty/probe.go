@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/termwait"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -494,38 +495,10 @@ func (p *probeProc) onTerminal(c sysCalls) terminalWait {
 		return terminalWait{}
 	}
 	d, finite := p.timeout(nr, arg, c)
-	if finite && d < shortestWait {
+	if finite && d < termwait.Shortest {
 		return terminalWait{} // a pause in the program's work
 	}
-	return terminalWait{on: true, quiet: waitQuiet(others, d, finite)}
-}
-
-// The local library's bounds on waits that count (see its state_linux.go).
-const (
-	// shortestWait: a select or poll on the terminal with a shorter
-	// timeout is a pause in the program's work (vim pauses 25 ms that
-	// way), not a wait for input.
-	shortestWait = 100 * time.Millisecond
-	// relayQuiet: a program that waits on the terminal and something else
-	// (ssh, telnet, node) counts as waiting once quiet this long.
-	relayQuiet = 300 * time.Millisecond
-	// pendingMax: a longer timeout is housekeeping, a shorter one a step
-	// the program is about to take, given pendingSlack beyond it.
-	pendingMax   = time.Second
-	pendingSlack = 100 * time.Millisecond
-)
-
-// waitQuiet is how long a wait on the terminal must have seen no output
-// and no input before it counts.
-func waitQuiet(others bool, d time.Duration, finite bool) time.Duration {
-	var q time.Duration
-	if others {
-		q = relayQuiet
-	}
-	if finite && d <= pendingMax {
-		q = max(q, d+pendingSlack)
-	}
-	return q
+	return terminalWait{on: true, quiet: termwait.Quiet(others, d, finite)}
 }
 
 // timeout is the timeout the wait asked for; finite is false for none
