@@ -3,10 +3,29 @@ package agentpty
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentpty/agentpty/internal/screen"
 )
+
+// display is the session's screen, made on first use (many sessions never
+// need one), and the query answers it owes the program.
+type display struct {
+	// mu guards the screen and the fields up to screenOff; take it before
+	// Session.mu, never under it.
+	mu     sync.Mutex
+	screen *screen.Screen
+	shown  []string  // the rows the last read returned while the alternate screen showed, else nil
+	lit    litMemory // the highlights the screen-mode reads returned
+	piece  int       // bytes the screen parses between checks (nextPiece)
+
+	screenOff atomic.Int64 // ring offset the screen has been fed up to
+	queries   atomic.Bool  // the settler saw a query the screen has not parsed yet
+	answering atomic.Int32 // screen parses and query replies under way (see State)
+	parses    atomic.Int64 // screen parses begun, each of which may type an answer (see State)
+}
 
 // Cursor is a zero-based screen position.
 type Cursor struct {
@@ -45,10 +64,10 @@ func (s Screen) Text() string {
 // whatever the program prints.
 func (s *Session) syncScreen() {
 	for {
-		s.screenMu.Lock()
+		s.disp.mu.Lock()
 		done := s.syncScreenBy(time.Now().Add(processorSlice))
-		s.screenMu.Unlock()
-		if done || s.dying.Load() {
+		s.disp.mu.Unlock()
+		if done || s.typing.dying.Load() {
 			return
 		}
 	}
@@ -57,7 +76,7 @@ func (s *Session) syncScreen() {
 // processorSlice is the longest the processor holds the screen at a time.
 const processorSlice = 20 * time.Millisecond
 
-// syncScreenLocked is syncScreen with screenMu held.
+// syncScreenLocked is syncScreen with disp.mu held.
 func (s *Session) syncScreenLocked() { s.syncScreenBy(time.Time{}) }
 
 // callSync bounds how long a call parses the screen on its own behalf: a
@@ -74,22 +93,22 @@ func (s *Session) syncScreenCall() bool { return s.syncScreenBy(time.Now().Add(c
 // syncScreenBy is syncScreenLocked that stops at limit (none when zero)
 // and reports whether it parsed everything.
 func (s *Session) syncScreenBy(limit time.Time) bool {
-	if s.screen == nil {
+	if s.disp.screen == nil {
 		cols, rows := s.size()
-		s.screen = screen.New(cols, rows)
-		s.piece = 1 // grows as fast as pieces parse quickly
+		s.disp.screen = screen.New(cols, rows)
+		s.disp.piece = 1 // grows as fast as pieces parse quickly
 	}
-	s.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
-	s.parses.Add(1)
-	defer s.answering.Add(-1)
-	s.queries.Store(false) // whatever asked is in what is parsed now
+	s.disp.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
+	s.disp.parses.Add(1)
+	defer s.disp.answering.Add(-1)
+	s.disp.queries.Store(false) // whatever asked is in what is parsed now
 	// The screen reads the ring in place: the reader does not write over
 	// bytes the screen has not parsed (see feed), so only taking the slices
 	// needs the lock.
-	s.inMu.Lock()
-	a, b, _ := s.ring.slices(s.screenOff.Load())
-	end := s.ring.end()
-	s.inMu.Unlock()
+	s.out.inMu.Lock()
+	a, b, _ := s.out.ring.slices(s.disp.screenOff.Load())
+	end := s.out.ring.end()
+	s.out.inMu.Unlock()
 	from := end - int64(len(a)+len(b))
 	if from == end {
 		return true
@@ -98,9 +117,9 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	// find the part that scrolled away unseen.
 	// settled before nonPlainEnd: the renderer stores them the other way
 	// round, so a batch counted as settled here has its flag seen too.
-	settled := s.settled.Load()
+	settled := s.out.settled.Load()
 	plain := int64(0)
-	if from >= s.nonPlainEnd.Load() {
+	if from >= s.out.nonPlainEnd.Load() {
 		plain = max(min(settled, end)-from, 0)
 	}
 	var reply []byte
@@ -109,36 +128,44 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	for _, p := range [2][]byte{a, b} {
 		k := min(int64(len(p)), plain)
 		if k > 0 {
-			reply = s.screen.WritePlain(reply, p[:k])
+			reply = s.disp.screen.WritePlain(reply, p[:k])
 		}
 		plain -= k
-		off += k
-		// In pieces, so that a Kill need not wait for a screen that has
-		// much to parse: a dying session's screen stops where it is, and
-		// a call's where its time is up.
-		for p = p[k:]; len(p) > 0 && !s.dying.Load(); {
-			now := time.Now()
-			if !limit.IsZero() && now.After(limit) {
-				late = true
-				break
-			}
-			n := min(len(p), s.piece)
-			reply = s.screen.Write(reply, p[:n])
-			off += int64(n)
-			p = p[n:]
-			s.piece = nextPiece(s.piece, time.Since(now))
-		}
+		var n int64
+		reply, n, late = s.parsePieces(reply, p[k:], limit)
+		off += k + n
 		if late {
 			break
 		}
 	}
 	if late {
-		s.screenOff.Store(off)
+		s.disp.screenOff.Store(off)
 	} else {
-		s.screenOff.Store(end)
+		s.disp.screenOff.Store(end)
 	}
 	s.queueReply(reply)
 	return !late
+}
+
+// parsePieces parses p into the screen in pieces, so that a Kill need not
+// wait for a screen that has much to parse: a dying session's screen stops
+// where it is, and a call's where limit (none when zero) has passed. It
+// returns the replies with the screen's appended, how much it parsed, and
+// whether it stopped for the limit. Call with disp.mu held.
+func (s *Session) parsePieces(reply, p []byte, limit time.Time) ([]byte, int64, bool) {
+	parsed := int64(0)
+	for len(p) > 0 && !s.typing.dying.Load() {
+		now := time.Now()
+		if !limit.IsZero() && now.After(limit) {
+			return reply, parsed, true
+		}
+		n := min(len(p), s.disp.piece)
+		reply = s.disp.screen.Write(reply, p[:n])
+		parsed += int64(n)
+		p = p[n:]
+		s.disp.piece = nextPiece(s.disp.piece, time.Since(now))
+	}
+	return reply, parsed, false
 }
 
 // nextPiece is the size of the screen's next piece after one of n bytes
@@ -156,19 +183,19 @@ func nextPiece(n int, d time.Duration) int {
 
 // Screen returns what the terminal shows now.
 func (s *Session) Screen() Screen {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.syncScreenLocked()
 	scr := s.snapshot()
-	scr.Cells = s.screen.Cells()
+	scr.Cells = s.disp.screen.Cells()
 	return scr
 }
 
-// snapshot reads the screen. Call with screenMu held.
+// snapshot reads the screen. Call with disp.mu held.
 func (s *Session) snapshot() Screen {
-	cols, rows := s.screen.Size()
-	r, c := s.screen.Cursor()
-	return Screen{Rows: rows, Cols: cols, Cursor: Cursor{Row: r, Col: c}, AltScreen: s.screen.AltScreen(), Lines: s.screen.Lines()}
+	cols, rows := s.disp.screen.Size()
+	r, c := s.disp.screen.Cursor()
+	return Screen{Rows: rows, Cols: cols, Cursor: Cursor{Row: r, Col: c}, AltScreen: s.disp.screen.AltScreen(), Lines: s.disp.screen.Lines()}
 }
 
 // Resize changes the terminal's size; the program gets SIGWINCH.
@@ -176,8 +203,8 @@ func (s *Session) Resize(cols, rows int) error {
 	if cols < 1 || cols > maxCols || rows < 1 || rows > maxRows {
 		return errorf(ErrInvalid, "%s: size %dx%d is outside 1-%d columns by 1-%d rows", s.id, cols, rows, maxCols, maxRows)
 	}
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	st, exited := s.ended()
 	if exited {
 		return errorf(ErrExited, "%s: cannot resize, the program has exited (%s)", s.id, st)
@@ -191,12 +218,12 @@ func (s *Session) Resize(cols, rows int) error {
 		_, _ = s.m.recount(s, old)
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
-	s.screen.Resize(cols, rows)
-	s.tapResize(cols, rows) // with screenMu held: at the place in the output where it happened
+	s.disp.screen.Resize(cols, rows)
+	s.tapResize(cols, rows) // with disp.mu held: at the place in the output where it happened
 	s.mu.Lock()
-	s.settle.setCols(cols)
-	s.settle.setRows(rows)
-	s.cols, s.rows = cols, rows
+	s.text.settle.setCols(cols)
+	s.text.settle.setRows(rows)
+	s.text.cols, s.text.rows = cols, rows
 	s.mu.Unlock()
 	return nil
 }

@@ -5,20 +5,27 @@ import (
 	"time"
 )
 
+// idleClock is the host's bounds on a session (Options.IdleTimeout,
+// MaxLifetime); guarded by Session.mu.
+type idleClock struct {
+	idle, life *time.Timer // nil once killed
+	calls      int         // calls in progress; the idle clock waits for none
+}
+
 // use stops the idle clock for a call; the func it returns restarts it
 // once no call is in progress.
 func (s *Session) use() func() {
 	s.mu.Lock()
-	s.calls++
-	if s.idle != nil {
-		s.idle.Stop()
+	s.clock.calls++
+	if s.clock.idle != nil {
+		s.clock.idle.Stop()
 	}
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.calls--; s.calls == 0 && s.idle != nil {
-			s.idle.Reset(s.m.opts.IdleTimeout)
+		if s.clock.calls--; s.clock.calls == 0 && s.clock.idle != nil {
+			s.clock.idle.Reset(s.m.opts.IdleTimeout)
 		}
 	}
 }
@@ -30,9 +37,9 @@ func (s *Session) armTimers() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d := s.m.opts.IdleTimeout; d > 0 {
-		s.idle = time.AfterFunc(d, reap)
+		s.clock.idle = time.AfterFunc(d, reap)
 	}
 	if d := s.m.opts.MaxLifetime; d > 0 {
-		s.life = time.AfterFunc(d, reap)
+		s.clock.life = time.AfterFunc(d, reap)
 	}
 }

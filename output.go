@@ -1,12 +1,43 @@
 package agentpty
 
-import "time"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// output is the session's byte pipeline: the ring the reader fills, and
+// the hand-off between the reader and the processor that render it.
+type output struct {
+	// inMu guards the ring, which the reader fills; the renderer copies
+	// from it and the screen takes slices of it to read in place. It is
+	// held only for those, so the reader never waits behind rendering.
+	inMu sync.Mutex
+	ring *ring
+
+	renderMu    sync.Mutex    // one renderer at a time: the reader, or the processor when the reader found it busy
+	batch       []byte        // the renderer's copy of what it renders next, when not the read itself; under renderMu
+	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
+	progress    chan struct{} // the processor tells a throttled reader it did some (1-buffered)
+	readerDone  chan struct{}
+	processDone chan struct{}
+
+	settled atomic.Int64 // ring offset the settler has rendered up to; written under Session.mu
+	// nonPlainEnd is the end of the last rendered batch that held more than
+	// plain text; the screen may skip plain text after it without a scan.
+	nonPlainEnd atomic.Int64
+}
+
+func newOutput(scrollback int) output {
+	return output{ring: newRing(scrollback), kick: make(chan struct{}, 1), progress: make(chan struct{}, 1),
+		readerDone: make(chan struct{}), processDone: make(chan struct{})}
+}
 
 // read is the one goroutine that reads the terminal. Each read goes to
 // feed, which renders the settled text and leaves the screen to the
 // processor, so the terminal is drained at the speed of the kernel.
 func (s *Session) read() {
-	defer close(s.readerDone)
+	defer close(s.out.readerDone)
 	// A small buffer until a read fills it: most sessions sit idle, and a
 	// flood finds the full size after its first read.
 	size := s.readSize()
@@ -40,21 +71,21 @@ func (s *Session) read() {
 // back-pressure as it would from a slow terminal.
 func (s *Session) feed(p []byte) {
 	limit := s.lag()
-	for s.ring.end()-min(s.settled.Load(), s.screenOff.Load()) > limit {
+	for s.out.ring.end()-min(s.out.settled.Load(), s.disp.screenOff.Load()) > limit {
 		s.kickProcessor()
-		<-s.progress
+		<-s.out.progress
 	}
-	s.inMu.Lock()
-	s.ring.write(p)
-	end := s.ring.end()
-	s.inMu.Unlock()
-	if s.renderMu.TryLock() {
-		if s.settled.Load() == end-int64(len(p)) {
+	s.out.inMu.Lock()
+	s.out.ring.write(p)
+	end := s.out.ring.end()
+	s.out.inMu.Unlock()
+	if s.out.renderMu.TryLock() {
+		if s.out.settled.Load() == end-int64(len(p)) {
 			s.renderBatch(p, end) // p is all that is new: no copy
 		} else {
 			s.renderLocked() // the processor left some behind
 		}
-		s.renderMu.Unlock()
+		s.out.renderMu.Unlock()
 	} else {
 		s.kickProcessor()
 	}
@@ -78,7 +109,7 @@ func (s *Session) readSize() int {
 // kickProcessor tells the processor there is work, without waiting.
 func (s *Session) kickProcessor() {
 	select {
-	case s.kick <- struct{}{}:
+	case s.out.kick <- struct{}{}:
 	default:
 	}
 }
@@ -87,12 +118,12 @@ func (s *Session) kickProcessor() {
 // to now; Wait returns once that much is rendered.
 func (s *Session) drainSeenAt() {
 	s.flushMask() // nothing more comes to complete a secret held back
-	s.inMu.Lock()
-	end := s.ring.end()
-	s.inMu.Unlock()
+	s.out.inMu.Lock()
+	end := s.out.ring.end()
+	s.out.inMu.Unlock()
 	s.mu.Lock()
-	if !s.drainSeen {
-		s.drainSeen, s.drainOff = true, end
+	if !s.text.drainSeen {
+		s.text.drainSeen, s.text.drainOff = true, end
 		s.checkDrained()
 	}
 	s.mu.Unlock()
@@ -102,23 +133,23 @@ func (s *Session) drainSeenAt() {
 // query needs an answer or the screen falls far behind. It runs until the
 // reader has stopped and everything is rendered.
 func (s *Session) process() {
-	defer close(s.processDone)
+	defer close(s.out.processDone)
 	for {
 		select {
-		case <-s.kick:
-		case <-s.readerDone:
+		case <-s.out.kick:
+		case <-s.out.readerDone:
 			s.render()
 			return
 		}
 		s.render()
-		s.inMu.Lock()
-		end := s.ring.end()
-		s.inMu.Unlock()
+		s.out.inMu.Lock()
+		end := s.out.ring.end()
+		s.out.inMu.Unlock()
 		if s.screenDue(end) {
 			s.syncScreen()
 		}
 		select {
-		case s.progress <- struct{}{}:
+		case s.out.progress <- struct{}{}:
 		default:
 		}
 	}
@@ -128,13 +159,13 @@ func (s *Session) process() {
 // ring offset end: a query awaits its answer, or the ring would soon drop
 // bytes it never saw.
 func (s *Session) screenDue(end int64) bool {
-	return s.queries.Load() || end-s.screenOff.Load() > s.lag()
+	return s.disp.queries.Load() || end-s.disp.screenOff.Load() > s.lag()
 }
 
 // render takes everything new from the ring in batches.
 func (s *Session) render() {
-	s.renderMu.Lock()
-	defer s.renderMu.Unlock()
+	s.out.renderMu.Lock()
+	defer s.out.renderMu.Unlock()
 	s.renderLocked()
 }
 
@@ -142,14 +173,14 @@ func (s *Session) render() {
 func (s *Session) renderLocked() {
 	for {
 		var end int64
-		s.batch, end = s.copyFrom(s.batch, s.settled.Load())
-		if len(s.batch) == 0 {
+		s.out.batch, end = s.copyFrom(s.out.batch, s.out.settled.Load())
+		if len(s.out.batch) == 0 {
 			break
 		}
-		s.renderBatch(s.batch, end)
+		s.renderBatch(s.out.batch, end)
 	}
-	if cap(s.batch) > 64<<10 {
-		s.batch = nil // an idle session keeps no large batch buffer
+	if cap(s.out.batch) > 64<<10 {
+		s.out.batch = nil // an idle session keeps no large batch buffer
 	}
 }
 
@@ -158,18 +189,18 @@ func (s *Session) renderLocked() {
 // with renderMu held.
 func (s *Session) renderBatch(batch []byte, end int64) {
 	s.mu.Lock()
-	ev := s.settle.write(batch)
+	ev := s.text.settle.write(batch)
 	if ev&evNonPlain != 0 {
-		s.nonPlainEnd.Store(end)
+		s.out.nonPlainEnd.Store(end)
 	}
 	if ev&evSyncEnd != 0 {
-		s.frameEnd = end
+		s.text.frameEnd = end
 	}
 	if ev&evQuery != 0 {
-		s.queries.Store(true) // before settled: State never sees the query rendered but not owed
+		s.disp.queries.Store(true) // before settled: State never sees the query rendered but not owed
 	}
-	s.settled.Store(end)
-	s.lastOutput = time.Now()
+	s.out.settled.Store(end)
+	s.text.lastOutput = time.Now()
 	s.broadcast()
 	s.checkDrained()
 	s.mu.Unlock()
@@ -180,10 +211,10 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 // and returns them with the offset they end at. inMu is held only for the
 // copy.
 func (s *Session) copyFrom(buf []byte, off int64) ([]byte, int64) {
-	s.inMu.Lock()
-	defer s.inMu.Unlock()
-	buf, _ = s.ring.appendFrom(buf[:0], off)
-	return buf, s.ring.end()
+	s.out.inMu.Lock()
+	defer s.out.inMu.Unlock()
+	buf, _ = s.out.ring.appendFrom(buf[:0], off)
+	return buf, s.out.ring.end()
 }
 
 // broadcast wakes every waiter. Call with mu held.

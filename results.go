@@ -42,9 +42,9 @@ func (s *Session) runResult(w waitResult, state TerminalState, out, whole string
 // program ended. Call with mu held; spool is handed the whole output
 // after (see Manager.spool).
 func (s *Session) killResult() (KillResult, string) {
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
-	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.settled.Load())}
-	res.ExitCode, res.Signal = s.status.exitFields()
+	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
+	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.out.settled.Load())}
+	res.ExitCode, res.Signal = s.text.status.exitFields()
 	return res, whole
 }
 
@@ -74,25 +74,25 @@ func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(m
 // output, for a caller that returns an output of its own (pty-run).
 func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
-	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
+	redrawn := s.text.settle.redrawn(s.text.rows) // a redraw in place shows as its screen (screenview.go)
 	var before string                   // ... after the text that came before it
 	if redrawn {
-		before = s.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
+		before = s.text.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
 	}
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
-	truncated := s.truncated
+	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
+	truncated := s.text.truncated
 	if !peek {
-		truncated = s.readTo(s.settled.Load())
+		truncated = s.readTo(s.out.settled.Load())
 	}
-	w := waitResult{matched: matched, exited: s.exited, truncated: truncated}
-	if s.exited {
-		w.exitCode, w.signal = s.status.exitFields()
+	w := waitResult{matched: matched, exited: s.text.exited, truncated: truncated}
+	if s.text.exited {
+		w.exitCode, w.signal = s.text.status.exitFields()
 	}
-	alt := s.settle.altScreen()
+	alt := s.text.settle.altScreen()
 	s.mu.Unlock()
 
 	if alt || redrawn {
-		s.screenMu.Lock()
+		s.disp.mu.Lock()
 		if !s.syncScreenCall() {
 			// The screen is far behind: the text says more than a stale
 			// screen of a redraw; a full-screen program's is the best
@@ -101,12 +101,12 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 		}
 		scr := s.snapshot()
 		if !peek {
-			s.shown = nil
+			s.disp.shown = nil
 			if alt {
-				s.shown = scr.Lines // what this read returned is what wait_for compares with next
+				s.disp.shown = scr.Lines // what this read returned is what wait_for compares with next
 			}
 		}
-		s.screenMu.Unlock()
+		s.disp.mu.Unlock()
 		switch {
 		case alt:
 			out = joinScreen(out, scr.Text())
@@ -117,9 +117,9 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 			out, whole = joinScreen(before, scr.Text()), "" // the frames' text mixed together: the screen says it
 		}
 	} else if !peek {
-		s.screenMu.Lock()
-		s.shown = nil
-		s.screenMu.Unlock()
+		s.disp.mu.Lock()
+		s.disp.shown = nil
+		s.disp.mu.Unlock()
 	}
 	w.output = out
 	w.spool = s.m.spool(s.id, whole)

@@ -8,10 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/agentpty/agentpty/internal/screen"
 )
 
 // Waits, as DESIGN.md fixes them.
@@ -55,8 +52,34 @@ func (e ExitStatus) exitFields() (*int, string) {
 	return &c, ""
 }
 
-// Session is one program running under its own pseudo-terminal. Its
+// Session is one program running under its own terminal (a Terminal of
+// Options.Backend, by default a pseudo-terminal of this machine). Its
 // methods are safe for concurrent use.
+//
+// A Session coordinates parts that each keep their own state: the
+// terminal and its writer (terminal.go), the output pipeline (output.go),
+// the settled text and exit state (text.go, under mu), the screen
+// (display.go), the replier (replies.go), events (events.go), secrets,
+// taps and Expect (around), and the idle clock (idle.go).
+//
+// Locks, in the order they are taken (a lock is never taken while one
+// after it is held):
+//
+//	lane (a call's turn) → masker (secret.go) → out.renderMu | disp.mu
+//	  → Manager.mu → mu → out.inMu
+//
+// Manager.mu comes after disp.mu (Resize counts cells under it) and before
+// mu (register arms the idle clock under it). Leaves, under which nothing
+// is taken: typing.mu (held across the write to the terminal, as poll.FD
+// holds its own), rep.mu and lane.mu. No lock is held while calling a
+// hook, and only typing.mu across I/O.
+//
+// Goroutines of a session: read (the only reader of the terminal; it
+// renders the settled text), process (renders what the reader left and
+// feeds the screen), reap (waits for the command's exit), the reply writer
+// while replies wait, one per tap (a recording or an attachment, and an
+// attachment's input), and the timers of the idle clock, output events
+// and secrets' masking.
 type Session struct {
 	m       *Manager
 	num     int
@@ -67,81 +90,31 @@ type Session struct {
 	started time.Time
 	cells   int // cols×rows counted against MaxCells; guarded by the manager's mu
 
-	// writeMu: one writer at a time on the terminal, input and query
-	// replies. It is held across the write, as poll.FD holds its own.
-	writeMu sync.Mutex
-	lane    lane        // one call at a time, in arrival order; taken before any lock below
-	dying   atomic.Bool // Kill has begun: no more writes; set before, and the terminal closed under, writeMu
+	typing typing // the terminal's one writer (terminal.go)
+	lane   lane   // one call at a time, in arrival order; taken before any lock below
 
-	// inMu guards the ring, which the reader fills; the renderer copies
-	// from it and the screen takes slices of it to read in place. It is
-	// held only for those, so the reader never waits behind rendering.
-	inMu sync.Mutex
-	ring *ring
+	out output // the ring, the reader and the processor (output.go)
 
-	// mu guards the fields below. It is never held during I/O or while
-	// calling a hook. Lock order: screenMu, then mu, then inMu.
-	mu         sync.Mutex
-	settle     *settler
-	settled    atomic.Int64 // ring offset the settler has rendered up to; written under mu
-	readOff    int64        // ring offset up to which results have returned output
-	truncated  int64
-	changed    chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
-	lastOutput time.Time
-	lastInput  atomic.Int64 // when input was last typed, unix ns; read with lastOutput by State's quietFor
-	frameEnd   int64        // ring offset of the end of the last batch that ended a synchronized update
-	cols, rows int
-	exited     bool // the child has been reaped; status is set
-	status     ExitStatus
-	drainSeen  bool        // the reader has read what was on its way at exit (or hit end of file) ...
-	drainOff   int64       // ... up to this ring offset
-	drained    bool        // exited, and everything up to drainOff is rendered
-	sh         *shell      // a shell session's prompt marks; nil for other sessions
-	idle, life *time.Timer // nil once killed
-	calls      int         // calls in progress; the idle clock waits for none
+	// mu guards the fields below, and the parts that say so (see the lock
+	// order above).
+	mu      sync.Mutex
+	text    settledText   // the settled text and the exit state (text.go)
+	changed chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
+	sh      *shell        // a shell session's prompt marks; nil for other sessions
+	clock   idleClock     // the host's bounds on the session (idle.go)
 
-	// screenMu guards the screen, made on first use (many sessions never
-	// need one); take it before mu, never under it.
-	screenMu  sync.Mutex
-	screen    *screen.Screen
-	shown     []string     // the rows the last read returned while the alternate screen showed, else nil
-	lit       litMemory    // the highlights the screen-mode reads returned; guarded by screenMu
-	screenOff atomic.Int64 // ring offset the screen has been fed up to
-	piece     int          // bytes the screen parses between checks (nextPiece)
-	// nonPlainEnd is the end of the last rendered batch that held more than
-	// plain text; the screen may skip plain text after it without a scan.
-	nonPlainEnd atomic.Int64
+	disp display // the screen and the query answers it owes (display.go)
 
-	renderMu    sync.Mutex    // one renderer at a time: the reader, or the processor when the reader found it busy
-	kick        chan struct{} // the reader tells the processor there is work (1-buffered)
-	progress    chan struct{} // the processor tells a throttled reader it did some (1-buffered)
-	queries     atomic.Bool   // the settler saw a query the screen has not parsed yet
-	answering   atomic.Int32  // screen parses and query replies under way (see State)
-	parses      atomic.Int64  // screen parses begun, each of which may type an answer (see State)
-	batch       []byte        // the renderer's copy of what it renders next, when not the read itself
-	done        chan struct{} // closed when drained
-	reaped      chan struct{} // closed when the child has been reaped
-	announced   chan struct{} // closed once Start has emitted "created" (or given up)
-	readerDone  chan struct{}
-	processDone chan struct{}
-	replies     sync.WaitGroup // the reply writer, while it runs
-	// Query replies waiting for the reply writer, under mu; at most
-	// maxReplyBytes. replyCount of them are counted in answering.
-	replyQueue   []byte
-	replyCount   int32
-	replyRunning bool // the reply writer is running
-	noReplies    bool // the session is being killed: replies are not sent
-	killOnce     sync.Once
-	killRes      KillResult
-	killErr      error
+	done      chan struct{} // closed when drained
+	reaped    chan struct{} // closed when the child has been reaped
+	announced chan struct{} // closed once Start has emitted "created" (or given up)
+	rep       replier       // query replies on their way (replies.go)
+	killOnce  sync.Once
+	killRes   KillResult
+	killErr   error
 
-	around // secrets, recordings, attachments and Expect: see secret.go, tap.go, expect.go
-	// Output events (events.go). watchers is guarded by the manager's mu.
-	outArmed atomic.Bool  // an output event is due
-	outLast  atomic.Int64 // when the last one was sent, unix ns
-	outTimer atomic.Pointer[time.Timer]
-	watched  atomic.Int32 // len(watchers), read without the lock
-	watchers []*watcher
+	around              // secrets, recordings, attachments and Expect: see secret.go, tap.go, expect.go
+	ev     outputEvents // output events and the watchers of this session (events.go)
 }
 
 // startSession starts the child under a new terminal. On failure nothing
@@ -190,36 +163,30 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *s
 // term, and starts its goroutines.
 func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Terminal, sh *shell) *Session {
 	s := &Session{
-		m:           m,
-		num:         num,
-		id:          "pty-" + strconv.Itoa(num),
-		command:     req.Command,
-		term:        term,
-		pid:         term.PID(),
-		cells:       cols * rows,
-		started:     time.Now(),
-		ring:        newRing(m.opts.ScrollbackBytes),
-		settle:      newSettler(2 * m.opts.ScrollbackBytes), // its text plus bookkeeping of about 16 bytes a line
-		cols:        cols,
-		rows:        rows,
-		kick:        make(chan struct{}, 1),
-		progress:    make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		reaped:      make(chan struct{}),
-		announced:   make(chan struct{}),
-		readerDone:  make(chan struct{}),
-		processDone: make(chan struct{}),
-		sh:          sh,
+		m:         m,
+		num:       num,
+		id:        "pty-" + strconv.Itoa(num),
+		command:   req.Command,
+		term:      term,
+		pid:       term.PID(),
+		cells:     cols * rows,
+		started:   time.Now(),
+		out:       newOutput(m.opts.ScrollbackBytes),
+		text:      settledText{settle: newSettler(2 * m.opts.ScrollbackBytes), cols: cols, rows: rows}, // the settler: its text plus bookkeeping of about 16 bytes a line
+		done:      make(chan struct{}),
+		reaped:    make(chan struct{}),
+		announced: make(chan struct{}),
+		sh:        sh,
 	}
 	if sh != nil {
-		sh.attach(s.settle)
+		sh.attach(s.text.settle)
 	}
 	// Readline and other line editors move by screen row once a line is
 	// wider than the terminal; the settler needs the width to follow them,
 	// and the height to keep motion on the screen.
-	s.settle.setCols(cols)
-	s.settle.setRows(rows)
-	s.settle.keepCol = true // the pty's ONLCR adds the CR where output processing is on
+	s.text.settle.setCols(cols)
+	s.text.settle.setRows(rows)
+	s.text.settle.keepCol = true // the pty's ONLCR adds the CR where output processing is on
 	go s.read()
 	go s.process()
 	go s.reap()
@@ -255,10 +222,10 @@ func (s *Session) PID() int { return s.pid }
 func (s *Session) info() SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: s.cols, Rows: s.rows, Started: s.started, Exited: s.exited,
+	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: s.text.cols, Rows: s.text.rows, Started: s.started, Exited: s.text.exited,
 		Containment: s.Containment()}
-	if s.exited {
-		info.ExitCode, info.Signal = s.status.exitFields()
+	if s.text.exited {
+		info.ExitCode, info.Signal = s.text.status.exitFields()
 	}
 	return info
 }
@@ -273,12 +240,12 @@ func (s *Session) kill(ctx context.Context) (KillResult, error) {
 // reaps, closes and collects.
 func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Lock()
-	for _, t := range []*time.Timer{s.idle, s.life} {
+	for _, t := range []*time.Timer{s.clock.idle, s.clock.life} {
 		if t != nil {
 			t.Stop()
 		}
 	}
-	s.idle, s.life = nil, nil // a call returning after the kill must not rearm
+	s.clock.idle, s.clock.life = nil, nil // a call returning after the kill must not rearm
 	s.mu.Unlock()
 
 	s.stopWrites()
@@ -296,13 +263,13 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	} else if err == nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, reaped)
 	}
-	s.writeMu.Lock() // a write that got in before stopWrites is done
+	s.typing.mu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.term.Close()
-	s.writeMu.Unlock()
+	s.typing.mu.Unlock()
 	// A screen with much left to parse stops at its next piece (see
 	// syncScreenLocked); ctx bounds even that.
 	select {
-	case <-s.processDone:
+	case <-s.out.processDone:
 	case <-ctx.Done():
 		if err == nil {
 			err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, ctx.Err())
@@ -311,10 +278,8 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.stopOutput()
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
-	s.mu.Lock()
-	s.noReplies = true
-	s.mu.Unlock()
-	s.replies.Wait()
+	s.rep.stop()
+	s.rep.wg.Wait()
 	s.endAround(ctx)
 	s.sh.remove() // the shell has exited: nothing reads its files any more
 

@@ -367,23 +367,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		s.sh.done(file, false)
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolRun, s.id, n, len(input), err)
 	}
-	var state TerminalState
-	ended := func() (bool, bool) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.sh.ends > ends, s.sh.busy
-	}
-	err = s.awaitCond(ctx, deadline, func() bool {
-		if done, busy := ended(); done || !busy {
-			return done
-		}
-		// The state before the marks: waiting_input means every byte is
-		// rendered, so a D that came before it is seen below.
-		state = s.State()
-		done, _ := ended()
-		return done || state.State == StateWaitingInput
-	})
-	if err != nil {
+	if err := s.awaitRunEnd(ctx, deadline, ends); err != nil {
 		s.sh.done(file, false)
 		return RunResult{}, err
 	}
@@ -399,26 +383,53 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		}
 		_ = s.awaitCond(ctx, settle, s.readingPrompt)
 	}
+	return s.runCollect(done), nil
+}
+
+// awaitRunEnd waits until the shell has ended more than ends commands,
+// the command waits for input, the shell exits or the deadline passes.
+func (s *Session) awaitRunEnd(ctx context.Context, deadline time.Time, ends int) error {
+	ended := func() (bool, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.sh.ends > ends, s.sh.busy
+	}
+	return s.awaitCond(ctx, deadline, func() bool {
+		if done, busy := ended(); done || !busy {
+			return done
+		}
+		// The state before the marks: waiting_input means every byte is
+		// rendered, so a D that came before it is seen below.
+		state := s.State()
+		done, _ := ended()
+		return done || state.State == StateWaitingInput
+	})
+}
+
+// runCollect is a run's result once its command is done, or waits: the
+// command's own output, or what it printed so far and its screen.
+func (s *Session) runCollect(done bool) RunResult {
+	var state TerminalState
 	s.mu.Lock()
 	var out string
 	switch {
 	case done:
-		out = s.settle.textBetween(s.sh.from, s.sh.to)
+		out = s.text.settle.textBetween(s.sh.from, s.sh.to)
 	case s.sh.busy:
-		out = s.settle.textBetween(s.sh.from, s.settle.cursorPos())
+		out = s.text.settle.textBetween(s.sh.from, s.text.settle.cursorPos())
 	}
 	lostBytes, lostLines := s.sh.lost()
-	alt := s.settle.altScreen()
+	alt := s.text.settle.altScreen()
 	s.mu.Unlock()
 	w := s.collectOut(false, false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
 		if out != "" {
 			out += "\n"
 		}
-		s.screenMu.Lock()
+		s.disp.mu.Lock()
 		s.syncScreenCall()
 		out += s.snapshot().Text() // the text only: Screen() would copy every cell
-		s.screenMu.Unlock()
+		s.disp.mu.Unlock()
 	}
 	if !done {
 		state = s.State()
@@ -433,7 +444,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		s.mu.Unlock()
 		res.PromptAfter, res.ExitCode = true, &code
 	}
-	return res, nil
+	return res
 }
 
 // shellEnds is how many commands the shell has ended so far, -1 outside

@@ -64,10 +64,10 @@ func (s *Session) State() TerminalState {
 	// blocked is then either still in the master or already read. An
 	// answer to a query typed after the processes were looked at wakes the
 	// program: a screen parse begun since then counts as one.
-	parses := s.parses.Load()
+	parses := s.disp.parses.Load()
 	fg := sr.Foreground()
 	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
-	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.parses.Load() == parses && s.quietFor(fg.Quiet) {
+	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
 		st.State = StateWaitingInput
 	}
 	return st
@@ -81,9 +81,9 @@ func (s *Session) quietFor(d time.Duration) bool {
 		return true
 	}
 	s.mu.Lock()
-	last := s.lastOutput
+	last := s.text.lastOutput
 	s.mu.Unlock()
-	if in := time.Unix(0, s.lastInput.Load()); in.After(last) {
+	if in := time.Unix(0, s.typing.last.Load()); in.After(last) {
 		last = in
 	}
 	return time.Since(last) >= d
@@ -105,13 +105,13 @@ func resultState(st TerminalState, exited bool) TerminalState {
 // terminal query in it waits for its answer (the slave's poll then sees
 // the answer unread).
 func (s *Session) outputSettled(sr StateReader) bool {
-	if sr.OutputPending() || s.queries.Load() || s.answering.Load() > 0 {
+	if sr.OutputPending() || s.disp.queries.Load() || s.disp.answering.Load() > 0 {
 		return false // output on its way, or a query's answer owed to the program
 	}
-	s.inMu.Lock()
-	end := s.ring.end()
-	s.inMu.Unlock()
-	return s.settled.Load() == end
+	s.out.inMu.Lock()
+	end := s.out.ring.end()
+	s.out.inMu.Unlock()
+	return s.out.settled.Load() == end
 }
 
 // checkWaitUntil validates a request's wait_until.
@@ -142,8 +142,8 @@ func (s *Session) awaitInput(ctx context.Context, want *waitSpec, deadline time.
 		// rendered, so a match the output holds is seen below too.
 		st = s.State()
 		s.mu.Lock()
-		matched = want != nil && want.inSettled(s.settle)
-		alt := s.settle.altScreen()
+		matched = want != nil && want.inSettled(s.text.settle)
+		alt := s.text.settle.altScreen()
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
 			matched = s.screenMatch(want, deadline)
@@ -166,7 +166,7 @@ func (s *Session) awaitCond(ctx context.Context, deadline time.Time, done func()
 	backoff := recheckFirst
 	for {
 		s.mu.Lock()
-		drained, ch := s.drained, s.changes()
+		drained, ch := s.text.drained, s.changes()
 		s.mu.Unlock()
 		if drained || done() {
 			return nil

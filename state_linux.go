@@ -16,6 +16,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// groupAndTTY returns the terminal's foreground process group, the
+// slave's device number, and whether typed input waits unread on it.
+func groupAndTTY(master *os.File) (pgrp int, tty uint64, unread bool) {
+	pgrp, peer := groupAndPeer(master)
+	if peer >= 0 {
+		var st unix.Stat_t
+		if unix.Fstat(peer, &st) == nil {
+			tty = st.Rdev
+		}
+		unread = pollIn(peer) // flushes what the master wrote into the line discipline first
+		unix.Close(peer)
+	}
+	return pgrp, tty, unread
+}
+
 // foreground reads what the kernel says about the terminal's foreground
 // process group: TIOCGPGRP on the master names the group; each member's
 // /proc/PID/stat gives its state, /proc/PID/syscall the system call it is
@@ -23,17 +38,9 @@ import (
 // this terminal. The slave, opened through the master (TIOCGPTPEER), is
 // polled for input typed but not yet read.
 func foreground(master *os.File) fgReport {
-	pgrp, peer := groupAndPeer(master)
 	var rep fgReport
-	var tty uint64
-	if peer >= 0 {
-		var st unix.Stat_t
-		if unix.Fstat(peer, &st) == nil {
-			tty = st.Rdev
-		}
-		rep.unread = pollIn(peer) // flushes what the master wrote into the line discipline first
-		unix.Close(peer)
-	}
+	pgrp, tty, unread := groupAndTTY(master)
+	rep.unread = unread
 	if pgrp <= 0 || tty == 0 {
 		return rep
 	}
@@ -199,6 +206,37 @@ type terminalWait struct {
 	quiet time.Duration // how long output and input must have paused before that counts (see waitQuiet)
 }
 
+// selectWatches calls set for each descriptor in the read set at addr of
+// a select over nfds descriptors, until enough says no more is needed.
+func selectWatches(dir string, nfds, addr uint64, set func(uint64), enough func() bool) {
+	bits := make([]byte, (nfds+7)/8)
+	if !readMem(dir, addr, bits) {
+		set(0) // the set cannot be read: stdin is the usual one
+	}
+	for fd := uint64(0); fd < nfds && !enough(); fd++ {
+		if bits[fd/8]&(1<<(fd%8)) != 0 {
+			set(fd)
+		}
+	}
+}
+
+// pollWatches calls set for each descriptor polled for input in the n
+// pollfds at addr, until enough says no more is needed.
+func pollWatches(dir string, addr, n uint64, set func(uint64), enough func() bool) {
+	fds := make([]byte, 8*n)
+	if !readMem(dir, addr, fds) {
+		set(0) // the array cannot be read: stdin is the usual one
+		return
+	}
+	for i := uint64(0); i < n && !enough(); i++ {
+		e := fds[8*i:]
+		fd := int32(binary.LittleEndian.Uint32(e))
+		if binary.LittleEndian.Uint16(e[4:])&unix.POLLIN != 0 && fd >= 0 {
+			set(uint64(fd))
+		}
+	}
+}
+
 // onTerminal tells whether process pid is blocked reading the terminal
 // whose device is tty, or in select/poll/epoll waiting for it to be
 // readable, and how (see waitQuiet). known is false when the kernel does
@@ -241,33 +279,12 @@ func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
 	case waitRead:
 		return terminalWait{on: isTTY(arg(0))}, true
 	case waitSelect:
-		nfds, fds := min(arg(0), 1024), arg(1)
-		if fds == 0 {
+		if arg(1) == 0 {
 			return w, true
 		}
-		bits := make([]byte, (nfds+7)/8)
-		if !readMem(dir, fds, bits) {
-			set(0) // the set cannot be read: stdin is the usual one
-		}
-		for fd := uint64(0); fd < nfds && !(on && others); fd++ {
-			if bits[fd/8]&(1<<(fd%8)) != 0 {
-				set(fd)
-			}
-		}
+		selectWatches(dir, min(arg(0), 1024), arg(1), set, func() bool { return on && others })
 	case waitPoll:
-		n := min(arg(1), 1024)
-		fds := make([]byte, 8*n)
-		if !readMem(dir, arg(0), fds) {
-			set(0)
-			break
-		}
-		for i := uint64(0); i < n && !(on && others); i++ {
-			e := fds[8*i:]
-			fd := int32(binary.LittleEndian.Uint32(e))
-			if binary.LittleEndian.Uint16(e[4:])&unix.POLLIN != 0 && fd >= 0 {
-				set(uint64(fd))
-			}
-		}
+		pollWatches(dir, arg(0), min(arg(1), 1024), set, func() bool { return on && others })
 	case waitEpoll:
 		epollWatches(dir, arg(0), set)
 	default:

@@ -7,10 +7,21 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
 )
+
+// typing is the session's side of the terminal's input.
+type typing struct {
+	// mu: one writer at a time on the terminal, input and query replies.
+	// It is held across the write, as poll.FD holds its own.
+	mu    sync.Mutex
+	dying atomic.Bool  // Kill has begun: no more writes; set before, and the terminal closed under, mu
+	last  atomic.Int64 // when input was last typed, unix ns; read with lastOutput by State's quietFor
+}
 
 // localBackend starts commands under this machine's pseudo-terminals: the
 // Backend of a Manager whose Options.Backend is nil.
@@ -139,14 +150,14 @@ func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (
 // writeTerminal types p, giving up at deadline or when ctx ends.
 // A write that Kill overtakes fails with ErrNoSession.
 func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Time) (int, error) {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.dying.Load() {
+	s.typing.mu.Lock()
+	defer s.typing.mu.Unlock()
+	if s.typing.dying.Load() {
 		return 0, s.errKilled()
 	}
 	// Most input fits in the local terminal's buffer at once; only what
 	// does not needs a deadline.
-	defer s.lastInput.Store(time.Now().UnixNano())
+	defer s.typing.last.Store(time.Now().UnixNano())
 	done := 0
 	if tw, ok := s.term.(interface{ tryWrite([]byte) int }); ok {
 		if done = tw.tryWrite(p); done == len(p) {
@@ -159,7 +170,7 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	n, err := s.term.Write(p)
 	stop()
 	_ = s.term.SetWriteDeadline(time.Time{})
-	if err != nil && s.dying.Load() {
+	if err != nil && s.typing.dying.Load() {
 		err = s.errKilled()
 	}
 	return done + n, err
@@ -172,7 +183,7 @@ func (s *Session) errKilled() error {
 // stopWrites makes every write from now on fail with ErrNoSession and
 // wakes one under way.
 func (s *Session) stopWrites() {
-	s.dying.Store(true)
+	s.typing.dying.Store(true)
 	_ = s.term.SetWriteDeadline(time.Now())
 }
 

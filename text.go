@@ -6,11 +6,27 @@ import (
 	"time"
 )
 
+// settledText is the settled text and how the program ended; guarded by
+// Session.mu.
+type settledText struct {
+	settle     *settler
+	readOff    int64 // ring offset up to which results have returned output
+	truncated  int64
+	lastOutput time.Time
+	frameEnd   int64 // ring offset of the end of the last batch that ended a synchronized update
+	cols, rows int
+	exited     bool // the child has been reaped; status is set
+	status     ExitStatus
+	drainSeen  bool  // the reader has read what was on its way at exit (or hit end of file) ...
+	drainOff   int64 // ... up to this ring offset
+	drained    bool  // exited, and everything up to drainOff is rendered
+}
+
 // checkDrained marks the output complete once the child has exited and
 // what was on its way is rendered. Call with mu held.
 func (s *Session) checkDrained() {
-	if s.exited && s.drainSeen && !s.drained && s.settled.Load() >= s.drainOff {
-		s.drained = true
+	if s.text.exited && s.text.drainSeen && !s.text.drained && s.out.settled.Load() >= s.text.drainOff {
+		s.text.drained = true
 		close(s.done)
 		s.broadcast()
 	}
@@ -24,8 +40,8 @@ func (s *Session) reap() {
 		st = ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
 	}
 	s.mu.Lock()
-	s.exited = true
-	s.status = st
+	s.text.exited = true
+	s.text.status = st
 	s.broadcast()
 	s.checkDrained()
 	s.mu.Unlock()
@@ -41,14 +57,14 @@ func (s *Session) reap() {
 func (s *Session) size() (cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cols, s.rows
+	return s.text.cols, s.text.rows
 }
 
 // ended reports how the program ended, once it has.
 func (s *Session) ended() (ExitStatus, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.status, s.exited
+	return s.text.status, s.text.exited
 }
 
 // Tail returns the last n lines of the settled scrollback, read or not,
@@ -57,7 +73,7 @@ func (s *Session) ended() (ExitStatus, bool) {
 func (s *Session) Tail(n int) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.settle.tail(n)
+	return s.text.settle.tail(n)
 }
 
 // Scrollback returns the settled scrollback the session keeps, read or
@@ -65,7 +81,7 @@ func (s *Session) Tail(n int) []string {
 func (s *Session) Scrollback() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.settle.scrollback()
+	return s.text.settle.scrollback()
 }
 
 // Wait returns how the program ended, once it has exited and the output
@@ -75,7 +91,7 @@ func (s *Session) Wait(ctx context.Context) (ExitStatus, error) {
 	case <-s.done:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.status, nil
+		return s.text.status, nil
 	case <-ctx.Done():
 		return ExitStatus{}, fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
 	}
@@ -85,12 +101,12 @@ func (s *Session) Wait(ctx context.Context) (ExitStatus, error) {
 // the output read up to ring offset off, and returns the count. Call with
 // mu held.
 func (s *Session) readTo(off int64) int64 {
-	s.inMu.Lock()
-	start := s.ring.start()
-	s.inMu.Unlock()
-	if start > s.readOff {
-		s.truncated += start - s.readOff
+	s.out.inMu.Lock()
+	start := s.out.ring.start()
+	s.out.inMu.Unlock()
+	if start > s.text.readOff {
+		s.text.truncated += start - s.text.readOff
 	}
-	s.readOff = max(s.readOff, off)
-	return s.truncated
+	s.text.readOff = max(s.text.readOff, off)
+	return s.text.truncated
 }

@@ -110,15 +110,15 @@ func (w *waitSpec) inSettled(st *settler) bool {
 // program in a way that counts. The screen parses what it has not seen
 // until the call's deadline at most: a flood must not stretch the wait.
 func (s *Session) screenMatch(w *waitSpec, deadline time.Time) bool {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.syncScreenBy(deadline)
-	off := s.screenOff.Load()
+	off := s.disp.screenOff.Load()
 	if w.screenSeen && off == w.screenAt || time.Now().After(deadline) {
 		return false // the screen has not changed since the last look, or the wait is over
 	}
 	w.screenSeen, w.screenAt = true, off
-	return w.inScreen(s.screen.Lines(), s.shown)
+	return w.inScreen(s.disp.screen.Lines(), s.disp.shown)
 }
 
 // inScreen reports whether w matches a screen's rows in a way that counts:
@@ -157,10 +157,10 @@ func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
 	}()
 	for {
 		s.mu.Lock()
-		alt, drained, ch := s.settle.altScreen(), s.drained, s.changes()
-		syncing := s.settle.syncing
-		ended := !syncing && s.frameEnd == s.settled.Load() // the last output ended an update
-		since := time.Since(s.lastOutput)
+		alt, drained, ch := s.text.settle.altScreen(), s.text.drained, s.changes()
+		syncing := s.text.settle.syncing
+		ended := !syncing && s.text.frameEnd == s.out.settled.Load() // the last output ended an update
+		since := time.Since(s.text.lastOutput)
 		s.mu.Unlock()
 		quiet := frameQuiet
 		if syncing {
@@ -297,7 +297,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
 	if len(input) > 0 && want != nil && !v.secret {
 		s.mu.Lock()
-		want.typed(s.settle, input)
+		want.typed(s.text.settle, input)
 		s.mu.Unlock()
 	}
 	ends := s.shellEnds()
@@ -388,12 +388,12 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 	}()
 	for {
 		s.mu.Lock()
-		matched := want != nil && want.inSettled(s.settle)
-		drained, alt, ch := s.drained, s.settle.altScreen(), s.changes()
+		matched := want != nil && want.inSettled(s.text.settle)
+		drained, alt, ch := s.text.drained, s.text.settle.altScreen(), s.changes()
 		var since time.Duration
-		hasOutput := quiet && s.settle.unread()
+		hasOutput := quiet && s.text.settle.unread()
 		if hasOutput {
-			since = time.Since(s.lastOutput)
+			since = time.Since(s.text.lastOutput)
 		}
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
