@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/termwait"
 	"golang.org/x/sys/unix"
 )
 
@@ -299,42 +300,14 @@ func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
 	return terminalWait{on: true, quiet: waitQuiet(others, d, finite)}, true
 }
 
-// Waits on the terminal that count only once the terminal has been quiet.
+// How waits on the terminal count: termwait's, shared with the backends
+// that read another machine's kernel.
 const (
-	// shortestWait is the shortest timeout of a select or poll on the
-	// terminal that counts as waiting for input at all: vim, for one,
-	// pauses 25 ms that way between showing a mode and drawing the keys it
-	// already read.
-	shortestWait = 100 * time.Millisecond
-	// relayQuiet: a program that waits on the terminal and on something
-	// else at once (ssh and telnet on their socket, node's event loop, a
-	// tmux client) can print without input; it counts as waiting once
-	// its output and input have paused this long.
-	relayQuiet = 300 * time.Millisecond
-	// pendingMax is the longest timeout that is a step the program is about
-	// to take (vim's wait for the rest of an escape sequence, 100 ms in
-	// Debian's defaults, 1 s with -u NONE; a REPL's timer); a longer one is
-	// housekeeping (vim's 4 s updatetime, htop's 1.5 s refresh).
-	pendingMax = time.Second
-	// pendingSlack is what a pending timeout is given beyond its length, as
-	// it began a moment after the last output or input.
-	pendingSlack = 100 * time.Millisecond
+	shortestWait = termwait.Shortest
+	relayQuiet   = termwait.Relay
 )
 
-// waitQuiet is how long a wait on the terminal must have seen no output
-// and no input before it counts as waiting for input: at once for a wait
-// on the terminal alone, relayQuiet when the program waits on other
-// descriptors too, and past a pending timeout of d.
-func waitQuiet(others bool, d time.Duration, finite bool) time.Duration {
-	var q time.Duration
-	if others {
-		q = relayQuiet
-	}
-	if finite && d <= pendingMax {
-		q = max(q, d+pendingSlack)
-	}
-	return q
-}
+var waitQuiet = termwait.Quiet
 
 // waitTimeout returns the timeout a select, poll or epoll wait (system
 // call nr, arguments arg) asked for, read from the call's arguments or,

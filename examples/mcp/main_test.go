@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/sshdtest"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -946,5 +947,46 @@ func TestWaitTotal(t *testing.T) {
 		if got := waitTotal(c.tool, json.RawMessage(c.args)); got != c.want {
 			t.Errorf("waitTotal(%s, %s) = %v, want %v", c.tool, c.args, got, c.want)
 		}
+	}
+}
+
+// --ssh runs every session on the named machine: here a real OpenSSH
+// server on 127.0.0.1, known from the user's known_hosts, logged into
+// with the user's default key.
+func TestSSHFlag(t *testing.T) {
+	srv := sshdtest.Start(t)
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for from, to := range map[string]string{srv.KnownHosts: "known_hosts", srv.KeyFile: "id_ed25519"} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".ssh", to), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("SSH_AUTH_SOCK", "")
+	ctx := testCtx(t)
+	cs, _, _ := connect(t, ctx, "--ssh", srv.User+"@"+srv.Addr, "--shell", "bash -c")
+	port := srv.Addr[strings.LastIndex(srv.Addr, ":")+1:]
+	res := call(t, ctx, cs, nil, "pty-start", map[string]any{"command": `echo "over ${SSH_CONNECTION##* }"`, "wait_for": "over " + port})
+	if !strings.Contains(res.text, "over "+port) {
+		t.Fatalf("the session did not run over SSH: %q", res.text)
+	}
+	// An unknown host key is refused: the server does not start.
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := serverCmd("--ssh", srv.User+"@"+srv.Addr)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	out := stderr.String()
+	if err == nil || !strings.Contains(string(out), "key is unknown") {
+		t.Fatalf("a server whose host key is not known: %v %q", err, out)
 	}
 }
