@@ -99,6 +99,7 @@ type Session struct {
 	cmd     *exec.Cmd
 	pty     *os.File
 	pid     int
+	procs   procFiles // the foreground leader's /proc files, kept open for State
 	started time.Time
 	group   *contain.Group // the session's cgroup; nil where the host has none
 	cells   int            // cols×rows counted against MaxCells; guarded by the manager's mu
@@ -591,6 +592,7 @@ func (s *Session) reap() {
 	s.broadcast()
 	s.checkDrained()
 	s.mu.Unlock()
+	s.procs.close() // State reads no process once exited
 	// Emitted before kill can see the child reaped, so "exited" always
 	// comes before "killed".
 	code, sig := st.exitFields()

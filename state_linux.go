@@ -20,8 +20,9 @@ import (
 // /proc/PID/stat gives its state, /proc/PID/syscall the system call it is
 // blocked in and on which descriptors, and /proc/PID/fd which of those is
 // this terminal. The slave, opened through the master (TIOCGPTPEER), is
-// polled for input typed but not yet read.
-func foreground(master *os.File) fgReport {
+// polled for input typed but not yet read. The leader's /proc files are
+// read through pf, which keeps them open (nil: opened for each read).
+func foreground(master *os.File, pf *procFiles) fgReport {
 	pgrp, peer := groupAndPeer(master)
 	var rep fgReport
 	var tty uint64
@@ -55,7 +56,7 @@ func foreground(master *os.File) fgReport {
 		default:
 			return // stopped, traced, zombie: not waiting on the terminal
 		}
-		w, known := onTerminal(pid, tty)
+		w, known := onTerminal(pid, tty, pf)
 		if !known { // the kernel hides its system call: a password prompt still counts
 			w = terminalWait{on: echoOff(master)}
 		}
@@ -66,7 +67,11 @@ func foreground(master *os.File) fgReport {
 			reader, readerPid, rep.quiet = st, pid, w.quiet
 		}
 	}
-	leader, ok := proc.ReadStat(pgrp, make([]byte, 512))
+	if pf != nil {
+		pf.lock(pgrp)
+		defer pf.unlock()
+	}
+	leader, ok := pf.readStat(pgrp)
 	if ok && !leader.Gone() { // a pipeline's first command may have exited before the rest
 		look(pgrp, leader)
 		if running && readerPid == 0 {
@@ -202,27 +207,30 @@ type terminalWait struct {
 // whose device is tty, or in select/poll/epoll waiting for it to be
 // readable, and how (see waitQuiet). known is false when the kernel does
 // not show the process's system call to us.
-func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
-	dir := "/proc/" + strconv.Itoa(pid)
-	b, err := os.ReadFile(dir + "/syscall")
-	if err != nil {
+func onTerminal(pid int, tty uint64, pf *procFiles) (w terminalWait, known bool) {
+	var buf [256]byte
+	b, ok := pf.readSyscall(pid, buf[:])
+	if !ok {
 		return w, false
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 { // "running", or "-1 sp pc": not in a system call
+	// "nr arg0 ... arg5 sp pc" in a system call; "running", or "-1 sp pc"
+	// outside one.
+	var f [9][]byte
+	if proc.Fields(b, f[:]) < 3 {
 		return w, true
 	}
-	nr, err1 := strconv.ParseUint(f[0], 10, 64)
-	arg := func(i int) uint64 {
-		v, _ := strconv.ParseUint(strings.TrimPrefix(f[1+i], "0x"), 16, 64)
-		return v
-	}
+	nr, err1 := strconv.ParseUint(string(f[0]), 10, 64)
 	if err1 != nil {
 		return w, true
 	}
+	var args [6]uint64
+	for i := range args {
+		args[i], _ = strconv.ParseUint(strings.TrimPrefix(string(f[1+i]), "0x"), 16, 64)
+	}
+	arg := func(i int) uint64 { return args[i] }
 	isTTY := func(fd uint64) bool {
 		var st unix.Stat_t
-		return fd < 1<<20 && unix.Stat(dir+"/fd/"+strconv.FormatUint(fd, 10), &st) == nil &&
+		return fd < 1<<20 && pf.statFD(pid, fd, &st) &&
 			st.Mode&unix.S_IFMT == unix.S_IFCHR && (st.Rdev == tty || st.Rdev == devTTY)
 	}
 	// set notes one descriptor the call waits to read: the terminal, or
@@ -239,6 +247,11 @@ func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
 	switch kind {
 	case waitRead:
 		return terminalWait{on: isTTY(arg(0))}, true
+	case 0:
+		return w, true
+	}
+	dir := "/proc/" + strconv.Itoa(pid)
+	switch kind {
 	case waitSelect:
 		nfds, fds := min(arg(0), 1024), arg(1)
 		if fds == 0 {
@@ -269,8 +282,6 @@ func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
 		}
 	case waitEpoll:
 		epollWatches(dir, arg(0), set)
-	default:
-		return w, true
 	}
 	if !on {
 		return w, true

@@ -40,7 +40,12 @@ func tryWrite(*os.File, []byte) int { return 0 }
 
 func processExists(int) bool { return false }
 
-func foreground(*os.File) fgReport { return fgReport{} }
+// procFiles keeps nothing open here: see the Linux one.
+type procFiles struct{}
+
+func (*procFiles) close() {}
+
+func foreground(*os.File, *procFiles) fgReport { return fgReport{} }
 
 func readable(*os.File) bool { return false }
 

@@ -1,0 +1,65 @@
+package agentpty
+
+import (
+	"context"
+	"runtime"
+	"time"
+	"testing"
+
+	"github.com/agentpty/agentpty/internal/proc"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkStateParts times each kernel read a result's state makes, on a
+// program blocked reading its terminal.
+func BenchmarkStateParts(b *testing.B) {
+	m := NewManager(Options{Shell: benchShell})
+	defer m.Close()
+	res, err := m.Start(context.Background(), StartRequest{Command: "exec cat", WaitUntil: WaitUntilInput})
+	if err != nil || res.State != StateWaitingInput {
+		b.Fatalf("start: %v %+v", err, res)
+	}
+	s, _ := m.Session(res.ID)
+	pgrp, peer := groupAndPeer(s.pty)
+	var st unix.Stat_t
+	_ = unix.Fstat(peer, &st)
+	unix.Close(peer)
+	tty := st.Rdev
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"State", func() { s.State() }},
+		{"foreground", func() { foreground(s.pty, &s.procs) }},
+		{"foreground/unkept", func() { foreground(s.pty, nil) }},
+		{"echoOff", func() { echoOff(s.pty) }},
+		{"readable", func() { readable(s.pty) }},
+		{"outputSettled", func() { s.outputSettled() }},
+		{"groupAndPeer+close", func() { _, p := groupAndPeer(s.pty); unix.Close(p) }},
+		{"pollIn(peer)", func() { _, p := groupAndPeer(s.pty); pollIn(p); unix.Close(p) }},
+		{"ReadStat", func() { proc.ReadStat(pgrp, make([]byte, 512)) }},
+		{"readStat/kept", func() { s.procs.lock(pgrp); s.procs.readStat(pgrp); s.procs.unlock() }},
+		{"onTerminal", func() { onTerminal(pgrp, tty, &s.procs) }},
+		{"onTerminal/unkept", func() { onTerminal(pgrp, tty, nil) }},
+		{"collect", func() { s.collect(false, true) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			before := threadCPU()
+			for i := 0; i < b.N; i++ {
+				c.f()
+			}
+			b.ReportMetric(float64(threadCPU()-before)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// threadCPU is the CPU time this thread has used: on a loaded machine it
+// counts what an operation costs, not how long it waited to run.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
