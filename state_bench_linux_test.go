@@ -3,8 +3,8 @@ package agentpty
 import (
 	"context"
 	"runtime"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/agentpty/agentpty/internal/proc"
 	"golang.org/x/sys/unix"
@@ -38,7 +38,7 @@ func BenchmarkStateParts(b *testing.B) {
 		{"groupAndPeer+close", func() { _, p := groupAndPeer(s.pty); unix.Close(p) }},
 		{"pollIn(peer)", func() { _, p := groupAndPeer(s.pty); pollIn(p); unix.Close(p) }},
 		{"ReadStat", func() { proc.ReadStat(pgrp, make([]byte, 512)) }},
-		{"readStat/kept", func() { s.procs.lock(pgrp); s.procs.readStat(pgrp); s.procs.unlock() }},
+		{"readStat/kept", func() { s.procs.mu.Lock(); s.procs.follow(pgrp); s.procs.readStat(pgrp); s.procs.mu.Unlock() }},
 		{"onTerminal", func() { onTerminal(pgrp, tty, &s.procs) }},
 		{"onTerminal/unkept", func() { onTerminal(pgrp, tty, nil) }},
 		{"collect", func() { s.collect(false, true) }},

@@ -23,20 +23,22 @@ import (
 // polled for input typed but not yet read. The leader's /proc files are
 // read through pf, which keeps them open (nil: opened for each read).
 func foreground(master *os.File, pf *procFiles) fgReport {
-	pgrp, peer := groupAndPeer(master)
+	if pf != nil {
+		pf.mu.Lock()
+		defer pf.mu.Unlock()
+	}
+	pgrp, peer, tty, owned := pf.groupAndPeer(master)
 	var rep fgReport
-	var tty uint64
 	if peer >= 0 {
-		var st unix.Stat_t
-		if unix.Fstat(peer, &st) == nil {
-			tty = st.Rdev
-		}
 		rep.unread = pollIn(peer) // flushes what the master wrote into the line discipline first
-		unix.Close(peer)
+		if owned {
+			unix.Close(peer)
+		}
 	}
 	if pgrp <= 0 || tty == 0 {
 		return rep
 	}
+	pf.follow(pgrp)
 	// The leader decides alone when it runs or waits on the terminal
 	// itself (a shell, a REPL, an editor: the usual case); only otherwise
 	// (git waiting for its pager, make for its recipe, a pipeline) are the
@@ -66,10 +68,6 @@ func foreground(master *os.File, pf *procFiles) fgReport {
 		if w.on && readerPid == 0 {
 			reader, readerPid, rep.quiet = st, pid, w.quiet
 		}
-	}
-	if pf != nil {
-		pf.lock(pgrp)
-		defer pf.unlock()
 	}
 	leader, ok := pf.readStat(pgrp)
 	if ok && !leader.Gone() { // a pipeline's first command may have exited before the rest
@@ -208,8 +206,7 @@ type terminalWait struct {
 // readable, and how (see waitQuiet). known is false when the kernel does
 // not show the process's system call to us.
 func onTerminal(pid int, tty uint64, pf *procFiles) (w terminalWait, known bool) {
-	var buf [256]byte
-	b, ok := pf.readSyscall(pid, buf[:])
+	b, ok := pf.readSyscall(pid)
 	if !ok {
 		return w, false
 	}

@@ -1,6 +1,7 @@
 package agentpty
 
 import (
+	"os"
 	"strconv"
 	"sync"
 
@@ -8,48 +9,84 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procFiles keeps the /proc files of the terminal's foreground leader
-// open between state reads: reading an open /proc file costs a fraction
-// of opening it by path. An open file follows its process, not its pid:
-// once the process is gone, reading fails and the file is opened again by
-// path, so a reused pid is never taken for the old process.
+// procFiles keeps open, between state reads, the terminal's slave and
+// the /proc files of its foreground leader: reading an open /proc file
+// costs a fraction of opening it by path, and the slave would otherwise
+// be opened through the master (TIOCGPTPEER) and closed at every read.
+// An open /proc file follows its process, not its pid: once the process
+// is gone, reading fails and the file is opened again by path, so a
+// reused pid is never taken for the old process. The slave is closed as
+// soon as the program has been reaped: the master reports the end of the
+// output only once no one holds the slave.
 type procFiles struct {
-	mu     sync.Mutex
-	closed bool // the program has been reaped: nothing is kept open any more
-	pid    int  // whose files are kept; 0 for none
-	stat   int  // /proc/PID/stat, -1 when not open
-	sys    int  // /proc/PID/syscall
-	fds    int  // /proc/PID/fd, a directory opened O_PATH
+	mu     sync.Mutex // held by foreground for its whole read
+	closed bool       // the program has been reaped: nothing is kept open any more
+	ready  bool       // the descriptors below are set (-1 or open)
+	peer   int        // the slave, -1 when not open
+	tty    uint64     // its device
+	pid    int        // whose /proc files are kept; 0 for none
+	stat   int        // /proc/PID/stat, -1 when not open
+	sys    int        // /proc/PID/syscall
+	fds    int        // /proc/PID/fd, a directory opened O_PATH
 	comm   string
-	buf    [512]byte
+	buf    [512]byte // what stat reads
+	sysBuf [256]byte // what syscall reads
 }
 
-// lock takes the files for pid, closing those of another process; the
-// caller unlocks.
-func (p *procFiles) lock(pid int) {
-	p.mu.Lock()
-	if p.pid != pid {
+// groupAndPeer is groupAndPeer with the device of the slave, through the
+// kept slave when p keeps one; owned says the caller closes peer.
+func (p *procFiles) groupAndPeer(master *os.File) (pgrp, peer int, tty uint64, owned bool) {
+	if p == nil || p.closed {
+		pgrp, peer = groupAndPeer(master)
+		return pgrp, peer, devOf(peer), true
+	}
+	if !p.ready {
+		p.peer, p.stat, p.sys, p.fds, p.ready = -1, -1, -1, -1, true
+	}
+	if p.peer < 0 {
+		pgrp, p.peer = groupAndPeer(master)
+		p.tty = devOf(p.peer)
+		return pgrp, p.peer, p.tty, false
+	}
+	_ = control(master, func(fd int) { pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP) })
+	return pgrp, p.peer, p.tty, false
+}
+
+// devOf is the device a terminal descriptor refers to; 0 for none.
+func devOf(fd int) uint64 {
+	var st unix.Stat_t
+	if fd < 0 || unix.Fstat(fd, &st) != nil {
+		return 0
+	}
+	return st.Rdev
+}
+
+// follow makes p keep pid's /proc files, closing those of another
+// process. Call with mu held, after groupAndPeer.
+func (p *procFiles) follow(pid int) {
+	if p != nil && p.pid != pid {
 		p.closeFiles()
 		p.pid = pid
 	}
 }
 
-func (p *procFiles) unlock() { p.mu.Unlock() }
-
-// close closes the files for good, once the session's program has been
+// close closes everything for good, once the session's program has been
 // reaped.
 func (p *procFiles) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.ready && p.peer >= 0 {
+		unix.Close(p.peer)
+		p.peer = -1
+	}
 	p.closed = true
 	p.closeFiles()
 }
 
-// closeFiles closes what is open; the descriptors are set only once p
-// has had a pid.
+// closeFiles closes the /proc files that are open.
 func (p *procFiles) closeFiles() {
 	for _, fd := range []*int{&p.stat, &p.sys, &p.fds} {
-		if p.pid != 0 && *fd >= 0 {
+		if p.ready && *fd >= 0 {
 			unix.Close(*fd)
 		}
 		*fd = -1
@@ -58,7 +95,7 @@ func (p *procFiles) closeFiles() {
 
 // keeps reports that p keeps pid's files: otherwise each read opens and
 // closes its own.
-func (p *procFiles) keeps(pid int) bool { return p != nil && !p.closed && pid == p.pid }
+func (p *procFiles) keeps(pid int) bool { return p != nil && p.ready && !p.closed && pid == p.pid }
 
 // openProc opens /proc/PID/name, returning -1 when it cannot.
 func openProc(pid int, name string, flags int) int {
@@ -97,15 +134,30 @@ func (p *procFiles) use(pid int, name string, flags int, slot *int, f func(fd in
 	return false
 }
 
-// read reads pid's file name into buf.
+// read reads pid's file name into buf, as use does.
 func (p *procFiles) read(pid int, name string, slot *int, buf []byte) ([]byte, bool) {
-	n := 0
-	ok := p.use(pid, name, unix.O_RDONLY, slot, func(fd int) bool {
-		k, err := unix.Pread(fd, buf, 0)
-		n = k
-		return err == nil && k > 0
-	})
-	return buf[:n], ok
+	if !p.keeps(pid) {
+		fd := openProc(pid, name, unix.O_RDONLY)
+		if fd < 0 {
+			return nil, false
+		}
+		n, err := unix.Pread(fd, buf, 0)
+		unix.Close(fd)
+		return buf[:max(n, 0)], err == nil && n > 0
+	}
+	for range 2 {
+		if *slot < 0 {
+			if *slot = openProc(pid, name, unix.O_RDONLY); *slot < 0 {
+				return nil, false
+			}
+		}
+		if n, err := unix.Pread(*slot, buf, 0); err == nil && n > 0 {
+			return buf[:n], true
+		}
+		unix.Close(*slot)
+		*slot = -1
+	}
+	return nil, false
 }
 
 // readStat is proc.ReadStat, through the kept file.
@@ -122,13 +174,12 @@ func (p *procFiles) readStat(pid int) (proc.Stat, bool) {
 	return st, ok
 }
 
-// readSyscall reads /proc/PID/syscall into buf.
-func (p *procFiles) readSyscall(pid int, buf []byte) ([]byte, bool) {
-	var slot *int
-	if p != nil {
-		slot = &p.sys
+// readSyscall reads /proc/PID/syscall.
+func (p *procFiles) readSyscall(pid int) ([]byte, bool) {
+	if !p.keeps(pid) {
+		return p.read(pid, "syscall", nil, make([]byte, 256))
 	}
-	return p.read(pid, "syscall", slot, buf)
+	return p.read(pid, "syscall", &p.sys, p.sysBuf[:])
 }
 
 // statFD stats the file descriptor n of process pid refers to.
