@@ -135,13 +135,7 @@ func BenchmarkStartParts(b *testing.B) {
 	argv, env := append(append([]string(nil), benchShell...), "true"), childEnv(nil)
 	b.Run("terminal", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Env = env
-			f, err := startChild(cmd, DefaultCols, DefaultRows)
-			if err != nil {
-				b.Fatal(err)
-			}
-			bareDrain(f, cmd)
+			startTerminal(b, argv, env)
 		}
 	})
 	b.Run("terminal+cgroup", func(b *testing.B) {
