@@ -39,7 +39,7 @@ func fgProcs(master *os.File) []fgProc {
 		p := fgProc{pid: pid, name: st.Comm}
 		p.exe, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 		if st.State == 'S' {
-			w, known := onTerminal(pid, tty, nil)
+			w, known := onTerminal(pid, tty)
 			if p.reading = w.on; !known {
 				// The kernel hides the system call of a privileged program
 				// (sudo, su) from a host that is not root: at a prompt with

@@ -39,8 +39,8 @@ func BenchmarkStateParts(b *testing.B) {
 		{"pollIn(peer)", func() { _, p := groupAndPeer(s.pty); pollIn(p); unix.Close(p) }},
 		{"ReadStat", func() { proc.ReadStat(pgrp, make([]byte, 512)) }},
 		{"readStat/kept", func() { s.procs.mu.Lock(); s.procs.follow(pgrp); s.procs.readStat(pgrp); s.procs.mu.Unlock() }},
-		{"onTerminal", func() { onTerminal(pgrp, tty, &s.procs) }},
-		{"onTerminal/unkept", func() { onTerminal(pgrp, tty, nil) }},
+		{"onTerminal", func() { onTerminalVia(pgrp, tty, &s.procs) }},
+		{"onTerminal/unkept", func() { onTerminal(pgrp, tty) }},
 		{"collect", func() { s.collect(false, true) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -58,7 +58,7 @@ func foreground(master *os.File, pf *procFiles) fgReport {
 		default:
 			return // stopped, traced, zombie: not waiting on the terminal
 		}
-		w, known := onTerminal(pid, tty, pf)
+		w, known := onTerminalVia(pid, tty, pf)
 		if !known { // the kernel hides its system call: a password prompt still counts
 			w = terminalWait{on: echoOff(master)}
 		}
@@ -205,7 +205,13 @@ type terminalWait struct {
 // whose device is tty, or in select/poll/epoll waiting for it to be
 // readable, and how (see waitQuiet). known is false when the kernel does
 // not show the process's system call to us.
-func onTerminal(pid int, tty uint64, pf *procFiles) (w terminalWait, known bool) {
+func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
+	return onTerminalVia(pid, tty, nil)
+}
+
+// onTerminalVia is onTerminal reading pid's /proc files through pf, which
+// keeps them open when it follows pid.
+func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bool) {
 	b, ok := pf.readSyscall(pid)
 	if !ok {
 		return w, false
