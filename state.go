@@ -60,7 +60,7 @@ func (s *Session) State() TerminalState {
 	// answer to a query typed after the processes were looked at wakes the
 	// program: a screen parse begun since then counts as one.
 	parses := s.parses.Load()
-	fg := foreground(s.pty, &s.procs)
+	fg := foregroundVia(s.pty, &s.procs)
 	st := TerminalState{State: StateRunning, Foreground: fg.name, InputHidden: hidden}
 	if fg.waiting && !fg.unread && s.outputSettled() && s.parses.Load() == parses && s.quietFor(fg.quiet) {
 		st.State = StateWaitingInput

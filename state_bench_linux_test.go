@@ -30,8 +30,8 @@ func BenchmarkStateParts(b *testing.B) {
 		f    func()
 	}{
 		{"State", func() { s.State() }},
-		{"foreground", func() { foreground(s.pty, &s.procs) }},
-		{"foreground/unkept", func() { foreground(s.pty, nil) }},
+		{"foreground", func() { foregroundVia(s.pty, &s.procs) }},
+		{"foreground/unkept", func() { foreground(s.pty) }},
 		{"echoOff", func() { echoOff(s.pty) }},
 		{"readable", func() { readable(s.pty) }},
 		{"outputSettled", func() { s.outputSettled() }},

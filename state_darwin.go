@@ -12,12 +12,7 @@ import (
 // or wait channel to another process, so a group whose members all sleep
 // counts as waiting on the terminal: `sleep 5` reads as waiting_input
 // there once its output is quiet. Typed input not yet read is not seen.
-// procFiles keeps nothing open here: see the Linux one.
-type procFiles struct{}
-
-func (*procFiles) close() {}
-
-func foreground(master *os.File, _ *procFiles) fgReport {
+func foreground(master *os.File) fgReport {
 	pgrp := 0
 	_ = control(master, func(fd int) { pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP) })
 	var rep fgReport
@@ -41,3 +36,11 @@ func foreground(master *os.File, _ *procFiles) fgReport {
 	}
 	return rep
 }
+
+// procFiles keeps nothing open here: see the Linux one.
+type procFiles struct{}
+
+func (*procFiles) close() {}
+
+// foregroundVia is foreground; nothing is kept between reads here.
+func foregroundVia(master *os.File, _ *procFiles) fgReport { return foreground(master) }

@@ -20,9 +20,12 @@ import (
 // /proc/PID/stat gives its state, /proc/PID/syscall the system call it is
 // blocked in and on which descriptors, and /proc/PID/fd which of those is
 // this terminal. The slave, opened through the master (TIOCGPTPEER), is
-// polled for input typed but not yet read. The leader's /proc files are
-// read through pf, which keeps them open (nil: opened for each read).
-func foreground(master *os.File, pf *procFiles) fgReport {
+// polled for input typed but not yet read.
+func foreground(master *os.File) fgReport { return foregroundVia(master, nil) }
+
+// foregroundVia is foreground reading the leader's /proc files and the
+// slave through pf, which keeps them open (nil: opened for each read).
+func foregroundVia(master *os.File, pf *procFiles) fgReport {
 	if pf != nil {
 		pf.mu.Lock()
 		defer pf.mu.Unlock()

@@ -40,12 +40,7 @@ func tryWrite(*os.File, []byte) int { return 0 }
 
 func processExists(int) bool { return false }
 
-// procFiles keeps nothing open here: see the Linux one.
-type procFiles struct{}
-
-func (*procFiles) close() {}
-
-func foreground(*os.File, *procFiles) fgReport { return fgReport{} }
+func foreground(*os.File) fgReport { return fgReport{} }
 
 func readable(*os.File) bool { return false }
 
@@ -58,3 +53,10 @@ func newTerminalReader(f *os.File, _ *atomic.Bool) (*terminalReader, error) {
 func (r *terminalReader) read(buf []byte) (int, error) { return r.f.Read(buf) }
 
 func killAll(int, *contain.Group) {}
+
+// procFiles keeps nothing open here: see the Linux one.
+type procFiles struct{}
+
+func (*procFiles) close() {}
+
+func foregroundVia(*os.File, *procFiles) fgReport { return fgReport{} }
