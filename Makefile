@@ -20,9 +20,10 @@ test:
 demo:
 	cd examples && $(GO) run ./demo
 
-# bench: the library beside the bare creack/pty floor, measured in one run.
+# bench: the library beside the bare creack/pty floor, and over SSH beside a
+# bare x/crypto/ssh session, measured in one run.
 bench:
-	AGENTPTY_BENCH=1 $(GO) test -count=1 -run TestBenchReport -v -timeout 30m .
+	AGENTPTY_BENCH=1 $(GO) test -count=1 -run TestBenchReport -v -timeout 30m . ./sshpty
 
 lint: cross
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
@@ -30,9 +31,11 @@ lint: cross
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd examples && $(GO) vet ./...
 
-# cross: every OS builds; Windows builds and reports ErrUnsupported.
+# cross: every OS builds; elsewhere than Linux and macOS (FreeBSD, Windows)
+# local sessions report ErrUnsupported and Options.Backend still works.
 cross:
 	GOOS=darwin $(GO) vet ./...
+	GOOS=freebsd $(GO) vet ./...
 	GOOS=windows $(GO) build ./...
 
 # fuzz: a short run of every fuzz target, one at a time.

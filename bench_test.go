@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // The library is measured beside the floor: the same command line under a
@@ -120,9 +121,7 @@ func throughputLibrary(tb testing.TB, m *Manager, file string) int64 {
 		tb.Fatal(err)
 	}
 	s.Screen()
-	s.inMu.Lock()
-	n := s.ring.end()
-	s.inMu.Unlock()
+	n := ringEnd(s)
 	if _, err := m.Kill(ctx, res.ID); err != nil {
 		tb.Fatal(err)
 	}
@@ -401,12 +400,6 @@ func idleCPU(tb testing.TB, n int, window time.Duration) time.Duration {
 	return (cpuTime() - before) * time.Second / window
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // closeCost is how long Close takes to end n idle sessions (exec cat).
 func closeCost(tb testing.TB, n int) time.Duration {
 	m := NewManager(Options{Shell: benchShell, MaxSessions: n})
@@ -539,9 +532,9 @@ func TestBenchReport(t *testing.T) {
 	defer m.Close()
 
 	var rows [][]string
-	row := func(name string, p paired, unit, goal string, most float64) {
-		rows = append(rows, []string{name, fmt.Sprintf("%.3g %s", p.floor, unit), fmt.Sprintf("%.3g %s", p.lib, unit),
-			fmt.Sprintf("%.2f×", p.ratio), goal, verdict(p.ratio <= most)})
+	row := func(name string, p testkit.Paired, unit, goal string, most float64) {
+		rows = append(rows, []string{name, fmt.Sprintf("%.3g %s", p.Floor, unit), fmt.Sprintf("%.3g %s", p.Lib, unit),
+			fmt.Sprintf("%.2f×", p.Ratio), goal, verdict(p.Ratio <= most)})
 	}
 
 	for _, coloured := range []bool{false, true} {
@@ -599,9 +592,9 @@ func TestBenchReport(t *testing.T) {
 		em.Close()
 		// The excess is the floor's median times the median ratio less
 		// one: a difference of two medians would be the load's as much.
-		excess := p.floor * (p.ratio - 1)
-		rows = append(rows, []string{"start→exit true (ms)", fmt.Sprintf("%.3g ms", p.floor), fmt.Sprintf("%.3g ms", p.lib),
-			fmt.Sprintf("%.2f×", p.ratio), "< +1 ms", fmt.Sprintf("%s (%+.2f ms)", verdict(excess < 1), excess)})
+		excess := p.Floor * (p.Ratio - 1)
+		rows = append(rows, []string{"start→exit true (ms)", fmt.Sprintf("%.3g ms", p.Floor), fmt.Sprintf("%.3g ms", p.Lib),
+			fmt.Sprintf("%.2f×", p.Ratio), "< +1 ms", fmt.Sprintf("%s (%+.2f ms)", verdict(excess < 1), excess)})
 	}
 
 	// A start from the login shell's snapshot, beside one with no profile
@@ -617,7 +610,7 @@ func TestBenchReport(t *testing.T) {
 		lp := pairs(runs,
 			func() float64 { return timeIt(func() { startEcho(t, noProfile) }) * 1e3 },
 			func() float64 { return timeIt(func() { startEcho(t, login) }) * 1e3 })
-		rows = append(rows, []string{"start, login (ms)", fmt.Sprintf("%.3g ms", lp.floor), fmt.Sprintf("%.3g ms", lp.lib), fmt.Sprintf("%.2f×", lp.ratio), "(bash -lc)", ""})
+		rows = append(rows, []string{"start, login (ms)", fmt.Sprintf("%.3g ms", lp.Floor), fmt.Sprintf("%.3g ms", lp.Lib), fmt.Sprintf("%.2f×", lp.Ratio), "(bash -lc)", ""})
 		noProfile.Close()
 		snap.Close()
 		login.Close()
@@ -697,43 +690,11 @@ func benchRow(name string) bool {
 	return false
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-func timeIt(f func()) float64 {
-	start := time.Now()
-	f()
-	return time.Since(start).Seconds()
-}
-
-// paired is what pairs measured: the median of the floor's runs, of the
-// library's, and of the ratios of runs taken together.
-type paired struct{ floor, lib, ratio float64 }
-
-// pairs runs the floor and then the library, n times, so that each pair
-// sees the machine alike (its load on these VMs drifts by a third within
-// seconds), and returns the medians.
-func pairs(n int, floor, lib func() float64) paired {
-	xs, ys, rs := make([]float64, n), make([]float64, n), make([]float64, n)
-	for i := range xs {
-		xs[i] = floor()
-		ys[i] = lib()
-		rs[i] = ys[i] / xs[i]
-	}
-	median := func(v []float64) float64 {
-		sort.Float64s(v)
-		return v[len(v)/2]
-	}
-	return paired{median(xs), median(ys), median(rs)}
-}
+// The paired measurements are testkit's, shared with sshpty's bench.
+var (
+	verdict = testkit.Verdict
+	envInt  = testkit.EnvInt
+	timeIt  = testkit.TimeIt
+	pairs   = testkit.Pairs
+	cpuTime = testkit.CPUTime
+)

@@ -104,10 +104,11 @@ func containChild(m *Manager, name string, cmd *exec.Cmd) *contain.Group {
 }
 
 // Containment says what holds the session's processes: ContainCgroup,
-// ContainCgroupUnbounded or ContainSession (see each).
+// ContainCgroupUnbounded or ContainSession (see each); empty where the
+// session's terminal does not say (see Contained).
 func (s *Session) Containment() string {
-	if s.group == nil {
-		return ContainSession
+	if c, ok := s.term.(Contained); ok {
+		return c.Containment()
 	}
-	return s.m.contain.Kind() // set before the session existed, never changed
+	return ""
 }

@@ -218,7 +218,7 @@ func forkBomb(t *testing.T, opts Options) int {
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "go", Submit: true, WaitFor: "retry", WaitMS: ms(20000)})
 	peak := 0
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
-		peak = max(peak, len(s.group.Members()))
+		peak = max(peak, len(sessionGroup(s).Members()))
 	}
 	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
 		t.Fatalf("Kill: %v", err)
@@ -251,7 +251,7 @@ func TestContainMemoryBound(t *testing.T) {
 			}
 			// The cgroup that holds the bound: the manager's v2 cgroup, or
 			// its v1 memory cgroup where memory lives on v1.
-			memDir := filepath.Dir(s.group.Dir())
+			memDir := filepath.Dir(sessionGroup(s).Dir())
 			for _, line := range strings.Split(readText(fmt.Sprintf("/proc/%d/cgroup", s.PID())), "\n") {
 				if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] == "memory" {
 					memDir = filepath.Join("/sys/fs/cgroup/memory", f[2])
@@ -604,9 +604,7 @@ func TestQueryRepliesBounded(t *testing.T) {
 			default:
 			}
 			peak = max(peak, runtime.NumGoroutine())
-			s.mu.Lock()
-			queued = max(queued, len(s.replyQueue))
-			s.mu.Unlock()
+			queued = max(queued, queuedReplies(s))
 			runtime.Gosched()
 		}
 	}()
@@ -639,11 +637,7 @@ func TestKillWhileTheScreenIsBusy(t *testing.T) {
 	s, _ := m.Session(res.ID)
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "go", Submit: true, WaitMS: ms(0)})
 	// Wait until the screen lags by more than it can parse in a second.
-	lag := func() int64 {
-		s.inMu.Lock()
-		defer s.inMu.Unlock()
-		return s.ring.end() - s.screenOff.Load()
-	}
+	lag := func() int64 { return screenLag(s) }
 	for lag() < 256<<10 {
 		awaitUnread(t, s, "aaaa")
 		mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(50)})
@@ -692,7 +686,7 @@ func TestCloseRemovesCgroups(t *testing.T) {
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	needCgroup(t, s)
-	dir := s.group.Dir()
+	dir := sessionGroup(s).Dir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if _, err := os.Stat(d); err != nil {
 			t.Fatalf("cgroup %s while the session runs: %v", d, err)
@@ -752,7 +746,7 @@ func leaveCgroup(t *testing.T, m *Manager, mark string) (*Session, int, *os.File
 		`(exec -a ` + mark + ` sleep 1000) & echo moved; exec -a ` + mark + ` sleep 1000`, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	needCgroup(t, s)
-	base := filepath.Dir(filepath.Dir(s.group.Dir()))
+	base := filepath.Dir(filepath.Dir(sessionGroup(s).Dir()))
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: base, Submit: true, WaitFor: "moved"})
 	if in := cgroupOf(s.PID()); strings.HasPrefix(in, cgroupOf(os.Getpid())+"/") || in == "" {
 		t.Fatalf("the leader is still in %q", in)
@@ -770,7 +764,7 @@ func TestContainLeaderLeavesCgroup(t *testing.T) {
 	mark := marker(t)
 	m := newManager(t, Options{Shell: containShell, KillGrace: 300 * time.Millisecond})
 	s, pid, held := leaveCgroup(t, m, mark)
-	dir := s.group.Dir()
+	dir := sessionGroup(s).Dir()
 	t.Cleanup(func() {
 		for _, p := range withMarker(mark) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
@@ -835,7 +829,7 @@ func TestContainNestedCgroups(t *testing.T) {
 		`until grep -q . "$G/sub/cgroup.procs" && grep -q . "$G/sub/deep/cgroup.procs"; do :; done; echo nested; wait`, WaitFor: "nested"})
 	s, _ := m.Session(res.ID)
 	needCgroup(t, s)
-	dir := s.group.Dir()
+	dir := sessionGroup(s).Dir()
 	if _, err := os.Stat(filepath.Join(dir, "sub", "deep")); err != nil {
 		t.Fatalf("the child's cgroup: %v", err)
 	}

@@ -129,16 +129,6 @@ func (c sessionContainer) stale() bool {
 	return c.exited() && processExists(c.sid)
 }
 
-// containment returns what holds the session's processes.
-func (s *Session) containment() container {
-	sc := sessionContainer{Tracker: proc.NewTracker(s.pid), sid: s.pid, exited: func() bool { _, exited := s.ended(); return exited }}
-	if s.group != nil {
-		sc.Except = s.group.Members
-		return &cgroupContainer{g: s.group, s: sc}
-	}
-	return sc
-}
-
 // endProcesses ends every process c holds: SIGTERM (and SIGCONT, so stopped
 // jobs can act on it), SIGHUP to what is left hupDelay later, SIGKILL to
 // what is left once grace has passed since the start, or at once when ctx
@@ -202,11 +192,6 @@ func politely(ctx context.Context, c container, deadline time.Time) error {
 	gctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	return c.WaitEmpty(gctx)
-}
-
-// endAll ends every process of the session.
-func (s *Session) endAll(ctx context.Context) error {
-	return endProcesses(ctx, s.containment(), s.m.opts.KillGrace)
 }
 
 // allIgnore reports whether every process of pids ignores sig; false for

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Helper children come from re-running the test binary, so the tests need
@@ -56,33 +57,6 @@ func runChild(mode string) {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
 		fmt.Println("ready")
 		idle()
-	case "query":
-		// Asks the terminal a question in raw mode, as curses programs and
-		// prompt toolkits do, and prints the answer it got.
-		query := os.Getenv("AGENTPTY_TEST_QUERY")
-		t, err := unix.IoctlGetTermios(0, ioctlGetTermios)
-		if err != nil {
-			fmt.Println("termios:", err)
-			os.Exit(1)
-		}
-		raw := *t
-		raw.Lflag &^= unix.ICANON | unix.ECHO
-		raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-		_ = unix.IoctlSetTermios(0, ioctlSetTermios, &raw)
-		os.Stdout.WriteString(query)
-		var got []byte
-		b := make([]byte, 1)
-		for {
-			if _, err := os.Stdin.Read(b); err != nil {
-				break
-			}
-			got = append(got, b[0])
-			if c := b[0]; c == 'R' || c == 'c' || c == 'n' {
-				break
-			}
-		}
-		_ = unix.IoctlSetTermios(0, ioctlSetTermios, t)
-		fmt.Printf("\r\nanswer %q end\r\n", got)
 	case "winch":
 		// Prints the terminal's size each time it changes.
 		ch := make(chan os.Signal, 1)
@@ -118,17 +92,7 @@ func childCommand(mode string) (string, []string) {
 
 // need skips a test whose program is missing, unless AGENTPTY_REQUIRE=all
 // asks for every test to run.
-func need(t *testing.T, programs ...string) {
-	t.Helper()
-	for _, p := range programs {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-				t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed: %v", p, err)
-			}
-			t.Skipf("%s is not installed", p)
-		}
-	}
-}
+var need = testkit.Need
 
 // newManager returns a manager that the test closes at its end, checking
 // that nothing the sessions started is still running and that no file
@@ -146,6 +110,9 @@ func newManager(t *testing.T, opts Options) *Manager {
 			t.Errorf("Close: %v", err)
 		}
 		for _, pid := range pids {
+			if pid <= 0 {
+				continue // not a process of this machine
+			}
 			if left := proc.Members(pid); len(left) > 0 {
 				t.Errorf("session %d still has processes %v after Close", pid, left)
 			}
@@ -158,14 +125,7 @@ func newManager(t *testing.T, opts Options) *Manager {
 	return m
 }
 
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count file descriptors: %v", err)
-	}
-	return len(ents)
-}
+var openFDs = testkit.OpenFDs
 
 func ms(n int) *int { return &n }
 

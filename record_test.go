@@ -213,9 +213,7 @@ func TestRecordWriterFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, m, WriteRequest{ID: start.ID, Input: "more", Submit: true, WaitFor: "more\nmore"})
-	s.mu.Lock()
-	taps := len(s.taps)
-	s.mu.Unlock()
+	taps := tapCount(s)
 	if taps > 1 {
 		t.Errorf("%d taps left after failed recordings", taps)
 	}

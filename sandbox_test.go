@@ -253,7 +253,7 @@ func TestSandboxTerminal(t *testing.T) {
 	// what Session.Resize does, minus passing a stack pointer to ioctl as
 	// a bare uintptr through creack/pty's Setsize, which now and then sets
 	// stale memory.)
-	rc, err := s.pty.SyscallConn()
+	rc, err := masterConn(s)
 	if err != nil {
 		t.Fatal(err)
 	}

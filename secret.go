@@ -92,11 +92,14 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	if st, exited := s.ended(); exited {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
-	if !echoOff(s.pty) {
+	if _, ok := s.term.(StateReader); !ok {
+		return WriteResult{}, errorf(ErrUnsupported, "%s %s: this session's terminal cannot tell whether it echoes; a secret is typed only where it can", op, id)
+	}
+	if !s.echoOff() {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
 	}
 	if list := m.opts.SecretPrograms; list != nil {
-		if err := trustedPrompt(op, id, fgProcs(s.pty), list); err != nil {
+		if err := trustedPrompt(op, id, s.fgProcs(), list); err != nil {
 			return WriteResult{}, err
 		}
 	}
@@ -212,7 +215,7 @@ func (s *Session) take(p []byte) {
 		k.mu.Unlock()
 	}
 	if s.m.opts.OnEvent != nil {
-		s.noteHidden(echoOff(s.pty))
+		s.noteHidden(s.echoOff())
 	}
 }
 
@@ -338,7 +341,7 @@ func (s *Session) noteHidden(hidden bool) {
 		return
 	}
 	if s.hiddenSent.CompareAndSwap(false, true) {
-		a := asker(fgProcs(s.pty))
+		a := asker(s.fgProcs())
 		s.m.emit(Event{Kind: EventInputHidden, ID: s.id, PID: s.pid, Command: s.command, Time: time.Now(),
 			Foreground: a.name, ForegroundExe: a.exe})
 	}

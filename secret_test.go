@@ -36,9 +36,7 @@ func until(t *testing.T, m *Manager, id, sofar, lit string) string {
 // secretTrail returns everything of a session where a secret could end up:
 // the raw ring, the settled scrollback and the screen.
 func secretTrail(s *Session) string {
-	s.inMu.Lock()
-	raw, _ := s.ring.appendFrom(nil, 0)
-	s.inMu.Unlock()
+	raw, _ := rawOutput(s)
 	return string(raw) + "\n" + s.Scrollback() + "\n" + s.Screen().Text()
 }
 

@@ -72,7 +72,7 @@ func TestStartCosts(t *testing.T) {
 	} {
 		w, u := pairs(runs, c.from.wall, c.to.wall), pairs(runs, c.from.cpu, c.to.cpu)
 		fmt.Fprintf(&out, "%-34s %-30s %.3g → %.3g ms (%+.3g)\n", c.name,
-			fmt.Sprintf("%.3g → %.3g ms (%.2f×)", w.floor, w.lib, w.ratio), u.floor, u.lib, u.lib-u.floor)
+			fmt.Sprintf("%.3g → %.3g ms (%.2f×)", w.Floor, w.Lib, w.Ratio), u.Floor, u.Lib, u.Lib-u.Floor)
 	}
 	t.Log("\n" + out.String())
 }

@@ -39,6 +39,7 @@ type TerminalState struct {
 // terminal's foreground process group.
 type fgReport struct {
 	name    string        // the program: the one waiting on the terminal, else a running leader, else the newest in the group
+	pid     int           // ... and its process id
 	waiting bool          // a process of the group is blocked on the terminal and none is running
 	quiet   time.Duration // ... which counts once output and input have paused this long
 	unread  bool          // the terminal holds typed input the program has not read yet
@@ -54,15 +55,19 @@ func (s *Session) State() TerminalState {
 	if _, exited := s.ended(); exited {
 		return TerminalState{State: StateExited}
 	}
-	hidden := echoOff(s.pty)
+	sr, ok := s.term.(StateReader)
+	if !ok {
+		return TerminalState{State: StateRunning} // the terminal cannot tell more
+	}
+	hidden := sr.EchoOff()
 	// The processes first, then the output: what a program wrote before it
 	// blocked is then either still in the master or already read. An
 	// answer to a query typed after the processes were looked at wakes the
 	// program: a screen parse begun since then counts as one.
-	parses := s.parses.Load()
-	fg := foregroundVia(s.pty, &s.procs)
-	st := TerminalState{State: StateRunning, Foreground: fg.name, InputHidden: hidden}
-	if fg.waiting && !fg.unread && s.outputSettled() && s.parses.Load() == parses && s.quietFor(fg.quiet) {
+	parses := s.disp.parses.Load()
+	fg := sr.Foreground()
+	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
+	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
 		st.State = StateWaitingInput
 	}
 	return st
@@ -76,9 +81,9 @@ func (s *Session) quietFor(d time.Duration) bool {
 		return true
 	}
 	s.mu.Lock()
-	last := s.lastOutput
+	last := s.text.lastOutput
 	s.mu.Unlock()
-	if in := time.Unix(0, s.lastInput.Load()); in.After(last) {
+	if in := time.Unix(0, s.typing.last.Load()); in.After(last) {
 		last = in
 	}
 	return time.Since(last) >= d
@@ -95,19 +100,18 @@ func resultState(st TerminalState, exited bool) TerminalState {
 }
 
 // outputSettled reports that nothing the program wrote is on its way: the
-// master has nothing to read, the reader holds no bytes it has not fed,
-// the renderer has rendered everything fed, and no terminal query in it
-// waits for its answer (the slave's poll then sees the answer unread). The master is polled
-// before the reader's flag is read: bytes the reader took before the poll
-// have its flag set by then (see terminalReader).
-func (s *Session) outputSettled() bool {
-	if readable(s.pty) || s.reading.Load() || s.queries.Load() || s.answering.Load() > 0 {
+// terminal holds nothing for the reader and the reader nothing it has not
+// fed (OutputPending), the renderer has rendered everything fed, and no
+// terminal query in it waits for its answer (the slave's poll then sees
+// the answer unread).
+func (s *Session) outputSettled(sr StateReader) bool {
+	if sr.OutputPending() || s.disp.queries.Load() || s.disp.answering.Load() > 0 {
 		return false // output on its way, or a query's answer owed to the program
 	}
-	s.inMu.Lock()
-	end := s.ring.end()
-	s.inMu.Unlock()
-	return s.settled.Load() == end
+	s.out.inMu.Lock()
+	end := s.out.ring.end()
+	s.out.inMu.Unlock()
+	return s.out.settled.Load() == end
 }
 
 // checkWaitUntil validates a request's wait_until.
@@ -138,8 +142,8 @@ func (s *Session) awaitInput(ctx context.Context, want *waitSpec, deadline time.
 		// rendered, so a match the output holds is seen below too.
 		st = s.State()
 		s.mu.Lock()
-		matched = want != nil && want.inSettled(s.settle)
-		alt := s.settle.altScreen()
+		matched = want != nil && want.inSettled(s.text.settle)
+		alt := s.text.settle.altScreen()
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
 			matched = s.screenMatch(want, deadline)
@@ -162,7 +166,7 @@ func (s *Session) awaitCond(ctx context.Context, deadline time.Time, done func()
 	backoff := recheckFirst
 	for {
 		s.mu.Lock()
-		drained, ch := s.drained, s.changes()
+		drained, ch := s.text.drained, s.changes()
 		s.mu.Unlock()
 		if drained || done() {
 			return nil

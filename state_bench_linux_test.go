@@ -20,7 +20,8 @@ func BenchmarkStateParts(b *testing.B) {
 		b.Fatalf("start: %v %+v", err, res)
 	}
 	s, _ := m.Session(res.ID)
-	pgrp, peer := groupAndPeer(s.pty)
+	lt := s.term.(*localTerminal)
+	pgrp, peer := groupAndPeer(lt.f)
 	var st unix.Stat_t
 	_ = unix.Fstat(peer, &st)
 	unix.Close(peer)
@@ -30,16 +31,16 @@ func BenchmarkStateParts(b *testing.B) {
 		f    func()
 	}{
 		{"State", func() { s.State() }},
-		{"foreground", func() { foregroundVia(s.pty, &s.procs) }},
-		{"foreground/unkept", func() { foreground(s.pty) }},
-		{"echoOff", func() { echoOff(s.pty) }},
-		{"readable", func() { readable(s.pty) }},
-		{"outputSettled", func() { s.outputSettled() }},
-		{"groupAndPeer+close", func() { _, p := groupAndPeer(s.pty); unix.Close(p) }},
-		{"pollIn(peer)", func() { _, p := groupAndPeer(s.pty); pollIn(p); unix.Close(p) }},
+		{"foreground", func() { foregroundVia(lt.f, &lt.procs) }},
+		{"foreground/unkept", func() { foreground(lt.f) }},
+		{"echoOff", func() { echoOff(lt.f) }},
+		{"readable", func() { readable(lt.f) }},
+		{"outputSettled", func() { s.outputSettled(lt) }},
+		{"groupAndPeer+close", func() { _, p := groupAndPeer(lt.f); unix.Close(p) }},
+		{"pollIn(peer)", func() { _, p := groupAndPeer(lt.f); pollIn(p); unix.Close(p) }},
 		{"ReadStat", func() { proc.ReadStat(pgrp, make([]byte, 512)) }},
-		{"readStat/kept", func() { s.procs.mu.Lock(); s.procs.follow(pgrp); s.procs.readStat(pgrp); s.procs.mu.Unlock() }},
-		{"onTerminal", func() { onTerminalVia(pgrp, tty, &s.procs) }},
+		{"readStat/kept", func() { lt.procs.mu.Lock(); lt.procs.follow(pgrp); lt.procs.readStat(pgrp); lt.procs.mu.Unlock() }},
+		{"onTerminal", func() { onTerminalVia(pgrp, tty, &lt.procs) }},
 		{"onTerminal/unkept", func() { onTerminal(pgrp, tty) }},
 		{"collect", func() { s.collect(false, true) }},
 	} {

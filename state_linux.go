@@ -12,8 +12,21 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/termwait"
 	"golang.org/x/sys/unix"
 )
+
+// groupAndTTY returns the terminal's foreground process group, the
+// slave's device number, and whether typed input waits unread on it.
+func groupAndTTY(master *os.File) (pgrp int, tty uint64, unread bool) {
+	pgrp, peer := groupAndPeer(master)
+	if peer >= 0 {
+		tty = devOf(peer)
+		unread = pollIn(peer) // flushes what the master wrote into the line discipline first
+		unix.Close(peer)
+	}
+	return pgrp, tty, unread
+}
 
 // foreground reads what the kernel says about the terminal's foreground
 // process group: TIOCGPGRP on the master names the group; each member's
@@ -30,14 +43,9 @@ func foregroundVia(master *os.File, pf *procFiles) fgReport {
 		pf.mu.Lock()
 		defer pf.mu.Unlock()
 	}
-	pgrp, peer, tty, owned := pf.groupAndPeer(master)
 	var rep fgReport
-	if peer >= 0 {
-		rep.unread = pollIn(peer) // flushes what the master wrote into the line discipline first
-		if owned {
-			unix.Close(peer)
-		}
-	}
+	pgrp, tty, unread := pf.groupAndTTY(master)
+	rep.unread = unread
 	if pgrp <= 0 || tty == 0 {
 		return rep
 	}
@@ -76,7 +84,7 @@ func foregroundVia(master *os.File, pf *procFiles) fgReport {
 	if ok && !leader.Gone() { // a pipeline's first command may have exited before the rest
 		look(pgrp, leader)
 		if running && readerPid == 0 {
-			rep.name = programName(pgrp, leader) // a running leader is the program at work
+			rep.name, rep.pid = programName(pgrp, leader), pgrp // a running leader is the program at work
 			return rep
 		}
 	}
@@ -87,9 +95,9 @@ func foregroundVia(master *os.File, pf *procFiles) fgReport {
 	}
 	switch {
 	case readerPid != 0:
-		rep.name, rep.waiting = programName(readerPid, reader), !running
+		rep.name, rep.pid, rep.waiting = programName(readerPid, reader), readerPid, !running
 	case newestPid != 0:
-		rep.name = programName(newestPid, newest)
+		rep.name, rep.pid = programName(newestPid, newest), newestPid
 	}
 	return rep
 }
@@ -204,6 +212,37 @@ type terminalWait struct {
 	quiet time.Duration // how long output and input must have paused before that counts (see waitQuiet)
 }
 
+// selectWatches calls set for each descriptor in the read set at addr of
+// a select over nfds descriptors, until enough says no more is needed.
+func selectWatches(dir string, nfds, addr uint64, set func(uint64), enough func() bool) {
+	bits := make([]byte, (nfds+7)/8)
+	if !readMem(dir, addr, bits) {
+		set(0) // the set cannot be read: stdin is the usual one
+	}
+	for fd := uint64(0); fd < nfds && !enough(); fd++ {
+		if bits[fd/8]&(1<<(fd%8)) != 0 {
+			set(fd)
+		}
+	}
+}
+
+// pollWatches calls set for each descriptor polled for input in the n
+// pollfds at addr, until enough says no more is needed.
+func pollWatches(dir string, addr, n uint64, set func(uint64), enough func() bool) {
+	fds := make([]byte, 8*n)
+	if !readMem(dir, addr, fds) {
+		set(0) // the array cannot be read: stdin is the usual one
+		return
+	}
+	for i := uint64(0); i < n && !enough(); i++ {
+		e := fds[8*i:]
+		fd := int32(binary.LittleEndian.Uint32(e))
+		if binary.LittleEndian.Uint16(e[4:])&unix.POLLIN != 0 && fd >= 0 {
+			set(uint64(fd))
+		}
+	}
+}
+
 // onTerminal tells whether process pid is blocked reading the terminal
 // whose device is tty, or in select/poll/epoll waiting for it to be
 // readable, and how (see waitQuiet). known is false when the kernel does
@@ -259,33 +298,12 @@ func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bo
 	dir := "/proc/" + strconv.Itoa(pid)
 	switch kind {
 	case waitSelect:
-		nfds, fds := min(arg(0), 1024), arg(1)
-		if fds == 0 {
+		if arg(1) == 0 {
 			return w, true
 		}
-		bits := make([]byte, (nfds+7)/8)
-		if !readMem(dir, fds, bits) {
-			set(0) // the set cannot be read: stdin is the usual one
-		}
-		for fd := uint64(0); fd < nfds && !(on && others); fd++ {
-			if bits[fd/8]&(1<<(fd%8)) != 0 {
-				set(fd)
-			}
-		}
+		selectWatches(dir, min(arg(0), 1024), arg(1), set, func() bool { return on && others })
 	case waitPoll:
-		n := min(arg(1), 1024)
-		fds := make([]byte, 8*n)
-		if !readMem(dir, arg(0), fds) {
-			set(0)
-			break
-		}
-		for i := uint64(0); i < n && !(on && others); i++ {
-			e := fds[8*i:]
-			fd := int32(binary.LittleEndian.Uint32(e))
-			if binary.LittleEndian.Uint16(e[4:])&unix.POLLIN != 0 && fd >= 0 {
-				set(uint64(fd))
-			}
-		}
+		pollWatches(dir, arg(0), min(arg(1), 1024), set, func() bool { return on && others })
 	case waitEpoll:
 		epollWatches(dir, arg(0), set)
 	}
@@ -299,42 +317,14 @@ func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bo
 	return terminalWait{on: true, quiet: waitQuiet(others, d, finite)}, true
 }
 
-// Waits on the terminal that count only once the terminal has been quiet.
+// How waits on the terminal count: termwait's, shared with the backends
+// that read another machine's kernel.
 const (
-	// shortestWait is the shortest timeout of a select or poll on the
-	// terminal that counts as waiting for input at all: vim, for one,
-	// pauses 25 ms that way between showing a mode and drawing the keys it
-	// already read.
-	shortestWait = 100 * time.Millisecond
-	// relayQuiet: a program that waits on the terminal and on something
-	// else at once (ssh and telnet on their socket, node's event loop, a
-	// tmux client) can print without input; it counts as waiting once
-	// its output and input have paused this long.
-	relayQuiet = 300 * time.Millisecond
-	// pendingMax is the longest timeout that is a step the program is about
-	// to take (vim's wait for the rest of an escape sequence, 100 ms in
-	// Debian's defaults, 1 s with -u NONE; a REPL's timer); a longer one is
-	// housekeeping (vim's 4 s updatetime, htop's 1.5 s refresh).
-	pendingMax = time.Second
-	// pendingSlack is what a pending timeout is given beyond its length, as
-	// it began a moment after the last output or input.
-	pendingSlack = 100 * time.Millisecond
+	shortestWait = termwait.Shortest
+	relayQuiet   = termwait.Relay
 )
 
-// waitQuiet is how long a wait on the terminal must have seen no output
-// and no input before it counts as waiting for input: at once for a wait
-// on the terminal alone, relayQuiet when the program waits on other
-// descriptors too, and past a pending timeout of d.
-func waitQuiet(others bool, d time.Duration, finite bool) time.Duration {
-	var q time.Duration
-	if others {
-		q = relayQuiet
-	}
-	if finite && d <= pendingMax {
-		q = max(q, d+pendingSlack)
-	}
-	return q
-}
+var waitQuiet = termwait.Quiet
 
 // waitTimeout returns the timeout a select, poll or epoll wait (system
 // call nr, arguments arg) asked for, read from the call's arguments or,

@@ -33,12 +33,11 @@ type procFiles struct {
 	sysBuf [256]byte // what syscall reads
 }
 
-// groupAndPeer is groupAndPeer with the device of the slave, through the
-// kept slave when p keeps one; owned says the caller closes peer.
-func (p *procFiles) groupAndPeer(master *os.File) (pgrp, peer int, tty uint64, owned bool) {
+// groupAndTTY is groupAndTTY through the slave p keeps, which it opens
+// on first use.
+func (p *procFiles) groupAndTTY(master *os.File) (pgrp int, tty uint64, unread bool) {
 	if p == nil || p.closed {
-		pgrp, peer = groupAndPeer(master)
-		return pgrp, peer, devOf(peer), true
+		return groupAndTTY(master)
 	}
 	if !p.ready {
 		p.peer, p.stat, p.sys, p.fds, p.ready = -1, -1, -1, -1, true
@@ -46,10 +45,13 @@ func (p *procFiles) groupAndPeer(master *os.File) (pgrp, peer int, tty uint64, o
 	if p.peer < 0 {
 		pgrp, p.peer = groupAndPeer(master)
 		p.tty = devOf(p.peer)
-		return pgrp, p.peer, p.tty, false
+	} else {
+		_ = control(master, func(fd int) { pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP) })
 	}
-	_ = control(master, func(fd int) { pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP) })
-	return pgrp, p.peer, p.tty, false
+	if p.peer >= 0 {
+		unread = pollIn(p.peer) // flushes what the master wrote into the line discipline first
+	}
+	return pgrp, p.tty, unread
 }
 
 // devOf is the device a terminal descriptor refers to; 0 for none.
@@ -62,7 +64,7 @@ func devOf(fd int) uint64 {
 }
 
 // follow makes p keep pid's /proc files, closing those of another
-// process. Call with mu held, after groupAndPeer.
+// process. Call with mu held, after groupAndTTY.
 func (p *procFiles) follow(pid int) {
 	if p != nil && p.pid != pid {
 		p.closeFiles()

@@ -209,15 +209,8 @@ func parsedScreen(t *testing.T, s *Session) (Screen, []byte) {
 	t.Helper()
 	ctx := waitCtx(t)
 	for {
-		s.mu.Lock()
-		ch := s.changes()
-		s.mu.Unlock()
-		s.screenMu.Lock()
-		s.syncScreenLocked()
-		scr := s.snapshot()
-		off := s.screenOff.Load()
-		raw, start := rawOutput(s)
-		s.screenMu.Unlock()
+		ch, _ := nextChange(s)
+		scr, off, raw, start := parsedSnapshot(s)
 		if start != 0 {
 			t.Fatalf("the ring dropped the first %d bytes; the replay needs them all", start)
 		}
@@ -233,14 +226,6 @@ func parsedScreen(t *testing.T, s *Session) (Screen, []byte) {
 	}
 }
 
-// rawOutput returns every byte the ring holds and the offset of the first.
-func rawOutput(s *Session) ([]byte, int64) {
-	s.inMu.Lock()
-	defer s.inMu.Unlock()
-	raw, _ := s.ring.appendFrom(nil, 0)
-	return raw, s.ring.start()
-}
-
 // awaitTitle waits until the program has set the window title to title,
 // which never reaches the settled text that wait_for matches.
 func awaitTitle(t *testing.T, s *Session, title string) {
@@ -248,9 +233,7 @@ func awaitTitle(t *testing.T, s *Session, title string) {
 	ctx := waitCtx(t)
 	seq := []byte("\x1b]2;" + title + "\a")
 	for {
-		s.mu.Lock()
-		ch, drained := s.changes(), s.drained
-		s.mu.Unlock()
+		ch, drained := nextChange(s)
 		raw, _ := rawOutput(s)
 		if bytes.Contains(raw, seq) {
 			return

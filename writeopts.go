@@ -64,9 +64,7 @@ func (s *Session) beforeTyping(v callView) (*screenView, error) {
 		before = &b
 	}
 	if v.cols > 0 || v.rows > 0 {
-		s.mu.Lock()
-		cols, rows := s.cols, s.rows
-		s.mu.Unlock()
+		cols, rows := s.size()
 		if v.cols > 0 {
 			cols = v.cols
 		}

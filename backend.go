@@ -1,0 +1,135 @@
+package agentpty
+
+import (
+	"context"
+	"os"
+	"time"
+)
+
+// Backend starts commands under terminals: this machine's pseudo-terminals
+// (the default, when Options.Backend is nil), another machine's (package
+// sshpty), or a host's own (a cloud sandbox's PTY API, a container
+// runtime). Everything a session does above the terminal (the scrollback,
+// the settled text, the screen, waits, recordings, events) needs nothing
+// more than a Terminal.
+//
+// What only the terminal's own kernel knows is an optional capability of a
+// Terminal, asserted where it is used:
+//
+//   - StateReader: the echo mode, the foreground program and whether it
+//     waits for input. Without it a session's state is "running" while the
+//     program lives (never waiting_input), input_hidden is false,
+//     wait_until "input" and WriteSecret fail with ErrUnsupported.
+//   - Contained: what holds the processes the command starts (see
+//     Session.Containment). Without it Containment is empty.
+//
+// Options.Sandbox adjusts a command on this machine; with any other
+// Backend a start is refused with ErrUnsupported and nothing runs.
+type Backend interface {
+	// Start runs cmd under a new terminal of cmd.Cols by cmd.Rows, as the
+	// terminal's controlling process, and returns once it runs. On error
+	// nothing it started is left running. ctx bounds the start only.
+	Start(ctx context.Context, cmd Command) (Terminal, error)
+}
+
+// Command is what a Backend starts.
+type Command struct {
+	// Argv is the program and its arguments: Options.Shell followed by the
+	// request's command, or an interactive bash for a shell session.
+	Argv []string
+	// Env holds the variables the session sets ("K=V"), TERM first: the
+	// backend adds them to the environment it gives commands (this
+	// machine's: the host's own, less the host's terminal variables).
+	Env []string
+	// Dir is the working directory; empty means the backend's default.
+	Dir string
+	// Cols and Rows are the terminal's size, each at least 1.
+	Cols, Rows int
+	// Name is the session's id ("pty-3"), unique in its Manager, for what
+	// the backend names after it (a cgroup, a log line).
+	Name string
+}
+
+// Terminal is one command running under a terminal, as a Backend started
+// it. A session calls Read from one goroutine, Write from one at a time,
+// and the rest from any; Wait, End and Close once each.
+type Terminal interface {
+	// Read reads what the command wrote to the terminal. It returns
+	// io.EOF once the command has exited and what it wrote was read; a
+	// terminal whose output outlives the command (a background job still
+	// writing) ends it a moment after the exit, as the terminal sees fit.
+	Read(p []byte) (int, error)
+	// Write types p as a keyboard would, blocking while the command does
+	// not read its input, until the deadline SetWriteDeadline set.
+	Write(p []byte) (int, error)
+	// SetWriteDeadline bounds Write, as on an os.File: a Write under way
+	// or begun after t returns os.ErrDeadlineExceeded with what it wrote.
+	// A zero t means none. A session sets it to the past to wake a Write
+	// when it is killed.
+	SetWriteDeadline(t time.Time) error
+	// Resize changes the terminal's size; the command is told (SIGWINCH).
+	Resize(cols, rows int) error
+	// Signal sends sig to the terminal's foreground process group, where
+	// a key such as Ctrl-C would land, or to the command when there is
+	// none.
+	Signal(sig os.Signal) error
+	// Wait blocks until the command exits and says how it ended. An error
+	// says the terminal cannot tell (a lost connection).
+	Wait() (ExitStatus, error)
+	// End ends the command and everything it started: SIGTERM, SIGHUP a
+	// moment later, SIGKILL once grace has passed since the start or when
+	// ctx ends. Its error names what survived. The command may have
+	// exited already.
+	End(ctx context.Context, grace time.Duration) error
+	// Close frees the terminal; a Read or Write under way returns. It is
+	// called after End and once the output was read (or ctx of a Kill
+	// ended).
+	Close() error
+	// PID is the command's process id on its machine; 0 when unknown.
+	PID() int
+}
+
+// StateReader is the optional capability of a Terminal that reads what its
+// kernel knows about it. It makes a session's state waiting_input, its
+// input_hidden, wait_until "input" and WriteSecret possible.
+type StateReader interface {
+	// EchoOff reports a terminal in line mode that does not echo what is
+	// typed: a password prompt. A program in raw mode (readline, an
+	// editor) turns echo off too and does not count.
+	EchoOff() bool
+	// Foreground reports the terminal's foreground program now.
+	Foreground() Foreground
+	// OutputPending reports output on its way to the session: written by
+	// the command and not yet returned by Read, or returned by the last
+	// Read while no later Read has begun (the session calls Read again
+	// once it has taken what the last one returned).
+	OutputPending() bool
+}
+
+// Foreground is what a StateReader reports of the terminal's foreground
+// process group.
+type Foreground struct {
+	// Name is the program ("vim", "python3"): the one waiting on the
+	// terminal, else the group's leader; empty when unknown.
+	Name string
+	// PID is its process id on the terminal's machine; 0 when unknown.
+	PID int
+	// Waiting is true when a process of the group is blocked reading the
+	// terminal (or polling it) and none of the group runs.
+	Waiting bool
+	// Quiet, with Waiting, is how long output and input must have paused
+	// before the wait counts: a program that waits on more than the
+	// terminal, or with a timeout, may still print without input until
+	// then. Zero: at once.
+	Quiet time.Duration
+	// Unread is true when the terminal holds typed input the program has
+	// not read yet.
+	Unread bool
+}
+
+// Contained is the optional capability of a Terminal that holds everything
+// its command starts, so that End reaches it all: Containment says how
+// (ContainCgroup, ContainCgroupUnbounded, ContainSession).
+type Contained interface {
+	Containment() string
+}

@@ -1,0 +1,56 @@
+package agentpty
+
+// The places tests look inside a session, each in one helper, so that the
+// session's parts can move without touching the tests that read them.
+
+// rawOutput returns every byte the ring holds and the offset of the first.
+func rawOutput(s *Session) ([]byte, int64) {
+	s.out.inMu.Lock()
+	defer s.out.inMu.Unlock()
+	raw, _ := s.out.ring.appendFrom(nil, 0)
+	return raw, s.out.ring.start()
+}
+
+// ringEnd is the ring offset of the newest byte read from the terminal.
+func ringEnd(s *Session) int64 {
+	s.out.inMu.Lock()
+	defer s.out.inMu.Unlock()
+	return s.out.ring.end()
+}
+
+// screenLag is how far the screen's parsing is behind the ring.
+func screenLag(s *Session) int64 {
+	return ringEnd(s) - s.disp.screenOff.Load()
+}
+
+// queuedReplies is how many bytes of query replies wait to be typed.
+func queuedReplies(s *Session) int {
+	s.rep.mu.Lock()
+	defer s.rep.mu.Unlock()
+	return len(s.rep.queue)
+}
+
+// tapCount is how many taps (recordings, attachments) are registered.
+func tapCount(s *Session) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.taps)
+}
+
+// nextChange returns the channel the next rendered output closes, and
+// whether the output is complete already.
+func nextChange(s *Session) (<-chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changes(), s.text.drained
+}
+
+// parsedSnapshot parses everything the ring holds into the screen and
+// returns it with the offset parsed up to and the ring's bytes.
+func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
+	s.syncScreenLocked()
+	raw, start := rawOutput(s)
+	return s.snapshot(), s.disp.screenOff.Load(), raw, start
+}
