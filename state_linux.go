@@ -21,10 +21,7 @@ import (
 func groupAndTTY(master *os.File) (pgrp int, tty uint64, unread bool) {
 	pgrp, peer := groupAndPeer(master)
 	if peer >= 0 {
-		var st unix.Stat_t
-		if unix.Fstat(peer, &st) == nil {
-			tty = st.Rdev
-		}
+		tty = devOf(peer)
 		unread = pollIn(peer) // flushes what the master wrote into the line discipline first
 		unix.Close(peer)
 	}
@@ -37,13 +34,22 @@ func groupAndTTY(master *os.File) (pgrp int, tty uint64, unread bool) {
 // blocked in and on which descriptors, and /proc/PID/fd which of those is
 // this terminal. The slave, opened through the master (TIOCGPTPEER), is
 // polled for input typed but not yet read.
-func foreground(master *os.File) fgReport {
+func foreground(master *os.File) fgReport { return foregroundVia(master, nil) }
+
+// foregroundVia is foreground reading the leader's /proc files and the
+// slave through pf, which keeps them open (nil: opened for each read).
+func foregroundVia(master *os.File, pf *procFiles) fgReport {
+	if pf != nil {
+		pf.mu.Lock()
+		defer pf.mu.Unlock()
+	}
 	var rep fgReport
-	pgrp, tty, unread := groupAndTTY(master)
+	pgrp, tty, unread := pf.groupAndTTY(master)
 	rep.unread = unread
 	if pgrp <= 0 || tty == 0 {
 		return rep
 	}
+	pf.follow(pgrp)
 	// The leader decides alone when it runs or waits on the terminal
 	// itself (a shell, a REPL, an editor: the usual case); only otherwise
 	// (git waiting for its pager, make for its recipe, a pipeline) are the
@@ -63,7 +69,7 @@ func foreground(master *os.File) fgReport {
 		default:
 			return // stopped, traced, zombie: not waiting on the terminal
 		}
-		w, known := onTerminal(pid, tty)
+		w, known := onTerminalVia(pid, tty, pf)
 		if !known { // the kernel hides its system call: a password prompt still counts
 			w = terminalWait{on: echoOff(master)}
 		}
@@ -74,7 +80,7 @@ func foreground(master *os.File) fgReport {
 			reader, readerPid, rep.quiet = st, pid, w.quiet
 		}
 	}
-	leader, ok := proc.ReadStat(pgrp, make([]byte, 512))
+	leader, ok := pf.readStat(pgrp)
 	if ok && !leader.Gone() { // a pipeline's first command may have exited before the rest
 		look(pgrp, leader)
 		if running && readerPid == 0 {
@@ -242,26 +248,34 @@ func pollWatches(dir string, addr, n uint64, set func(uint64), enough func() boo
 // readable, and how (see waitQuiet). known is false when the kernel does
 // not show the process's system call to us.
 func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
-	dir := "/proc/" + strconv.Itoa(pid)
-	b, err := os.ReadFile(dir + "/syscall")
-	if err != nil {
+	return onTerminalVia(pid, tty, nil)
+}
+
+// onTerminalVia is onTerminal reading pid's /proc files through pf, which
+// keeps them open when it follows pid.
+func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bool) {
+	b, ok := pf.readSyscall(pid)
+	if !ok {
 		return w, false
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 { // "running", or "-1 sp pc": not in a system call
+	// "nr arg0 ... arg5 sp pc" in a system call; "running", or "-1 sp pc"
+	// outside one.
+	var f [9][]byte
+	if proc.Fields(b, f[:]) < 3 {
 		return w, true
 	}
-	nr, err1 := strconv.ParseUint(f[0], 10, 64)
-	arg := func(i int) uint64 {
-		v, _ := strconv.ParseUint(strings.TrimPrefix(f[1+i], "0x"), 16, 64)
-		return v
-	}
+	nr, err1 := strconv.ParseUint(string(f[0]), 10, 64)
 	if err1 != nil {
 		return w, true
 	}
+	var args [6]uint64
+	for i := range args {
+		args[i], _ = strconv.ParseUint(strings.TrimPrefix(string(f[1+i]), "0x"), 16, 64)
+	}
+	arg := func(i int) uint64 { return args[i] }
 	isTTY := func(fd uint64) bool {
 		var st unix.Stat_t
-		return fd < 1<<20 && unix.Stat(dir+"/fd/"+strconv.FormatUint(fd, 10), &st) == nil &&
+		return fd < 1<<20 && pf.statFD(pid, fd, &st) &&
 			st.Mode&unix.S_IFMT == unix.S_IFCHR && (st.Rdev == tty || st.Rdev == devTTY)
 	}
 	// set notes one descriptor the call waits to read: the terminal, or
@@ -278,6 +292,11 @@ func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
 	switch kind {
 	case waitRead:
 		return terminalWait{on: isTTY(arg(0))}, true
+	case 0:
+		return w, true
+	}
+	dir := "/proc/" + strconv.Itoa(pid)
+	switch kind {
 	case waitSelect:
 		if arg(1) == 0 {
 			return w, true
@@ -287,8 +306,6 @@ func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
 		pollWatches(dir, arg(0), min(arg(1), 1024), set, func() bool { return on && others })
 	case waitEpoll:
 		epollWatches(dir, arg(0), set)
-	default:
-		return w, true
 	}
 	if !on {
 		return w, true

@@ -147,17 +147,24 @@ func (w *waitSpec) inScreen(rows, shown []string) bool {
 // has drawn nothing for frameQuiet. The deadline and frameMax bound it, and
 // exit ends it. Only the reader wakes it.
 func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
-	timer := time.NewTimer(min(time.Until(deadline), frameMax))
-	defer timer.Stop()
-	var pause *time.Timer
+	// Most results show no full screen: the timers and the channel are
+	// made only once there is a frame to wait for.
+	limit := time.Now().Add(min(time.Until(deadline), frameMax))
+	var timer, pause *time.Timer
 	defer func() {
-		if pause != nil {
-			pause.Stop()
+		for _, t := range []*time.Timer{timer, pause} {
+			if t != nil {
+				t.Stop()
+			}
 		}
 	}()
 	for {
 		s.mu.Lock()
-		alt, drained, ch := s.text.settle.altScreen(), s.text.drained, s.changes()
+		alt, drained := s.text.settle.altScreen(), s.text.drained
+		var ch <-chan struct{}
+		if alt && !drained {
+			ch = s.changes()
+		}
 		syncing := s.text.settle.syncing
 		ended := !syncing && s.text.frameEnd == s.out.settled.Load() // the last output ended an update
 		since := time.Since(s.text.lastOutput)
@@ -170,6 +177,9 @@ func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
 		// program blocks reading the terminal again, that is one more.
 		if !alt || drained || ended || since >= quiet {
 			return nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(limit))
 		}
 		if pause == nil {
 			pause = time.NewTimer(quiet - since)
