@@ -23,7 +23,8 @@ func TestParseStat(t *testing.T) {
 		}
 	}
 	self, ok := ReadStat(os.Getpid(), make([]byte, 512))
-	if !ok || self.PPID != os.Getppid() || self.Start == 0 || self.State != 'R' {
+	// The state is the main thread's, which may sleep while another reads.
+	if !ok || self.PPID != os.Getppid() || self.Start == 0 || self.State != 'R' && self.State != 'S' {
 		t.Errorf("ReadStat(self) = %+v %v", self, ok)
 	}
 }
