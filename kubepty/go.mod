@@ -6,6 +6,7 @@ replace github.com/agentpty/agentpty => ../
 
 require (
 	github.com/creack/pty v1.1.24
+	go.uber.org/goleak v1.3.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver v0.37.2
 	k8s.io/client-go v0.37.2

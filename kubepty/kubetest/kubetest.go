@@ -121,6 +121,15 @@ users:
 `, s.URL, namespace)
 }
 
+// DeletePod removes the pod namespace/name: later GETs and execs find
+// nothing, as after the pod's deletion (its processes, on this machine,
+// are the test's to end).
+func (s *Server) DeletePod(namespace, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pods, namespace+"/"+name)
+}
+
 func (s *Server) hasPod(ns, name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -271,7 +280,6 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 		n.Close()
 	}
 }
-
 
 // writeDiscovery answers the discovery requests kubectl makes before an
 // exec: the core group, holding pods and their exec.
