@@ -5,11 +5,15 @@ FUZZTIME ?= 10s
 
 .PHONY: test demo bench lint cross fuzz conformance
 
-# test: vet, the race-checked tests of the library and of the examples module.
+# test: vet, the race-checked tests of the library and of the examples
+# module. internal/cmd/skips prints go test's usual output and lists the
+# tests that skipped, and why, before each module's result lines;
+# pipefail keeps go test's exit code.
+test: SHELL := /bin/bash
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
-	cd examples && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	set -o pipefail; $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) run ./internal/cmd/skips
+	cd examples && $(GO) vet ./... && set -o pipefail && $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) -C .. run ./internal/cmd/skips
 
 # demo: drives python3, bash and vim through the library and prints each
 # tool call with what the model gets back.
@@ -26,9 +30,11 @@ lint: cross
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd examples && $(GO) vet ./...
 
-# cross: every OS builds; Windows builds and reports ErrUnsupported.
+# cross: every OS builds; elsewhere than Linux and macOS (FreeBSD, Windows)
+# local sessions report ErrUnsupported and Options.Backend still works.
 cross:
 	GOOS=darwin $(GO) vet ./...
+	GOOS=freebsd $(GO) vet ./...
 	GOOS=windows $(GO) build ./...
 
 # fuzz: a short run of every fuzz target, one at a time.

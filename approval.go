@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -49,82 +50,99 @@ type ApprovalRequest struct {
 }
 
 // Rules is an Approver configured by patterns instead of code, for hosts
-// that read their policy from a file. A command is approved when every
-// program it runs matches an Allow rule, none matches a Deny rule, and it
-// holds nothing whose effect only bash knows when it runs. The zero value
-// approves nothing.
+// that read their policy from a file. The zero value approves nothing.
 //
-// Commands and rules are read with bash's grammar (mvdan.cc/sh), after
-// joining line continuations as bash does, so quoting cannot disguise a
-// command: 'rm' -rf /, r\m -rf /, $'\x72m' -rf / and r\<newline>m -rf / are
-// all the words rm, -rf, /. A rule is written like the command it matches:
+// Rules approve only what they model completely. A command is approved
+// when it is, as bash reads it (through mvdan.cc/sh): a list, pipeline,
+// && or || of simple commands, negated with ! or timed with time, grouped
+// with { }, ( ) or if, whose words are literals, quoted literals, $'...'
+// strings and globs, with redirections; each simple command matches an
+// Allow rule (a run of them may match one rule of several commands), every
+// command it runs through a wrapper or bash -c matches one of its own, and
+// nothing matches a Deny rule. Everything else is refused, naming what was
+// refused, unless an Allow rule equals the whole command character for
+// character:
+//
+//   - loops (for, select, while, until), case, function definitions,
+//     coprocesses, [[ ]], (( )), here-documents;
+//   - command and process substitution, arithmetic, parameter expansions
+//     other than $NAME and ${NAME}, $"..." strings, extended globs, and
+//     the text $(, `, <(, >( or $[ anywhere (quoted or not, decoded from
+//     $'...' or escapes: bash evaluates such text in array subscripts);
+//   - builtins that assign a variable they name or run code: eval, source
+//     and ., alias, trap, enable, let, read, mapfile, readarray, getopts,
+//     wait -p, printf -v, test -v and [ -v, declare, typeset, local,
+//     export and readonly with arguments, unset with a subscript, set -k,
+//     fc, bind, complete, compgen, hash -p; and a glob or expansion among
+//     the arguments of any builtin but the plain ones (echo, cd, pwd,
+//     true, printf after its format ...), where a planted file name may
+//     become a name the builtin assigns;
+//   - a redirection to a variable ({fd}>file), assignments with
+//     subscripts and to PS0-PS4, PROMPT_COMMAND, BASH_ENV and ENV;
+//   - a line continuation (backslash-newline) and any control character
+//     but tab and newline, which bash and a reader may join or split
+//     differently; bash -c with a command line it cannot read, options
+//     it does not know or -k, zsh, ksh and mksh -c; more than 16 nested
+//     wrappers; a command longer than 131071 bytes (exec's limit for one
+//     argument), holding more than 2048 parentheses, or nesting deeper
+//     than 200 levels of syntax, which are refused before they are read.
+//
+// A rule is written like the command it matches:
 //
 //   - A * standing alone as a word matches any number of words, none
-//     included: "ls *" matches ls, ls -la and ls -la /tmp. It never matches
-//     an operator, nor a program named by an expansion or glob.
+//     included: "ls *" matches ls, ls -la and ls -la /tmp *.go. It never
+//     matches an operator, an assignment, an expansion, nor a program
+//     named by a glob.
 //   - Inside a word, * matches any characters and ? one: "python3 *.py",
 //     "go test -run=*". Quote them in a rule to match them literally.
-//   - A word holding an expansion ($EDITOR) matches only the same text,
-//     and so does an unquoted expansion in a command ($X.txt, which bash
-//     may split into several words), except by a lone *.
+//   - An expansion ($EDITOR, "$X".txt), whose value and number of words
+//     only the shell knows, and a glob anywhere a lone * does not absorb
+//     it, match only a rule word spelled the same: "$EDITOR *" approves
+//     $EDITOR notes.txt.
+//   - Leading assignments match only assignments in the rule
+//     ("CGO_ENABLED=0 go build *", "GOFLAGS=* go test *").
 //   - Every other word matches only its own value: "git status" matches
 //     git status and 'git' "status", and nothing longer.
 //   - Redirections are matched after the words, in their order, and only
 //     by spelling them out ("make * 2>&1 | tee *.log", "* > /etc/*"),
 //     except the harmless ones, which need no rule: 2>&1 and other
 //     descriptor copies, output to /dev/null, input from a named file
-//     (< file, but not bash's /dev/tcp/host/port) or a word (<<< word).
-//     Leading assignments need spelling out too ("CGO_ENABLED=0 go build *").
+//     (< file, but not bash's /dev/tcp/host/port). A here-string (<<< word)
+//     needs spelling out too.
 //
 // A command is approved one simple command at a time; a rule of several
 // commands ("curl * | sh") matches consecutive ones joined by the same
 // operators. "cd *" and "make *" together approve cd src && make test;
-// "ls *" never approves ls; rm -rf x. Commands inside if, while, for,
-// case, { } and ( ) are judged the same way; redirections of a compound
-// command count for each command inside it.
+// "ls *" never approves ls; rm -rf x. Redirections of { }, ( ) and if
+// count for each command inside.
 //
 // A wrapper's command is judged as well as the wrapper: nice, nohup,
 // command, builtin, exec, time, env, sudo, doas, su, runuser, timeout,
 // stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox and xargs
 // with their options, and the commands of find -exec (su -c, flock -c,
-// sudo -s and env -S, which run a string, are refused).
-// nice -n 5 make needs rules for both nice and make; a wrapper option the
-// rules do not know refuses the command. The command line of bash -c and
-// sh -c (dash, zsh, ksh, ash, mksh) is read and judged as the command is,
-// nested up to four deep; a script or standard input given to a shell, or
+// sudo -s and env -S, which run a string, are refused; so is an option,
+// an option's argument or an operand only the shell knows; a word holding
+// the {} of find -exec or the string xargs -I replaces is known only when
+// the program runs, as a glob is). nice -n 5 make needs rules for both
+// nice and make. The command line of bash -c
+// and sh -c (dash, ash) is read with bash's options as bash reads them
+// (--rcfile FILE, -o OPT, -O OPT take an argument) and judged as the
+// command is, assignments and redirections included, nested up to four
+// deep: "bash -c *" beside "git log *" does not approve bash -c
+// 'GIT_PAGER=x git log'. A script or standard input given to a shell, or
 // any other interpreter (python3 -c, perl -e, node -e), is not read: an
 // allow rule for it allows everything.
-//
-// Refused, whatever the Allow rules say, unless an Allow rule equals the
-// whole command character for character: command and process
-// substitution, arithmetic, parameter expansions other than $NAME and
-// ${NAME} (operators, subscripts, ${!x}, ${#x}), the text $( or ` anywhere
-// (quoted or not, decoded from $'...' or escapes: bash evaluates such text
-// in array subscripts), here-documents, function definitions, [[ ]], (( )),
-// let, eval, source and ., alias, trap, enable, read, mapfile, fc, bind,
-// complete, compgen, hash -p, test -v and [ -v (and test with an expansion
-// or glob, which bash might read as -v), printf -v (and printf with an
-// expansion before its format), declare, typeset, local, export, readonly
-// and unset with subscripts, expansions, -i or -n, assignments with
-// subscripts and to PS0-PS4, PROMPT_COMMAND, BASH_ENV and ENV (also
-// through env and sudo, with BASH_FUNC_ functions), extended
-// globs, $"..." strings, coprocesses, find with a glob or expansion
-// (which may expand to -exec), more than 16 nested wrappers, bash -c with
-// a command line it cannot read, and a backslash-newline left inside
-// quotes or a comment. A program named by an expansion or a glob ($EDITOR
-// file, /bin/r?) is known only when the shell runs, so only a rule that
-// spells the same text approves it. A command longer than 131071 bytes
-// (exec's limit for one argument) is refused before it is read.
 //
 // A Deny rule matches wherever the command runs a simple command it
 // matches: as written, without its assignments and redirections, named by
 // a path (a deny rule "rm *" refuses /bin/rm -rf x), behind any of the
 // wrappers above (nice -n 5 rm, sudo -u u rm, xargs rm, find -exec rm),
 // inside compound commands, function bodies, substitutions and sh -c
-// command lines. Deny rules are a guard against mistakes, not a boundary:
-// a script, an interpreter or a copy of the program under another name
-// still reaches rm. The boundary is a short Allow list of programs that
-// run no other programs, and the Sandbox.
+// command lines, and where a glob could expand into it (git pu* under a
+// deny rule "git push *"). Deny rules are best effort, a guard against
+// mistakes and not a boundary: a script, an interpreter or a copy of the
+// program under another name still reaches rm. The boundary is a short
+// Allow list of programs that run no other programs, and the Sandbox.
 //
 // Denials wrap ErrDenied and name the command and the rule or construct
 // that decided:
@@ -138,12 +156,11 @@ type ApprovalRequest struct {
 // a command equal to it.
 //
 // With Options.ApproveWrites, Rules judge a pty-write's Input as the
-// command line a shell would read: it must be whole lines (end in Enter,
-// no line continuation left open), hold no control character (a tab
-// would complete the line into something else) and no history expansion
-// (! anywhere, ^ leading a line), and each line's commands
-// are judged as a start's are. Input to a program that is not a shell is
-// judged the same way, so such writes are mostly denied.
+// command line a shell would read: it must be whole lines (end in Enter),
+// hold no control character (a tab would complete the line into something
+// else) and no history expansion (! anywhere, ^ leading a line), and each
+// line's commands are judged as a start's are. Input to a program that is
+// not a shell is judged the same way, so such writes are mostly denied.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
@@ -176,7 +193,7 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 		if exact {
 			return nil
 		}
-		return deny("cannot be parsed: %v", err)
+		return deny("%s", unreadable(err))
 	}
 	for _, rule := range r.Deny {
 		rc, err := parseRule(rule)
@@ -190,7 +207,7 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 			if n == len(sc.cmds) {
 				return deny("matches deny rule %q", rule)
 			}
-			return deny("%q matches deny rule %q", runText(sc.src, sc.cmds[at:at+n]), rule)
+			return deny("%s matches deny rule %q", quoteShort(runText(sc.src, sc.cmds[at:at+n])), rule)
 		}
 	}
 	switch {
@@ -216,11 +233,12 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, ...any) error) error {
 	cmds := sc.cmds
 	for i := range cmds {
-		for _, run := range cmds[i].runs[min(1, len(cmds[i].runs)):] {
+		for _, need := range cmds[i].needs {
 			if !slices.ContainsFunc(allow, func(rule []simpleCmd) bool {
-				return len(rule) == 1 && matchTokens(rule[0].allowToks(), run)
+				return len(rule) == 1 && matchTokens(rule[0].allow, need)
 			}) {
-				return deny("%q runs %q, which matches no allow rule", runText(sc.src, cmds[i:i+1]), wordsText(run))
+				return deny("%s runs %s, which matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])),
+					quoteShort(wordsText(need)), spelled(need, allow))
 			}
 		}
 	}
@@ -243,12 +261,36 @@ func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, 
 			return runMatches(rule, cmds[i:min(i+len(rule), len(cmds))], allowMatch)
 		}) {
 			if len(cmds) == 1 {
-				return deny("matches no allow rule")
+				return deny("matches no allow rule%s", spelled(cmds[i].toks, allow))
 			}
-			return deny("%q matches no allow rule", runText(sc.src, cmds[i:i+1]))
+			return deny("%s matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])), spelled(cmds[i].toks, allow))
 		}
 	}
 	return deny("matches no allow rule as a whole")
+}
+
+// spelled names the first word of toks that only a rule spelling it
+// matches and no rule word does, for a denial's message.
+func spelled(toks []token, allow [][]simpleCmd) string {
+	for _, t := range toks {
+		if t.exact && !slices.ContainsFunc(allow, func(rule []simpleCmd) bool {
+			return slices.ContainsFunc(rule, func(c simpleCmd) bool {
+				return slices.ContainsFunc(c.allow, func(r token) bool { return tokenMatches(r, t) })
+			})
+		}) {
+			return " (only a rule that spells " + clip(t.raw) + " as it is written matches it)"
+		}
+	}
+	return ""
+}
+
+// unreadable says why a command could not be read.
+func unreadable(err error) string {
+	var se syntaxError
+	if errors.As(err, &se) {
+		return "cannot be parsed: " + se.Error()
+	}
+	return err.Error()
 }
 
 // typedLines turns a write's input into the command lines a shell would
@@ -272,6 +314,14 @@ func typedLines(input string) (string, string) {
 		return "", "ends in a line continuation, which leaves the line open"
 	}
 	return text, ""
+}
+
+// clip is s for a message, quoted and elided when long.
+func clip(s string) string {
+	if len(s) <= 300 {
+		return s
+	}
+	return quoteShort(s)
 }
 
 // quoteShort quotes s for a message, eliding the middle of a long one.
@@ -320,25 +370,26 @@ func runMatches(rule, cmds []simpleCmd, match func(r, c *simpleCmd) bool) bool {
 	return true
 }
 
-func allowMatch(r, c *simpleCmd) bool { return matchTokens(r.allowToks(), c.allowToks()) }
+func allowMatch(r, c *simpleCmd) bool { return matchTokens(r.allow, c.allow) }
 
 // denyMatch matches a deny rule against every view of a command: as it is
 // written (so a rule can name a redirection), and each program it runs,
-// also by the base name of a program named by its path.
+// also by the base name of a program named by its path. A glob may
+// become any words its pattern matches, or none.
 func denyMatch(r, c *simpleCmd) bool {
-	rule := r.allowToks()
-	if matchTokens(rule, c.allowToks()) {
+	rule := r.allow
+	if denyTokens(rule, c.allow) {
 		return true
 	}
 	for _, run := range c.runs {
-		if matchTokens(rule, run) {
+		if denyTokens(rule, run) {
 			return true
 		}
 		if run[0].static && strings.Contains(run[0].val, "/") {
 			base := append([]token(nil), run...)
 			base[0].val = path.Base(run[0].val)
 			base[0].pat = globQuote(base[0].val)
-			if matchTokens(rule, base) {
+			if denyTokens(rule, base) {
 				return true
 			}
 		}
@@ -346,13 +397,66 @@ func denyMatch(r, c *simpleCmd) bool {
 	return false
 }
 
+// denyTokens reports whether cmd may be what rule matches once bash has
+// expanded its globs.
+func denyTokens(rule, cmd []token) bool {
+	// A tilde is the value of a variable or of the user database, like
+	// an expansion: matched by its text.
+	wild := func(c token) bool {
+		return c.kind == tokWord && !c.static && !c.expands && !strings.HasPrefix(c.raw, "~")
+	}
+	// next[j]: rule[i+1:] may match cmd[j:].
+	next := make([]bool, len(cmd)+1)
+	next[len(cmd)] = true
+	for j := len(cmd) - 1; j >= 0; j-- {
+		next[j] = wild(cmd[j]) && next[j+1]
+	}
+	for i := len(rule) - 1; i >= 0; i-- {
+		r := rule[i]
+		cur := make([]bool, len(cmd)+1)
+		for j := len(cmd); j >= 0; j-- {
+			switch {
+			case r.star:
+				cur[j] = next[j] || j < len(cmd) && cmd[j].kind == tokWord && cur[j+1]
+			case j == len(cmd):
+			case wild(cmd[j]):
+				// The glob's words end here, or one of them is r's.
+				cur[j] = cur[j+1] || r.kind == tokWord && mayBe(cmd[j], r) && next[j]
+			default:
+				cur[j] = denyToken(r, cmd[j]) && next[j+1]
+			}
+		}
+		next = cur
+	}
+	return next[0]
+}
+
+// mayBe reports whether the glob c may expand to a word rule word r
+// matches: by c's pattern where it has only * and ?, else always.
+func mayBe(c, r token) bool {
+	if !r.static || strings.ContainsAny(c.raw, "[{") {
+		return true
+	}
+	return globMatch(c.pat, r.val) || globMatch(path.Base(c.pat), r.val)
+}
+
+func denyToken(r, c token) bool {
+	switch {
+	case r.kind != c.kind:
+		return false
+	case r.kind == tokOp, r.expands, c.expands:
+		return r.raw == c.raw
+	}
+	return globMatch(r.pat, c.val)
+}
+
 func runText(src string, cmds []simpleCmd) string {
 	return src[cmds[0].start:cmds[len(cmds)-1].end]
 }
 
 // matchTokens reports whether rule matches all of cmd: a lone * matches
-// any number of words (never an operator or an opaque word), anything else
-// one token.
+// any number of words (never an operator, an opaque word, an expansion or
+// an assignment), anything else one token.
 func matchTokens(rule, cmd []token) bool {
 	// next[j]: rule[i+1:] matches cmd[j:].
 	next := make([]bool, len(cmd)+1)
@@ -361,7 +465,7 @@ func matchTokens(rule, cmd []token) bool {
 		cur := make([]bool, len(cmd)+1)
 		for j := len(cmd); j >= 0; j-- {
 			if rule[i].star {
-				cur[j] = next[j] || (j < len(cmd) && cmd[j].kind == tokWord && !cmd[j].opaque && cur[j+1])
+				cur[j] = next[j] || (j < len(cmd) && cmd[j].kind == tokWord && !cmd[j].opaque && !cmd[j].exact && cur[j+1])
 			} else {
 				cur[j] = j < len(cmd) && tokenMatches(rule[i], cmd[j]) && next[j+1]
 			}
@@ -371,58 +475,61 @@ func matchTokens(rule, cmd []token) bool {
 	return next[0]
 }
 
+// tokenMatches reports whether rule word r matches c: a word only the
+// shell knows (an expansion, a glob) only when r spells it the same, an
+// assignment only an assignment.
 func tokenMatches(r, c token) bool {
 	switch {
-	case r.kind != c.kind:
+	case r.kind != c.kind, r.assign != c.assign:
 		return false
-	case r.kind == tokOp, c.opaque, c.splits, r.expands:
+	case r.kind == tokOp, c.opaque, !c.static, r.expands:
 		return r.raw == c.raw
 	}
 	return globMatch(r.pat, c.val)
 }
 
 // globMatch matches s against pattern, in which * matches any characters,
-// ? one, and a backslash makes the next character literal.
+// ? one, and a backslash makes the next character literal. It allocates
+// nothing: the deny rules call it for every word of every view.
 func globMatch(pattern, s string) bool {
-	type elem struct {
-		r    rune
-		kind byte // 'c' a character, '?' any one, '*' any run
+	if !strings.ContainsAny(pattern, `*?\`) {
+		return pattern == s
 	}
-	var pat []elem
-	for i := 0; i < len(pattern); {
-		r, n := utf8.DecodeRuneInString(pattern[i:])
-		i += n
-		switch r {
-		case '*', '?':
-			pat = append(pat, elem{kind: byte(r)})
-		case '\\':
-			r, n = utf8.DecodeRuneInString(pattern[i:])
-			i += n
-			fallthrough
-		default:
-			pat = append(pat, elem{r: r, kind: 'c'})
-		}
-	}
-	str := []rune(s)
 	p, j, star, mark := 0, 0, -1, 0
-	for j < len(str) {
-		switch {
-		case p < len(pat) && (pat[p].kind == '?' || pat[p].kind == 'c' && pat[p].r == str[j]):
-			p, j = p+1, j+1
-		case p < len(pat) && pat[p].kind == '*':
-			star, mark = p, j
-			p++
-		case star >= 0:
-			mark++
-			p, j = star+1, mark
-		default:
+	for j < len(s) {
+		if p < len(pattern) {
+			switch pattern[p] {
+			case '*':
+				star, mark = p, j
+				p++
+				continue
+			case '?':
+				_, n := utf8.DecodeRuneInString(s[j:])
+				p, j = p+1, j+n
+				continue
+			}
+			lit := p
+			if pattern[p] == '\\' && p+1 < len(pattern) {
+				lit++
+			}
+			_, pn := utf8.DecodeRuneInString(pattern[lit:])
+			_, sn := utf8.DecodeRuneInString(s[j:])
+			if pattern[lit:lit+pn] == s[j:j+sn] {
+				p, j = lit+pn, j+sn
+				continue
+			}
+		}
+		if star < 0 {
 			return false
 		}
+		_, n := utf8.DecodeRuneInString(s[mark:])
+		mark += n
+		p, j = star+1, mark
 	}
-	for p < len(pat) && pat[p].kind == '*' {
+	for p < len(pattern) && pattern[p] == '*' {
 		p++
 	}
-	return p == len(pat)
+	return p == len(pattern)
 }
 
 // allowToks returns the tokens a rule must match: all but the harmless
@@ -441,7 +548,7 @@ func (c *simpleCmd) allowToks() []token {
 }
 
 // harmless reports whether a redirection writes no file: copying or
-// closing a descriptor, output to /dev/null, input.
+// closing a descriptor, output to /dev/null, input from a named file.
 func harmless(op string, target token) bool {
 	switch strings.TrimLeft(op, "0123456789") {
 	case ">&", "<&":
@@ -451,8 +558,6 @@ func harmless(op string, target token) bool {
 	case "<":
 		// bash opens a connection for /dev/tcp/host/port itself.
 		return target.static && !strings.HasPrefix(target.val, "/dev/tcp/") && !strings.HasPrefix(target.val, "/dev/udp/")
-	case "<<<":
-		return true
 	}
 	return false
 }

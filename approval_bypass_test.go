@@ -17,18 +17,57 @@ import (
 // the command printed.
 func runInTemp(t *testing.T, command string) (removed bool, out string) {
 	t.Helper()
+	return attack{command: command}.run(t)
+}
+
+// attack is a command run for real beside the canary d, as bash -c runs
+// it unless a field says otherwise.
+type attack struct {
+	command     string
+	files       []string // planted beside d and keep first
+	env         []string // added to bash's environment
+	interactive bool     // typed into an interactive bash on its standard input
+	terminal    bool     // run under a terminal (script), in a git repository
+}
+
+// run runs the attack and reports whether d is gone and what it printed.
+func (a attack) run(t *testing.T) (removed bool, out string) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "keep"), nil, 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range append([]string{"keep"}, a.files...) {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cmd := exec.Command("bash", "-c", command)
+	cmd := exec.Command("bash", "-c", a.command)
+	switch {
+	case a.interactive:
+		cmd = exec.Command("bash", "--norc", "--noprofile", "-i")
+		cmd.Stdin = strings.NewReader(a.command)
+	case a.terminal:
+		for _, p := range []string{"git", "script"} {
+			if _, err := exec.LookPath(p); err != nil {
+				if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+					t.Fatalf("the control needs %s (AGENTPTY_REQUIRE=all): %v", p, err)
+				}
+				t.Skipf("the control needs %s", p)
+			}
+		}
+		git := exec.Command("sh", "-c", "git init -q && git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x")
+		git.Dir = dir
+		if b, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git: %v: %s", err, b)
+		}
+		cmd = exec.Command("script", "-qec", "bash -c "+shellQuote(a.command), "/dev/null")
+	}
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), a.env...)
 	b, _ := cmd.CombinedOutput()
 	if _, err := os.Stat(filepath.Join(dir, "keep")); err != nil {
-		t.Fatalf("%q removed the control file: %v", command, err)
+		t.Fatalf("%q removed the control file: %v", a.command, err)
 	}
 	_, err := os.Stat(filepath.Join(dir, "d"))
 	return errors.Is(err, os.ErrNotExist), string(b)
@@ -49,8 +88,8 @@ func TestApproveRulesBypasses(t *testing.T) {
 		harm    string // "" when the harm is d removed; else what the output shows
 		want    string
 	}{
-		{"LineContinuation", echo, "echo \"$\\\n(rm -rf d)\"", "", `"rm -rf d" matches deny rule "rm *"`},
-		{"LineContinuationUnquoted", echo, "echo $\\\n(rm -rf d)", "", `"rm -rf d" matches deny rule "rm *"`},
+		{"LineContinuation", echo, "echo \"$\\\n(rm -rf d)\"", "", "uses a line continuation"},
+		{"LineContinuationUnquoted", echo, "echo $\\\n(rm -rf d)", "", "uses a line continuation"},
 		{"TestV", agentpty.Rules{Allow: []string{"test *"}}, `test -v $'a[\x24(rm -rf d)]'`, "",
 			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
 		{"BracketV", agentpty.Rules{Allow: []string{"[ *"}}, `[ -v $'a[\x24(rm -rf d)]' ]`, "",
@@ -89,9 +128,9 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"FindExecNotAllowed", agentpty.Rules{Allow: []string{"find *"}}, "find . -name d -exec rm -rf {} +", "",
 			`runs "rm -rf {}", which matches no allow rule`},
 		{"Declare", agentpty.Rules{Allow: []string{"*"}}, `declare $'a[\x24(rm -rf d)]=1'`, "",
-			`uses a command substitution $(...) in the value`},
+			`uses declare with arguments, which assigns the variables they name`},
 		{"Read", agentpty.Rules{Allow: []string{"*"}}, `x='a[$'; y="${x}(rm -rf d)]"; read "$y" <<< 1`, "",
-			`uses read, which evaluates array subscripts`},
+			`uses read, which assigns the variables it names`},
 		{"Alias", agentpty.Rules{Allow: []string{"*"}}, "shopt -s expand_aliases\nalias ls='rm -rf d'\nls", "",
 			`uses alias, which makes a word run something else`},
 	} {
@@ -171,16 +210,45 @@ func TestApproveRulesRefused(t *testing.T) {
 		"[[ -f x ]]":                       "a [[ ... ]] test",
 		"printf -v x %s y":                 "printf -v, which evaluates array subscripts",
 		"printf $f x":                      "printf with $f before its format",
-		"read x":                           "read, which evaluates array subscripts",
-		"mapfile x < f":                    "mapfile, which evaluates",
+		"read x":                           "read, which assigns the variables it names",
+		"mapfile x < f":                    "mapfile, which assigns the variables it names",
 		"let x=1":                          "let, which evaluates arithmetic",
 		"((x=1))":                          "an arithmetic command ((...))",
 		"for ((i=0;i<2;i++)); do ls; done": "an arithmetic for loop",
-		"declare 'a[1]=2'":                 "declare 'a[1]=2', which bash evaluates",
-		"declare a[1]=2":                   "an array subscript in an assignment",
-		"local -n r=x":                     "local -n, whose variables bash evaluates",
-		"export $v":                        "export with $v, which may name an array subscript",
-		"declare -i x=y":                   "declare -i, whose variables bash evaluates",
+		"declare 'a[1]=2'":                 "declare with arguments, which assigns the variables they name",
+		"declare a[1]=2":                   "declare with arguments",
+		"local -n r=x":                     "local with arguments",
+		"export $v":                        "export with arguments",
+		"declare -i x=y":                   "declare with arguments",
+		"export X=1":                       "export with arguments",
+		"command declare x":                "declare with arguments",
+		"for x in a; do ls; done":          "a for loop, which assigns the variable it names",
+		"select x in a; do ls; done":       "a select loop",
+		"while ls; do ls; done":            "a while loop",
+		"until ls; do ls; done":            "an until loop",
+		"case x in x) ls;; esac":           "a case statement",
+		"getopts a x":                      "getopts, which assigns the variables it names",
+		"wait -p x":                        "wait -p, which assigns the variable it names",
+		"wait -fnp x":                      "wait -fnp, which assigns the variable it names",
+		"set -k":                           "set -k, which makes words after a command assignments",
+		"set -o keyword":                   "set -k, which makes words after a command assignments",
+		"wait *":                           "wait with *, which the builtin may take for a name to assign or evaluate",
+		"exec {fd}>/dev/null":              "a redirection {fd}>, which assigns a variable",
+		"bash -kc 'ls X=1'":                "bash -k, which makes words after a command assignments",
+		"bash -o keyword -c 'ls X=1'":      "bash -o keyword, which the rules do not know",
+		"bash -c --rcfile x 'ls'":          "bash with option --rcfile, which the rules do not know",
+		"bash -x --rcfile x -c ls":         "bash with option --rcfile, which the rules do not know",
+		"bash --frob -c ls":                "bash with option --frob, which the rules do not know",
+		"bash -c 'X=1 ls'":                 "",
+		"zsh -c ls":                        "zsh -c, whose command line the rules do not read",
+		"sh -c 'time ls'":                  "time, which sh runs as a program",
+		"dash -c 'ls &>/dev/null'":         "&>, which sh reads as & and a redirection",
+		"sh -c 'ls |& ls'":                 "|&, which sh does not read as bash does",
+		`sh -c "\$'ls'"`:                   "a $'...' string, which sh does not decode",
+		"sudo -u * ls":                     "sudo with *, which the rules cannot know",
+		"timeout $T ls":                    "timeout with option $T, which the rules do not know",
+		"timeout -s $S 5 ls":               "timeout with $S, which the rules cannot know",
+		"chroot -- $D ls":                  "chroot with $D, which the rules cannot know",
 		"a[1]=2":                           "an array subscript in an assignment",
 		"a=([1]=2)":                        "an array subscript in an assignment",
 		"unset 'a[1]'":                     "unset with 'a[1]'",
@@ -191,19 +259,24 @@ func TestApproveRulesRefused(t *testing.T) {
 		"enable -f x.so y":                 "enable, which can load code",
 		"hash -p /bin/rm ls":               "hash -p, which makes a name run another program",
 		"PS4=x bash -x y":                  "an assignment to PS4",
-		"export BASH_ENV=x":                "an assignment to BASH_ENV",
+		"export BASH_ENV=x":                "export with arguments",
 		"cat <<EOF\nx\nEOF":                "a here-document",
 		"echo @(a|b)":                      "an extended glob @(a|b)",
 		`echo $"hi"`:                       `a $"..." string`,
 		`echo $'a\x00b'`:                   "a $'...' string holding a NUL byte",
 		"coproc ls":                        "a coprocess",
-		"echo 'a\\\nb'":                    "a backslash-newline inside quotes or a comment",
-		"ls # \\\nrm -rf d":                "a backslash-newline inside quotes or a comment",
+		"echo 'a\\\nb'":                    "a line continuation",
+		"ls # \\\nrm -rf d":                "a line continuation",
+		"ls\rrm -rf d":                     "the control character '\\r'",
+		"ls \x1b[201~":                     "the control character '\\x1b'",
 		"env -S 'rm -rf d'":                "env -S, which runs a string as a command",
 		"find $D -name x":                  "find with $D, which may expand to -exec",
 		"find * -quit":                     "find with *, which may expand to -exec",
 		"echo '$(id)'":                     "a command substitution $(...)",
 	} {
+		if want == "" {
+			continue
+		}
 		err := approve(all, c)
 		if err == nil || !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), "uses "+want) {
 			t.Errorf("%q: %v; want ...uses %s", c, err, want)
@@ -268,8 +341,9 @@ func TestApproveRulesShellC(t *testing.T) {
 }
 
 // TestApproveRulesSplitting: an unquoted expansion may become several
-// words (X='/etc/shadow x' makes cat $X.txt read /etc/shadow), so only a
-// lone * or the same text matches it; quoted, it is one word.
+// words (X='/etc/shadow x' makes cat $X.txt read /etc/shadow), and only
+// the shell knows what it holds, so only a rule that spells it the same
+// matches it: a lone * does not, quoted or not.
 func TestApproveRulesSplitting(t *testing.T) {
 	r := agentpty.Rules{Allow: []string{"cat *.txt", "echo *", "ls $D"}}
 	dir := t.TempDir()
@@ -282,68 +356,97 @@ func TestApproveRulesSplitting(t *testing.T) {
 	if out, _ := cmd.CombinedOutput(); !strings.Contains(string(out), "s3cret") {
 		t.Fatalf("control: %q", out)
 	}
-	for c, ok := range map[string]bool{"cat $X.txt": false, `cat "$X".txt`: true, "cat notes.txt": true, "echo $X": true, "ls $D": true} {
+	for c, ok := range map[string]bool{"cat $X.txt": false, `cat "$X".txt`: false, "cat notes.txt": true, "echo $X": false, "ls $D": true, "ls \"$D\"": false} {
 		if err := approve(r, c); (err == nil) != ok {
 			t.Errorf("%q: %v; want approved %v", c, err, ok)
 		}
 	}
 }
 
-// TestApproveRulesRunsOnlyAllowed: for every command the rules approve in
-// a corpus of tricky ones, bash's own trace (set -x, which shows each
-// simple command as it runs, in subshells and substitutions too) lists
-// only programs an Allow rule names.
-func TestApproveRulesRunsOnlyAllowed(t *testing.T) {
-	r := agentpty.Rules{Allow: []string{"echo *", "printf *", "true", "cd *"}}
-	// and the compound commands bash traces by their keyword
-	allowed := map[string]bool{"echo": true, "printf": true, "true": true, "cd": true, "case": true, "for": true, "select": true}
-	corpus := []string{
-		"echo \"$\\\n(rm -rf d)\"", "echo $\\\n(rm -rf d)", `echo $'\x24(rm -rf d)'`, `printf -v $'a[\x24(rm -rf d)]' x`,
-		"echo a\\\n;rm -rf d", "ec\\\nho x; r\\\nm -rf d", "echo x; rm -rf d", "echo x & rm -rf d", "echo x\nrm -rf d",
-		"echo x | rm -rf d", "true && rm -rf d", "true || rm -rf d", "echo $(rm -rf d)", "echo `rm -rf d`",
-		"echo ${x:-$(rm -rf d)}", "echo ${x[$(rm -rf d)]}", "(rm -rf d)", "{ rm -rf d; }", "if true; then rm -rf d; fi",
-		"function f { rm -rf d; }; f", "f() { rm -rf d; }; f", "echo x > >(rm -rf d)", "echo <(rm -rf d)",
-		"cd d && rm -rf ../d", "echo # c \\\nrm -rf d", "echo 'a\\\nb'; rm -rf d", "printf '%s' x", "printf -- -v x",
-		"echo \"a\\\nb\"", "echo a\\\n b", "cd .. \\\n; true", "echo !!", "echo $'\\'' ; rm -rf d", `echo '\'';rm -rf d #'`,
-		"echo x\r\nrm -rf d", "ech\\\no hi", "e\"ch\"o hi", `\echo hi`, "echo {a,b}", "echo ~", "echo *", "echo $HOME",
-		"x=1 echo hi", "echo hi 2>&1", "echo hi >/dev/null", "echo hi <<< x", "cd; echo hi", "true; true; echo x",
-		"printf '%s\\n' a b", "echo $((1+1))", "echo $[1+1]", "[ -v x ]", "eval echo", "command echo hi", "nice echo hi",
-		"echo hi | printf x", "echo hi |& printf x", "! true", "time true", "time -p echo x", "case x in x) echo y;; esac",
-		"for i in 1 2; do echo $i; done", "while true; do break; done", "select x in a; do break; done <<< 1",
+// ansiQuote quotes s as one $'...' word for bash, without a newline.
+func ansiQuote(s string) string {
+	return "$'" + strings.NewReplacer(`\`, `\\`, "'", `\'`, "\n", `\n`).Replace(s) + "'"
+}
+
+// shellQuote quotes s as one word for bash.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestApproveRulesModelledOnly: each attack here was approved and ran
+// rm: a comment that hid a line continuation, names assigned by for and
+// wait -p whose values bash evaluates (the variables SECONDS, RANDOM,
+// SRANDOM, OPTIND and HISTCMD evaluate theirs as arithmetic, array
+// subscripts and command substitution included; PROMPT_COMMAND runs at
+// the next prompt), a bash -c string's assignment, and a bash option
+// whose argument was read as the script. The control runs each through
+// bash for real and shows d removed; the rules must deny it.
+func TestApproveRulesModelledOnly(t *testing.T) {
+	echo := agentpty.Rules{Allow: []string{"echo *"}}
+	echoDeny := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
+	ls := agentpty.Rules{Allow: []string{"ls *"}}
+	wait := agentpty.Rules{Allow: []string{"sleep *", "wait *"}}
+	git := agentpty.Rules{Allow: []string{"bash -c *", "echo *", "git log *", "git diff *"}}
+	comment := "echo $$'\\' # '\\\nrm -rf d\n"
+	escaped := "\\\\$'X\\'Y' # ' \\\nrm -rf d\n"
+	forVar := func(name string) string {
+		return "for x in $'\\x24'; do for " + name + " in \"a[$x(rm -rf d)]\"; do ls; done; done"
 	}
-	approved := 0
-	for _, c := range corpus {
-		if approve(r, c) != nil {
-			continue
-		}
-		approved++
-		dir := t.TempDir()
-		trace := filepath.Join(dir, "trace")
-		cmd := exec.Command("bash", "-xc", c)
-		cmd.Dir = dir
-		f, err := os.Create(trace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Env = append(os.Environ(), "BASH_XTRACEFD=3")
-		cmd.ExtraFiles = []*os.File{f}
-		_ = cmd.Run()
-		f.Close()
-		b, err := os.ReadFile(trace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if line == "" {
-				continue
+	planted := []string{"a[$(rm -rf d)]"}
+	for _, tc := range []struct {
+		name  string
+		rules agentpty.Rules
+		attack
+		write bool // judged as a pty-write's input, typed into an interactive shell
+		want  string
+	}{
+		{"Comment", echo, attack{command: comment}, false, "a line continuation"},
+		{"CommentEscaped", echo, attack{command: "echo " + escaped}, false, "a line continuation"},
+		{"CommentDeny", echoDeny, attack{command: comment}, false, "a line continuation"},
+		{"CommentWrite", echo, attack{command: comment, interactive: true}, true, "a line continuation"},
+		{"CommentEscapedWrite", echo, attack{command: "echo " + escaped, interactive: true}, true, "a line continuation"},
+		{"CommentShellC", agentpty.Rules{Allow: []string{"bash -c *", "echo *"}}, attack{command: "bash -c " + ansiQuote(comment)}, false, "a line continuation"},
+		{"ForSeconds", ls, attack{command: forVar("SECONDS")}, false, "uses a for loop"},
+		{"ForRandom", ls, attack{command: forVar("RANDOM")}, false, "uses a for loop"},
+		{"ForSrandom", ls, attack{command: forVar("SRANDOM")}, false, "uses a for loop"},
+		{"ForOptind", ls, attack{command: forVar("OPTIND")}, false, "uses a for loop"},
+		{"ForHistcmd", ls, attack{command: forVar("HISTCMD")}, false, "uses a for loop"},
+		{"ForSecondsWrite", ls, attack{command: forVar("SECONDS") + "\n", interactive: true}, true, "uses a for loop"},
+		{"ForRandomGlob", ls, attack{command: "for RANDOM in a*; do ls; done", files: planted}, false, "uses a for loop"},
+		{"ForPromptCommand", ls, attack{command: "for PROMPT_COMMAND in 'rm -rf d'; do ls; done\n", interactive: true}, true, "uses a for loop"},
+		{"ForSecondsShellC", agentpty.Rules{Allow: []string{"bash -c *", "ls *"}}, attack{command: "bash -c " + shellQuote(forVar("SECONDS"))}, false, "uses a for loop"},
+		{"WaitP", wait, attack{command: `sleep 0 & wait -n -p "a[$x(rm -rf d)]"`, env: []string{"x=$"}}, false, "uses wait -p"},
+		{"WaitPGlob", wait, attack{command: "sleep 0 & wait -n -p a*", files: planted}, false, "uses wait -p"},
+		{"WaitNP", wait, attack{command: "sleep 0 & wait -np a*", files: planted}, false, "uses wait -np"},
+		{"ShellCAssignment", git, attack{command: `bash -c 'GIT_EXTERNAL_DIFF="rm -rf d;:" git diff --no-index --ext-diff /etc/hostname keep'`}, false,
+			`runs "GIT_EXTERNAL_DIFF=\"rm -rf d;:\" git diff --no-index --ext-diff /etc/hostname keep", which matches no allow rule`},
+		{"ShellCGitPager", git, attack{command: `bash -c 'GIT_PAGER="rm -rf d" git log'`, terminal: true}, false,
+			`runs "GIT_PAGER=\"rm -rf d\" git log", which matches no allow rule`},
+		{"RcfileDeny", echoDeny, attack{command: "bash --rcfile /dev/null -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
+		{"InitFileDeny", echoDeny, attack{command: "bash --init-file /dev/null -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
+		{"EnvShellopts", agentpty.Rules{Allow: []string{"env *", "bash -c *", "echo *", "git diff *"}},
+			attack{command: `env SHELLOPTS=keyword bash -c 'git diff --no-index --ext-diff /etc/hostname keep GIT_EXTERNAL_DIFF="rm -rf d;:"'`}, false,
+			"env SHELLOPTS=keyword, whose value a shell runs"},
+		{"XargsReplace", echoDeny, attack{command: "echo rm -rf d | xargs -I{} bash -c {}"}, false,
+			"uses bash with {}, whose options the rules cannot know"},
+		{"XargsReplaceLong", echoDeny, attack{command: "echo rm -rf d | xargs --replace=X sh -c X"}, false,
+			"uses sh with X, whose options the rules cannot know"},
+		{"ShortOptionDeny", echoDeny, attack{command: "bash -O extglob -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			removed, out := tc.attack.run(t)
+			if !removed {
+				t.Fatalf("control: bash ran %q and d is still there (output %q): the attack does nothing", tc.command, out)
 			}
-			fields := strings.Fields(strings.TrimLeft(line, "+"))
-			if len(fields) == 0 || !allowed[fields[0]] {
-				t.Errorf("%q approved, but bash ran %q", c, line)
+			req := agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: tc.command}
+			if tc.write {
+				req = agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: strings.ReplaceAll(tc.command, "\n", "\r")}
 			}
-		}
-	}
-	if approved < 25 {
-		t.Errorf("only %d of %d commands approved: the corpus no longer tests the rules", approved, len(corpus))
+			err := tc.rules.Approve(context.Background(), req)
+			if err == nil {
+				t.Fatalf("%q approved by %+v", tc.command, tc.rules)
+			}
+			if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%q: %v\nwant ErrDenied ...%s", tc.command, err, tc.want)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package agentpty
 import (
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 )
 
@@ -15,94 +14,164 @@ import (
 // through (nice nice nice ...): each is a copy of the words after it.
 const maxWrappers = 16
 
-// shells run the string after -c as a command line.
-var shells = map[string]bool{"bash": true, "sh": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true}
+// shellOptions is how a shell reads its options before the command line.
+type shellOptions struct {
+	letters string // single-letter options without an argument
+	withArg string // single-letter options that take the next word
+	long    string // long options without an argument, space-separated
+	longArg string // long options that take the next word
+}
+
+// bashOptions are bash's options and dash's (sh, ash), whose command
+// lines Rules read with bash's grammar. -k is left out: it makes
+// NAME=value words after a command into assignments.
+var bashOptions = &shellOptions{
+	letters: "abefhmnptuvxBCEHPTcilrsDIqV",
+	withArg: "oO",
+	long:    "debug debugger dump-po-strings dump-strings help login noediting noprofile norc posix pretty-print restricted verbose version",
+	longArg: "init-file rcfile",
+}
+
+// shells run the string after -c as a command line; nil: in a language
+// Rules do not read.
+var shells = map[string]*shellOptions{"bash": bashOptions, "sh": bashOptions, "dash": bashOptions, "ash": bashOptions,
+	"zsh": nil, "ksh": nil, "mksh": nil}
 
 // maxNesting bounds how deep sh -c 'sh -c ...' is read.
 const maxNesting = 4
 
 // shellString reads the command line a shell runs with -c, and returns
-// the commands it runs; what it refuses, the whole command refuses.
-func (sc *shellCommand) shellString(words []token) [][]token {
+// the commands it runs and those that need an allow rule of their own;
+// what it refuses, the whole command refuses.
+func (sc *shellCommand) shellString(words []token) (runs, needs [][]token) {
 	prog := words[0]
-	if !prog.static || !shells[path.Base(prog.val)] {
-		return nil
+	name := path.Base(prog.val)
+	opts, ok := shells[name]
+	if !prog.static || !ok {
+		return nil, nil
 	}
-	i, dashC := 1, false
-	for ; i < len(words); i++ {
-		a := words[i]
-		if !a.static {
-			sc.refuse(prog.val + " with " + a.raw + ", whose options the rules cannot know")
-			return nil
-		}
-		if a.val == "--" || a.val == "-" {
-			i++
-			break
-		}
-		if len(a.val) < 2 || a.val[0] != '-' && a.val[0] != '+' {
-			break
-		}
-		if a.val[1] == '-' {
-			continue // --norc, --login, ...
-		}
-		dashC = dashC || a.val[0] == '-' && strings.Contains(a.val, "c")
-		if strings.ContainsAny(a.val[1:], "oO") {
-			i++ // -o errexit, -O extglob
-		}
+	i, dashC := shellArgs(name, opts, words, sc.refusef)
+	if i < 0 || !dashC {
+		return nil, nil // a script or standard input: an interpreter, allowing everything
 	}
-	if !dashC {
-		return nil // a script or standard input: an interpreter, allowing everything
+	if opts == nil {
+		sc.refusef("%s -c, whose command line the rules do not read", name)
+		return nil, nil
 	}
 	if i >= len(words) || !words[i].static {
 		what := "nothing"
 		if i < len(words) {
-			what = words[i].raw
+			what = clip(words[i].raw)
 		}
-		sc.refuse(prog.val + " -c with " + what + ", a command line the rules cannot read")
-		return nil
+		sc.refusef("%s -c with %s, a command line the rules cannot read", prog.val, what)
+		return nil, nil
 	}
 	if sc.depth >= maxNesting {
-		sc.refuse(fmt.Sprintf("%s -c nested more than %d deep", prog.val, maxNesting))
-		return nil
+		sc.refusef("%s -c nested more than %d deep", prog.val, maxNesting)
+		return nil, nil
 	}
-	inner, err := parseShell(words[i].val, false, sc.depth+1)
+	inner, err := parseShell(words[i].val, false, sc.depth+1, sc.parser, name != "bash")
 	if err != nil {
-		sc.refuse(fmt.Sprintf("%s -c %q, which cannot be parsed: %v", prog.val, words[i].val, err))
-		return nil
+		sc.refusef("%s -c %s, which %s", prog.val, quoteShort(words[i].val), unreadable(err))
+		return nil, nil
 	}
 	if inner.refused != nil {
-		sc.refuse(inner.refused.what + " in " + prog.val + " -c " + strconv.Quote(words[i].val))
+		sc.refusef("%s in %s -c %s", inner.refused.what, prog.val, quoteShort(words[i].val))
 	}
-	var runs [][]token
 	for _, c := range inner.cmds {
 		runs = append(runs, c.runs...)
+		needs = append(needs, c.allow)
+		needs = append(needs, c.needs...)
 	}
-	return runs
+	return runs, needs
+}
+
+// shellArgs reads a shell's options as the shell does: it returns where
+// its first operand is and whether -c was given; -1 when an option is one
+// the rules refuse. opts nil reads only -c, for the deny rules' sake.
+func shellArgs(name string, opts *shellOptions, words []token, refusef func(string, ...any)) (int, bool) {
+	if opts == nil {
+		opts = &shellOptions{letters: "c"}
+	}
+	i, dashC, long := 1, false, true
+	for ; i < len(words); i++ {
+		a := words[i]
+		if !a.static {
+			refusef("%s with %s, whose options the rules cannot know", name, clip(a.raw))
+			return -1, false
+		}
+		v := a.val
+		if v == "--" || v == "-" {
+			return i + 1, dashC
+		}
+		if len(v) < 2 || v[0] != '-' && v[0] != '+' {
+			break
+		}
+		if strings.HasPrefix(v, "--") && long { // bash reads them only before the others
+			switch {
+			case hasWord(opts.longArg, v[2:]):
+				i++
+				if i < len(words) && !words[i].static {
+					refusef("%s %s with %s, which the rules cannot know", name, v, clip(words[i].raw))
+					return -1, false
+				}
+			case !hasWord(opts.long, v[2:]):
+				refusef("%s with option %s, which the rules do not know", name, clip(v))
+				return -1, false
+			}
+			continue
+		}
+		long = false
+		for _, ch := range v[1:] {
+			switch {
+			case ch == 'c' && v[0] == '-':
+				dashC = true
+			case strings.ContainsRune(opts.withArg, ch):
+				i++
+				if i < len(words) && (!words[i].static || words[i].val == "keyword") {
+					refusef("%s -%c %s, which the rules do not know", name, ch, clip(words[i].raw))
+					return -1, false
+				}
+			case ch == 'k':
+				refusef("%s -k, which makes words after a command assignments", name)
+				return -1, false
+			case !strings.ContainsRune(opts.letters, ch):
+				refusef("%s with option %s, which the rules do not know", name, clip(v))
+				return -1, false
+			}
+		}
+	}
+	return i, dashC
 }
 
 // runsOf returns what words run, each judged: the words themselves, then
-// each wrapper's command, find -exec's and sh -c's, and theirs.
-func (sc *shellCommand) runsOf(words []token) [][]token {
-	var runs [][]token
+// each wrapper's command, find -exec's and sh -c's, and theirs; and of
+// those, the ones that need an allow rule of their own.
+func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
+	levels := 0
 	for queue := [][]token{words}; len(queue) > 0; queue = queue[1:] {
 		w := queue[0]
 		if len(w) == 0 {
 			continue
 		}
-		if len(runs) > maxWrappers {
-			sc.refuse(fmt.Sprintf("more than %d wrappers in one command", maxWrappers))
+		if levels++; levels > maxWrappers {
+			sc.refusef("more than %d wrappers in one command", maxWrappers)
 			break
 		}
 		runs = append(runs, w)
+		if levels > 1 {
+			needs = append(needs, w)
+		}
 		sc.judge(w)
-		runs = append(runs, sc.shellString(w)...)
+		r, n := sc.shellString(w)
+		runs, needs = append(runs, r...), append(needs, n...)
 		inner, err := unwrap(w)
 		if err != nil {
 			sc.refuse(err.Error())
 		}
 		queue = append(append(queue, findExecs(w)...), inner)
 	}
-	return runs
+	return runs, needs
 }
 
 // judge refuses the builtins that run or evaluate code from their
@@ -118,11 +187,26 @@ func evaluates(words []token) string {
 	if !words[0].static {
 		return ""
 	}
+	if why := evaluatesArgs(name, args); why != "" || !builtins[name] {
+		return why
+	}
+	// A glob or expansion may become a name the builtin assigns or
+	// evaluates: a planted file named a[$(rm -rf d)].
+	for _, a := range args {
+		if !a.static {
+			return name + " with " + clip(a.raw) + ", which the builtin may take for a name to assign or evaluate"
+		}
+	}
+	return ""
+}
+
+// evaluatesArgs says why the program name refuses args, if it does.
+func evaluatesArgs(name string, args []token) string {
 	switch name {
 	case "find", "/usr/bin/find", "/bin/find":
 		for _, a := range args {
 			if !a.static {
-				return "find with " + a.raw + ", which may expand to -exec and a command"
+				return "find with " + clip(a.raw) + ", which may expand to -exec and a command"
 			}
 		}
 	case "eval":
@@ -135,8 +219,21 @@ func evaluates(words []token) string {
 		return "trap, which runs its argument as a command later"
 	case "enable":
 		return "enable, which can load code into the shell"
-	case "read", "mapfile", "readarray":
-		return name + ", which evaluates array subscripts in the names it sets"
+	case "read", "mapfile", "readarray", "getopts":
+		return name + ", which assigns the variables it names"
+	case "wait":
+		for _, a := range args {
+			if strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "p") {
+				return name + " " + clip(a.val) + ", which assigns the variable it names"
+			}
+		}
+	case "set":
+		for i, a := range args {
+			if len(a.val) > 1 && (a.val[0] == '-' || a.val[0] == '+') && strings.Contains(a.val, "k") ||
+				(a.val == "-o" || a.val == "+o") && i+1 < len(args) && args[i+1].val == "keyword" {
+				return "set -k, which makes words after a command assignments"
+			}
+		}
 	case "let":
 		return "let, which evaluates arithmetic"
 	case "fc", "bind", "complete", "compgen":
@@ -153,7 +250,7 @@ func evaluates(words []token) string {
 				return name + " " + a.val + ", which evaluates array subscripts"
 			}
 			if !a.static {
-				return name + " with " + a.raw + ", which bash may read as -v and then evaluate"
+				return name + " with " + clip(a.raw) + ", which bash may read as -v and then evaluate"
 			}
 		}
 	case "printf":
@@ -162,21 +259,37 @@ func evaluates(words []token) string {
 		switch {
 		case len(args) == 0:
 		case !args[0].static:
-			return "printf with " + args[0].raw + " before its format, which bash may read as -v"
+			return "printf with " + clip(args[0].raw) + " before its format, which bash may read as -v"
 		case strings.HasPrefix(args[0].val, "-v"):
 			return "printf -v, which evaluates array subscripts"
 		}
-	case "unset", "declare", "typeset", "local", "export", "readonly":
+	case "declare", "typeset", "local", "export", "readonly":
 		// Reached through a wrapper (command declare ...); plain ones are
 		// judged by decl.
+		if len(args) > 0 {
+			return name + " with arguments, which assigns the variables they name"
+		}
+	case "unset":
 		for _, a := range args {
-			if !a.static || strings.ContainsAny(a.val, "[") {
-				return name + " with " + a.raw + ", which bash may evaluate as an array subscript"
+			if strings.Contains(a.val, "[") {
+				return name + " with " + clip(a.raw) + ", which bash evaluates as an array subscript"
 			}
 		}
 	}
 	return ""
 }
+
+// builtins are bash's builtin commands but those that take their
+// arguments as plain words (echo, cd, pwd, true ...), those that wrap a
+// command, judged as the command is, and printf, judged on its own: a
+// glob or an expansion in their arguments is refused.
+var builtins = map[string]bool{".": true, "[": true, "alias": true, "bind": true, "break": true,
+	"caller": true, "compgen": true, "complete": true, "compopt": true, "continue": true,
+	"declare": true, "enable": true, "eval": true, "exit": true, "export": true, "fc": true,
+	"getopts": true, "hash": true, "history": true, "kill": true, "let": true, "local": true, "logout": true,
+	"mapfile": true, "read": true, "readarray": true, "readonly": true, "return": true,
+	"set": true, "shift": true, "shopt": true, "source": true, "test": true, "trap": true, "typeset": true,
+	"ulimit": true, "unalias": true, "unset": true, "wait": true}
 
 // wrapper describes a program that runs the command after its options.
 type wrapper struct {
@@ -219,7 +332,7 @@ var wrappers = map[string]wrapper{
 	"runuser": {flags: "flmp", args: "gGuw", long: "login preserve-environment", longArgs: "group supp-group user shell whitelist-environment", refused: "c command session-command"},
 	"su":      {flags: "flmp", args: "gGsw", long: "login preserve-environment pty", longArgs: "group supp-group shell whitelist-environment", refused: "c command session-command"},
 	"xargs": {flags: "0eilprtxo", args: "adEILnPs",
-		long:     "null exit interactive no-run-if-empty verbose open-tty show-limits",
+		long:     "null exit interactive no-run-if-empty verbose open-tty show-limits replace",
 		longArgs: "arg-file delimiter max-args max-procs max-chars process-slot-var"},
 }
 
@@ -236,6 +349,11 @@ func unwrap(words []token) ([]token, error) {
 	if i < 0 {
 		return nil, err
 	}
+	for _, op := range words[min(i, len(words)):min(i+w.operands, len(words))] {
+		if !op.static && err == nil {
+			err = fmt.Errorf("%s with %s, which the rules cannot know", name, clip(op.raw))
+		}
+	}
 	i += w.operands
 	if i >= len(words) {
 		if name == "xargs" {
@@ -243,9 +361,53 @@ func unwrap(words []token) ([]token, error) {
 		}
 		return nil, err
 	}
-	inner := append([]token(nil), words[i:]...)
+	// The command shares words' tokens: a copy for each of a chain of
+	// wrappers would grow with the square of the command's length.
+	inner := words[i:]
+	if name == "xargs" {
+		if repl := xargsReplace(words[1:i]); repl != "" {
+			inner = replaced(inner, repl)
+		}
+	}
 	inner[0].opaque = !inner[0].static
 	return inner, err
+}
+
+// xargsReplace returns the string xargs -I, -i or --replace replaces
+// with each line of its input, if one is given.
+func xargsReplace(opts []token) string {
+	for i, o := range opts {
+		switch v := o.val; {
+		case v == "-I" && i+1 < len(opts):
+			return opts[i+1].val
+		case strings.HasPrefix(v, "-I"), strings.HasPrefix(v, "-i") && len(v) > 2:
+			return v[2:]
+		case v == "-i", v == "--replace":
+			return "{}"
+		case strings.HasPrefix(v, "--replace="):
+			return v[len("--replace="):]
+		}
+	}
+	return ""
+}
+
+// replaced returns words with each word that holds repl made what only
+// the program knows, like a glob: find and xargs put a file name or a
+// line of input there (bash -c {} runs whatever it is).
+func replaced(words []token, repl string) []token {
+	var out []token
+	for i, w := range words {
+		if strings.Contains(w.val, repl) {
+			if out == nil {
+				out = append([]token(nil), words...)
+			}
+			out[i].static = false
+		}
+	}
+	if out == nil {
+		return words
+	}
+	return out
 }
 
 // skipOptions returns where the options of the wrapper name end in words,
@@ -255,7 +417,14 @@ func (w wrapper) skipOptions(name string, words []token) (int, error) {
 	var err error
 	unknown := func(opt string) {
 		if err == nil {
-			err = fmt.Errorf("%s with option %s, which the rules do not know", name, opt)
+			err = fmt.Errorf("%s with option %s, which the rules do not know", name, clip(opt))
+		}
+	}
+	// An option's argument that only the shell knows may be several
+	// words, or none, and move the command.
+	optArg := func(j int) {
+		if j < len(words) && !words[j].static && err == nil {
+			err = fmt.Errorf("%s with %s, which the rules cannot know", name, clip(words[j].raw))
 		}
 	}
 	i := 1
@@ -274,6 +443,7 @@ func (w wrapper) skipOptions(name string, words []token) (int, error) {
 				return -1, fmt.Errorf("%s --%s, which runs a string as a command", name, opt)
 			case hasWord(w.longArgs, opt) && !eq:
 				i++
+				optArg(i)
 			case !hasWord(w.longArgs, opt) && !hasWord(w.long, opt):
 				unknown(a.val)
 			}
@@ -289,6 +459,7 @@ func (w wrapper) skipOptions(name string, words []token) (int, error) {
 				if strings.Contains(w.args, c) {
 					if j == len(a.val)-1 {
 						i++ // the argument is the next word
+						optArg(i)
 					}
 					break
 				}
@@ -300,7 +471,7 @@ func (w wrapper) skipOptions(name string, words []token) (int, error) {
 		case w.assigns && !strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "="):
 			// env and sudo take any NAME=value, names bash would not.
 			if v, _, _ := strings.Cut(a.val, "="); strings.HasPrefix(v, "BASH_FUNC_") || evaluatedVars[v] {
-				return -1, fmt.Errorf("%s %s, whose value a shell runs", name, a.raw)
+				return -1, fmt.Errorf("%s %s, whose value a shell runs", name, clip(a.raw))
 			}
 		default:
 			return i, err
@@ -324,7 +495,7 @@ func findExecs(words []token) [][]token {
 				j++
 			}
 			if j > i+1 {
-				x := append([]token(nil), words[i+1:j]...)
+				x := replaced(append([]token(nil), words[i+1:j]...), "{}")
 				x[0].opaque = !x[0].static
 				out = append(out, x)
 			}

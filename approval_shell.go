@@ -10,15 +10,22 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// How Rules read shell text: bash's own syntax through mvdan.cc/sh, after
-// the line continuations bash removes before it tokenizes. The result is
-// a flat list of simple commands, each with the commands it runs through
-// wrappers, and the first construct whose effect is known only when bash
-// runs: an allow rule never approves a command that has one.
+// How Rules read shell text: bash's own syntax through mvdan.cc/sh. The
+// result is a flat list of simple commands, each with the commands it runs
+// through wrappers, and the first construct outside the grammar Rules
+// model completely: an allow rule never approves a command that has one.
 
 // maxCommandBytes is the longest command Rules read and Start runs: exec
 // refuses a single argument of 128 KiB (MAX_ARG_STRLEN, its NUL included).
 const maxCommandBytes = 128<<10 - 1
+
+// maxParens and maxDepth bound the work of reading a command: mvdan.cc/sh
+// spends tens of microseconds on each nested (, and each level of nesting
+// is a copy of the text inside it.
+const (
+	maxParens = 2048
+	maxDepth  = 200 // syntax tree nodes from the top to the deepest, statements aside
+)
 
 type tokKind uint8
 
@@ -38,16 +45,23 @@ type token struct {
 	star    bool   // an unquoted * alone
 	assign  bool   // NAME=value
 	opaque  bool   // it names the program but is not static: matched by its text only
-	splits  bool   // an unquoted expansion, which bash may split into several words: matched by a lone * or its text
+	exact   bool   // only a rule word spelled the same matches it: an expansion, whose value and word count only the shell knows, or an assignment
 }
 
 // simpleCmd is one simple command of a list or pipeline.
 type simpleCmd struct {
 	toks       []token   // as written: assignments, words, then redirections
+	allow      []token   // what a rule must match: toks but the harmless redirections
 	sep        string    // the operator after it: ; & && || | |& a newline, or ) at the end of a substitution
-	start, end int       // its text in the (joined) source
+	start, end int       // its text in the source
 	runs       [][]token // what it runs: its own words, then each wrapper's command, find -exec's, sh -c's
+	needs      [][]token // what must match an allow rule of its own: each wrapper's command, find -exec's, and sh -c's commands with their assignments and redirections
 }
+
+// syntaxError is what mvdan.cc/sh found wrong with a command.
+type syntaxError string
+
+func (e syntaxError) Error() string { return string(e) }
 
 // opaqueSyntax is shell syntax the rules cannot see through.
 type opaqueSyntax struct{ what string }
@@ -68,39 +82,54 @@ var opaqueMarks = []struct{ s, what string }{
 
 // shellCommand is a command as Rules read it.
 type shellCommand struct {
-	src     string // the command with its line continuations joined
+	src     string // the command as given
 	cmds    []simpleCmd
 	refused *opaqueSyntax // the first construct no allow rule approves, if any
 	rule    bool          // a rule: what its commands run is not judged
 	depth   int           // how many sh -c this command line is inside
+	posix   bool          // run by sh, dash or ash: bash's own syntax means something else there
+	parser  *syntax.Parser
 }
 
 // parseCommand reads src as bash would. A syntax error is an error; a
 // construct the rules cannot see through is recorded in refused, and the
 // commands inside it are still listed (deny rules see them).
-func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false, 0) }
+func parseCommand(src string) (*shellCommand, error) { return parseShell(src, false, 0, nil, false) }
 
 // parseRule reads a rule as parseCommand reads a command, but leaves what
 // its commands run unjudged: a rule's * is no wrapper's option.
-func parseRule(src string) (*shellCommand, error) { return parseShell(src, true, 0) }
+func parseRule(src string) (*shellCommand, error) { return parseShell(src, true, 0, nil, false) }
 
-// parseShell reads src as a rule or a command, inside depth sh -c.
-func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
-	sc := &shellCommand{src: joinLines(src), rule: rule, depth: depth}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(sc.src), "")
+// parseShell reads src as a rule or a command, inside depth sh -c, with
+// parser (nil: a new one); posix when sh runs it rather than bash.
+func parseShell(src string, rule bool, depth int, parser *syntax.Parser, posix bool) (*shellCommand, error) {
+	if parser == nil {
+		parser = syntax.NewParser(syntax.Variant(syntax.LangBash))
+	}
+	sc := &shellCommand{src: src, rule: rule, depth: depth, parser: parser, posix: posix}
+	if n := strings.Count(src, "("); n > maxParens {
+		return nil, fmt.Errorf("holds %d parentheses, more than the %d the rules read", n, maxParens)
+	}
+	unread := unreadBytes(src)
+	f, err := parser.Parse(strings.NewReader(src), "")
 	if err != nil {
+		if unread != "" {
+			return nil, errors.New("uses " + unread + ", which the rules do not read")
+		}
 		var pe syntax.ParseError
 		if errors.As(err, &pe) {
-			return nil, errors.New(pe.Text)
+			return nil, syntaxError(pe.Text)
 		}
-		return nil, err
+		return nil, syntaxError(err.Error())
+	}
+	if tooDeep(f) {
+		return nil, fmt.Errorf("nests deeper than the rules read (%d levels of syntax)", maxDepth)
+	}
+	if unread != "" {
+		// Refused, but read as well as mvdan.cc/sh can for the deny rules.
+		sc.refuse(unread)
 	}
 	sc.list(f.Stmts, "", nil)
-	if strings.Contains(sc.src, "\\\n") {
-		// Left by joinLines inside quotes or a comment, where bash keeps
-		// it too; refused rather than trusted to agree.
-		sc.refuse("a backslash-newline inside quotes or a comment")
-	}
 	for _, m := range opaqueMarks {
 		if strings.Contains(sc.src, m.s) {
 			sc.refuse(m.what)
@@ -109,76 +138,57 @@ func parseShell(src string, rule bool, depth int) (*shellCommand, error) {
 	return sc, nil
 }
 
-// joinLines removes each backslash-newline where bash does, before it
-// splits the text into tokens: everywhere but inside single quotes, $'...'
-// and comments. (mvdan.cc/sh keeps $\ newline ( as two words; bash runs a
-// command substitution.) Where this scan and bash might disagree about
-// quoting (inside substitutions and here-documents) the command is refused
-// anyway.
-func joinLines(src string) string {
-	if !strings.Contains(src, "\\\n") {
-		return src
+// unreadBytes names what src holds that Rules do not read: where bash
+// joins a line and where it does not (in a comment, in $'...', after $)
+// is exactly where a reading can go wrong; bytes the terminal or the
+// locale may act on likewise.
+func unreadBytes(src string) string {
+	if strings.Contains(src, "\\\n") {
+		return "a line continuation (a backslash before a newline)"
 	}
-	const (
-		normal = iota
-		single
-		ansi
-		double
-		comment
-	)
-	var b strings.Builder
-	state := normal
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch state {
-		case normal, double:
-			if c == '\\' && i+1 < len(src) {
-				i++
-				if src[i] != '\n' {
-					b.WriteByte(c)
-					b.WriteByte(src[i])
-				}
-				continue
+	if i := strings.IndexFunc(src, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }); i >= 0 {
+		return fmt.Sprintf("the control character %q", src[i])
+	}
+	return ""
+}
+
+// tooDeep reports whether f's syntax tree nests deeper than maxDepth,
+// without descending further. The statements of a pipeline or an && chain
+// do not count: they nest in the tree, not in the walk's work.
+func tooDeep(f *syntax.File) bool {
+	var counted []bool
+	depth, deep := 0, false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			if counted[len(counted)-1] {
+				depth--
 			}
-			out := b.String()
-			switch {
-			case c == '"' && state == double:
-				state = normal
-			case state == double:
-			case c == '"':
-				state = double
-			case c == '\'' && strings.HasSuffix(out, "$") && !strings.HasSuffix(out, `\$`):
-				state = ansi
-			case c == '\'':
-				state = single
-			case c == '#' && (out == "" || strings.ContainsRune(" \t\n;&|()<>", rune(out[len(out)-1]))):
-				state = comment
-			}
-		case single:
-			if c == '\'' {
-				state = normal
-			}
-		case ansi:
-			if c == '\\' && i+1 < len(src) {
-				b.WriteByte(c)
-				i++
-				c = src[i]
-			} else if c == '\'' {
-				state = normal
-			}
-		case comment:
-			if c == '\n' {
-				state = normal
-			}
+			counted = counted[:len(counted)-1]
+			return true
 		}
-		b.WriteByte(c)
-	}
-	return b.String()
+		_, stmt := n.(*syntax.Stmt)
+		_, binary := n.(*syntax.BinaryCmd)
+		counted = append(counted, !stmt && !binary)
+		if !stmt && !binary {
+			depth++
+		}
+		deep = deep || depth > maxDepth
+		return !deep
+	})
+	return deep
 }
 
 func (sc *shellCommand) refuse(what string) {
 	if sc.refused == nil {
 		sc.refused = &opaqueSyntax{what}
+	}
+}
+
+// refusef is refuse with a message built only for the first refusal:
+// a long command may hold thousands.
+func (sc *shellCommand) refusef(format string, args ...any) {
+	if sc.refused == nil {
+		sc.refused = &opaqueSyntax{fmt.Sprintf(format, args...)}
 	}
 }
 
@@ -236,6 +246,9 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	case *syntax.DeclClause:
 		sc.decl(c, s, sep, redirs)
 	case *syntax.BinaryCmd:
+		if sc.posix && c.Op == syntax.PipeAll {
+			sc.refuse("|&, which sh does not read as bash does")
+		}
 		sc.stmt(c.X, c.Op.String(), redirs)
 		sc.stmt(c.Y, sep, redirs)
 	case *syntax.Block:
@@ -248,11 +261,21 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 			sc.list(c.Then, sep, redirs)
 		}
 	case *syntax.WhileClause:
+		if c.Until {
+			sc.refuse("an until loop")
+		}
+		sc.refuse("a while loop")
 		sc.list(c.Cond, ";", redirs)
 		sc.list(c.Do, sep, redirs)
 	case *syntax.ForClause:
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
+			// for NAME assigns NAME, and bash evaluates what SECONDS,
+			// RANDOM, OPTIND and others are given as arithmetic.
+			if c.Select {
+				sc.refuse("a select loop, which assigns the variable it names")
+			}
+			sc.refuse("a for loop, which assigns the variable it names")
 			for _, w := range l.Items {
 				sc.word(w)
 			}
@@ -261,6 +284,7 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 		}
 		sc.list(c.Do, sep, redirs)
 	case *syntax.CaseClause:
+		sc.refuse("a case statement")
 		sc.word(c.Word)
 		for _, it := range c.Items {
 			for _, w := range it.Patterns {
@@ -269,6 +293,9 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 			sc.list(it.Stmts, sep, redirs)
 		}
 	case *syntax.TimeClause:
+		if sc.posix {
+			sc.refuse("time, which sh runs as a program")
+		}
 		if c.Stmt != nil {
 			sc.stmt(timed(c.Stmt), sep, redirs)
 		}
@@ -289,7 +316,7 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	case *syntax.LetClause:
 		sc.refuse("let, which evaluates arithmetic")
 	default:
-		sc.refuse(fmt.Sprintf("shell syntax the rules do not know (%T)", c))
+		sc.refusef("shell syntax the rules do not know (%T)", c)
 	}
 }
 
@@ -309,8 +336,9 @@ func timed(s *syntax.Stmt) *syntax.Stmt {
 func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 	c := simpleCmd{toks: append(toks, redirs...), sep: sep, start: start, end: end}
 	c.markProgram()
+	c.allow = c.allowToks()
 	if !sc.rule {
-		c.runs = sc.runsOf(c.words())
+		c.runs, c.needs = sc.runsOf(c.words())
 	}
 	sc.cmds = append(sc.cmds, c)
 }
@@ -322,6 +350,12 @@ func (sc *shellCommand) redirects(rs []*syntax.Redirect) []token {
 		op := r.Op.String()
 		if r.N != nil {
 			op = r.N.Value + op
+		}
+		if sc.posix && (r.Op == syntax.RdrAll || r.Op == syntax.AppAll) {
+			sc.refusef("%s, which sh reads as & and a redirection", op)
+		}
+		if r.N != nil && !isDigits(r.N.Value) {
+			sc.refusef("a redirection %s, which assigns a variable", op)
 		}
 		if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc {
 			sc.refuse("a here-document")
@@ -342,7 +376,7 @@ func (sc *shellCommand) assign(a *syntax.Assign) token {
 	if a.Name != nil && evaluatedVars[a.Name.Value] {
 		sc.refuse("an assignment to " + a.Name.Value + ", whose value the shell expands or runs later")
 	}
-	t := token{kind: tokWord, raw: sc.text(a), static: true, assign: a.Name != nil}
+	t := token{kind: tokWord, raw: sc.text(a), static: true, assign: a.Name != nil, exact: a.Name != nil}
 	name := ""
 	if a.Name != nil {
 		name = a.Name.Value + "="
@@ -373,40 +407,29 @@ func (sc *shellCommand) assign(a *syntax.Assign) token {
 }
 
 // evaluatedVars are variables whose value bash expands or runs later: a
-// prompt (PS4 under set -x), a startup file.
+// prompt (PS4 under set -x), a startup file, and the options a bash
+// started with them in its environment takes (SHELLOPTS=keyword is -k).
 var evaluatedVars = map[string]bool{"PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true,
-	"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true}
+	"PROMPT_COMMAND": true, "BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true}
 
 // decl turns declare, export, local, readonly and typeset into a simple
-// command, refusing what makes bash evaluate a name or value later.
+// command. With arguments they assign the variables they name, and bash
+// evaluates the values of some (SECONDS, RANDOM, -i, -n): refused.
 func (sc *shellCommand) decl(d *syntax.DeclClause, s *syntax.Stmt, sep string, redirs []token) {
 	variant := d.Variant.Value
+	if len(d.Args) > 0 {
+		sc.refuse(variant + " with arguments, which assigns the variables they name")
+	}
 	toks := []token{{kind: tokWord, raw: variant, val: variant, pat: variant, static: true}}
 	for _, a := range d.Args {
-		if !a.Naked {
-			toks = append(toks, sc.assign(a))
-			continue
-		}
-		var t token
-		if a.Name != nil {
-			t = token{kind: tokWord, raw: a.Name.Value, val: a.Name.Value, pat: globQuote(a.Name.Value), static: true}
-			if a.Index != nil {
-				sc.refuse(variant + " with an array subscript, which bash evaluates as arithmetic")
-			}
-		} else {
-			t = sc.word(a.Value)
-		}
 		switch {
-		case !t.static:
-			sc.refuse(variant + " with " + t.raw + ", which may name an array subscript bash evaluates")
-		case strings.HasPrefix(t.val, "-") || strings.HasPrefix(t.val, "+"):
-			if strings.ContainsAny(t.val[1:], "in") {
-				sc.refuse(variant + " " + t.val + ", whose variables bash evaluates when they are set or read")
-			}
-		case !isName(t.val):
-			sc.refuse(variant + " " + t.raw + ", which bash evaluates")
+		case !a.Naked:
+			toks = append(toks, sc.assign(a))
+		case a.Name != nil:
+			toks = append(toks, token{kind: tokWord, raw: a.Name.Value, val: a.Name.Value, pat: globQuote(a.Name.Value), static: true})
+		default:
+			toks = append(toks, sc.word(a.Value))
 		}
-		toks = append(toks, t)
 	}
 	sc.add(toks, redirs, sep, off(s.Pos()), stmtEnd(s, d))
 }
@@ -419,9 +442,15 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 		val.WriteString(s)
 		pat.WriteString(globQuote(s))
 	}
-	expand := func(s string) {
-		t.static, t.expands = false, true
-		lit(s) // what a variable holds matches as it is, glob characters too
+	expand := func(n syntax.Node) {
+		t.static, t.expands, t.exact = false, true, true
+		// A rule matches an expansion by its text: val holds a short one
+		// for messages, never a copy of each level of a nested one.
+		if s := sc.text(n); len(s) <= 64 {
+			lit(s)
+		} else {
+			lit("${...}")
+		}
 	}
 	for i, part := range w.Parts {
 		switch x := part.(type) {
@@ -429,13 +458,16 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 			sc.unquoted(x.Value, i == 0, t.raw, &t, &val, &pat)
 		case *syntax.SglQuoted:
 			v := x.Value
+			if x.Dollar && sc.posix {
+				sc.refuse("a $'...' string, which sh does not decode")
+			}
 			if x.Dollar {
 				var nul, local bool
 				v, nul, local = decodeANSI(v)
 				if nul {
 					sc.refuse("a $'...' string holding a NUL byte, where bash ends the word")
 				}
-				t.static = t.static && !local
+				t.static, t.exact = t.static && !local, t.exact || local
 			}
 			lit(v)
 		case *syntax.DblQuoted:
@@ -448,19 +480,18 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 					lit(unescapeDouble(y.Value))
 				case *syntax.ParamExp:
 					sc.param(y)
-					expand(sc.text(y))
+					expand(y)
 				default:
 					sc.wordPart(p)
-					expand(sc.text(p))
+					expand(p)
 				}
 			}
 		case *syntax.ParamExp:
 			sc.param(x)
-			expand(sc.text(x))
-			t.splits = true
+			expand(x)
 		default:
 			sc.wordPart(part)
-			expand(sc.text(part))
+			expand(part)
 		}
 	}
 	t.val, t.pat = val.String(), pat.String()
@@ -469,7 +500,7 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 		if strings.Contains(t.val, m.s) {
 			// $'\x24(...)' and \$\(...\): bash evaluates such text as
 			// code in array subscripts.
-			sc.refuse(m.what + " in the value " + strconv.Quote(t.val))
+			sc.refusef("%s in the value %s", m.what, quoteShort(t.val))
 		}
 	}
 	return t
@@ -538,9 +569,9 @@ func (sc *shellCommand) wordPart(p syntax.WordPart) {
 			sc.refuse("an arithmetic expansion $((...))")
 		}
 	case *syntax.ExtGlob:
-		sc.refuse("an extended glob " + sc.text(x))
+		sc.refusef("an extended glob %s", clip(sc.text(x)))
 	default:
-		sc.refuse("shell syntax the rules do not know: " + sc.text(p))
+		sc.refusef("shell syntax the rules do not know: %s", clip(sc.text(p)))
 	}
 }
 
@@ -551,7 +582,7 @@ func (sc *shellCommand) param(p *syntax.ParamExp) {
 		p.NestedParam == nil && p.Index == nil && len(p.Modifiers) == 0 && p.Slice == nil &&
 		p.Repl == nil && p.Names == 0 && p.Exp == nil
 	if !simple {
-		sc.refuse("a parameter expansion " + sc.text(p))
+		sc.refusef("a parameter expansion %s", clip(sc.text(p)))
 	}
 }
 

@@ -13,7 +13,7 @@ func TestRulesReadWordsAsBash(t *testing.T) {
 	words := []string{
 		`plain`, `'single'`, `"double"`, `a\ b`, `\$x`, `"\$x"`, `"a\"b"`, `"a\\b"`, `"a\b"`, `'a\b'`, `a"b"'c'`,
 		`$'\x41\101\x4a\u00e9\U0001F600'`, `$'\a\b\e\E\f\n\r\t\v\\\'\"\?'`, `$'\x'`, `$'\q'`, `$'\1234'`, `$'\cA\cz\c['`, `$'\c?'`, `$'\c'`, `$'\c\\'`,
-		`$'\x7e\x7'`, `$'\u41'`, "a\\\nb", "\"a\\\nb\"", "$\\\nHOME_NOT_SET_X", `\\`, `x\`, `'#'`, `a#b`, `{}`, `[`, `]`,
+		`$'\x7e\x7'`, `$'\u41'`, `\\`, `x\`, `'#'`, `a#b`, `{}`, `[`, `]`,
 		`"$"`, `$`, `a$`, `"'"`, `'"'`, `\'`, `\"`, `é`, `$'\xff'`, `$'\u00e9'`, `$'\U110000'`, `$'\ud800'`, `$'\U7fffffff'`,
 	}
 	for _, w := range words {
@@ -47,26 +47,21 @@ func TestRulesReadWordsAsBash(t *testing.T) {
 	}
 }
 
-// TestJoinLines: backslash-newline goes where bash removes it and stays
-// in single quotes, $'...' and comments; what bash then runs is what the
-// joined text says.
-func TestJoinLines(t *testing.T) {
-	for in, want := range map[string]string{
-		"a\\\nb":            "ab",
-		"\"a\\\nb\"":        "\"ab\"",
-		"'a\\\nb'":          "'a\\\nb'",
-		"$'a\\\nb'":         "$'a\\\nb'",
-		"$'\\'\\\n'":        "$'\\'\\\n'",
-		"# c\\\nrm":         "# c\\\nrm",
-		"a #c\\\nrm":        "a #c\\\nrm",
-		"a#b\\\nc":          "a#bc",
-		"echo \"$\\\n(x)\"": "echo \"$(x)\"",
-		"\\\\\n":            "\\\\\n",
-		"'a'\\\nb":          "'a'b",
-		"\"'\"\\\n'x\\\ny'": "\"'\"'x\\\ny'",
+// TestGlobMatch: * any characters, ? one character (not one byte), a
+// backslash the next character literally.
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"", "", true}, {"a", "a", true}, {"a", "b", false}, {"*", "", true}, {"*", "abc", true},
+		{"a*c", "abbbc", true}, {"a*c", "abcd", false}, {"?", "é", true}, {"??", "é", false}, {"*.py", "x.py", true},
+		{"*.py", "x.pyc", false}, {`\*`, "*", true}, {`\*`, "a", false}, {`a\?`, "a?", true}, {`a\?`, "ab", false},
+		{"*a*b*c", "xaybzc", true}, {"*a*b*c", "xaybz", false}, {"go test -run=*", "go test -run=X", true},
+		{"é*", "éa", true}, {"\xff", "\xfe", false}, {`x\`, `x\`, true},
 	} {
-		if got := joinLines(in); got != want {
-			t.Errorf("joinLines(%q) = %q, want %q", in, got, want)
+		if got := globMatch(tc.pat, tc.s); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.pat, tc.s, got)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestApproveRules(t *testing.T) {
 		{"'ls' -la", ""},
 		{`l\s -la`, ""},
 		{`echo "hello; world" 'a|b'`, ""},
-		{"echo $HOME ${USER}", ""},
+		{"echo $HOME ${USER}", "matches no allow rule (only a rule that spells $HOME as it is written matches it)"},
 		{"git status", ""},
 		{"git status --short", `matches no allow rule`},
 		{"git log --oneline -n 3", ""},
@@ -50,14 +51,14 @@ func TestApproveRules(t *testing.T) {
 		{"python3 -c 'import os'", `matches no allow rule`},
 		{`printf 'a;b'`, ""},
 		{"ls # ; rm -rf x", ""},
-		{"ls \\\n -la", ""},
+		{"ls \\\n -la", "uses a line continuation (a backslash before a newline), which only an allow rule equal to the whole command approves"},
 		{"# just a note", "runs no command"},
 
 		// Harmless redirections need no rule; files do.
 		{"ls -la 2>&1", ""},
 		{"ls >/dev/null 2>&1", ""},
 		{"cat < notes.txt", ""},
-		{"cat <<< word", ""},
+		{"cat <<< word", "matches no allow rule"},
 		{"cat < /dev/tcp/example.com/80", `matches no allow rule`},
 		{"cat < $FILE", `matches no allow rule`},
 		{"ls > ~/.bashrc", `matches no allow rule`},
@@ -83,7 +84,7 @@ func TestApproveRules(t *testing.T) {
 		{"$EDITOR notes.txt", ""},
 		{"$CMD notes.txt", `matches no allow rule`},
 		{"/bin/l? -la", `matches no allow rule`},
-		{"{ls,-la}", `matches no allow rule`},
+		{"{ls,-la}", `matches deny rule "rm *"`}, // it might become rm
 
 		// Deny rules, however the program is written or wrapped.
 		{"rm -rf /", `matches deny rule "rm *"`},
@@ -159,12 +160,13 @@ func TestApproveRulesMessages(t *testing.T) {
 // construct the rules refuse, a file redirection, or a program it cannot name.
 func TestApproveRulesStar(t *testing.T) {
 	all := agentpty.Rules{Allow: []string{"*"}}
-	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "LD_PRELOAD=x ls", "ls 2>&1", "(ls)", "{ ls; }"} {
+	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "ls 2>&1", "(ls)", "{ ls; }", "ls *.go"} {
 		if err := approve(all, c); err != nil {
 			t.Errorf("%q: %v", c, err)
 		}
 	}
-	for _, c := range []string{"ls > f", "$X -rf /", "echo $(id)", "ls;; ls", "f() { ls; }", "eval ls", "x[1]=2"} {
+	for _, c := range []string{"ls > f", "$X -rf /", "echo $(id)", "ls;; ls", "f() { ls; }", "eval ls", "x[1]=2",
+		"LD_PRELOAD=x ls", "echo $HOME", "for x in a; do ls; done", "ls <<< x"} {
 		if err := approve(all, c); err == nil {
 			t.Errorf("%q approved by %q", c, all.Allow)
 		}
@@ -255,9 +257,9 @@ func ExampleRules_Approve_json() {
 }
 
 // FuzzApproveRules: nothing panics, and not even an allow-everything rule
-// approves a command holding a construct on the refused list, as an
-// independent reading finds them: every backslash-newline removed (more
-// than bash removes), then mvdan.cc/sh's tree walked.
+// approves a command holding a line continuation, a control character or
+// a construct on the refused list, as an independent walk of mvdan.cc/sh's
+// tree finds them.
 func FuzzApproveRules(f *testing.F) {
 	for _, s := range []string{"ls -la", "ls; rm -rf x", `echo "$(id)"`, "cat <<EOF\nx\nEOF", "a 2>&1 | b && c",
 		`x'y'"z"\ w`, "${a}", "$'\\x41'", "f() { :; }", "((x=1))", "ls # c\nrm", "echo \"$\\\n(rm -rf d)\"",
@@ -271,15 +273,17 @@ func FuzzApproveRules(f *testing.F) {
 		if approve(all, command) != nil {
 			return
 		}
-		joined := strings.ReplaceAll(command, "\\\n", "")
+		if strings.Contains(command, "\\\n") || strings.ContainsFunc(command, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }) {
+			t.Fatalf("%q approved, but it holds a line continuation or a control character", command)
+		}
 		for _, s := range []string{"$(", "`", "<(", ">(", "$["} {
-			if strings.Contains(joined, s) {
+			if strings.Contains(command, s) {
 				t.Fatalf("%q approved, but it holds %s", command, s)
 			}
 		}
-		file, err := parser.Parse(strings.NewReader(joined), "")
+		file, err := parser.Parse(strings.NewReader(command), "")
 		if err != nil {
-			return // the joining went further than bash's
+			t.Fatalf("%q approved, but it cannot be parsed: %v", command, err)
 		}
 		syntax.Walk(file, func(n syntax.Node) bool {
 			if what := refusedNode(n); what != "" {
@@ -294,8 +298,13 @@ func FuzzApproveRules(f *testing.F) {
 func refusedNode(n syntax.Node) string {
 	switch x := n.(type) {
 	case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause,
-		*syntax.FuncDecl, *syntax.TestClause, *syntax.CoprocClause, *syntax.ExtGlob:
+		*syntax.FuncDecl, *syntax.TestClause, *syntax.CoprocClause, *syntax.ExtGlob, *syntax.ForClause,
+		*syntax.WhileClause, *syntax.CaseClause:
 		return fmt.Sprintf("%T", x)
+	case *syntax.DeclClause:
+		if len(x.Args) > 0 {
+			return x.Variant.Value + " with arguments"
+		}
 	case *syntax.ParamExp:
 		if x.Exp != nil || x.Repl != nil || x.Slice != nil || x.Index != nil || x.Excl || x.Length || x.Names != 0 {
 			return "a parameter expansion with an operator"
@@ -313,8 +322,14 @@ func refusedNode(n syntax.Node) string {
 			return ""
 		}
 		switch name := x.Args[0].Lit(); name {
-		case "eval", "source", ".", "read", "alias", "let", "mapfile", "trap":
+		case "eval", "source", ".", "read", "alias", "let", "mapfile", "readarray", "trap", "getopts":
 			return "the builtin " + name
+		case "wait":
+			for _, w := range x.Args {
+				if strings.HasPrefix(w.Lit(), "-") && strings.Contains(w.Lit(), "p") {
+					return "wait -p"
+				}
+			}
 		case "test", "[", "printf":
 			for _, w := range x.Args {
 				if w.Lit() == "-v" {
@@ -324,4 +339,66 @@ func refusedNode(n syntax.Node) string {
 		}
 	}
 	return ""
+}
+
+// TestApproveRulesBounded: no command the length cap lets through makes
+// Approve take long or much memory. 98 KB of nested $( took 30 s and
+// 6 GB when each level's refusal quoted the whole text inside it. Time
+// is measured against a plain command of the same length (16000 times
+// echo x;), so that a loaded machine or the race detector, which slow
+// both alike, do not fail it: under a second on a quiet one.
+func TestApproveRulesBounded(t *testing.T) {
+	const limit = 128<<10 - 1
+	fill := func(prefix, open, mid, close string) string {
+		n := (limit - len(prefix) - len(mid)) / (len(open) + len(close))
+		return prefix + strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	rules := agentpty.Rules{Allow: []string{"*", "echo *", "bash -c *"}, Deny: []string{"rm *", "git push *", "* > /etc/*"}}
+	measure := func(c string) (error, time.Duration, uint64) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		err := approve(rules, c)
+		took := time.Since(start)
+		runtime.ReadMemStats(&after)
+		return err, took, after.TotalAlloc - before.TotalAlloc
+	}
+	_, plain, _ := measure(strings.Repeat("echo x; ", limit/8))
+	for name, c := range map[string]string{
+		"CommandSubstitution": fill("", "$(echo ", "x", ")"),
+		"QuotedSubstitution":  fill("", `"$(echo `, "x", `)"`),
+		"Backquotes":          fill("echo ", "`echo ", "x", "`"),
+		"Parentheses":         fill("", "(", "x", ")"),
+		"Subshells":           fill("", "( ", "x", " )"),
+		"Groups":              fill("", "{ ", "x", "; }"),
+		"Ifs":                 fill("", "if x; then ", "x", "; fi"),
+		"Parameters":          fill("echo ", "${x:-", "x", "}"),
+		"Arithmetic":          fill("echo $((", "(", "1", ")")[:limit-2] + "))",
+		// Just within the bounds on parentheses and depth.
+		"ManySubstitutions": strings.Repeat("$(echo "+strings.Repeat("x", 55)+" ", 2040) + strings.Repeat(")", 2040),
+		"DeepSubstitutions": fill("", "$(echo "+strings.Repeat("x", 3000)+` "$x" `, "x", ")"),
+		"DeepShellC":        "bash -c " + strconv.Quote("bash -c "+strconv.Quote("bash -c "+strconv.Quote(strings.Repeat("bash -c 'echo x'; ", limit/22-10)))),
+		"Commands":          strings.Repeat("echo x; ", limit/8),
+		"Pipes":             strings.Repeat("echo x | ", limit/9) + "x",
+		"Words":             "echo" + strings.Repeat(" *", limit/2-3),
+		"Wrappers":          strings.Repeat("nice ", limit/5-1) + "ls",
+		"ShellC":            strings.Repeat("bash -c 'echo x'; ", limit/18),
+		"NestedShellC":      "bash -c " + strconv.Quote(strings.Repeat("bash -c 'echo x'; ", limit/20)),
+		"AnsiStrings":       "echo " + strings.Repeat(`$'\x24(' `, limit/9-1),
+		"Redirections":      "echo" + strings.Repeat(" >/dev/null", limit/11-1),
+		"Globs":             "echo" + strings.Repeat(" a*b?c[d]", limit/10-1),
+	} {
+		if len(c) > limit {
+			t.Fatalf("%s: %d bytes", name, len(c))
+		}
+		err, took, alloc := measure(c)
+		t.Logf("%s: %d bytes, %v (plain %v), %d KB: %.120v", name, len(c), took, plain, alloc>>10, err)
+		if took > 5*plain+200*time.Millisecond || alloc > 64<<20 {
+			t.Errorf("%s (%d bytes): %v (plain %v) and %d MB", name, len(c), took, plain, alloc>>20)
+		}
+		if err != nil && len(err.Error()) > 1000 {
+			t.Errorf("%s: a message of %d bytes", name, len(err.Error()))
+		}
+	}
 }

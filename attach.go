@@ -31,8 +31,9 @@ import (
 // the session as it was: the terminal's size and modes are not changed,
 // and the person's terminal size is not applied. When rw has
 // SetReadDeadline (an *os.File such as a terminal, a net.Conn), a read
-// under way is cut short at return; otherwise the read goroutine stays
-// until its read returns and drops what it read. A person who falls a
+// under way is cut short at return; otherwise (or when the file's
+// descriptor is in blocking mode, as os.File's Fd leaves it) the read
+// goroutine stays until its read returns and drops what it read. A person who falls a
 // whole scrollback behind gets the screen redrawn and continues from there.
 // While attached, the session does not count as idle.
 func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
@@ -82,7 +83,9 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 		defer d.SetWriteDeadline(time.Time{})
 	}
 	<-t.done
-	if d, ok := rw.(interface{ SetReadDeadline(time.Time) error }); ok && !inputDone {
+	// A descriptor in blocking mode (an Fd call makes it so) takes a
+	// deadline but cannot honour it: its read is left to end on its own.
+	if d, ok := rw.(interface{ SetReadDeadline(time.Time) error }); ok && !inputDone && !readBlocks(rw) {
 		if d.SetReadDeadline(time.Now()) == nil {
 			<-typed
 			_ = d.SetReadDeadline(time.Time{})

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package agentpty
 
 import (
@@ -7,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -200,5 +203,60 @@ func TestAttachRedrawsAFullScreenProgram(t *testing.T) {
 	}
 	if err := s.Attach(context.Background(), p.tty); !isErr(err, ErrExited) {
 		t.Errorf("Attach to an exited session: %v, want ErrExited", err)
+	}
+}
+
+// pipeReader is a person on a pipe: Attach reads the pipe's read end and
+// writes what the person sees to a buffer.
+type pipeReader struct {
+	*os.File
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (p *pipeReader) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+// A file that an Fd call put back into blocking mode takes a read
+// deadline but never honours it: Attach still returns when its context
+// ends, leaving the read under way to end when the pipe closes.
+func TestAttachReturnsOnBlockingFile(t *testing.T) {
+	m := newManager(t, Options{})
+	start := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	s, _ := m.Session(start.ID)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() }) // before the manager's leak checks: the read left under way ends here
+	defer w.Close()
+	_ = r.Fd() // blocking from now on, as creack/pty's Fd does to a master
+	if err := r.SetReadDeadline(time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("the pipe takes no deadline (%v): the test would not show the fault", err)
+	}
+	_ = r.SetReadDeadline(time.Time{})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Attach(ctx, &pipeReader{File: r}) }()
+	if _, err := w.WriteString("typed-in\r"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, m, WriteRequest{ID: start.ID, WaitFor: "typed-in\ntyped-in"}) // attached and reading
+	cancel()
+	select {
+	case err := <-done:
+		if !isErr(err, context.Canceled) {
+			t.Errorf("Attach after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Attach did not return 5 s after its context ended: it waits for a read no deadline can cut")
+	}
+	w.Close() // the read left under way ends
+	if _, err := m.Kill(context.Background(), start.ID); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -260,6 +260,19 @@ func startLibrary(tb testing.TB, m *Manager) {
 	}
 }
 
+// startEcho starts a command that prints and exits, under m's shell, and
+// kills the session once the output has come.
+func startEcho(tb testing.TB, m *Manager) {
+	ctx := context.Background()
+	res, err := m.Start(ctx, StartRequest{Command: "echo start-$((6*7))", WaitFor: "start-42"})
+	if err != nil || !res.Matched {
+		tb.Fatalf("start: %v %q", err, res.Output)
+	}
+	if _, err := m.Kill(ctx, res.ID); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 func BenchmarkStart(b *testing.B) {
 	b.Run("bare", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
@@ -273,6 +286,20 @@ func BenchmarkStart(b *testing.B) {
 			startLibrary(b, m)
 		}
 	})
+	for _, c := range []struct {
+		name string
+		opts Options
+	}{{"echo/no-profile", Options{Shell: benchShell}}, {"echo/snapshot", Options{ShellSnapshot: true}}, {"echo/login", Options{}}} {
+		b.Run(c.name, func(b *testing.B) {
+			m := NewManager(c.opts)
+			defer m.Close()
+			startEcho(b, m)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				startEcho(b, m)
+			}
+		})
+	}
 }
 
 // idleSessions starts n sessions that print a line and then wait for input.
@@ -480,6 +507,23 @@ func TestBenchReport(t *testing.T) {
 		func() float64 { return timeIt(func() { startLibrary(t, sm) }) * 1e3 })
 	sm.Close()
 	row("start bash -i (ms)", p, "ms", "≤ 1.3×", 1.3)
+
+	// A start from the login shell's snapshot, beside one with no profile
+	// at all; the login shell with this machine's real profile is printed
+	// with them (its ratio is to the same floor).
+	noProfile, snap, login := NewManager(Options{Shell: benchShell}), NewManager(Options{ShellSnapshot: true}), NewManager(Options{})
+	startEcho(t, snap) // the snapshot is made once, before the runs
+	p = pairs(runs,
+		func() float64 { return timeIt(func() { startEcho(t, noProfile) }) * 1e3 },
+		func() float64 { return timeIt(func() { startEcho(t, snap) }) * 1e3 })
+	row("start, snapshot (ms)", p, "ms", "≤ 1.3×", 1.3)
+	lp := pairs(runs,
+		func() float64 { return timeIt(func() { startEcho(t, noProfile) }) * 1e3 },
+		func() float64 { return timeIt(func() { startEcho(t, login) }) * 1e3 })
+	rows = append(rows, []string{"start, login (ms)", fmt.Sprintf("%.3g ms", lp.floor), fmt.Sprintf("%.3g ms", lp.lib), fmt.Sprintf("%.2f×", lp.ratio), "(bash -lc)", ""})
+	noProfile.Close()
+	snap.Close()
+	login.Close()
 
 	cpu := idleCPU(t, 50, 2*time.Second)
 	heap := heapPerSession(t, 50)

@@ -1,8 +1,14 @@
 package agentpty
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
 )
@@ -10,27 +16,68 @@ import (
 // What Session.Containment reports.
 const (
 	// ContainCgroup: the session has a cgroup v2 of its own, which the
-	// child is cloned into; Kill reaches every process in it whatever it
-	// did (setsid, double forks, fork-and-exit chains), pids.max bounds
-	// how many there are (Options.MaxProcesses), and a watchdog kills them
-	// all if the host process dies.
+	// child is cloned into; Kill reaches every process in it and in
+	// cgroups made inside it whatever it did (setsid, double forks,
+	// fork-and-exit chains), and a leader that moved itself out through
+	// its process session; pids.max bounds how many there are
+	// (Options.MaxProcesses, MaxProcessesTotal), and a watchdog kills them
+	// all if the host process dies. It holds against programs that do not
+	// fight it: one that may write cgroups can move a process elsewhere;
+	// the sandbox is what holds against those.
 	ContainCgroup = contain.Cgroup
 	// ContainCgroupUnbounded: as ContainCgroup, but no pids controller is
 	// reachable, so forks are not bounded.
 	ContainCgroupUnbounded = contain.CgroupUnbounded
 	// ContainSession: no cgroup could be made. Kill finds the processes of
 	// the child's process session and their descendants by scanning /proc,
-	// and stops and kills them until two scans in a row find none. A
-	// process that left the session and whose parent exited is out of
-	// reach, and nothing outlives the host's death on purpose.
+	// stops each as soon as it is found, and kills them once scans over a
+	// quiet stretch find nothing new, until such a stretch finds none
+	// alive. A process that left the session and whose parent exited is
+	// out of reach, and nothing outlives the host's death on purpose.
 	ContainSession = "session"
 )
+
+// killBound is how long Kill waits for the kernel after SIGKILL before it
+// names the processes that survived.
+var killBound = 5 * time.Second
+
+// awaitReaped waits for the leader to be reaped, which follows at once
+// once endAll has ended it, and at most until ctx ends or killBound has
+// passed: a leader that survived SIGKILL must not hold Kill.
+func (s *Session) awaitReaped(ctx context.Context) error {
+	t := time.NewTimer(killBound)
+	defer t.Stop()
+	select {
+	case <-s.reaped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the leader %d has not exited: %w", s.pid, ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("the leader %d has not exited %v after SIGKILL", s.pid, killBound)
+	}
+}
+
+// defaultProcessesTotal is half of the machine's pid_max, so that the
+// sessions of one Manager leave the host room to fork; -1 (no bound)
+// where the kernel does not say.
+func defaultProcessesTotal() int {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 2 {
+		return -1
+	}
+	return n / 2
+}
 
 // containHost returns the manager's cgroup, made on first use, or nil
 // where the host cannot make one.
 func (m *Manager) containHost() *contain.Host {
 	m.containOnce.Do(func() {
-		h, err := contain.NewHost(m.opts.MaxProcesses)
+		h, err := contain.NewHost(contain.Limits{SessionPids: m.opts.MaxProcesses,
+			TotalPids: m.opts.MaxProcessesTotal, Memory: m.opts.MaxMemory})
 		if err == nil {
 			m.contain = h
 		}
@@ -57,10 +104,11 @@ func containChild(m *Manager, name string, cmd *exec.Cmd) *contain.Group {
 }
 
 // Containment says what holds the session's processes: ContainCgroup,
-// ContainCgroupUnbounded or ContainSession (see each).
+// ContainCgroupUnbounded or ContainSession (see each); empty where the
+// session's terminal does not say (see Contained).
 func (s *Session) Containment() string {
-	if s.group == nil {
-		return ContainSession
+	if c, ok := s.term.(Contained); ok {
+		return c.Containment()
 	}
-	return s.m.contain.Kind() // set before the session existed, never changed
+	return ""
 }

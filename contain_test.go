@@ -175,8 +175,42 @@ func allGone(t *testing.T, held *os.File) {
 // A fork bomb stops at MaxProcesses, and Kill ends every copy.
 func TestContainForkBomb(t *testing.T) {
 	const limit = 200
+	if peak := forkBomb(t, Options{MaxProcesses: limit}); peak > limit || peak < limit/4 {
+		t.Errorf("the bomb held %d processes at its peak; the bound is %d", peak, limit)
+	}
+}
+
+// MaxProcessesTotal bounds all sessions together below what each may have:
+// the same bomb passes the budget without it. Its default is within the
+// machine's pid_max, which the sessions' own bounds add up past.
+func TestContainProcessBudget(t *testing.T) {
+	const each, budget = 200, 80
+	if peak := forkBomb(t, Options{MaxProcesses: each, MaxProcessesTotal: -1}); peak <= budget {
+		t.Fatalf("control: without a budget the bomb held only %d processes; the test shows nothing", peak)
+	}
+	if peak := forkBomb(t, Options{MaxProcesses: each, MaxProcessesTotal: budget}); peak > budget || peak < budget/4 {
+		t.Errorf("the bomb held %d processes at its peak; the budget is %d", peak, budget)
+	}
+	pidMax, err := strconv.Atoi(strings.TrimSpace(readText("/proc/sys/kernel/pid_max")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{}.withDefaults()
+	if o.MaxSessions*o.MaxProcesses <= pidMax {
+		t.Logf("here the sessions' bounds (%d×%d) stay within pid_max %d", o.MaxSessions, o.MaxProcesses, pidMax)
+	}
+	if o.MaxProcessesTotal != pidMax/2 {
+		t.Errorf("the default budget is %d; want half of pid_max %d", o.MaxProcessesTotal, pidMax)
+	}
+}
+
+// forkBomb runs a fork bomb in a session of a manager with opts, returns
+// the most processes it held at once, and checks that Kill ends them all.
+func forkBomb(t *testing.T, opts Options) int {
+	t.Helper()
 	mark := marker(t)
-	m := newManager(t, Options{Shell: containShell, MaxProcesses: limit, KillGrace: 100 * time.Millisecond})
+	opts.Shell, opts.KillGrace = containShell, 100*time.Millisecond
+	m := newManager(t, opts)
 	// First check the bound is there: unbounded, this would take the machine.
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read -r go; " + mark + "() { " + mark + " | " + mark + " & }; " + mark + "; while :; do read -r; done", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
@@ -184,10 +218,7 @@ func TestContainForkBomb(t *testing.T) {
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "go", Submit: true, WaitFor: "retry", WaitMS: ms(20000)})
 	peak := 0
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
-		peak = max(peak, len(s.group.Members()))
-	}
-	if peak > limit || peak < limit/4 {
-		t.Errorf("the bomb held %d processes at its peak; the bound is %d", peak, limit)
+		peak = max(peak, len(sessionGroup(s).Members()))
 	}
 	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
 		t.Fatalf("Kill: %v", err)
@@ -195,7 +226,62 @@ func TestContainForkBomb(t *testing.T) {
 	if left := withMarker(mark); len(left) > 0 {
 		t.Fatalf("%d processes of the bomb survived Kill: %v", len(left), left)
 	}
-	t.Logf("peak %d processes under a bound of %d", peak, limit)
+	t.Logf("peak %d processes under MaxProcesses %d, MaxProcessesTotal %d", peak, opts.MaxProcesses, opts.MaxProcessesTotal)
+	return peak
+}
+
+// MaxMemory bounds what the sessions may use where a memory controller is
+// reachable: a program that takes 256 MiB is killed under a bound of 64
+// MiB, and runs to its end without one (the control). Close removes the
+// memory cgroup too.
+func TestContainMemoryBound(t *testing.T) {
+	need(t, "python3")
+	const take = `exec python3 -c 'x = b"x" * (256 << 20); print("allocated", len(x) >> 20)'`
+	for _, bound := range []int64{0, 64 << 20} {
+		t.Run(map[bool]string{true: "Control", false: "Bounded"}[bound == 0], func(t *testing.T) {
+			m := newManager(t, Options{Shell: containShell, MaxMemory: bound})
+			res := mustStart(t, m, StartRequest{Command: "echo ready; read -r go; " + take, WaitFor: "ready"})
+			s, _ := m.Session(res.ID)
+			needCgroup(t, s)
+			if bound > 0 && !m.contain.Memory() {
+				if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+					t.Fatal("no memory controller is reachable (AGENTPTY_REQUIRE=all)")
+				}
+				t.Skip("no memory controller is reachable here")
+			}
+			// The cgroup that holds the bound: the manager's v2 cgroup, or
+			// its v1 memory cgroup where memory lives on v1.
+			memDir := filepath.Dir(sessionGroup(s).Dir())
+			for _, line := range strings.Split(readText(fmt.Sprintf("/proc/%d/cgroup", s.PID())), "\n") {
+				if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] == "memory" {
+					memDir = filepath.Join("/sys/fs/cgroup/memory", f[2])
+				}
+			}
+			if _, err := os.Stat(memDir); bound > 0 && (err != nil || !strings.Contains(memDir, "/agentpty-")) {
+				t.Fatalf("the session is in no memory cgroup of the manager's: %s (%v)", memDir, err)
+			}
+			w, err := m.Write(context.Background(), WriteRequest{ID: res.ID, Input: "go", Submit: true, WaitFor: "allocated", WaitMS: ms(20000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bound == 0 {
+				if !w.Matched {
+					t.Fatalf("control: the program did not finish without a bound: %q", w.Output)
+				}
+				return
+			}
+			st, err := s.Wait(waitCtx(t))
+			if w.Matched || err != nil || st.Signal != "SIGKILL" {
+				t.Fatalf("under a bound of %d bytes the program ended with %+v, %v; output %q", bound, st, err, w.Output)
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(memDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("memory cgroup %s after Close: %v", memDir, err)
+			}
+		})
+	}
 }
 
 // A program that handles SIGTERM runs its handler and exits as it chose:
@@ -326,6 +412,60 @@ func TestContainFallbackFindsDescendants(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, pid)
+}
+
+// chainSource is a python program that forks, leaves its process group
+// and exits at every step, forever, ignoring SIGTERM and SIGHUP, so that
+// its one live process is never the same for long; it says "chaining"
+// once under way and stops by itself when the file argv[2] exists, so a
+// test can end a chain that got away.
+const chainSource = `import os, signal, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+for n in range(1 << 62):
+    if n == 20:
+        print("chaining", flush=True)
+    if n % 64 == 0 and os.path.exists(sys.argv[2]):
+        os._exit(0)
+    if os.fork():
+        os._exit(0)
+    os.setpgid(0, 0)`
+
+// Where no cgroup can be made, the fallback still ends a fork-and-exit
+// chain that stays in the session, from a leader that has exited: every
+// trial, not one in a few.
+func TestContainFallbackForkExitChain(t *testing.T) {
+	need(t, "python3")
+	for trial := range 4 {
+		t.Run(strconv.Itoa(trial), func(t *testing.T) {
+			mark := marker(t)
+			stop := filepath.Join(t.TempDir(), "stop")
+			m := newManager(t, Options{Shell: containShell, KillGrace: 100 * time.Millisecond})
+			m.containOnce.Do(func() {})
+			t.Cleanup(func() {
+				// A chain that got away stops by itself once told.
+				_ = os.WriteFile(stop, nil, 0o600)
+				for end := time.Now().Add(10 * time.Second); len(withMarker(mark)) > 0 && time.Now().Before(end); {
+					time.Sleep(10 * time.Millisecond)
+				}
+			})
+			hold, held := holder(t)
+			res := mustStart(t, m, StartRequest{Command: hold + "python3 -c '" + chainSource + "' " + mark + " " + stop + " & exec sleep 1000", WaitFor: "chaining"})
+			s, _ := m.Session(res.ID)
+			if s.Containment() != ContainSession {
+				t.Fatalf("containment %q, want %q", s.Containment(), ContainSession)
+			}
+			err, took := killWithin(t, m, res.ID, 10*time.Second)
+			t.Logf("Kill: %v after %v", err, took)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := withMarker(mark); len(left) > 0 {
+				t.Fatalf("the chain survived Kill: %v", left)
+			}
+			allGone(t, held)
+		})
+	}
 }
 
 // When the host process dies (SIGKILL: nothing of it runs), what its
@@ -546,7 +686,7 @@ func TestCloseRemovesCgroups(t *testing.T) {
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	needCgroup(t, s)
-	dir := s.group.Dir()
+	dir := sessionGroup(s).Dir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if _, err := os.Stat(d); err != nil {
 			t.Fatalf("cgroup %s while the session runs: %v", d, err)
@@ -556,6 +696,161 @@ func TestCloseRemovesCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s after Close: %v", d, err)
+		}
+	}
+}
+
+// killWithin runs Kill with a context of d and fails the test when it has
+// not returned 5 s after that: a Kill that ignores its context would hang
+// the test. It returns Kill's error and how long it took.
+func killWithin(t *testing.T, m *Manager, id string, d time.Duration) (error, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Kill(ctx, id)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err, time.Since(start)
+	case <-time.After(d + 5*time.Second):
+		t.Fatalf("Kill with a context of %v has not returned after %v", d, time.Since(start))
+		return nil, 0
+	}
+}
+
+// cgroupOf returns the cgroup v2 path of pid, as /proc/PID/cgroup says.
+func cgroupOf(pid int) string {
+	for _, line := range strings.Split(readText("/proc/"+strconv.Itoa(pid)+"/cgroup"), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// leaveCgroup starts a session whose leader, not sandboxed, moves itself
+// into the host process's own cgroup (where it may write, being root), forks
+// a job that is born outside the session's cgroup, and sleeps under the name
+// mark. It returns the session, the leader's pid and the FIFO its processes
+// hold.
+func leaveCgroup(t *testing.T, m *Manager, mark string) (*Session, int, *os.File) {
+	t.Helper()
+	hold, held := holder(t)
+	res := mustStart(t, m, StartRequest{Command: hold + `echo ready; read -r dir; echo $$ >"$dir/cgroup.procs" || exit 1; ` +
+		`(exec -a ` + mark + ` sleep 1000) & echo moved; exec -a ` + mark + ` sleep 1000`, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	needCgroup(t, s)
+	base := filepath.Dir(filepath.Dir(sessionGroup(s).Dir()))
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: base, Submit: true, WaitFor: "moved"})
+	if in := cgroupOf(s.PID()); strings.HasPrefix(in, cgroupOf(os.Getpid())+"/") || in == "" {
+		t.Fatalf("the leader is still in %q", in)
+	}
+	if got := len(withMarker(mark)); got != 2 {
+		t.Fatalf("%d processes named %s run, want the leader and its job", got, mark)
+	}
+	return s, s.PID(), held
+}
+
+// A leader that leaves its cgroup is still ended by Kill, within its
+// context, with the job it forked outside the cgroup; Close then leaves no
+// cgroup behind.
+func TestContainLeaderLeavesCgroup(t *testing.T) {
+	mark := marker(t)
+	m := newManager(t, Options{Shell: containShell, KillGrace: 300 * time.Millisecond})
+	s, pid, held := leaveCgroup(t, m, mark)
+	dir := sessionGroup(s).Dir()
+	t.Cleanup(func() {
+		for _, p := range withMarker(mark) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	err, took := killWithin(t, m, s.ID(), 10*time.Second)
+	t.Logf("Kill: %v after %v", err, took)
+	if err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if left := withMarker(mark); len(left) > 0 {
+		t.Fatalf("processes %v survived Kill (the leader was %d)", left, pid)
+	}
+	allGone(t, held)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s after Close: %v", d, err)
+		}
+	}
+}
+
+// Kill keeps to its context even when a process it must end cannot die (a
+// leader outside its cgroup, frozen so that SIGKILL waits), and names it.
+func TestContainKillHonoursContext(t *testing.T) {
+	mark := marker(t)
+	m := newManager(t, Options{Shell: containShell, KillGrace: 200 * time.Millisecond})
+	s, pid, _ := leaveCgroup(t, m, mark)
+	thaw := sync.OnceFunc(freeze(t, pid))
+	t.Cleanup(func() {
+		thaw()
+		for _, p := range withMarker(mark) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	const d = 1500 * time.Millisecond
+	err, took := killWithin(t, m, s.ID(), d)
+	thaw()
+	t.Logf("Kill: %v after %v", err, took)
+	if took > d+time.Second {
+		t.Errorf("Kill with a context of %v took %v", d, took)
+	}
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(pid)) {
+		t.Fatalf("Kill with the leader %d unkillable: %v; want an error naming it", pid, err)
+	}
+	waitGone(t, pid)
+}
+
+// A child that makes cgroups of its own inside the session's and moves
+// processes into them, two levels deep, is ended whole by Kill, and Close
+// removes every cgroup, the child's included.
+func TestContainNestedCgroups(t *testing.T) {
+	mark := marker(t)
+	m := newManager(t, Options{Shell: containShell, KillGrace: 200 * time.Millisecond})
+	hold, held := holder(t)
+	res := mustStart(t, m, StartRequest{Command: hold + `M=$(awk '$3=="cgroup2"{print $2; exit}' /proc/mounts); ` +
+		`G=$M$(sed -n 's/^0:://p' /proc/self/cgroup); mkdir -p "$G/sub/deep" || exit 1; ` +
+		`(echo $BASHPID >"$G/sub/cgroup.procs" && exec -a ` + mark + ` sleep 1000) & ` +
+		`(echo $BASHPID >"$G/sub/deep/cgroup.procs" && exec -a ` + mark + ` sleep 1000) & ` +
+		`until grep -q . "$G/sub/cgroup.procs" && grep -q . "$G/sub/deep/cgroup.procs"; do :; done; echo nested; wait`, WaitFor: "nested"})
+	s, _ := m.Session(res.ID)
+	needCgroup(t, s)
+	dir := sessionGroup(s).Dir()
+	if _, err := os.Stat(filepath.Join(dir, "sub", "deep")); err != nil {
+		t.Fatalf("the child's cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, p := range withMarker(mark) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	err, took := killWithin(t, m, res.ID, 10*time.Second)
+	t.Logf("Kill: %v after %v", err, took)
+	if err != nil {
+		t.Errorf("Kill: %v", err)
+	}
+	if left := withMarker(mark); len(left) > 0 {
+		t.Fatalf("processes %v in the nested cgroups survived Kill", left)
+	}
+	allGone(t, held)
+	if err := m.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	for _, d := range []string{filepath.Join(dir, "sub", "deep"), dir, filepath.Dir(dir)} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("cgroup %s after Close: %v", d, err)
 		}

@@ -17,10 +17,6 @@ import (
 // what ignores TERM (interactive bash).
 const hupDelay = 200 * time.Millisecond
 
-// killBound is how long Kill waits for the kernel after SIGKILL before it
-// names the processes that survived.
-var killBound = 5 * time.Second
-
 // container is what holds a session's processes.
 type container interface {
 	// Signal sends sigs, in order, to every process held; it returns how
@@ -36,11 +32,67 @@ type container interface {
 	Release() error
 }
 
-// cgroupContainer is a session's cgroup.
-type cgroupContainer struct{ *contain.Group }
+// cgroupContainer is a session's cgroup, and the leader's process session
+// once the leader is seen alive outside the cgroup: a program that is not
+// sandboxed may move itself out (to a cgroup it may write), and what it
+// forks then is born outside too. The session is scanned only then, so a
+// kill that nothing fought costs no walk through /proc.
+type cgroupContainer struct {
+	g   *contain.Group
+	s   sessionContainer // follows what is not in the cgroup
+	out bool             // the leader was seen outside the cgroup
+}
 
-func (c cgroupContainer) KillAll(context.Context) error { return c.Kill() }
-func (c cgroupContainer) Release() error                { return c.Remove() }
+// look notes a leader that lives outside the cgroup.
+func (c *cgroupContainer) look() {
+	if c.out || c.s.exited() {
+		return
+	}
+	if c.g.Left(c.s.sid) && proc.Alive(c.s.sid) {
+		c.out = true
+	}
+}
+
+func (c *cgroupContainer) Signal(sigs ...syscall.Signal) int {
+	n := c.g.Signal(sigs...)
+	if c.look(); c.out {
+		n += c.s.Signal(sigs...)
+	}
+	return n
+}
+
+func (c *cgroupContainer) WaitEmpty(ctx context.Context) error {
+	if err := c.g.WaitEmpty(ctx); err != nil {
+		return err
+	}
+	if c.look(); c.out {
+		return c.s.WaitEmpty(ctx)
+	}
+	return nil
+}
+
+func (c *cgroupContainer) KillAll(ctx context.Context) error {
+	err := c.g.Kill()
+	if c.look(); c.out {
+		if e := c.s.KillAll(ctx); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+func (c *cgroupContainer) Members() []int {
+	pids := c.g.Members()
+	if c.out {
+		pids = append(pids, c.s.Members()...)
+	}
+	return pids
+}
+
+func (c *cgroupContainer) Release() error {
+	c.s.Release()
+	return c.g.Remove()
+}
 
 // sessionContainer is the fallback: the processes of the child's process
 // session (its id is the leader's pid) and their descendants, each held
@@ -58,7 +110,12 @@ func (c sessionContainer) Signal(sigs ...syscall.Signal) int {
 	return c.Tracker.Signal(sigs...)
 }
 func (c sessionContainer) WaitEmpty(ctx context.Context) error { return c.WaitGone(ctx) }
-func (c sessionContainer) KillAll(ctx context.Context) error   { return c.KillLoop(ctx) }
+func (c sessionContainer) KillAll(ctx context.Context) error {
+	if c.stale() {
+		return nil
+	}
+	return c.KillLoop(ctx)
+}
 func (c sessionContainer) Release() error {
 	c.Close()
 	return nil
@@ -72,66 +129,69 @@ func (c sessionContainer) stale() bool {
 	return c.exited() && processExists(c.sid)
 }
 
-// containment returns what holds the session's processes.
-func (s *Session) containment() container {
-	if s.group != nil {
-		return cgroupContainer{s.group}
-	}
-	return sessionContainer{Tracker: proc.NewTracker(s.pid), sid: s.pid, exited: func() bool { _, exited := s.ended(); return exited }}
-}
-
 // endProcesses ends every process c holds: SIGTERM (and SIGCONT, so stopped
 // jobs can act on it), SIGHUP to what is left hupDelay later, SIGKILL to
 // what is left once grace has passed since the start, or at once when ctx
-// ends. It names the processes that outlive SIGKILL by killBound.
+// ends. It names the processes still running killBound after SIGKILL, or
+// a moment after ctx ended.
 func endProcesses(ctx context.Context, c container, grace time.Duration) error {
 	left := stopProcesses(ctx, c, grace)
 	err := c.Release() // a cgroup with processes left stays, for the watchdog
-	if len(left) > 0 {
+	switch {
+	case len(left) > 0 && ctx.Err() != nil:
+		return fmt.Errorf("processes %v were still running after SIGKILL when the context ended: %w", left, ctx.Err())
+	case len(left) > 0:
 		return fmt.Errorf("processes %v survived SIGKILL for %v", left, killBound)
 	}
 	return err
 }
 
+// lateKill is how long after ctx ends Kill still waits for the kernel to
+// carry out the SIGKILL it sent, so that it names only processes that
+// really outlived it.
+const lateKill = 100 * time.Millisecond
+
 // stopProcesses is endProcesses's signalling; it returns the survivors.
 func stopProcesses(ctx context.Context, c container, grace time.Duration) []int {
-	deadline := time.Now().Add(grace)
-	if c.Signal(syscall.SIGTERM, syscall.SIGCONT) == 0 {
-		return nil
+	if c.Signal(syscall.SIGTERM, syscall.SIGCONT) > 0 {
+		_ = politely(ctx, c, time.Now().Add(grace))
 	}
-	// What ignores TERM (an interactive bash at its prompt) gets nothing
-	// from the delay: when that is all there is, HUP follows at once.
-	var err error
-	if !allIgnore(c.Members(), syscall.SIGTERM) {
-		hctx, cancel := context.WithDeadline(ctx, time.Now().Add(min(hupDelay, grace)))
-		err = c.WaitEmpty(hctx)
-		cancel()
-	} else {
-		err = context.DeadlineExceeded
-	}
-	if err != nil && ctx.Err() == nil {
-		c.Signal(syscall.SIGHUP, syscall.SIGCONT)
-		gctx, cancel := context.WithDeadline(ctx, deadline)
-		err = c.WaitEmpty(gctx)
-		cancel()
-	}
-	if err == nil {
-		return nil
-	}
-	// SIGKILL cannot be caught; this only waits for the kernel.
-	kctx, cancel := context.WithTimeout(context.Background(), killBound)
+	// SIGKILL cannot be caught; this only waits for the kernel. It is sent
+	// even when the polite signals found nothing or saw everything end: a
+	// /proc scan can miss a process between fork and exit, and a cgroup's
+	// cgroup.kill costs nothing when it is empty.
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBound)
 	defer cancel()
-	if err := c.KillAll(kctx); err == nil {
-		if err := c.WaitEmpty(kctx); err == nil {
-			return nil
-		}
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(lateKill, cancel) })()
+	if c.KillAll(kctx) == nil && c.WaitEmpty(kctx) == nil {
+		return nil
 	}
 	return c.Members()
 }
 
-// endAll ends every process of the session.
-func (s *Session) endAll(ctx context.Context) error {
-	return endProcesses(ctx, s.containment(), s.m.opts.KillGrace)
+// politely sends SIGHUP to what SIGTERM left hupDelay later, and waits
+// for c to empty until deadline or ctx's end, when it returns an error;
+// what is left then gets SIGKILL either way.
+func politely(ctx context.Context, c container, deadline time.Time) error {
+	// What ignores TERM (an interactive bash at its prompt) gets nothing
+	// from the delay: when that is all there is, HUP follows at once.
+	err := context.DeadlineExceeded
+	if !allIgnore(c.Members(), syscall.SIGTERM) {
+		hup := time.Now().Add(hupDelay)
+		if hup.After(deadline) {
+			hup = deadline
+		}
+		hctx, cancel := context.WithDeadline(ctx, hup)
+		err = c.WaitEmpty(hctx)
+		cancel()
+	}
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	c.Signal(syscall.SIGHUP, syscall.SIGCONT)
+	gctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return c.WaitEmpty(gctx)
 }
 
 // allIgnore reports whether every process of pids ignores sig; false for
@@ -143,4 +203,14 @@ func allIgnore(pids []int, sig syscall.Signal) bool {
 		}
 	}
 	return len(pids) > 0
+}
+
+// killAll ends, by force, the process group pid leads and everything in
+// group (nil: the group alone). For children that hold nothing worth a
+// grace period, such as the shell snapshot's profile run.
+func killAll(pid int, group *contain.Group) {
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if group != nil {
+		_ = group.Kill()
+	}
 }

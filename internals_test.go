@@ -1,7 +1,5 @@
 package agentpty
 
-import "syscall"
-
 // The places tests look inside a session, each in one helper, so that the
 // session's parts can move without touching the tests that read them.
 
@@ -56,7 +54,3 @@ func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
 	raw, start := rawOutput(s)
 	return s.snapshot(), s.screenOff.Load(), raw, start
 }
-
-// masterConn is the local terminal's master side, for ioctls a test makes
-// on it as a host would.
-func masterConn(s *Session) (syscall.RawConn, error) { return s.pty.SyscallConn() }

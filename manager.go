@@ -2,7 +2,9 @@ package agentpty
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,8 +36,32 @@ type Options struct {
 	// terminal. The profile runs for every session (a few ms for a plain
 	// one, 100 ms and more with pyenv or nvm), and one that reads the
 	// terminal can eat input typed before it finishes: wait for a prompt
-	// (wait_for) before typing. {"bash", "-c"} skips it.
+	// (wait_for) before typing. {"bash", "-c"} skips it. ShellSnapshot
+	// runs the profile once instead.
 	Shell []string
+	// ShellSnapshot runs the login profile once, at the first start, and
+	// captures the shell it set up: exported variables, shell functions
+	// (and which are exported), aliases, and the shopt and set options.
+	// Later starts run `bash -c COMMAND` with that snapshot loaded first
+	// (through BASH_ENV, which the snapshot unsets again), so PATH,
+	// version-manager shims and functions (pyenv, nvm) and aliases behave
+	// as under the login shell at a fraction of its cost. A change to a
+	// profile file (size or mtime of /etc/profile, /etc/profile.d/*,
+	// /etc/bash.bashrc, /etc/environment, ~/.bash_profile, ~/.bash_login,
+	// ~/.profile, ~/.bashrc, ~/.bash_aliases) makes a new snapshot at the
+	// next start; files those source from elsewhere are not watched.
+	// What does not carry over: unexported shell variables (the login
+	// shell's PS1 and the like), traps, the directory stack, and anything
+	// the profile does each time rather than sets (printing a banner,
+	// starting an agent). A variable a start's own Env sets that the
+	// profile sets too takes the profile's value. A profile that fails or
+	// runs past 5 s is stopped, the start runs the login shell instead and
+	// its result's Notice says what happened; a failed snapshot is tried
+	// again after a minute or when a profile file changes. It applies
+	// only when Shell is nil or {"bash", "-lc"} (the login bash) and is made under
+	// the Sandbox and containment like any session; false runs the profile
+	// for every start.
+	ShellSnapshot bool
 	// Cols and Rows are the terminal size a start gets when its request
 	// gives none; 0 means 120 columns by 32 rows. The tools' schemas say
 	// the size the manager uses.
@@ -58,6 +84,19 @@ type Options struct {
 	// where the host has a pids cgroup (see Session.Containment): a fork
 	// bomb stops there; 0 means 4096.
 	MaxProcesses int
+	// MaxProcessesTotal caps the processes (threads included) of all
+	// sessions together, where the host has a pids cgroup: sessions at
+	// MaxProcesses each cannot add up past what the machine has. 0 means
+	// half of the machine's pid_max (/proc/sys/kernel/pid_max); negative
+	// means no bound beyond MaxProcesses.
+	MaxProcessesTotal int
+	// MaxMemory caps the memory, in bytes, that the processes of all
+	// sessions together may use, where a memory controller is reachable
+	// (cgroup v2 memory.max, or v1 memory.limit_in_bytes): past it the
+	// kernel reclaims what it can and then kills the largest process.
+	// 0 means no bound, since only the host knows what its sessions may
+	// need (a build can want gigabytes).
+	MaxMemory int64
 	// MaxCells caps the terminal cells (cols×rows) of all sessions
 	// together, so that sizes cannot multiply the work of rendering or the
 	// memory of screens; a Start or Resize over it is ErrTooManySessions.
@@ -95,6 +134,20 @@ type Options struct {
 	// types input (Tool "pty-write", with ID and Input); a denied write
 	// types nothing. False means approving a start covers every write.
 	ApproveWrites bool
+	// Backend starts each session's command under a terminal; nil means a
+	// pseudo-terminal of this machine. With another Backend, Sandbox and
+	// shell sessions are refused (ErrUnsupported), ShellSnapshot does not
+	// apply, and what the terminal cannot tell is said plainly (see
+	// Backend).
+	Backend Backend
+	// SecretPrograms, when set, are the programs WriteSecret may type a
+	// secret into: executable names (looked up in the host's PATH) or
+	// paths. WriteSecret then refuses with ErrDenied unless every process
+	// of the terminal's foreground group (but a shell waiting for its
+	// command) runs one of these very files, owned by root and writable by
+	// no one else, untraced, and running no code from files others could
+	// write. Nil types into any program at a prompt with echo off.
+	SecretPrograms []string
 }
 
 // withDefaults applies every default in one place.
@@ -115,6 +168,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxProcesses <= 0 {
 		o.MaxProcesses = DefaultMaxProcesses
+	}
+	if o.MaxProcessesTotal == 0 {
+		o.MaxProcessesTotal = defaultProcessesTotal()
 	}
 	if o.ScrollbackBytes <= 0 {
 		o.ScrollbackBytes = DefaultScrollbackBytes
@@ -153,6 +209,11 @@ type Event struct {
 	// scrollback (the last one being written), for a live tail. It is
 	// shared: do not change it.
 	Lines []string
+	// Foreground and ForegroundExe name, for EventInputHidden, the program
+	// at the password prompt and the path of its executable, so a host
+	// can show its user who asks before it calls WriteSecret.
+	Foreground    string
+	ForegroundExe string
 }
 
 // SessionInfo describes a session for List.
@@ -191,11 +252,18 @@ type Manager struct {
 
 	containOnce sync.Once
 	contain     *contain.Host // the sessions' cgroups, made on first start; nil where the host has none
+
+	snap *snapshots // the login shell's snapshot (Options.ShellSnapshot); nil when off
+	priv privDir    // shell sessions' rcfiles and commands (privdir.go)
 }
 
 // NewManager returns a Manager with opts, defaults applied.
 func NewManager(opts Options) *Manager {
-	return &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}}
+	m := &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}}
+	if opts.ShellSnapshot && opts.Backend == nil && (opts.Shell == nil || slices.Equal(opts.Shell, []string{"bash", "-lc"})) {
+		m.snap = newSnapshots()
+	}
+	return m
 }
 
 // Session returns the session with the given id, if the manager has it.
@@ -247,7 +315,12 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 			m.starting.Done()
 		}
 	}()
-	s, err := startSession(m, num, req, cols, rows)
+	var from *snapshotStart
+	if m.snap != nil {
+		f := m.startFrom(ctx, req.Command)
+		from = &f
+	}
+	s, err := startSession(m, num, req, cols, rows, from)
 	if err != nil {
 		m.mu.Lock()
 		m.pending--
@@ -266,6 +339,17 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	started = true
 	m.starting.Done() // registered: Close sees it from here on
 	res, err := m.firstWait(ctx, s, req, want)
+	if from != nil {
+		res.Notice = from.notice
+	}
+	if res.Notice == "" && err == nil && !res.Exited && strings.TrimSpace(res.Output) == "" {
+		// A profile waiting on a lock or a slow mount looks like this too.
+		fg := res.Foreground
+		if fg == "" {
+			fg = "the command"
+		}
+		res.Notice = fmt.Sprintf("nothing printed yet after %v; %s is in front (state %s)", time.Since(s.started).Round(time.Millisecond), fg, res.State)
+	}
 	if ctx.Err() != nil {
 		// No one will learn the id: the session must not hold its slot.
 		_, _ = m.end(context.Background(), s, EventKilled)
@@ -281,13 +365,17 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 		return s.startShell(ctx, req)
 	}
 	w, err := s.wait(ctx, want, req.WaitMS, req.WaitUntil)
+	if errors.Is(err, ErrUnsupported) {
+		_, _ = m.end(context.Background(), s, EventKilled) // no one learns the id
+		return StartResult{}, err
+	}
 	if err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	s.applyScreen(req.Screen, &screenView{}, false, &w)
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
 		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
-		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}, nil
+		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe, Cursor: w.cursor, Highlights: w.highlights}, nil
 }
 
 // checkSize checks a request's cols and rows: 0 means the default (or,
@@ -305,6 +393,11 @@ func checkSize(who string, cols, rows int) error {
 func checkStart(req StartRequest) error {
 	if strings.TrimSpace(req.Command) == "" && !req.Shell {
 		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
+	}
+	if req.Shell && strings.TrimSpace(req.Command) != "" {
+		if err := checkRunCommand(ToolStart, req.Command); err != nil {
+			return err
+		}
 	}
 	if err := checkWaitUntil(ToolStart, "", req.WaitUntil); err != nil {
 		return err
@@ -489,7 +582,11 @@ func (m *Manager) Close() error {
 	if m.contain != nil {
 		errs = append(errs, m.contain.Close())
 	}
+	if m.snap != nil {
+		errs = append(errs, m.snap.close())
+	}
 
+	errs = append(errs, m.priv.remove())
 	m.eventsWG.Wait()
 	for _, err := range errs {
 		if err != nil {

@@ -140,12 +140,19 @@ type StartResult struct {
 	InputHidden bool   `json:"input_hidden,omitempty"`
 	State       string `json:"state"`
 	Foreground  string `json:"foreground,omitempty"`
+	// ForegroundExe is as in WriteResult.
+	ForegroundExe string `json:"foreground_exe,omitempty"`
 	// PromptAfter: in a shell session started with a command, the prompt
 	// came back and ExitCode is the command's.
 	PromptAfter bool `json:"prompt_after,omitempty"`
 	// Cursor and Highlights come with a screen mode (StartRequest.Screen).
 	Cursor     *Cursor     `json:"cursor,omitempty"`
 	Highlights []Highlight `json:"highlights,omitempty"`
+	// Notice says what kept the start from going as usual: a shell
+	// snapshot that could not be made (Options.ShellSnapshot), or a start
+	// that has printed nothing yet, how long it waited and what is in
+	// front. Empty otherwise.
+	Notice string `json:"notice,omitempty"`
 }
 
 // WriteResult is the result of pty-write.
@@ -167,6 +174,9 @@ type WriteResult struct {
 	// Foreground names the program that holds the terminal.
 	State      string `json:"state"`
 	Foreground string `json:"foreground,omitempty"`
+	// ForegroundExe is the path of the executable of the program at a
+	// password prompt, while InputHidden: who WriteSecret would type into.
+	ForegroundExe string `json:"foreground_exe,omitempty"`
 	// PromptAfter: in a shell session, a command's prompt came back during
 	// this write, and ExitCode is that command's.
 	PromptAfter bool `json:"prompt_after,omitempty"`
@@ -357,8 +367,18 @@ func (m *Manager) Tools() []Tool {
 	copy(out, tools)
 	for i := range out {
 		out[i].InputSchema = m.sizeDefaults(out[i].InputSchema)
+		if out[i].Name == ToolStart {
+			out[i].Description = m.shellNamed(out[i].Description)
+		}
 	}
 	return out
+}
+
+// shellNamed writes the manager's Options.Shell into pty-start's
+// description, so the model reads the command line its command runs
+// under.
+func (m *Manager) shellNamed(desc string) string {
+	return strings.Replace(desc, "`bash -lc COMMAND`", "`"+strings.Join(m.opts.Shell, " ")+" COMMAND`", 1)
 }
 
 // sizeDefaults writes the manager's default terminal size into a schema's
@@ -435,6 +455,8 @@ func decodeArgs(tool string, args json.RawMessage, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		switch {
+		case errors.As(err, &typeErr) && typeErr.Field == "":
+			return errorf(ErrInvalid, "%s: arguments must be a JSON object, not a JSON %s", tool, typeErr.Value)
 		case errors.As(err, &typeErr):
 			return errorf(ErrInvalid, "%s: argument %q must be %s, not a JSON %s", tool, typeErr.Field, typeErr.Type, typeErr.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -97,3 +97,44 @@ func TestCallResultFields(t *testing.T) {
 		t.Fatalf("pty-kill: %s %v", out, err)
 	}
 }
+
+// pty-start's description names the shell the manager really runs
+// commands under, not the default one.
+func TestToolsNameTheShell(t *testing.T) {
+	for _, c := range []struct {
+		shell []string
+		want  string
+	}{
+		{nil, "`bash -lc COMMAND`"},
+		{[]string{"sh", "-c"}, "`sh -c COMMAND`"},
+		{[]string{"bash", "--norc", "-c"}, "`bash --norc -c COMMAND`"},
+	} {
+		m := NewManager(Options{Shell: c.shell})
+		desc := m.Tools()[0].Description
+		m.Close()
+		if !strings.Contains(desc, c.want) || (c.shell != nil && strings.Contains(desc, "bash -lc")) {
+			t.Errorf("Shell %q: pty-start's description does not say %s: %q", c.shell, c.want, desc)
+		}
+	}
+	if strings.Contains(tools[0].Description, "sh -c") {
+		t.Error("Tools changed the package's own descriptions")
+	}
+}
+
+// Arguments that are not a JSON object get an error a model can act on,
+// not one naming the library's Go types.
+func TestCallArgumentsMustBeObject(t *testing.T) {
+	m := newManager(t, Options{})
+	for _, tool := range []string{ToolStart, ToolWrite, ToolRun, ToolKill} {
+		for _, args := range []string{`["pty-1"]`, `"pty-1"`, `7`, `true`} {
+			_, err := m.Call(context.Background(), tool, json.RawMessage(args))
+			if !isErr(err, ErrInvalid) || !strings.Contains(err.Error(), "arguments must be a JSON object") ||
+				strings.Contains(err.Error(), "agentpty.") || !strings.HasPrefix(err.Error(), "agentpty: ") {
+				t.Errorf("%s %s: %v; want ErrInvalid saying the arguments must be a JSON object", tool, args, err)
+			}
+		}
+	}
+	if len(m.List()) != 0 {
+		t.Errorf("bad arguments started sessions: %v", m.List())
+	}
+}

@@ -1,6 +1,7 @@
 package agentpty
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +17,8 @@ import (
 // plays back right; then come "o" events with the output, "r" events with
 // resizes, and "i" events with what is typed when Options.RecordInput is
 // set (never input typed while echo is off, never a secret given to
-// WriteSecret, which is masked in the output too).
+// WriteSecret, which is masked in the output too), with an "m" marker
+// naming each pty-run command, which is handed to the shell untyped.
 //
 // Record returns once the header and the first event are written; the
 // rest is written by a goroutine of the recording's own, which reads the
@@ -27,12 +29,24 @@ import (
 // is killed (Kill returns once the recording is written, waiting at most
 // KillGrace for w), or at w's first error. Several recordings may run at
 // once.
+//
+// Record gives no way to know when the last event is written; to close a
+// file after it, use StartRecording and its Stop.
 func (s *Session) Record(w io.Writer) error {
+	_, err := s.StartRecording(w)
+	return err
+}
+
+// StartRecording starts a recording as Record does and returns it, so the
+// caller can end it and know when w has everything: call Stop (after the
+// session's Wait when the recording should hold the program's whole
+// output), then close w.
+func (s *Session) StartRecording(w io.Writer) (*Recording, error) {
 	r := &recorder{w: w, start: time.Now()}
 	t := newTap(s, s.m.opts.RecordInput, r.event)
 	redraw, cols, rows, err := s.startTap(t, "record")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	shell := s.m.opts.Shell
 	if s.sh != nil {
@@ -43,11 +57,41 @@ func (s *Session) Record(w io.Writer) error {
 	}
 	if err != nil {
 		s.dropTap(t)
-		return fmt.Errorf("agentpty: %s: record: %w", s.id, err)
+		return nil, fmt.Errorf("agentpty: %s: record: %w", s.id, err)
 	}
 	go t.run()
+	return &Recording{t: t}, nil
+}
+
+// Recording is a recording under way (Session.StartRecording).
+type Recording struct {
+	t *tap
+}
+
+// Stop ends the recording once everything the session has rendered so far
+// is written to w, and returns then: w may be closed after it. It returns
+// w's error if one ended the recording, and ctx's (wrapped) if ctx ends
+// first, leaving the writer to finish on its own. Once the program has
+// exited and the session's Wait has returned, that is the whole output.
+// Stop may be called more than once, and after the recording ended by
+// itself.
+func (r *Recording) Stop(ctx context.Context) error {
+	t := r.t
+	t.stopTap()
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return fmt.Errorf("agentpty: %s: record: stop: %w", t.s.id, ctx.Err())
+	}
+	if t.err != nil {
+		return fmt.Errorf("agentpty: %s: record: %w", t.s.id, t.err)
+	}
 	return nil
 }
+
+// Done is closed when the recording has ended: stopped, the program's
+// output complete, the session killed, or w failed.
+func (r *Recording) Done() <-chan struct{} { return r.t.done }
 
 // recorder writes asciicast v2 lines.
 type recorder struct {

@@ -3,12 +3,14 @@ package agentpty
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -239,13 +241,145 @@ func TestRecordRunInput(t *testing.T) {
 	if sh := header["env"].(map[string]any)["SHELL"]; sh != "bash" {
 		t.Errorf("a shell session's recording names SHELL %v, want the bash it runs", sh)
 	}
-	var input string
+	// The command is handed to the shell, not typed: a marker names it.
+	var input, marks string
 	for _, ev := range events {
-		if ev[1] == "i" {
+		switch ev[1] {
+		case "i":
 			input += ev[2].(string)
+		case "m":
+			marks += ev[2].(string)
 		}
 	}
-	if !strings.Contains(input, "echo run-typed") {
-		t.Errorf("the run's command is not among the input events: %q", input)
+	if marks != "echo run-typed" || !strings.Contains(input, " . '") || strings.Contains(input, "run-typed") {
+		t.Errorf("the run's command: markers %q, input events %q", marks, input)
+	}
+}
+
+// gatedWriter writes to a file, holding each write while held is set
+// until release is closed: a slow disk.
+type gatedWriter struct {
+	f       *os.File
+	held    atomic.Bool
+	release chan struct{}
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	if w.held.Load() {
+		<-w.release
+	}
+	return w.f.Write(p)
+}
+
+// castOutput is the output events of the recording in file, joined.
+func castOutput(t *testing.T, file string) string {
+	t.Helper()
+	cast, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, events := castEvents(t, cast)
+	var out strings.Builder
+	for _, ev := range events {
+		if ev[1] == "o" {
+			out.WriteString(ev[2].(string))
+		}
+	}
+	return out.String()
+}
+
+// Stop returns once every frame rendered so far is in the file, however
+// slow the file is, so closing it then keeps the whole recording; after
+// the program has exited and Wait returned, that is all of its output.
+func TestRecordStopWritesEveryFrame(t *testing.T) {
+	m := newManager(t, Options{})
+	ctx := waitCtx(t)
+	dir := t.TempDir()
+
+	start := mustStart(t, m, StartRequest{Command: "echo ready; read; seq -f 'frame-%g' 1 300; echo all-out; read", WaitFor: "ready"})
+	s, _ := m.Session(start.ID)
+	f, err := os.Create(filepath.Join(dir, "live.cast"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &gatedWriter{f: f, release: make(chan struct{})}
+	rec, err := s.StartRecording(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.held.Store(true) // the file stalls from here on
+	mustWrite(t, m, WriteRequest{ID: start.ID, Submit: true, WaitFor: "all-out"})
+	stopped := make(chan error, 1)
+	go func() { stopped <- rec.Stop(ctx) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while the file still held back the frames", err)
+	default:
+	}
+	close(w.release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	select {
+	case <-rec.Done():
+	default:
+		t.Error("Done is not closed after Stop returned")
+	}
+	f.Close()
+	out := castOutput(t, f.Name())
+	for _, want := range []string{"frame-1\r\n", "frame-150\r\n", "frame-300\r\n", "all-out"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the closed recording lacks %q; it holds %d bytes of output", want, len(out))
+		}
+	}
+	if err := rec.Stop(ctx); err != nil {
+		t.Errorf("a second Stop: %v", err)
+	}
+	if _, err := m.Kill(ctx, start.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// The program runs to its end: Wait, then Stop, then Close.
+	start = mustStart(t, m, StartRequest{Command: "echo ready; read; seq -f 'line-%g' 1 3000", WaitFor: "ready"})
+	s, _ = m.Session(start.ID)
+	f, err = os.Create(filepath.Join(dir, "exit.cast"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = s.StartRecording(f); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, m, WriteRequest{ID: start.ID, Submit: true, WaitMS: ms(0)})
+	if _, err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	f.Close()
+	if out := castOutput(t, f.Name()); !strings.Contains(out, "line-3000\r\n") {
+		t.Errorf("the recording of a program that exited lacks its last line; it ends %q", out[max(0, len(out)-80):])
+	}
+	if _, err := m.Kill(ctx, start.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stop on a recording whose writer failed returns the writer's error.
+func TestRecordStopReportsWriterError(t *testing.T) {
+	m := newManager(t, Options{})
+	start := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	s, _ := m.Session(start.ID)
+	w := &failWriter{n: 2}
+	rec, err := s.StartRecording(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, m, WriteRequest{ID: start.ID, Input: "x", Submit: true, WaitFor: "x\nx"})
+	if err := rec.Stop(waitCtx(t)); err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), start.ID) {
+		t.Errorf("Stop after the writer failed: %v, want the writer's error naming %s", err, start.ID)
+	}
+	if _, err := m.Kill(context.Background(), start.ID); err != nil {
+		t.Fatal(err)
 	}
 }

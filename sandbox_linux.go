@@ -127,6 +127,8 @@ type bwrapSandbox struct {
 	env     []string // SandboxPolicy.Env
 	bwrap   []string // bubblewrap's path and options
 	version string   // bwrap --version
+
+	keptPaths // bound read-only over the roots (privdir.go)
 }
 
 // bwrapArgs returns bubblewrap's command line up to the command: the
@@ -278,7 +280,7 @@ func (s *bwrapSandbox) handOver(cmd *exec.Cmd) (files []*os.File, err error) {
 		}
 		files = append(files, os.NewFile(uintptr(fd), r))
 	}
-	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Nonce: nonce, Bwrap: s.bwrap, ABI: s.abi,
+	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Nonce: nonce, Bwrap: s.withKept(s.bwrap), ABI: s.abi,
 		Roots: s.roots, RootFD: sandbox.FDRoots + len(s.roots), Network: s.network})
 	if err != nil {
 		return files, err
@@ -384,4 +386,14 @@ func (s *bwrapSandbox) String() string {
 		b.WriteString("; in a user namespace")
 	}
 	return b.String()
+}
+
+// withKept returns bubblewrap's options with the kept paths bound
+// read-only after the roots, so that they stay read-only inside them; a
+// path removed meanwhile is skipped.
+func (s *bwrapSandbox) withKept(bwrap []string) []string {
+	for _, p := range s.kept() {
+		bwrap = append(bwrap[:len(bwrap):len(bwrap)], "--ro-bind-try", p, p)
+	}
+	return bwrap
 }

@@ -3,6 +3,7 @@ package agentpty
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -21,16 +22,55 @@ const (
 )
 
 // WriteSecret types a secret the user gave the host (not the model), then
-// Enter, and returns what the program printed after it as Write does. It
+// Enter, and returns what the program printed after it as Write does
+// (waiting 700 ms; WriteSecretWith takes a write's wait options). It
 // refuses with ErrInvalid unless the terminal is in line mode with echo
 // off at that moment (a password prompt: read -s, getpass, sudo, ssh), so
-// the terminal cannot show it. The secret never enters the scrollback, the
-// settled text, the screen, events, recordings or error messages: from
-// now on, wherever the program prints it anyway, the output holds
-// "********" instead. The session keeps the secret in memory to recognise
+// the terminal cannot show it; with Options.SecretPrograms set, it refuses
+// with ErrDenied unless every program that could read it is on that list.
+// The secret never enters the scrollback, the settled text, the screen,
+// events, recordings or error messages: from now on, wherever the program
+// prints it anyway, the output holds "********" instead. That masking is
+// cosmetic: a program that prints the secret transformed (reversed,
+// base64) shows it. The session keeps the secret in memory to recognise
 // it, and wipes it when the session is killed.
 func (m *Manager) WriteSecret(ctx context.Context, id string, secret []byte) (WriteResult, error) {
+	return m.WriteSecretWith(ctx, SecretRequest{ID: id, Secret: secret})
+}
+
+// SecretRequest is the argument of WriteSecretWith: the session, the
+// secret, and how to wait for the program's answer, as in WriteRequest.
+type SecretRequest struct {
+	// ID names the session ("pty-1").
+	ID string
+	// Secret is typed, then Enter; it holds no control bytes. The caller
+	// may wipe it once the call returns.
+	Secret []byte
+	// WaitFor, WaitForRegex, WaitMS and WaitUntil wait as a write's do:
+	// nil WaitMS means 10000 ms with WaitFor, WaitForRegex or WaitUntil,
+	// else 700.
+	WaitFor      string
+	WaitForRegex string
+	WaitMS       *int
+	WaitUntil    string
+}
+
+// WriteSecretWith is WriteSecret with a write's wait: for a prompt whose
+// answer takes longer than 700 ms (sudo's check of a wrong password takes
+// about two seconds), wait for the next prompt or for input.
+func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (WriteResult, error) {
 	const op = "WriteSecret"
+	id, secret := req.ID, req.Secret
+	if req.WaitMS != nil && *req.WaitMS < 0 {
+		return WriteResult{}, errorf(ErrInvalid, "%s %s: wait_ms %d is negative", op, id, *req.WaitMS)
+	}
+	if err := checkWaitUntil(op, id, req.WaitUntil); err != nil {
+		return WriteResult{}, err
+	}
+	want, err := newWaitSpec(op+" "+id, req.WaitFor, req.WaitForRegex)
+	if err != nil {
+		return WriteResult{}, err
+	}
 	s, err := m.lookup(op, id)
 	if err != nil {
 		return WriteResult{}, err
@@ -52,13 +92,72 @@ func (m *Manager) WriteSecret(ctx context.Context, id string, secret []byte) (Wr
 	if st, exited := s.ended(); exited {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
-	if !echoOff(s.pty) {
+	if _, ok := s.term.(StateReader); !ok {
+		return WriteResult{}, errorf(ErrUnsupported, "%s %s: this session's terminal cannot tell whether it echoes; a secret is typed only where it can", op, id)
+	}
+	if !s.echoOff() {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
+	}
+	if list := m.opts.SecretPrograms; list != nil {
+		if err := trustedPrompt(op, id, s.fgProcs(), list); err != nil {
+			return WriteResult{}, err
+		}
 	}
 	s.addSecret(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
-	return s.writeInTurn(ctx, input, nil, nil, callView{})
+	return s.writeInTurn(ctx, input, want, req.WaitMS, callView{waitUntil: req.WaitUntil, secret: true})
+}
+
+// fgProc is a process of the terminal's foreground group.
+type fgProc struct {
+	pid     int
+	name    string // its command name
+	exe     string // the path of its executable (/proc/PID/exe)
+	reading bool   // blocked reading the terminal, or in poll or select on it
+	waiting bool   // blocked waiting for a child, as a shell running a command
+}
+
+// asker is the process at the prompt: the first of procs reading the
+// terminal, else the first (the group's leader).
+func asker(procs []fgProc) fgProc {
+	for _, p := range procs {
+		if p.reading {
+			return p
+		}
+	}
+	if len(procs) > 0 {
+		return procs[0]
+	}
+	return fgProc{}
+}
+
+// trustedPrompt refuses a secret unless every process of the foreground
+// group that could read it runs a program list trusts: a process waiting
+// for its child (the shell that started the prompt's program) reads
+// nothing meanwhile and is let be.
+func trustedPrompt(op, id string, procs []fgProc, list []string) error {
+	if len(procs) == 0 {
+		return errorf(ErrDenied, "%s %s: the program at the prompt cannot be named, and Options.SecretPrograms is set", op, id)
+	}
+	if !asker(procs).reading {
+		// A program that waits for a child now could read the secret once
+		// the child has gone: only one reading it now is typed for.
+		return errorf(ErrDenied, "%s %s: no program is reading the terminal (%s waits), and Options.SecretPrograms is set", op, id, procs[0].name)
+	}
+	for _, p := range procs {
+		if p.waiting {
+			continue
+		}
+		if why := untrusted(p, list); why != "" {
+			who := fmt.Sprintf("%s (pid %d)", p.name, p.pid)
+			if p.exe != "" {
+				who = fmt.Sprintf("%s (pid %d, %s)", p.name, p.pid, p.exe)
+			}
+			return errorf(ErrDenied, "%s %s: the secret is not typed into %s: %s", op, id, who, why)
+		}
+	}
+	return nil
 }
 
 // masker replaces the session's secrets in its output before the reader
@@ -116,7 +215,7 @@ func (s *Session) take(p []byte) {
 		k.mu.Unlock()
 	}
 	if s.m.opts.OnEvent != nil {
-		s.noteHidden(echoOff(s.pty))
+		s.noteHidden(s.echoOff())
 	}
 }
 
@@ -242,6 +341,8 @@ func (s *Session) noteHidden(hidden bool) {
 		return
 	}
 	if s.hiddenSent.CompareAndSwap(false, true) {
-		s.m.emit(Event{Kind: EventInputHidden, ID: s.id, PID: s.pid, Command: s.command, Time: time.Now()})
+		a := asker(s.fgProcs())
+		s.m.emit(Event{Kind: EventInputHidden, ID: s.id, PID: s.pid, Command: s.command, Time: time.Now(),
+			Foreground: a.name, ForegroundExe: a.exe})
 	}
 }

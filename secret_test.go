@@ -350,3 +350,24 @@ AuthorizedKeysFile none
 	t.Fatalf("sshd did not start: %s", strings.Join(seen, "\n"))
 	return 0
 }
+
+// WriteSecretWith waits as a write does: for an answer that takes longer
+// than WriteSecret's 700 ms, and it checks its wait options first.
+func TestWriteSecretWithWaits(t *testing.T) {
+	m := newManager(t, Options{})
+	ctx := waitCtx(t)
+	start := mustStart(t, m, StartRequest{Command: `read -s -p 'Password: ' pw; echo; sleep 1.5; echo "late ${#pw}"; read -p 'next> ' x`, WaitFor: "Password: "})
+	for _, bad := range []SecretRequest{
+		{ID: start.ID, Secret: []byte("x"), WaitMS: ms(-1)},
+		{ID: start.ID, Secret: []byte("x"), WaitUntil: "output"},
+		{ID: start.ID, Secret: []byte("x"), WaitForRegex: "("},
+	} {
+		if _, err := m.WriteSecretWith(ctx, bad); !isErr(err, ErrInvalid) || !strings.Contains(err.Error(), start.ID) {
+			t.Errorf("WriteSecretWith(%+v): %v, want ErrInvalid naming %s", bad, err, start.ID)
+		}
+	}
+	res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte("slow-1"), WaitFor: "next> "})
+	if err != nil || !res.Matched || !strings.Contains(res.Output, "late 6") {
+		t.Errorf("WriteSecretWith waiting for the next prompt: %+v %v", res, err)
+	}
+}

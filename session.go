@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/agentpty/agentpty/internal/contain"
 	"github.com/agentpty/agentpty/internal/screen"
 )
 
@@ -94,16 +92,15 @@ type Session struct {
 	num     int
 	id      string
 	command string
-	cmd     *exec.Cmd
-	pty     *os.File
+	term    Terminal
 	pid     int
 	started time.Time
-	group   *contain.Group // the session's cgroup; nil where the host has none
-	cells   int            // cols×rows counted against MaxCells; guarded by the manager's mu
+	cells   int // cols×rows counted against MaxCells; guarded by the manager's mu
 
-	writeMu sync.Mutex  // one writer at a time on the terminal: input and query replies
+	// writeMu: one writer at a time on the terminal, input and query
+	// replies. It is held across the write, as poll.FD holds its own.
+	writeMu sync.Mutex
 	lane    lane        // one call at a time, in arrival order; taken before any lock below
-	reading atomic.Bool // the reader holds bytes it has not fed yet (see terminalReader)
 	dying   atomic.Bool // Kill has begun: no more writes; set before, and the terminal closed under, writeMu
 
 	// inMu guards the ring, which the reader fills; the renderer copies
@@ -177,69 +174,56 @@ type Session struct {
 
 // startSession starts the child under a new terminal. On failure nothing
 // is left behind.
-func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Session, error) {
+// from, when set, says how to run the command instead of the login shell
+// (a snapshot of it, see Options.ShellSnapshot).
+func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *snapshotStart) (*Session, error) {
+	if m.opts.Backend != nil {
+		return startRemote(m, num, req, cols, rows)
+	}
 	if req.Cwd != "" {
 		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
 			return nil, errorf(ErrInvalid, "%s: cwd %q is not a directory", ToolStart, req.Cwd)
 		}
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
+	var env []string
 	var sh *shell
-	var shEnv []string
-	if req.Shell {
-		sh = newShell()
-		argv, shEnv = shellArgv, sh.env()
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = req.Cwd
-	cmd.Env = childEnv(m.opts.Env, req.Env, shEnv)
-	if m.opts.Sandbox != nil {
-		if err := prepare(m.opts.Sandbox, cmd); err != nil {
-			return nil, fmt.Errorf("agentpty: %s %q: sandbox: %w", ToolStart, req.Command, err)
-		}
-	}
-	group := containChild(m, "pty-"+strconv.Itoa(num), cmd)
-	// A sandbox that must start the child itself (bubblewrap's parent
-	// thread must outlive it) runs the start; see threadStarter.
-	var f *os.File
-	start := func() (err error) {
-		f, err = startChild(cmd, cols, rows)
-		return err
-	}
-	var err error
-	if ts, ok := m.opts.Sandbox.(threadStarter); ok {
-		err = ts.startOnThread(cmd, start)
-	} else {
-		err = start()
-	}
-	if err == nil && group != nil {
-		if err = group.Started(); err != nil {
-			_ = group.Kill()
-			_ = cmd.Wait()
-		}
-	}
+	// Made before the child, so a sandbox keeps it read-only from the first.
+	priv, err := m.priv.get(m.opts.Sandbox)
 	if err != nil {
-		if f != nil {
-			f.Close() // the sandbox refused a child it had started, and reaped it
-		}
-		if group != nil {
-			// cgroup.kill does not wait: a cgroup is removed once empty.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = group.WaitEmpty(ctx)
-			cancel()
-			_ = group.Remove()
-		}
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
+	if req.Shell {
+		snapshot := ""
+		if from != nil {
+			snapshot = from.path
+		}
+		if sh, err = newShell(priv, num, snapshot); err != nil {
+			return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+		}
+		argv = sh.argv()
+	} else if from != nil {
+		argv, env = from.argv, from.env
+	}
+	env = sessionEnv(historyEnv(req.Shell, filepath.Join(priv, pythonStartupName), m.opts.Env, req.Env), m.opts.Env, req.Env, env)
+	term, err := localBackend{m}.Start(context.Background(), Command{Argv: argv, Env: env, Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)})
+	if err != nil {
+		sh.remove()
+		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+	}
+	return newSession(m, num, req, cols, rows, term, sh), nil
+}
+
+// newSession coordinates the parts of a session whose command runs under
+// term, and starts its goroutines.
+func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Terminal, sh *shell) *Session {
 	s := &Session{
 		m:           m,
 		num:         num,
 		id:          "pty-" + strconv.Itoa(num),
 		command:     req.Command,
-		cmd:         cmd,
-		pty:         f,
-		pid:         cmd.Process.Pid,
-		group:       group,
+		term:        term,
+		pid:         term.PID(),
 		cells:       cols * rows,
 		started:     time.Now(),
 		ring:        newRing(m.opts.ScrollbackBytes),
@@ -267,7 +251,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int) (*Sessi
 	go s.read()
 	go s.process()
 	go s.reap()
-	return s, nil
+	return s
 }
 
 // childEnv is the host's environment with the terminal's own variables
@@ -316,41 +300,21 @@ func (s *Session) read() {
 	// flood finds the full size after its first read.
 	size := s.readSize()
 	buf := make([]byte, min(1<<10, size))
-	drains := 0
-	eio := false
-	tr, err := newTerminalReader(s.pty, &s.reading)
-	if err != nil {
-		return
-	}
 	for {
-		n, err := tr.read(buf)
+		n, err := s.term.Read(buf)
 		if n > 0 {
 			s.take(buf[:n])
-			eio = false
 		}
-		s.reading.Store(false) // fed: State may trust the ring again
 		if n == len(buf) && n < size {
 			buf = make([]byte, size)
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, syscall.EIO) && !eio:
-			// Linux can report EIO as the last writer closes while its final
-			// output is still on its way to the master: only a second EIO in
-			// a row, with nothing read between, is the end.
-			eio = true
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			// reap set a deadline: the child has exited. Output it wrote
-			// before exiting arrives within exitDrain; a background job
-			// that keeps writing must not hold Wait forever.
-			if drains++; drains < exitDrainMax && pendingInput(s.pty) > 0 {
-				_ = s.pty.SetReadDeadline(time.Now().Add(exitDrain))
-				continue
-			}
-			_ = s.pty.SetReadDeadline(time.Time{})
+		case err == errExitDrained:
+			// What the program wrote before it exited is read; a
+			// background job may still write.
 			s.drainSeenAt()
 		default:
-			// EIO on Linux: nothing holds the terminal open any more.
 			s.drainSeenAt()
 			return
 		}
@@ -542,10 +506,9 @@ func (s *Session) checkDrained() {
 // reap waits for the child, records how it ended, and asks the reader to
 // finish the output that was on its way.
 func (s *Session) reap() {
-	err := s.cmd.Wait()
-	st := exitStatus(s.cmd.ProcessState, err)
-	if sm, ok := s.m.opts.Sandbox.(statusMapper); ok {
-		st = sm.childStatus(st)
+	st, err := s.term.Wait()
+	if err != nil {
+		st = ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
 	}
 	s.mu.Lock()
 	s.exited = true
@@ -559,8 +522,6 @@ func (s *Session) reap() {
 	<-s.announced // a program that exits at once must not be reported before it was created
 	s.m.emit(Event{Kind: EventExited, ID: s.id, PID: s.pid, Command: s.command, ExitCode: code, Signal: sig, Time: time.Now()})
 	close(s.reaped)
-	// Wakes the reader if nothing more comes; harmless after end of file.
-	_ = s.pty.SetReadDeadline(time.Now().Add(exitDrain))
 }
 
 // syncScreen feeds the screen everything the ring holds that it has not
@@ -588,9 +549,7 @@ func (s *Session) syncScreenCall() bool { return s.syncScreenBy(time.Now().Add(c
 // and reports whether it parsed everything.
 func (s *Session) syncScreenBy(limit time.Time) bool {
 	if s.screen == nil {
-		s.mu.Lock()
-		cols, rows := s.cols, s.rows
-		s.mu.Unlock()
+		cols, rows := s.size()
 		s.screen = screen.New(cols, rows)
 	}
 	s.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
@@ -668,18 +627,20 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	if s.dying.Load() {
 		return 0, s.errKilled()
 	}
-	// Most input fits in the terminal's buffer at once; only what does not
-	// needs the poller and a deadline.
-	done := tryWrite(s.pty, p)
-	if done == len(p) {
-		return done, nil
+	// Most input fits in the local terminal's buffer at once; only what
+	// does not needs a deadline.
+	done := 0
+	if tw, ok := s.term.(interface{ tryWrite([]byte) int }); ok {
+		if done = tw.tryWrite(p); done == len(p) {
+			return done, nil
+		}
 	}
 	p = p[done:]
-	_ = s.pty.SetWriteDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = s.pty.SetWriteDeadline(time.Now()) })
-	n, err := s.pty.Write(p)
+	_ = s.term.SetWriteDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = s.term.SetWriteDeadline(time.Now()) })
+	n, err := s.term.Write(p)
 	stop()
-	_ = s.pty.SetWriteDeadline(time.Time{})
+	_ = s.term.SetWriteDeadline(time.Time{})
 	if err != nil && s.dying.Load() {
 		err = s.errKilled()
 	}
@@ -694,7 +655,14 @@ func (s *Session) errKilled() error {
 // wakes one under way.
 func (s *Session) stopWrites() {
 	s.dying.Store(true)
-	_ = s.pty.SetWriteDeadline(time.Now())
+	_ = s.term.SetWriteDeadline(time.Now())
+}
+
+// size is the terminal's size.
+func (s *Session) size() (cols, rows int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cols, s.rows
 }
 
 // ended reports how the program ended, once it has.
@@ -726,7 +694,7 @@ func (s *Session) Signal(sig os.Signal) error {
 	if exited {
 		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
 	}
-	if err := signalForeground(s.pty, s.pid, sig); err != nil {
+	if err := s.term.Signal(sig); err != nil {
 		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
 	}
 	return nil
@@ -782,7 +750,7 @@ func (s *Session) Resize(cols, rows int) error {
 		return err
 	}
 	s.syncScreenLocked() // what came before the resize is parsed at the old size
-	if err := setSize(s.pty, cols, rows); err != nil {
+	if err := s.term.Resize(cols, rows); err != nil {
 		_, _ = s.m.recount(s, old)
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
@@ -818,10 +786,13 @@ type waitResult struct {
 	signal      string
 	truncated   int64
 	inputHidden bool
-	spool       string
-	state       TerminalState
-	cursor      *Cursor     // with a screen mode (screenview.go)
-	highlights  []Highlight // ...
+	// foregroundExe is the executable of the program at a password
+	// prompt, while inputHidden.
+	foregroundExe string
+	spool         string
+	state         TerminalState
+	cursor        *Cursor     // with a screen mode (screenview.go)
+	highlights    []Highlight // ...
 }
 
 // waitLimit turns the request's wait into a duration.
@@ -849,6 +820,9 @@ func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitM
 
 // writeInTurn is write once the call has its turn.
 func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
+	if err := s.checkInputWait(ToolWrite, v.waitUntil); err != nil {
+		return WriteResult{}, err
+	}
 	st, exited := s.ended()
 	if exited && len(input) > 0 {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
@@ -858,7 +832,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 		return WriteResult{}, err
 	}
 	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
-	if len(input) > 0 && want != nil {
+	if len(input) > 0 && want != nil && !v.secret {
 		s.mu.Lock()
 		want.typed(s.settle, input)
 		s.mu.Unlock()
@@ -888,7 +862,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	s.applyScreen(v.screen, before, v.peek, &w)
 	res := WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
-		State: w.state.State, Foreground: w.state.Foreground, Cursor: w.cursor, Highlights: w.highlights}
+		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe, Cursor: w.cursor, Highlights: w.highlights}
 	if code, ok := s.shellEnded(ends); ok && !w.exited {
 		res.PromptAfter, res.ExitCode = true, &code
 	}
@@ -904,6 +878,9 @@ func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUnt
 		return waitResult{}, err
 	}
 	defer leave()
+	if err := s.checkInputWait(ToolStart, waitUntil); err != nil {
+		return waitResult{}, err
+	}
 	quiet := want == nil && waitMS == nil && waitUntil == ""
 	return s.waitUntil(ctx, want, time.Now().Add(untilLimit(want, waitMS, waitUntil)), quiet, waitUntil != "", false)
 }
@@ -985,10 +962,14 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 
 // collect takes everything new as one result and marks it read; a peek
 // marks nothing read.
-func (s *Session) collect(matched, peek bool) waitResult {
+func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(matched, peek, true) }
+
+// collectOut is collect; without spool, Options.Spool is not handed the
+// output, for a caller that returns an output of its own (pty-run).
+func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.settle.redrawn(s.rows) // a redraw in place shows as its screen (screenview.go)
-	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, peek)
+	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
 	truncated := s.truncated
 	if !peek {
 		truncated = s.readTo(s.settled.Load())
@@ -1032,7 +1013,10 @@ func (s *Session) collect(matched, peek bool) waitResult {
 	}
 	w.output = out
 	w.spool = s.m.spool(s.id, whole)
-	w.inputHidden = echoOff(s.pty)
+	w.inputHidden = s.echoOff()
+	if w.inputHidden {
+		w.foregroundExe = asker(s.fgProcs()).exe
+	}
 	s.noteHidden(w.inputHidden)
 	return w
 }
@@ -1110,19 +1094,22 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Unlock()
 
 	s.stopWrites()
-	err := s.endAll(ctx)
+	err := s.term.End(ctx, s.m.opts.KillGrace)
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
-	<-s.reaped
-	// What the program wrote as it ended may still be in the terminal:
-	// closing it now would lose that. reap's read deadline bounds this.
-	select {
-	case <-s.done:
-	case <-ctx.Done():
+	if reaped := s.awaitReaped(ctx); reaped == nil {
+		// What the program wrote as it ended may still be in the terminal:
+		// closing it now would lose that. reap's read deadline bounds this.
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+		}
+	} else if err == nil {
+		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, reaped)
 	}
 	s.writeMu.Lock() // a write that got in before stopWrites is done
-	closeErr := s.pty.Close()
+	closeErr := s.term.Close()
 	s.writeMu.Unlock()
 	// A screen with much left to parse stops at its next piece (see
 	// syncScreenLocked); ctx bounds even that.
@@ -1141,6 +1128,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.mu.Unlock()
 	s.replies.Wait()
 	s.endAround(ctx)
+	s.sh.remove() // the shell has exited: nothing reads its files any more
 
 	s.mu.Lock()
 	out, whole := s.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)

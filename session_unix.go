@@ -74,6 +74,26 @@ func control(f *os.File, fn func(fd int)) error {
 	return rc.Control(func(fd uintptr) { fn(int(fd)) })
 }
 
+// readBlocks reports that v is a file or connection whose descriptor is
+// in blocking mode (an Fd call leaves it so): a read deadline then cannot
+// cut a read under way.
+func readBlocks(v any) bool {
+	c, ok := v.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	blocks := false
+	_ = rc.Control(func(fd uintptr) {
+		fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		blocks = err == nil && fl&unix.O_NONBLOCK == 0
+	})
+	return blocks
+}
+
 // setSize resizes the terminal; the kernel sends SIGWINCH to the program.
 func setSize(f *os.File, cols, rows int) error {
 	ws := &unix.Winsize{Col: uint16(cols), Row: uint16(rows)}

@@ -72,19 +72,36 @@ func (s *settler) readWhole(limit int, whole, peek bool) (out, all string) {
 // elide builds a read's result when it is over limit, or lines were lost.
 // Only the lines kept are visited; the figures come from the counters.
 func (s *settler) elide(limit, total int) string {
-	allBytes, allLines := s.lostBytes+total, s.lostLines+s.unreadLines
+	return elide(s, limit, total, s.lostBytes, s.lostLines, s.unreadLines)
+}
+
+// lineSource is text in numbered lines, as elide reads it: a settler's
+// touched lines, or a run's output (runLines).
+type lineSource interface {
+	firstTouched() int     // the first line, or -1
+	nextTouched(i int) int // the line after i, or -1
+	prevTouched(i int) int // the line before i, or -1
+	lastLine() int         // prevTouched(lastLine()+1) is the last line
+	text(i int) []byte
+}
+
+// elide keeps a head and a tail of total bytes in lines lines of s around
+// one marker line, within limit; lostBytes in lostLines lines that came
+// before s are gone, and the marker counts them too.
+func elide(s lineSource, limit, total, lostBytes, lostLines, lines int) string {
+	allBytes, allLines := lostBytes+total, lostLines+lines
 	room := total
 	if limit > 0 {
 		room = limit - len(settleMarker(allBytes, allLines)) - 2
 	}
 	headRoom := room / 2
-	if s.lostLines > 0 { // the oldest text is gone: say so first, then the newest
+	if lostLines > 0 { // the oldest text is gone: say so first, then the newest
 		headRoom = 0
 	}
 	var b strings.Builder
 	b.Grow(max(room, 0) + 64)
-	h, headLines, stop := s.head(&b, headRoom)
-	tail, t := s.tailPieces(room-headRoom, stop)
+	h, headLines, stop := elideHead(s, &b, headRoom)
+	tail, t := elideTail(s, room-headRoom, stop)
 	tailLines := len(tail)
 	if tailLines > 0 && tail[tailLines-1].from > 0 {
 		tailLines--
@@ -104,9 +121,9 @@ func (s *settler) elide(limit, total int) string {
 // part of the next one, cut at a character, if a quarter of the room or
 // more would otherwise go unused.
 
-// head writes the oldest touched lines that fit in room to b, and returns
+// elideHead writes the oldest lines that fit in room to b, and returns
 // the bytes written, the lines written whole, and the first line not.
-func (s *settler) head(b *strings.Builder, room int) (n, lines, stop int) {
+func elideHead(s lineSource, b *strings.Builder, room int) (n, lines, stop int) {
 	for stop = s.firstTouched(); stop >= 0 && room > 0; stop = s.nextTouched(stop) {
 		t := s.text(stop)
 		sep := min(lines, 1)
@@ -134,9 +151,9 @@ func (s *settler) head(b *strings.Builder, room int) (n, lines, stop int) {
 // settlePiece is a line a read's tail ends with, from a byte on.
 type settlePiece struct{ line, from int }
 
-// tailPieces returns the newest touched lines from stop on that fit in
+// elideTail returns the newest lines from stop on that fit in
 // room, newest first, and their bytes.
-func (s *settler) tailPieces(room, stop int) (pieces []settlePiece, n int) {
+func elideTail(s lineSource, room, stop int) (pieces []settlePiece, n int) {
 	for i := s.lastLine() + 1; room > 0; {
 		if i = s.prevTouched(i); i < 0 || i < stop {
 			break

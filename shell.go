@@ -6,9 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // ToolRun is the tool that runs one command in a shell session.
@@ -58,10 +62,17 @@ type RunResult struct {
 	InputHidden bool   `json:"input_hidden,omitempty"`
 	State       string `json:"state"`
 	Foreground  string `json:"foreground,omitempty"`
+	// ForegroundExe is as in WriteResult.
+	ForegroundExe string `json:"foreground_exe,omitempty"`
+	// Spool is the reference Options.Spool returned for the whole output
+	// when Output was cut to MaxOutputBytes; empty otherwise.
+	Spool string `json:"spool,omitempty"`
 }
 
-// shellArgv is the interactive shell a shell session runs: no profile or
-// rc file, so the prompt is the library's own.
+// shellArgv is what a shell session's start is asked about as: an
+// interactive bash that reads no profile and no rc file of the user's.
+// It runs as `bash --rcfile RC -i`, RC being the session's own (see
+// shell.rc).
 var shellArgv = []string{"bash", "--norc", "--noprofile", "-i"}
 
 // shellPos is a place in the settled text: a line number and a byte
@@ -82,31 +93,69 @@ type shell struct {
 	to     shellPos // where the last command's output ended
 	status int      // the last command's exit status
 	ends   int      // commands ended (D marks) so far
+	// The bytes of lines no read had returned before the command's output
+	// began (its echoed line): the settler's count of lost text holds
+	// them too once the output's start is lost.
+	preBytes int
+
+	// The session's directory in the manager's private one: the rcfile,
+	// and a file per pty-run holding its command. files guards these
+	// fields and is held across the files' I/O; it is taken without mu.
+	files sync.Mutex
+	dir   string   // "" once removed
+	runs  int      // run files written so far
+	stale []string // run files whose command may not have been read yet
 }
 
-func newShell() *shell {
+// newShell makes a shell session's directory and rcfile in the manager's
+// private directory base.
+// snapshot, when set, is the login shell's snapshot to load first
+// (Options.ShellSnapshot).
+func newShell(base string, num int, snapshot string) (*shell, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return &shell{nonce: hex.EncodeToString(b)}
+	sh := &shell{nonce: hex.EncodeToString(b)}
+	sh.dir = filepath.Join(base, "pty-"+strconv.Itoa(num))
+	// The path is typed: it must hold nothing readline acts on.
+	if !utf8.ValidString(sh.dir) || strings.ContainsFunc(sh.dir, func(r rune) bool { return r < ' ' || r >= 0x7f && r < 0xa0 }) {
+		return nil, errorf(ErrInvalid, "%s: the temporary directory %q holds a control character or invalid UTF-8, which cannot be typed", ToolStart, base)
+	}
+	if err := os.Mkdir(sh.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := writeNew(sh.rc(), sh.rcText(snapshot)); err != nil {
+		sh.remove()
+		return nil, err
+	}
+	return sh, nil
 }
 
-// env is what sets the prompt up. bash takes the prompt variables from
-// the environment; the first PROMPT_COMMAND stops exporting them, so a
-// shell started inside prints no marks. PS0 sets __agentpty_ran through
-// an arithmetic offset that expands to nothing, so D follows only a
-// command that ran (not an empty line).
-func (sh *shell) env() []string {
+// argv is the shell's command line.
+func (sh *shell) argv() []string { return []string{"bash", "--rcfile", sh.rc(), "-i"} }
+
+func (sh *shell) rc() string { return filepath.Join(sh.dir, "rc") }
+
+// rcText sets the prompt up. PS0 sets __agentpty_ran through an
+// arithmetic offset that expands to nothing, so D follows only a command
+// that ran (not an empty line). Nothing here is exported: a shell started
+// inside prints no marks. History expansion is off, since runs are typed
+// as a fixed line; those lines start with a space and stay out of the
+// history. From an rcfile, not the environment, PROMPT_COMMAND keeps
+// PIPESTATUS (bash 5.2 loses it when PROMPT_COMMAND was inherited).
+func (sh *shell) rcText(snapshot string) string {
 	mark := func(body string) string { return `\[\e]133;` + body + `;aid=` + sh.nonce + `\a\]` }
-	end := `printf '\e]133;D;%s;aid=` + sh.nonce + `\a' "$__agentpty_st"`
-	return []string{
-		"PS1=" + mark("A") + `\$ ` + mark("B"),
-		"PS2=",
-		"HISTFILE=", // the model's commands stay out of the host's history file
-		"PS0=${PS0:__agentpty_ran=1:0}" + mark("C"),
-		"PROMPT_COMMAND=__agentpty_st=$?; " +
-			`[[ -n $__agentpty_ran ]] && ` + end + `; unset __agentpty_ran; ` +
-			`export -n PS0 PS1 PS2 PROMPT_COMMAND HISTFILE; bind 'set enable-bracketed-paste on' 2>/dev/null`,
+	load := ""
+	if snapshot != "" {
+		load = ". " + shellQuote(snapshot) + "\n"
 	}
+	return load + "set +H\n" +
+		"HISTCONTROL=${HISTCONTROL:+$HISTCONTROL:}ignorespace\n" +
+		"PS1='" + mark("A") + `\$ ` + mark("B") + "'\n" +
+		"PS2=\n" +
+		"PS0='${PS0:__agentpty_ran=1:0}" + mark("C") + "'\n" +
+		"PROMPT_COMMAND='__agentpty_st=$?; [[ -n $__agentpty_ran ]] && " +
+		`printf '\''\e]133;D;%s;aid=` + sh.nonce + `\a'\'' "$__agentpty_st"; unset __agentpty_ran'` + "\n" +
+		"export -n PS0 PS1 PS2 PROMPT_COMMAND\n"
 }
 
 // attach makes the settler report the marks.
@@ -131,6 +180,10 @@ func (sh *shell) onOSC(p []byte) {
 	case 'C':
 		if !sh.busy {
 			sh.busy, sh.from = true, sh.st.cursorPos()
+			sh.preBytes = 0
+			for i := sh.st.firstTouched(); i >= 0 && i < sh.from.line; i = sh.st.nextTouched(i) {
+				sh.preBytes += int(sh.st.line(i).n) + 1
+			}
 		}
 		sh.prompt = false
 	case 'D':
@@ -144,6 +197,17 @@ func (sh *shell) onOSC(p []byte) {
 		sh.busy, sh.to, sh.status = false, sh.st.cursorPos(), code
 		sh.ends++
 	}
+}
+
+// lost returns the bytes and lines of the running (or last) command's
+// output that the scrollback dropped before anyone read them. Call with
+// the session's mu held.
+func (sh *shell) lost() (bytes, lines int) {
+	st := sh.st
+	if st.lines == nil || sh.from.line >= st.base {
+		return 0, 0
+	}
+	return max(st.lostBytes-sh.preBytes, 0), st.base - sh.from.line
 }
 
 // cursorPos is where the cursor stands in the settled text.
@@ -184,15 +248,49 @@ func (s *settler) textBetween(from, to shellPos) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// capText keeps head and tail of text over limit bytes around a marker.
-func capText(text string, limit int) string {
-	if limit <= 0 || len(text) <= limit {
-		return text
+// checkRunCommand refuses a command a shell session cannot run as it was
+// judged: bash drops NUL bytes from what it reads, so "r\x00m" would be
+// judged as one word and run as rm.
+func checkRunCommand(who, command string) error {
+	if strings.TrimSpace(command) == "" {
+		return errorf(ErrInvalid, "%s: command is empty", who)
 	}
-	room := max(limit-64, 2)
-	head, tail := text[:room/2], text[len(text)-room/2:]
-	cut := text[len(head) : len(text)-len(tail)]
-	return head + "\n" + settleMarker(len(cut), strings.Count(cut, "\n")+1) + "\n" + tail
+	if i := strings.IndexByte(command, 0); i >= 0 {
+		return errorf(ErrInvalid, "%s: command holds a NUL byte at %d, which bash would drop", who, i)
+	}
+	return nil
+}
+
+// runLines is a run's output in lines, as elide reads them.
+type runLines []string
+
+func (r runLines) firstTouched() int { return min(len(r), 1) - 1 }
+func (r runLines) lastLine() int     { return len(r) - 1 }
+func (r runLines) text(i int) []byte { return []byte(r[i]) }
+
+func (r runLines) nextTouched(i int) int {
+	if i+1 < len(r) {
+		return i + 1
+	}
+	return -1
+}
+
+func (r runLines) prevTouched(i int) int { return min(i, len(r)) - 1 }
+
+// capRun cuts a run's output to limit as a read's is cut (whole lines,
+// head and tail around a marker, see elide), the lines the scrollback
+// lost before it counted in the marker. whole is the output uncut, for
+// the spool, when anything was left out.
+func capRun(out string, limit, lostBytes, lostLines int) (capped, whole string) {
+	if lostLines == 0 && (limit <= 0 || len(out) <= limit) {
+		return out, ""
+	}
+	lines := strings.Split(out, "\n")
+	capped = elide(runLines(lines), limit, len(out), lostBytes, lostLines, len(lines))
+	if lostLines > 0 {
+		out = settleMarker(lostBytes, lostLines) + "\n" + out
+	}
+	return capped, out
 }
 
 // Run types one command at a shell session's prompt and waits for the
@@ -211,12 +309,13 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 	if s.sh == nil {
 		return RunResult{}, errorf(ErrInvalid, "%s %s: not a shell session (pty-start with shell: true makes one); use pty-write to type into it", ToolRun, s.id)
 	}
-	if strings.TrimSpace(req.Command) == "" {
-		return RunResult{}, errorf(ErrInvalid, "%s %s: command is empty", ToolRun, s.id)
+	if err := checkRunCommand(ToolRun+" "+s.id, req.Command); err != nil {
+		return RunResult{}, err
 	}
 	// A shell session runs whatever it is given: every command is asked
 	// about, whatever Options.ApproveWrites says.
-	ar := ApprovalRequest{Tool: ToolRun, ID: s.id, Command: req.Command, Cols: s.cols, Rows: s.rows}
+	cols, rows := s.size()
+	ar := ApprovalRequest{Tool: ToolRun, ID: s.id, Command: req.Command, Cols: cols, Rows: rows}
 	if err := m.approve(ctx, ar); err != nil {
 		return RunResult{}, err
 	}
@@ -253,14 +352,19 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	atPrompt, ends := s.sh.prompt, s.sh.ends
 	s.mu.Unlock()
 	if !atPrompt {
-		w := s.collect(false, false)
+		w := s.collectOut(false, false, false)
 		return s.runResult(w, TerminalState{State: StateRunning}, ""), nil
 	}
-	s.collect(false, false) // what came before the command is not its output
-	// End of line and kill it clear whatever was typed at the prompt; a
-	// bracketed paste keeps readline from acting on tabs and newlines.
-	input := "\x05\x15\x1b[200~" + command + "\x1b[201~\r"
+	s.collectOut(false, false, false) // what came before the command is not its output
+	file, input, err := s.sh.handOver(command)
+	if err != nil {
+		return RunResult{}, fmt.Errorf("agentpty: %s %s: hand the command to the shell: %w", ToolRun, s.id, err)
+	}
+	// The command is not typed: recordings that keep input name it in an
+	// asciicast marker.
+	s.tapInputMark('m', []byte(command))
 	if n, err := s.typeInput(ctx, []byte(input), deadline); err != nil {
+		s.sh.done(file, false)
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolRun, s.id, n, len(input), err)
 	}
 	var state TerminalState
@@ -269,7 +373,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		defer s.mu.Unlock()
 		return s.sh.ends > ends, s.sh.busy
 	}
-	err := s.awaitCond(ctx, deadline, func() bool {
+	err = s.awaitCond(ctx, deadline, func() bool {
 		if done, busy := ended(); done || !busy {
 			return done
 		}
@@ -280,11 +384,13 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		return done || state.State == StateWaitingInput
 	})
 	if err != nil {
+		s.sh.done(file, false)
 		return RunResult{}, err
 	}
 	s.mu.Lock()
 	done := s.sh.ends > ends
 	s.mu.Unlock()
+	s.sh.done(file, done)
 	if done {
 		// The prompt is on its way; the state a moment later says so.
 		settle := time.Now().Add(promptSettle)
@@ -301,9 +407,10 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	case s.sh.busy:
 		out = s.settle.textBetween(s.sh.from, s.settle.cursorPos())
 	}
+	lostBytes, lostLines := s.sh.lost()
 	alt := s.settle.altScreen()
 	s.mu.Unlock()
-	w := s.collect(false, false)
+	w := s.collectOut(false, false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
 		if out != "" {
 			out += "\n"
@@ -318,7 +425,9 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	} else {
 		state = TerminalState{}
 	}
-	res := s.runResult(w, state, capText(out, s.m.opts.MaxOutputBytes))
+	out, whole := capRun(out, s.m.opts.MaxOutputBytes, lostBytes, lostLines)
+	res := s.runResult(w, state, out)
+	res.Spool = s.m.spool(s.id, whole)
 	if done && !w.exited {
 		s.mu.Lock()
 		code := s.sh.status
@@ -335,7 +444,7 @@ func (s *Session) runResult(w waitResult, state TerminalState, out string) RunRe
 		state = s.State()
 	}
 	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
-		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground}
+		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground, ForegroundExe: w.foregroundExe}
 }
 
 // shellEnds is how many commands the shell has ended so far, -1 outside
@@ -386,8 +495,8 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 		if err != nil {
 			return StartResult{ID: s.id}, err
 		}
-		return StartResult{ID: s.id, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal,
-			Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground, PromptAfter: r.PromptAfter}, nil
+		return StartResult{ID: s.id, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Spool: r.Spool,
+			Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground, ForegroundExe: r.ForegroundExe, PromptAfter: r.PromptAfter}, nil
 	}
 	defer s.use()()
 	if err := s.awaitCond(ctx, deadline, s.readingPrompt); err != nil {
@@ -395,8 +504,8 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 	}
 	st := s.State()
 	w := s.collect(false, false)
-	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal,
-		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground}, nil
+	return StartResult{ID: s.id, Output: w.output, Exited: w.exited, ExitCode: w.exitCode, Signal: w.signal, Spool: w.spool,
+		Truncated: w.truncated, InputHidden: st.InputHidden, State: st.State, Foreground: st.Foreground, ForegroundExe: w.foregroundExe}, nil
 }
 
 // readingPrompt reports whether the shell shows its prompt and reads it.

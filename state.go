@@ -39,6 +39,7 @@ type TerminalState struct {
 // terminal's foreground process group.
 type fgReport struct {
 	name    string // the program: the one waiting on the terminal, else the group's leader
+	pid     int    // ... and its process id
 	waiting bool   // a process of the group is blocked on the terminal and none is running
 	unread  bool   // the terminal holds typed input the program has not read yet
 }
@@ -51,28 +52,31 @@ func (s *Session) State() TerminalState {
 	if _, exited := s.ended(); exited {
 		return TerminalState{State: StateExited}
 	}
-	hidden := echoOff(s.pty)
+	sr, ok := s.term.(StateReader)
+	if !ok {
+		return TerminalState{State: StateRunning} // the terminal cannot tell more
+	}
+	hidden := sr.EchoOff()
 	// The processes first, then the output: what a program wrote before it
 	// blocked is then either still in the master or already read. An
 	// answer to a query typed after the processes were looked at wakes the
 	// program: a screen parse begun since then counts as one.
 	parses := s.parses.Load()
-	fg := foreground(s.pty)
-	st := TerminalState{State: StateRunning, Foreground: fg.name, InputHidden: hidden}
-	if fg.waiting && !fg.unread && s.outputSettled() && s.parses.Load() == parses {
+	fg := sr.Foreground()
+	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
+	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.parses.Load() == parses {
 		st.State = StateWaitingInput
 	}
 	return st
 }
 
 // outputSettled reports that nothing the program wrote is on its way: the
-// master has nothing to read, the reader holds no bytes it has not fed,
-// the renderer has rendered everything fed, and no terminal query in it
-// waits for its answer (the slave's poll then sees the answer unread). The master is polled
-// before the reader's flag is read: bytes the reader took before the poll
-// have its flag set by then (see terminalReader).
-func (s *Session) outputSettled() bool {
-	if readable(s.pty) || s.reading.Load() || s.queries.Load() || s.answering.Load() > 0 {
+// terminal holds nothing for the reader and the reader nothing it has not
+// fed (OutputPending), the renderer has rendered everything fed, and no
+// terminal query in it waits for its answer (the slave's poll then sees
+// the answer unread).
+func (s *Session) outputSettled(sr StateReader) bool {
+	if sr.OutputPending() || s.queries.Load() || s.answering.Load() > 0 {
 		return false // output on its way, or a query's answer owed to the program
 	}
 	s.inMu.Lock()

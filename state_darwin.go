@@ -27,7 +27,7 @@ func foreground(master *os.File) fgReport {
 	for _, p := range procs {
 		name := unix.ByteSliceToString(p.Proc.P_comm[:])
 		if rep.name == "" || int(p.Proc.P_pid) == pgrp {
-			rep.name = name
+			rep.name, rep.pid = name, int(p.Proc.P_pid)
 		}
 		const sleeping = 3 // SSLEEP in <sys/proc.h>
 		if p.Proc.P_stat != sleeping {

@@ -20,15 +20,7 @@ import (
 // this terminal. The slave, opened through the master (TIOCGPTPEER), is
 // polled for input typed but not yet read.
 func foreground(master *os.File) fgReport {
-	pgrp, peer := 0, -1
-	_ = control(master, func(fd int) {
-		pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
-		p, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER,
-			uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC))
-		if errno == 0 {
-			peer = int(p)
-		}
-	})
+	pgrp, peer := groupAndPeer(master)
 	var rep fgReport
 	var tty uint64
 	if peer >= 0 {
@@ -53,7 +45,7 @@ func foreground(master *os.File) fgReport {
 			return false
 		}
 		if rep.name == "" {
-			rep.name = st.Comm // the leader, looked at first, unless one waits
+			rep.name, rep.pid = st.Comm, pid // the leader, looked at first, unless one waits
 		}
 		switch st.State {
 		case 'R', 'D':
@@ -68,7 +60,7 @@ func foreground(master *os.File) fgReport {
 			on = echoOff(master)
 		}
 		if on && !rep.waiting {
-			rep.name, rep.waiting = st.Comm, true
+			rep.name, rep.pid, rep.waiting = st.Comm, pid, true
 		}
 		return on
 	}
@@ -81,6 +73,22 @@ func foreground(master *os.File) fgReport {
 	}
 	rep.waiting = rep.waiting && !running
 	return rep
+}
+
+// groupAndPeer returns the terminal's foreground process group
+// (TIOCGPGRP) and a descriptor of its slave opened through the master
+// (TIOCGPTPEER), -1 when the kernel gives none; the caller closes it.
+func groupAndPeer(master *os.File) (pgrp, peer int) {
+	peer = -1
+	_ = control(master, func(fd int) {
+		pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+		p, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER,
+			uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC))
+		if errno == 0 {
+			peer = int(p)
+		}
+	})
+	return pgrp, peer
 }
 
 // groupMembers lists the live processes of process group pgrp other

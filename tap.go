@@ -16,7 +16,7 @@ import (
 // most maxMarks resizes and inputs not yet delivered.
 type tap struct {
 	s     *Session
-	emit  func(kind byte, p []byte) error // 'o' output, 'r' resize ("COLSxROWS"), 'i' input
+	emit  func(kind byte, p []byte) error // 'o' output, 'r' resize ("COLSxROWS"), 'i' input, 'm' a run's command
 	input bool                            // wants 'i' marks
 
 	off   int64     // ring offset delivered up to; the tap's goroutine owns it once running
@@ -49,9 +49,9 @@ func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, er
 	s.screenMu.Lock()
 	defer s.screenMu.Unlock()
 	s.mu.Lock()
-	over := s.drained
+	over := s.drained || s.noReplies
 	s.mu.Unlock()
-	if over || s.noReplies {
+	if over {
 		st, _ := s.ended()
 		return nil, 0, 0, errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
 	}
@@ -150,7 +150,7 @@ func (s *Session) dropTap(t *tap) {
 // mu held.
 func (s *Session) mark(mk tapMark) {
 	for _, t := range s.taps {
-		if (mk.kind == 'i' && !t.input) || len(t.marks) >= maxMarks {
+		if (mk.kind == 'i' || mk.kind == 'm') && !t.input || len(t.marks) >= maxMarks {
 			continue
 		}
 		t.marks = append(t.marks, mk)
@@ -179,14 +179,18 @@ func (s *Session) tapResize(cols, rows int) {
 // tapInput tells the taps that want input what is being typed. Input typed
 // while echo is off is a password and is not passed on; secrets given to
 // WriteSecret are masked wherever they appear.
-func (s *Session) tapInput(p []byte) {
+func (s *Session) tapInput(p []byte) { s.tapInputMark('i', p) }
+
+// tapInputMark queues p as a mark of kind for the taps that want input, as
+// tapInput says.
+func (s *Session) tapInputMark(kind byte, p []byte) {
 	s.mu.Lock()
 	any := false
 	for _, t := range s.taps {
 		any = any || t.input
 	}
 	s.mu.Unlock()
-	if !any || echoOff(s.pty) {
+	if !any || s.echoOff() {
 		return
 	}
 	data := s.maskInput(append([]byte(nil), p...))
@@ -194,7 +198,7 @@ func (s *Session) tapInput(p []byte) {
 	off := s.ring.end()
 	s.inMu.Unlock()
 	s.mu.Lock()
-	s.mark(tapMark{off: off, kind: 'i', data: data})
+	s.mark(tapMark{off: off, kind: kind, data: data})
 	s.mu.Unlock()
 }
 

@@ -514,5 +514,3 @@ func writeFile(t *testing.T, name, content string) {
 		t.Fatal(err)
 	}
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

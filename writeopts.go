@@ -15,6 +15,7 @@ type callView struct {
 	signal     os.Signal // sent to the foreground group before typing; nil for none
 	cols, rows int       // the size to take before typing; 0 keeps the current one
 	waitUntil  string    // "" or "input" (checkWaitUntil)
+	secret     bool      // the input is a secret: no copy is kept to tell its echo
 }
 
 // writeView checks a write's screen, signal and size arguments before
@@ -63,9 +64,7 @@ func (s *Session) beforeTyping(v callView) (*screenView, error) {
 		before = &b
 	}
 	if v.cols > 0 || v.rows > 0 {
-		s.mu.Lock()
-		cols, rows := s.cols, s.rows
-		s.mu.Unlock()
+		cols, rows := s.size()
 		if v.cols > 0 {
 			cols = v.cols
 		}

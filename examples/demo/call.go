@@ -72,6 +72,27 @@ func (c *caller) call(ctx context.Context, tool string, args any) (result, error
 	return r, nil
 }
 
+// secret types a password for the host with Manager.WriteSecretWith, as
+// a host does once its user answered: the call is printed without the
+// secret, then the result as the model would read it next.
+func (c *caller) secret(ctx context.Context, req agentpty.SecretRequest) (result, error) {
+	c.noted = false
+	fmt.Fprintf(c.out, "→ host: WriteSecretWith {ID: %q, WaitFor: %q} (the secret, from the user, is not shown)\n", req.ID, req.WaitFor)
+	res, err := c.m.WriteSecretWith(ctx, req)
+	if err != nil {
+		fmt.Fprintf(c.out, "✗ error: %v\n", err)
+		return result{}, err
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return result{}, err
+	}
+	c.printResult(raw)
+	var r result
+	err = json.Unmarshal(raw, &r)
+	return r, err
+}
+
 // resultOrder is the order fields are printed in; fields a later version
 // adds follow, sorted.
 var resultOrder = []string{"id", "prompt_after", "matched", "exited", "exit_code", "signal", "truncated", "input_hidden", "state", "foreground"}

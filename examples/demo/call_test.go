@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty"
 )
 
 func TestPrintResult(t *testing.T) {
@@ -42,5 +47,30 @@ func TestPrintResult(t *testing.T) {
 				t.Errorf("printed\n%s\nwant\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// The password scene types the password the way the README says a host
+// does, with WriteSecret, never as a tool call's input.
+func TestPasswordSceneUsesWriteSecret(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	m := agentpty.NewManager(agentpty.Options{})
+	defer m.Close()
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := password(ctx, &caller{m: m, out: &b}, t.TempDir()); err != nil {
+		t.Fatalf("the password scene: %v\n%s", err, b.String())
+	}
+	out := b.String()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "→ pty-") && strings.Contains(line, demoPassword) {
+			t.Errorf("a tool call types the password: %s", line)
+		}
+	}
+	if !strings.Contains(out, "→ host: WriteSecret") || strings.Contains(out, demoPassword) {
+		t.Errorf("the scene does not type the password with WriteSecret, or shows it:\n%s", out)
 	}
 }

@@ -8,9 +8,12 @@
 //
 // Run it from the examples module:
 //
-//	go run ./demo            # every scene
-//	go run ./demo bash vim   # only these
+//	go run ./demo                 # every scene
+//	go run ./demo bash vim        # only these
+//	go run ./demo --no-snapshot   # run the login profile for every start
 //
+// Sessions start from a snapshot of the login shell
+// (agentpty.Options.ShellSnapshot) unless --no-snapshot is given.
 // A scene whose program is missing is skipped; a scene that does not behave
 // as it should (a wait_for that should match and does not) makes the demo
 // exit 1.
@@ -33,7 +36,16 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(only []string) int {
+func run(args []string) int {
+	snapshot := true
+	var only []string
+	for _, a := range args {
+		if a == "--no-snapshot" {
+			snapshot = false
+			continue
+		}
+		only = append(only, a)
+	}
 	var names []string
 	for _, s := range scenes {
 		names = append(names, s.name)
@@ -50,7 +62,9 @@ func run(only []string) int {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 
-	m := agentpty.NewManager(agentpty.Options{})
+	// Sessions start from a snapshot of the login shell: its profile runs
+	// once, not for every start.
+	m := agentpty.NewManager(agentpty.Options{ShellSnapshot: snapshot})
 	defer m.Close()
 	c := &caller{m: m, out: os.Stdout}
 

@@ -22,7 +22,7 @@ var scenes = []scene{
 	{"python3", "a Python REPL: each call returns once it waits for input", "python3", python},
 	{"bash", "a shell session: each command's output and exit code; Ctrl-C interrupts", "bash", shell},
 	{"vim", "a full-screen editor: the model reads the screen", "vim", vim},
-	{"password", "a password prompt: input_hidden tells the model", "bash", password},
+	{"password", "a password prompt: input_hidden tells the model, the host types the password", "bash", password},
 }
 
 func python(ctx context.Context, c *caller, _ string) error {
@@ -131,6 +131,9 @@ func vim(ctx context.Context, c *caller, dir string) error {
 	return nil
 }
 
+// demoPassword is what the demo's user answers at the password prompt.
+const demoPassword = "hunter2"
+
 func password(ctx context.Context, c *caller, _ string) error {
 	// read -s turns echo off before it prints its prompt, as sudo, ssh and
 	// getpass do, so once the prompt shows what is typed is not echoed.
@@ -146,9 +149,9 @@ func password(ctx context.Context, c *caller, _ string) error {
 	if err := check(r, err, hidden(true)); err != nil {
 		return err
 	}
-	c.note("What the model types there is not echoed back into its output.")
-	r, err = c.call(ctx, agentpty.ToolWrite, agentpty.WriteRequest{ID: id, Input: "hunter2", Submit: true, WaitFor: "characters"})
-	if err := check(r, err, matched("characters"), contains("got 7 characters"), lacks("hunter2")); err != nil {
+	c.note("The model never types a password: the host asks its user and types the answer with WriteSecret, outside the tools.")
+	r, err = c.secret(ctx, agentpty.SecretRequest{ID: id, Secret: []byte(demoPassword), WaitFor: "characters"})
+	if err := check(r, err, matched("characters"), contains("got 7 characters"), lacks(demoPassword)); err != nil {
 		return err
 	}
 	_, err = c.call(ctx, agentpty.ToolKill, agentpty.KillRequest{ID: id})

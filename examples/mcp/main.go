@@ -86,6 +86,7 @@ type config struct {
 	killGrace, idle, lifetime   time.Duration
 	allow, deny, writable       list
 	approveWrites, sandbox, net bool
+	noSnapshot                  bool
 	shell                       string
 }
 
@@ -131,6 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Var(&c.writable, "writable", "a `dir`ectory sandboxed programs may write under (repeatable; implies --sandbox)")
 	fs.BoolVar(&c.net, "network", true, "let sandboxed programs use the network; --network=false implies --sandbox")
 	fs.StringVar(&c.shell, "shell", "bash -lc", "the `command line` each command runs under, split at spaces; 'bash -c' skips the login profile")
+	fs.BoolVar(&c.noSnapshot, "no-snapshot", false, "run the login profile for every start instead of once (with --shell 'bash -lc', commands start from a snapshot of the login shell)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -148,7 +150,7 @@ func (c config) options() (agentpty.Options, error) {
 	opts := agentpty.Options{
 		Cols: c.cols, Rows: c.rows, MaxSessions: c.maxSessions, KillGrace: c.killGrace,
 		IdleTimeout: c.idle, MaxLifetime: c.lifetime, ApproveWrites: c.approveWrites,
-		Shell: strings.Fields(c.shell),
+		Shell: strings.Fields(c.shell), ShellSnapshot: !c.noSnapshot,
 	}
 	if c.cols < 1 || c.cols > 1000 || c.rows < 1 || c.rows > 500 {
 		return opts, fmt.Errorf("--cols %d --rows %d: the size must be within 1-1000 by 1-500", c.cols, c.rows)

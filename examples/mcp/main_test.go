@@ -595,6 +595,19 @@ func TestFlagsToOptions(t *testing.T) {
 			t.Errorf("deny-only rules on %+v: %v, want denied %v", tc.req, err, tc.deny)
 		}
 	}
+	// The login shell starts from its snapshot unless --no-snapshot.
+	for _, tc := range []struct {
+		args []string
+		snap bool
+	}{{nil, true}, {[]string{"--no-snapshot"}, false}} {
+		c, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts, err := c.options(); err != nil || opts.ShellSnapshot != tc.snap {
+			t.Errorf("flags %q: ShellSnapshot %v (%v), want %v", tc.args, opts.ShellSnapshot, err, tc.snap)
+		}
+	}
 	if _, err := parseFlags([]string{"stray"}, io.Discard); err == nil {
 		t.Error("a stray argument is accepted")
 	}
@@ -800,4 +813,126 @@ func textOf(res *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// connectInProcess serves the tools to the SDK's client over in-memory
+// transports, in this process. The server ends when the test does.
+func connectInProcess(t *testing.T, ctx context.Context, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- run(ctx, agentpty.Options{}, st, io.Discard) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agentpty-test", Version: "v0.0.0"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cs.Close()
+		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("the server: %v", err)
+		}
+	})
+	return cs
+}
+
+// A call with a progress token whose wait is silent still gets a
+// notification at least every second, with the time elapsed and the
+// wait's total.
+func TestProgressWhileSilent(t *testing.T) {
+	ctx := testCtx(t)
+	type note struct {
+		at time.Time
+		p  *mcp.ProgressNotificationParams
+	}
+	var mu sync.Mutex
+	var got []note
+	cs := connectInProcess(t, ctx, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, note{time.Now(), r.Params})
+			mu.Unlock()
+		},
+	})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-start", Arguments: map[string]any{"command": "echo ready; exec cat", "wait_for": "ready"}})
+	if err != nil || res.IsError {
+		t.Fatalf("pty-start: %v %s", err, textOf(res))
+	}
+	var id struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(textOf(res)), &id)
+
+	params := &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id.ID, "wait_for": "never printed", "wait_ms": 2500}}
+	params.SetProgressToken("silent")
+	began := time.Now()
+	res, err = cs.CallTool(ctx, params)
+	ended := time.Now()
+	if err != nil || res.IsError {
+		t.Fatalf("pty-write: %v %s", err, textOf(res))
+	}
+	mu.Lock()
+	notes := append([]note(nil), got...)
+	mu.Unlock()
+	if len(notes) < 2 {
+		t.Fatalf("%d progress notifications in a silent wait of 2.5 s, want one at least every second", len(notes))
+	}
+	prev, last := began, 0.0
+	for _, n := range notes {
+		if gap := n.at.Sub(prev); gap > time.Second {
+			t.Errorf("%v without a progress notification", gap)
+		}
+		if n.p.ProgressToken != "silent" || n.p.Total != 2.5 || n.p.Progress <= last || n.p.Progress > 3 ||
+			!strings.Contains(n.p.Message, "of 2.5 s") {
+			t.Errorf("progress %+v: want token silent, total 2.5, elapsed seconds increasing, and a message saying so", n.p)
+		}
+		prev, last = n.at, n.p.Progress
+	}
+	if gap := ended.Sub(prev); gap > time.Second {
+		t.Errorf("%v without a progress notification before the result", gap)
+	}
+
+	// No notification comes once the call has returned.
+	kill, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-kill", Arguments: map[string]any{"id": id.ID}})
+	if err != nil || kill.IsError {
+		t.Fatalf("pty-kill: %v %s", err, textOf(kill))
+	}
+	mu.Lock()
+	after := len(got)
+	mu.Unlock()
+	if after != len(notes) {
+		t.Errorf("%d progress notifications after the call returned", after-len(notes))
+	}
+}
+
+// Arguments that are not a JSON object are a tool error a model can read.
+func TestArgumentsArrayIsAnswered(t *testing.T) {
+	ctx := testCtx(t)
+	cs := connectInProcess(t, ctx, nil)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-kill", Arguments: []any{"pty-1"}})
+	if err != nil {
+		t.Skipf("the SDK refuses the call itself: %v", err)
+	}
+	if !res.IsError || !strings.Contains(textOf(res), "arguments must be a JSON object") || strings.Contains(textOf(res), "agentpty.") {
+		t.Errorf("pty-kill with an array: %s; want a tool error saying the arguments must be a JSON object", textOf(res))
+	}
+}
+
+func TestWaitTotal(t *testing.T) {
+	for _, c := range []struct {
+		tool, args string
+		want       time.Duration
+	}{
+		{"pty-write", `{"id":"pty-1"}`, 700 * time.Millisecond},
+		{"pty-write", `{"id":"pty-1","wait_for":"x"}`, 10 * time.Second},
+		{"pty-start", `{"command":"x","wait_until":"input","wait_ms":3000}`, 3 * time.Second},
+		{"pty-write", `{"id":"pty-1","wait_ms":90000}`, 30 * time.Second},
+		{"pty-run", `{"id":"pty-1","command":"x"}`, 10 * time.Second},
+		{"pty-run", `{"id":"pty-1","command":"x","timeout_ms":1500}`, 1500 * time.Millisecond},
+		{"pty-kill", `{"id":"pty-1"}`, 0},
+		{"pty-write", `[1]`, 0},
+	} {
+		if got := waitTotal(c.tool, json.RawMessage(c.args)); got != c.want {
+			t.Errorf("waitTotal(%s, %s) = %v, want %v", c.tool, c.args, got, c.want)
+		}
+	}
 }

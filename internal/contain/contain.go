@@ -24,5 +24,19 @@ const (
 	CgroupUnbounded = "cgroup2"
 )
 
+// Limits bound the processes and memory of a Host's sessions, where a
+// controller for them is reachable.
+type Limits struct {
+	// SessionPids is pids.max of each session's cgroup.
+	SessionPids int
+	// TotalPids is pids.max of the Host's cgroup: the processes of all its
+	// sessions together. 0: no bound beyond SessionPids.
+	TotalPids int
+	// Memory is the bytes all the Host's sessions together may use
+	// (memory.max on cgroup v2, memory.limit_in_bytes on v1): past it the
+	// kernel reclaims and then kills the largest. 0: no bound.
+	Memory int64
+}
+
 // ErrUnavailable is returned by NewHost where the host cannot make cgroups.
 var ErrUnavailable = errors.New("contain: no writable cgroup v2")

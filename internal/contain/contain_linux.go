@@ -22,9 +22,12 @@ import (
 // Host is the cgroup of one Manager, under the host process's own cgroup.
 type Host struct {
 	dir     string // the cgroup v2 directory
+	rel     string // its path in the hierarchy, as /proc/PID/cgroup says it
 	pidsDir string // a cgroup v1 pids directory, when pids.max lives on v1
+	memDir  string // a cgroup v1 memory directory, when the memory bound lives on v1
 	v2pids  bool   // pids.max is set in each group's own dir
-	maxPids int
+	memory  bool   // the sessions' memory is bounded
+	limits  Limits
 
 	watchdog *exec.Cmd
 	wdPipe   *os.File // the only write end; its closing tells the watchdog
@@ -34,11 +37,11 @@ type Host struct {
 
 var hostSeq atomic.Int64
 
-// NewHost makes the cgroup for one Manager's sessions, each limited to
-// maxPids processes where a pids controller is reachable, and starts its
-// watchdog. It returns ErrUnavailable (wrapped with the reason) where no
-// cgroup v2 is mounted or the host may not write its own.
-func NewHost(maxPids int) (*Host, error) {
+// NewHost makes the cgroup for one Manager's sessions, bounded by l where
+// a pids or memory controller is reachable, and starts its watchdog. It
+// returns ErrUnavailable (wrapped with the reason) where no cgroup v2 is
+// mounted or the host may not write its own.
+func NewHost(l Limits) (*Host, error) {
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -52,7 +55,7 @@ func NewHost(maxPids int) (*Host, error) {
 		return nil, fmt.Errorf("%w: no cgroup2 mount holds this process's cgroup", ErrUnavailable)
 	}
 	name := "agentpty-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(hostSeq.Add(1), 10)
-	h := &Host{dir: filepath.Join(base, name), maxPids: maxPids}
+	h := &Host{dir: filepath.Join(base, name), rel: filepath.Join(v2Path(string(own)), name), limits: l}
 	if err := os.Mkdir(h.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -61,14 +64,17 @@ func NewHost(maxPids int) (*Host, error) {
 		return nil, fmt.Errorf("%w: the kernel has no cgroup.kill (Linux 5.14+)", ErrUnavailable)
 	}
 	// pids.max: on v2 where the host's cgroup passes the controller down,
-	// else on a v1 pids hierarchy beside it.
-	if hasWord(readFile(filepath.Join(h.dir, "cgroup.controllers")), "pids") &&
+	// else on a v1 pids hierarchy beside it. The same for memory.
+	controllers := readFile(filepath.Join(h.dir, "cgroup.controllers"))
+	if hasWord(controllers, "pids") &&
 		writeFile(filepath.Join(h.dir, "cgroup.subtree_control"), "+pids") == nil {
 		h.v2pids = true
-	} else if v1, ok := cgroupDir(string(mounts), string(own), "pids"); ok {
-		if err := os.Mkdir(filepath.Join(v1, name), 0o755); err == nil {
-			h.pidsDir = filepath.Join(v1, name)
-		}
+	} else {
+		h.pidsDir = v1Dir(string(mounts), string(own), "pids", name)
+	}
+	if err := h.limit(string(mounts), string(own), name, hasWord(controllers, "memory")); err != nil {
+		h.remove()
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	if err := h.startWatchdog(); err != nil {
 		h.remove()
@@ -77,20 +83,91 @@ func NewHost(maxPids int) (*Host, error) {
 	return h, nil
 }
 
+// v2Path is the cgroup v2 path in a /proc/PID/cgroup, "" where there is
+// none.
+func v2Path(cgroup string) string {
+	for _, line := range strings.Split(cgroup, "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// v1Dir makes the cgroup name in this process's cgroup of the v1 hierarchy
+// of controller, and returns it, or "" where there is none.
+func v1Dir(mounts, own, controller, name string) string {
+	v1, ok := cgroupDir(mounts, own, controller)
+	if !ok {
+		return ""
+	}
+	if os.Mkdir(filepath.Join(v1, name), 0o755) != nil {
+		return ""
+	}
+	return filepath.Join(v1, name)
+}
+
+// limit sets the bounds of all the sessions together on the Host's own
+// cgroups: pids.max where the pids controller is, and the memory bound on
+// v2 where the parent passes the memory controller down (v2mem), else on a
+// v1 memory cgroup of the Host's own, which each group joins at start.
+func (h *Host) limit(mounts, own, name string, v2mem bool) error {
+	if n := h.limits.TotalPids; n > 0 {
+		dir := h.dir
+		if !h.v2pids {
+			dir = h.pidsDir
+		}
+		if dir != "" {
+			if err := writeFile(filepath.Join(dir, "pids.max"), strconv.Itoa(n)); err != nil {
+				return fmt.Errorf("pids.max %d: %w", n, err)
+			}
+		}
+	}
+	b := h.limits.Memory
+	if b <= 0 {
+		return nil
+	}
+	v := strconv.FormatInt(b, 10)
+	if v2mem {
+		if err := writeFile(filepath.Join(h.dir, "memory.max"), v); err != nil {
+			return fmt.Errorf("memory.max %s: %w", v, err)
+		}
+		h.memory = true
+		return nil
+	}
+	if h.memDir = v1Dir(mounts, own, "memory", name); h.memDir == "" {
+		return nil // no memory controller is reachable
+	}
+	if err := writeFile(filepath.Join(h.memDir, "memory.limit_in_bytes"), v); err != nil {
+		return fmt.Errorf("memory.limit_in_bytes %s: %w", v, err)
+	}
+	h.memory = true
+	return nil
+}
+
+// Memory reports whether the sessions' memory is bounded (Limits.Memory
+// was set and a memory controller is reachable).
+func (h *Host) Memory() bool { return h.memory }
+
 // watchdogScript waits for end of file on its stdin, which comes when the
 // host's write end closes however the host ended, then kills the host's
-// cgroup and removes the directories given. It ignores the signals a
+// cgroup and removes the directories given, and the cgroups a session's
+// program made inside them, deepest first. It ignores the signals a
 // terminal or a process group would send the host, so it outlives them.
 const watchdogScript = `exec 2>/dev/null
 trap '' INT TERM HUP QUIT
+rmtree() {
+  local s
+  for s in "$1"/*/; do [ -d "$s" ] && rmtree "${s%/}"; done
+  rmdir "$1"
+}
 read -r _
 echo 1 >"$1/cgroup.kill"
 for _ in {1..200}; do
   left=0
   for d in "$@"; do
     [ -d "$d" ] || continue
-    for s in "$d"/*/; do [ -d "$s" ] && rmdir "$s"; done
-    rmdir "$d" || left=1
+    rmtree "$d" || left=1
   done
   [ $left = 0 ] && exit 0
   sleep 0.05
@@ -106,8 +183,10 @@ func (h *Host) startWatchdog() error {
 		return err
 	}
 	args := []string{"-c", watchdogScript, "agentpty-watchdog", h.dir}
-	if h.pidsDir != "" {
-		args = append(args, h.pidsDir)
+	for _, d := range []string{h.pidsDir, h.memDir} {
+		if d != "" {
+			args = append(args, d)
+		}
 	}
 	cmd := exec.Command(bash, args...)
 	cmd.Stdin = r
@@ -147,15 +226,40 @@ func (h *Host) Close() error {
 	return h.closeErr
 }
 
-func (h *Host) remove() error {
+func (h *Host) remove() error { return removeAll(h.pidsDir, h.memDir, h.dir) }
+
+// removeAll removes each of dirs that is not "", with the cgroups inside
+// it, deepest first; it returns the first error.
+func removeAll(dirs ...string) error {
 	var first error
-	for _, d := range []string{h.pidsDir, h.dir} {
+	for _, d := range dirs {
 		if d == "" {
 			continue
 		}
-		if err := os.Remove(d); err != nil && !os.IsNotExist(err) && first == nil {
+		if err := removeTree(d); err != nil && first == nil {
 			first = err
 		}
+	}
+	return first
+}
+
+// removeTree removes the cgroup dir and those a program made inside it;
+// a cgroup is removed with rmdir once it has no processes and no children.
+func removeTree(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	var first error
+	for _, e := range ents {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(dir, e.Name())); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if err := os.Remove(dir); err != nil && !os.IsNotExist(err) && first == nil {
+		first = err
 	}
 	return first
 }
@@ -163,7 +267,9 @@ func (h *Host) remove() error {
 // Group is the cgroup of one session.
 type Group struct {
 	dir, pidsDir string
-	fd           int // the open directory, for CLONE_INTO_CGROUP, until Started
+	rel          string // the path of dir in the hierarchy
+	memDir       string // the Host's v1 memory cgroup, which the group's processes join
+	fd           int    // the open directory, for CLONE_INTO_CGROUP, until Started
 }
 
 // Dir is the group's cgroup v2 directory.
@@ -171,11 +277,11 @@ func (g *Group) Dir() string { return g.dir }
 
 // NewGroup makes the cgroup for one session named name.
 func (h *Host) NewGroup(name string) (*Group, error) {
-	g := &Group{dir: filepath.Join(h.dir, name), fd: -1}
+	g := &Group{dir: filepath.Join(h.dir, name), rel: filepath.Join(h.rel, name), memDir: h.memDir, fd: -1}
 	if err := os.Mkdir(g.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("contain: %w", err)
 	}
-	max := strconv.Itoa(h.maxPids)
+	max := strconv.Itoa(h.limits.SessionPids)
 	err := error(nil)
 	if h.v2pids {
 		err = writeFile(filepath.Join(g.dir, "pids.max"), max)
@@ -201,30 +307,35 @@ func (g *Group) Prepare(a *syscall.SysProcAttr) {
 	a.UseCgroupFD, a.CgroupFD = true, g.fd
 }
 
-// Started finishes the start: on cgroup v1 pids it moves the group's
-// processes into the pids cgroup while the group is frozen, so none can
-// fork in between.
+// Started finishes the start: where pids or memory are bounded on cgroup
+// v1, it moves the group's processes into those cgroups while the group is
+// frozen, so none can fork in between.
 func (g *Group) Started() error {
 	g.closeFD()
-	if g.pidsDir == "" {
+	var v1 []string
+	for _, d := range []string{g.pidsDir, g.memDir} {
+		if d != "" {
+			v1 = append(v1, d)
+		}
+	}
+	if len(v1) == 0 {
 		return nil
 	}
 	if err := g.freeze(true); err != nil {
 		return err
 	}
 	var err error
-	for _, pid := range g.Members() {
-		if e := writeFile(filepath.Join(g.pidsDir, "cgroup.procs"), strconv.Itoa(pid)); e != nil && err == nil {
-			err = e
+	for _, d := range v1 {
+		for _, pid := range g.Members() {
+			if e := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); e != nil && err == nil {
+				err = fmt.Errorf("contain: move into %s: %w", d, e)
+			}
 		}
 	}
 	if e := g.freeze(false); err == nil {
 		err = e
 	}
-	if err != nil {
-		return fmt.Errorf("contain: move into %s: %w", g.pidsDir, err)
-	}
-	return nil
+	return err
 }
 
 func (g *Group) closeFD() {
@@ -248,15 +359,38 @@ func (g *Group) freeze(on bool) error {
 	return g.waitEvent(ctx, "frozen 1", time.Millisecond)
 }
 
-// Members returns the pids in the group now.
+// Members returns the pids in the group now, those in cgroups a program
+// made inside it included.
 func (g *Group) Members() []int {
 	var pids []int
-	for _, f := range strings.Fields(readFile(filepath.Join(g.dir, "cgroup.procs"))) {
-		if p, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, p)
+	for dirs := []string{g.dir}; len(dirs) > 0; {
+		d := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		for _, f := range strings.Fields(readFile(filepath.Join(d, "cgroup.procs"))) {
+			if p, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, p)
+			}
+		}
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if e.IsDir() {
+				dirs = append(dirs, filepath.Join(d, e.Name()))
+			}
 		}
 	}
 	return pids
+}
+
+// Left reports whether process pid has left the group (and the cgroups
+// inside it) for another cgroup; false for a process that is gone.
+func (g *Group) Left(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	p := v2Path(string(b))
+	// An exiting process keeps its cgroup here after it left cgroup.procs.
+	return p != "" && p != g.rel && !strings.HasPrefix(p, g.rel+"/")
 }
 
 // Signal sends each of sigs, in order, to every process in the group and
@@ -287,14 +421,15 @@ func (g *Group) Signal(sigs ...syscall.Signal) int {
 	return len(now)
 }
 
-// Kill sends SIGKILL to every process in the group at once (cgroup.kill):
-// nothing can fork its way out while it runs.
+// Kill sends SIGKILL to every process in the group and the cgroups inside
+// it at once (cgroup.kill): nothing can fork its way out while it runs.
 func (g *Group) Kill() error {
 	return writeFile(filepath.Join(g.dir, "cgroup.kill"), "1")
 }
 
-// WaitEmpty waits until no process is left in the group, woken by the
-// kernel's notice on cgroup.events, or until ctx ends.
+// WaitEmpty waits until no process is left in the group or the cgroups
+// inside it ("populated 0"), woken by the kernel's notice on
+// cgroup.events, or until ctx ends.
 func (g *Group) WaitEmpty(ctx context.Context) error {
 	return g.waitEvent(ctx, "populated 0", 50*time.Millisecond)
 }
@@ -336,19 +471,11 @@ func (g *Group) waitEvent(ctx context.Context, want string, every time.Duration)
 	}
 }
 
-// Remove removes the group's cgroups; it fails while processes are left.
+// Remove removes the group's cgroups, those a program made inside them
+// first; it fails while processes are left.
 func (g *Group) Remove() error {
 	g.closeFD()
-	var first error
-	for _, d := range []string{g.pidsDir, g.dir} {
-		if d == "" {
-			continue
-		}
-		if err := os.Remove(d); err != nil && !os.IsNotExist(err) && first == nil {
-			first = err
-		}
-	}
-	return first
+	return removeAll(g.pidsDir, g.dir)
 }
 
 // cgroupDir finds where this process's cgroup lives: in the cgroup2 mount

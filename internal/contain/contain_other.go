@@ -11,10 +11,13 @@ import (
 type Host struct{}
 
 // NewHost returns ErrUnavailable: only Linux has cgroups.
-func NewHost(int) (*Host, error) { return nil, ErrUnavailable }
+func NewHost(Limits) (*Host, error) { return nil, ErrUnavailable }
 
 // Kind is never called: NewHost gives no Host here.
 func (*Host) Kind() string { return "" }
+
+// Memory reports false: nothing is bounded.
+func (*Host) Memory() bool { return false }
 
 // Close does nothing.
 func (*Host) Close() error { return nil }
@@ -33,6 +36,9 @@ func (*Group) Started() error { return nil }
 
 // Members returns nothing.
 func (*Group) Members() []int { return nil }
+
+// Left reports false.
+func (*Group) Left(int) bool { return false }
 
 // Signal finds nothing.
 func (*Group) Signal(...syscall.Signal) int { return 0 }

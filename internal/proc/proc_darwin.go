@@ -27,6 +27,16 @@ func Members(sid int) []int {
 	return out
 }
 
+// each calls found for every process of session sid.
+func each(sid int, found func(pid int)) {
+	for _, pid := range Members(sid) {
+		found(pid)
+	}
+}
+
+// newest finds nothing: macOS does not say which pid it handed out last.
+func newest(int, func(int)) {}
+
 // waitExit waits briefly for any of pids to exit; macOS has no pidfd, and
 // a kqueue per kill is more than this rare path needs.
 func waitExit(ctx context.Context, pids []int) error {
@@ -54,3 +64,6 @@ func (h handle) close() {}
 // Ignores reports whether process pid ignores sig; macOS does not say, so
 // it is always false.
 func Ignores(int, syscall.Signal) bool { return false }
+
+// Alive reports whether pid is a process; a zombie counts.
+func Alive(pid int) bool { return syscall.Kill(pid, 0) == nil }

@@ -1,0 +1,688 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/coder/websocket"
+	"go.uber.org/goleak"
+
+	"github.com/agentpty/agentpty"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// need skips the test when prog is not installed, unless the environment
+// says AGENTPTY_REQUIRE=all, as CI does where every program must be there.
+func need(t *testing.T, prog string) string {
+	t.Helper()
+	path, err := exec.LookPath(prog)
+	if err != nil {
+		if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+			t.Fatalf("%s is not installed, and AGENTPTY_REQUIRE=all says every program must be: %v", prog, err)
+		}
+		t.Skipf("%s is not installed (set AGENTPTY_REQUIRE=all to make this a failure)", prog)
+	}
+	return path
+}
+
+// testContext bounds a test, so a page that never shows what it should
+// fails it instead of hanging it.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startServer serves c until the test ends, then closes the server and
+// its manager (which kills the sessions).
+func startServer(t *testing.T, c config) *server {
+	t.Helper()
+	srv, err := listen(c)
+	if err != nil {
+		t.Fatalf("listen %+v: %v", c, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return srv
+}
+
+// base is the server's address as a client on this machine reaches it.
+func (s *server) base() string {
+	return "http://" + net.JoinHostPort("127.0.0.1", s.port)
+}
+
+// awaitViewers waits until the server counts n pages showing id: a page
+// that closed its WebSocket has then had everything it sent read.
+func (s *server) awaitViewers(t *testing.T, ctx context.Context, id string, n int) {
+	t.Helper()
+	pokes, unsubscribe := s.list.subscribe()
+	defer unsubscribe()
+	for {
+		s.mu.Lock()
+		have := s.viewers[id]
+		s.mu.Unlock()
+		if have == n {
+			return
+		}
+		select {
+		case <-pokes:
+		case <-ctx.Done():
+			t.Fatalf("%s: %d viewers, want %d", id, have, n)
+		}
+	}
+}
+
+// newBrowser starts a headless Chromium for the test, with a profile of
+// its own and nothing that reaches the network.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := "/usr/bin/chromium"
+	if _, err := os.Stat(path); err != nil {
+		path = need(t, "chromium")
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1500, 900),
+	)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		bcancel()
+		acancel()
+	})
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return bctx
+}
+
+// newTab opens a tab that closes when the test ends. Its first action
+// runs on its own context: the tab lives as long as that one.
+func newTab(t *testing.T, browser context.Context) context.Context {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(browser)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	return tab
+}
+
+// do runs browser actions, bounded by the test's context.
+func do(t *testing.T, ctx, tab context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tab, cancel := context.WithCancel(tab)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	if err := chromedp.Do(tab, actions...); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+}
+
+// eval returns what a JavaScript expression gives in the page.
+func eval[T any](t *testing.T, tab context.Context, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// awaitPage waits until the expression is true in the page, and fails the
+// test with what describe shows in the page when it does not become so.
+func awaitPage(t *testing.T, tab context.Context, expr, describe string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+		defer cancel()
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](describe))
+		t.Fatalf("the page never had %s: %v\nit has: %s", expr, err, got)
+	}
+}
+
+// listRows is the page's session list, one line per row.
+const listRows = `[...document.querySelectorAll('#list tr')].map(r => [...r.cells].map(c => c.textContent).join(' ')).join('\n')`
+
+// awaitList waits for the page's list to be want.
+func awaitList(t *testing.T, tab context.Context, want string) {
+	t.Helper()
+	awaitPage(t, tab, listRows+" === "+strconv.Quote(want), listRows)
+}
+
+// awaitScreen waits until the terminal in the page shows the session's
+// screen: the text of Session.Screen, read from xterm.js's buffer, at the
+// session's own size.
+func awaitScreen(t *testing.T, tab context.Context, sess *agentpty.Session) {
+	t.Helper()
+	scr := sess.Screen()
+	want := scr.Text()
+	if strings.TrimSpace(want) == "" {
+		t.Fatalf("%s: the screen is empty; nothing to compare", sess.ID())
+	}
+	awaitPage(t, tab, "window.agentpty.id === "+strconv.Quote(sess.ID())+" && window.agentpty.screenText() === "+strconv.Quote(want),
+		"window.agentpty.id + ':\\n' + window.agentpty.screenText()")
+	size := eval[[]int](t, tab, "[window.agentpty.term.cols, window.agentpty.term.rows]")
+	if size[0] != scr.Cols || size[1] != scr.Rows {
+		t.Errorf("%s: the page's terminal is %dx%d, the session's %dx%d", sess.ID(), size[0], size[1], scr.Cols, scr.Rows)
+	}
+}
+
+// screenshot saves the page as a PNG out of the source tree
+// ($AGENTPTY_ARTIFACTS, else the temporary directory) and logs where.
+func screenshot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dir := os.Getenv("AGENTPTY_ARTIFACTS")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatalf("save the screenshot: %v", err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// startPython starts python3 and has the model print a line, so the
+// screen has something to compare.
+func startPython(t *testing.T, ctx context.Context, m *agentpty.Manager) *agentpty.Session {
+	t.Helper()
+	need(t, "python3")
+	res, err := m.Start(ctx, agentpty.StartRequest{Command: "python3 -q", Cols: 90, Rows: 16, WaitFor: ">>> "})
+	if err != nil {
+		t.Fatalf("start python3: %v", err)
+	}
+	if _, err := m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: "print('from' + ' the model')", Submit: true, WaitUntil: "input"}); err != nil {
+		t.Fatalf("type into python3: %v", err)
+	}
+	sess, _ := m.Session(res.ID)
+	return sess
+}
+
+// pythonPage serves c with python3 in it, and opens a tab for the page.
+func pythonPage(t *testing.T, browser context.Context, c config) (context.Context, *server, *agentpty.Session, context.Context) {
+	t.Helper()
+	ctx := testContext(t)
+	srv := startServer(t, c)
+	py := startPython(t, ctx, srv.m)
+	return ctx, srv, py, newTab(t, browser)
+}
+
+// typeInPage types into the page's terminal as a person would, and also
+// sends the same bytes on the terminal's WebSocket directly, then closes
+// the WebSocket and waits until the server has read it all: whatever the
+// server lets through has then been typed.
+func typeInPage(t *testing.T, ctx, tab context.Context, srv *server, id, keys, raw string) {
+	t.Helper()
+	do(t, ctx, tab, chromedp.Focus(chromedp.CSS(".xterm-helper-textarea")), typeKeys(keys))
+	sent := eval[bool](t, tab, `(() => { const ws = window.agentpty.socket; ws.send(new TextEncoder().encode(`+strconv.Quote(raw)+`)); ws.close(); return true })()`)
+	if !sent {
+		t.Fatal("the page did not send")
+	}
+	srv.awaitViewers(t, ctx, id, 0)
+}
+
+// typeKeys presses the keys as a keyboard does: a keydown that carries the
+// text, then a keyup. (chromedp's KeyEvent adds a separate char event, which
+// xterm.js, handling the keydown already, takes as a second key.)
+func typeKeys(keys string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for _, r := range keys {
+			for _, k := range kb.Encode(r) {
+				switch k.Type {
+				case kb.KeyChar:
+					continue
+				case kb.KeyDown:
+					k.Text, k.UnmodifiedText = string(r), string(r)
+				}
+				if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, *k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestWeb drives the page in headless Chromium: the list, a session's
+// screen in xterm.js, live output, what typing does with and without
+// --allow-typing, and the token.
+func TestWeb(t *testing.T) {
+	browser := newBrowser(t)
+
+	t.Run("list and screen", func(t *testing.T) {
+		ctx := testContext(t)
+		need(t, "vim")
+		srv := startServer(t, config{addr: "127.0.0.1:0"})
+		py := startPython(t, ctx, srv.m)
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("a person watches\nwhat the model does\nin the browser\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := srv.m.Start(ctx, agentpty.StartRequest{Command: "vim -i NONE notes.txt", Cwd: dir, Cols: 100, Rows: 24, WaitUntil: "input"})
+		if err != nil {
+			t.Fatalf("start vim: %v", err)
+		}
+		vim, _ := srv.m.Session(res.ID)
+
+		tab := newTab(t, browser)
+		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+vim.ID()))
+		awaitList(t, tab, py.ID()+" python3 -q waiting_input python3 90×16 0\n"+
+			vim.ID()+" vim -i NONE notes.txt waiting_input vim 100×24 1")
+		awaitScreen(t, tab, vim)
+		screenshot(t, tab, "agentpty-web.png")
+
+		// Another session, by a click on its row; then live output.
+		do(t, ctx, tab, chromedp.Click(chromedp.CSS(`#list tr[data-id="`+py.ID()+`"]`)))
+		awaitScreen(t, tab, py)
+		if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print(6 * 7)", Submit: true, WaitUntil: "input"}); err != nil {
+			t.Fatal(err)
+		}
+		awaitScreen(t, tab, py)
+		if got := eval[string](t, tab, "window.agentpty.screenText()"); !strings.Contains(got, "\n42\n") {
+			t.Errorf("live output did not reach the page:\n%s", got)
+		}
+
+		// The list follows the Manager: a new session appears, a killed one goes.
+		cat, err := srv.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitPage(t, tab, `[...document.querySelectorAll('#list tr')].some(r => r.dataset.id === `+strconv.Quote(cat.ID)+`)`, listRows)
+		if _, err := srv.m.Kill(ctx, cat.ID); err != nil {
+			t.Fatal(err)
+		}
+		awaitPage(t, tab, `![...document.querySelectorAll('#list tr')].some(r => r.dataset.id === `+strconv.Quote(cat.ID)+`)`, listRows)
+
+		// Watching only: neither the page's keys nor bytes sent straight on
+		// the WebSocket reach the program.
+		if eval[bool](t, tab, "window.agentpty.shown.typing") {
+			t.Fatal("the page says typing is allowed")
+		}
+		typeInPage(t, ctx, tab, srv, py.ID(), "print('web' + 'typed')\r", "print('raw' + 'sent')\r")
+		got, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print('model' + 'only')", Submit: true, WaitFor: "modelonly"})
+		if err != nil || !got.Matched {
+			t.Fatalf("the model's write: %+v, %v", got, err)
+		}
+		for _, typed := range []string{"web", "raw"} {
+			if strings.Contains(got.Output, typed) || strings.Contains(py.Screen().Text(), typed) {
+				t.Errorf("keys from the page reached the program without --allow-typing:\n%s", got.Output)
+			}
+		}
+		if scr := vim.Screen(); scr.Cols != 100 || scr.Rows != 24 {
+			t.Errorf("the page resized vim to %dx%d", scr.Cols, scr.Rows)
+		}
+	})
+
+	t.Run("typing allowed", func(t *testing.T) {
+		// ApproveWrites asks about the model's writes only: this approver
+		// refuses any that would type what the person types below.
+		var asked []string
+		var mu sync.Mutex
+		deny := agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
+			mu.Lock()
+			asked = append(asked, req.Input)
+			mu.Unlock()
+			if strings.Contains(req.Input, "typed") || strings.Contains(req.Input, "sent") {
+				return errors.New("not the model's to type")
+			}
+			return nil
+		})
+		ctx, srv, py, tab := pythonPage(t, browser, config{addr: "127.0.0.1:0", allowTyping: true,
+			options: agentpty.Options{Approver: deny, ApproveWrites: true}})
+		if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print('model' + 'typed')", Submit: true, WaitMS: agentpty.Millis(0)}); !errors.Is(err, agentpty.ErrDenied) {
+			t.Fatalf("the model's write past the approver: %v, want ErrDenied", err)
+		}
+		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/"))
+		awaitScreen(t, tab, py)
+		if !eval[bool](t, tab, "window.agentpty.shown.typing") {
+			t.Fatal("the page says typing is not allowed")
+		}
+		typeInPage(t, ctx, tab, srv, py.ID(), "print('web' + 'typed')\r", "print('raw' + 'sent')\r")
+		// The model's next read sees what the person typed and what it printed.
+		got, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), WaitFor: "rawsent"})
+		if err != nil || !got.Matched {
+			t.Fatalf("the model's read: %+v, %v", got, err)
+		}
+		for _, want := range []string{">>> print('web' + 'typed')\nwebtyped\n", ">>> print('raw' + 'sent')\nrawsent"} {
+			if !strings.Contains(got.Output, want) {
+				t.Errorf("the model's read lacks %q:\n%s", want, got.Output)
+			}
+		}
+		if scr := py.Screen(); scr.Cols != 90 || scr.Rows != 16 {
+			t.Errorf("the page resized the session to %dx%d", scr.Cols, scr.Rows)
+		}
+		mu.Lock()
+		for _, in := range asked {
+			if strings.Contains(in, "web") || strings.Contains(in, "raw") {
+				t.Errorf("the approver was asked about the person's keys: %q", in)
+			}
+		}
+		mu.Unlock()
+		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+py.ID()))
+		awaitScreen(t, tab, py)
+		screenshot(t, tab, "agentpty-web-typing.png")
+	})
+
+	t.Run("token", func(t *testing.T) {
+		ctx, srv, py, tab := pythonPage(t, browser, config{addr: "127.0.0.1:0", public: true})
+		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/"))
+		if got := eval[string](t, tab, "document.body.innerText"); !strings.Contains(got, "needs the token") {
+			t.Errorf("the page without the token shows %q", got)
+		}
+		do(t, ctx, tab, chromedp.Navigate(srv.url()))
+		awaitScreen(t, tab, py)
+	})
+}
+
+// httpClient keeps no idle connections, so none outlives a test.
+var httpClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+func get(t *testing.T, url string, header http.Header) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if h := header.Get("Host"); h != "" {
+		req.Host = h
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// dial opens a WebSocket and returns the HTTP status of the handshake.
+func dial(t *testing.T, ctx context.Context, url, origin string) (*websocket.Conn, int) {
+	t.Helper()
+	h := http.Header{}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	c, resp, err := websocket.Dial(ctx, strings.Replace(url, "http://", "ws://", 1), &websocket.DialOptions{HTTPClient: httpClient, HTTPHeader: h})
+	if err != nil {
+		if resp == nil {
+			t.Fatalf("dial %s: %v", url, err)
+		}
+		return nil, resp.StatusCode
+	}
+	return c, resp.StatusCode
+}
+
+// TestRefusals: beyond loopback nothing is served without the token; a
+// WebSocket from another origin is refused; a session id that is not one
+// is a 404; a loopback server answers only to loopback names.
+func TestRefusals(t *testing.T) {
+	ctx := testContext(t)
+	if _, err := listen(config{addr: "0.0.0.0:0"}); !errors.Is(err, errUsage) {
+		t.Errorf("0.0.0.0 without --public: %v, want the usage error", err)
+	}
+
+	pub := startServer(t, config{addr: "0.0.0.0:0", public: true})
+	res, err := pub.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "?token=" + pub.token
+	for _, path := range []string{"/", "/s/" + res.ID, "/api/sessions", "/ws/list", "/ws/term/" + res.ID} {
+		if code := get(t, pub.base()+path, nil); code != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d, want 401", path, code)
+		}
+		if code := get(t, pub.base()+path+"?token=x"+pub.token[1:], nil); code != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong token: %d, want 401", path, code)
+		}
+	}
+	for _, path := range []string{"/", "/s/" + res.ID, "/api/sessions"} {
+		if code := get(t, pub.base()+path+token, nil); code != http.StatusOK {
+			t.Errorf("%s with the token: %d, want 200", path, code)
+		}
+	}
+	if _, code := dial(t, ctx, pub.base()+"/ws/list", ""); code != http.StatusUnauthorized {
+		t.Errorf("the list WebSocket without the token: %d, want 401", code)
+	}
+	if _, code := dial(t, ctx, pub.base()+"/ws/term/"+res.ID+token, "http://evil.example"); code != http.StatusForbidden {
+		t.Errorf("a terminal WebSocket from another origin: %d, want 403", code)
+	}
+	c, code := dial(t, ctx, pub.base()+"/ws/term/"+res.ID+token, pub.base())
+	if c == nil {
+		t.Fatalf("a terminal WebSocket from the page's origin, with the token: %d", code)
+	}
+	_, first, err := c.Read(ctx)
+	c.Close(websocket.StatusNormalClosure, "")
+	var h hello
+	if err != nil || json.Unmarshal(first, &h) != nil || h.ID != res.ID || h.Cols != 40 || h.Rows != 5 || h.Typing {
+		t.Errorf("the terminal WebSocket's first message: %q, %v", first, err)
+	}
+
+	loop := startServer(t, config{addr: "127.0.0.1:0"})
+	if _, err := loop.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{
+		"/s/pty-1":           http.StatusOK,
+		"/s/pty-2":           http.StatusNotFound,
+		"/s/pty-99999999999": http.StatusNotFound,
+		"/s/pty-01":          http.StatusNotFound,
+		"/s/nonsense":        http.StatusNotFound,
+		"/s/%00":             http.StatusNotFound,
+		"/ws/term/pty-2":     http.StatusNotFound,
+		"/ws/term/..%2F..":   http.StatusNotFound,
+		"/ws/term/":          http.StatusNotFound,
+	} {
+		if code := get(t, loop.base()+path, nil); code != want {
+			t.Errorf("%s: %d, want %d", path, code, want)
+		}
+	}
+	if _, code := dial(t, ctx, loop.base()+"/ws/term/pty-2", loop.base()); code != http.StatusNotFound {
+		t.Errorf("a terminal WebSocket for no session: %d, want 404", code)
+	}
+	if _, code := dial(t, ctx, loop.base()+"/ws/list", "http://evil.example"); code != http.StatusForbidden {
+		t.Errorf("the list WebSocket from another origin: %d, want 403", code)
+	}
+	if code := get(t, loop.base()+"/", http.Header{"Host": {"rebound.example:" + loop.port}}); code != http.StatusForbidden {
+		t.Errorf("a loopback server asked for by another name: %d, want 403", code)
+	}
+	c, code = dial(t, ctx, loop.base()+"/ws/list", loop.base())
+	if c == nil {
+		t.Fatalf("the list WebSocket from the page's origin: %d", code)
+	}
+	_, first, err = c.Read(ctx)
+	c.Close(websocket.StatusNormalClosure, "")
+	var list listMessage
+	if err != nil || json.Unmarshal(first, &list) != nil || len(list.Sessions) != 1 || list.Sessions[0].Command != "cat" {
+		t.Errorf("the list WebSocket's first message: %q, %v", first, err)
+	}
+}
+
+// TestSlowViewer: a browser that stops reading holds up neither the
+// program nor the model; when it reads again it gets the screen redrawn,
+// not the whole backlog.
+func TestSlowViewer(t *testing.T) {
+	ctx := testContext(t)
+	srv := startServer(t, config{addr: "127.0.0.1:0"})
+	const flood = 1 << 20
+	res, err := srv.m.Start(ctx, agentpty.StartRequest{
+		Command:   "read x; head -c " + strconv.Itoa(flood) + " /dev/zero | tr '\\0' x; echo; echo flood-done; read y",
+		Cols:      80,
+		Rows:      10,
+		WaitUntil: "input",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A viewer whose receive window is small (set before it connects, so
+	// the window is offered small from the start) and who reads nothing.
+	small := func(network, address string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	transport := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Control: small}).DialContext}
+	defer transport.CloseIdleConnections()
+	c, _, err := websocket.Dial(ctx, "ws://127.0.0.1:"+srv.port+"/ws/term/"+res.ID, &websocket.DialOptions{HTTPClient: &http.Client{Transport: transport}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(-1)
+	if _, _, err := c.Read(ctx); err != nil { // the hello
+		t.Fatal(err)
+	}
+	srv.awaitViewers(t, ctx, res.ID, 1)
+
+	got, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: "\r", WaitFor: "flood-done", WaitMS: agentpty.Millis(20000)})
+	if err != nil || !got.Matched {
+		t.Fatalf("the model waited on a session a stalled viewer watches: matched %v, %v", got.Matched, err)
+	}
+
+	var seen int
+	var tail []byte
+	for !strings.Contains(string(tail), "flood-done") {
+		_, p, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", seen, err)
+		}
+		seen += len(p)
+		tail = append(tail, p...)
+		tail = tail[max(0, len(tail)-4096):]
+	}
+	if seen >= flood/2 {
+		t.Errorf("the viewer got %d bytes of a %d-byte flood: the backlog, not a redraw", seen, flood)
+	}
+	t.Logf("the viewer got %d bytes of a %d-byte flood", seen, flood)
+	c.Close(websocket.StatusNormalClosure, "")
+}
+
+// TestRunDemo runs the command as `go run ./web --demo` does: it prints the
+// page's URL once the demo sessions are up, and they are in the list.
+func TestRunDemo(t *testing.T) {
+	for _, prog := range []string{"python3", "top", "vim"} {
+		need(t, prog)
+	}
+	if err := run(t.Context(), []string{"--addr", "0.0.0.0:0"}, io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("--addr 0.0.0.0:0 without --public: %v, want the usage error", err)
+	}
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	r, w := io.Pipe()
+	defer r.Close()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"--demo", "--addr", "127.0.0.1:0"}, w) }()
+	lines := bufio.NewScanner(r)
+	var page string
+	for page == "" && lines.Scan() {
+		if url, ok := strings.CutPrefix(lines.Text(), "agentpty web: "); ok {
+			page = url
+		}
+	}
+	if page == "" {
+		t.Fatalf("no URL printed: %v", <-done)
+	}
+	resp, err := httpClient.Get(page + "api/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list listMessage
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	var commands []string
+	for _, s := range list.Sessions {
+		commands = append(commands, s.Command)
+	}
+	if err != nil || strings.Join(commands, ", ") != "python3 -q, top -d 1, vim" {
+		t.Errorf("the demo's sessions: %q, %v", commands, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+}
+
+// TestExitedSession: a session whose program has ended still shows its
+// last screen, and the WebSocket then closes normally.
+func TestExitedSession(t *testing.T) {
+	ctx := testContext(t)
+	srv := startServer(t, config{addr: "127.0.0.1:0"})
+	res, err := srv.m.Start(ctx, agentpty.StartRequest{Command: "echo last-words", Cols: 40, Rows: 5, WaitFor: "last-words"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := srv.m.Session(res.ID)
+	if _, err := sess.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, code := dial(t, ctx, srv.base()+"/ws/term/"+res.ID, "")
+	if c == nil {
+		t.Fatalf("dial: %d", code)
+	}
+	defer c.CloseNow()
+	var h hello
+	if _, first, err := c.Read(ctx); err != nil || json.Unmarshal(first, &h) != nil || !h.Exited {
+		t.Fatalf("first message %q, %v; want exited", first, err)
+	}
+	var got []byte
+	for {
+		_, p, err := c.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Errorf("the WebSocket ended with %v", err)
+			}
+			break
+		}
+		got = append(got, p...)
+	}
+	if !strings.Contains(string(got), "last-words") {
+		t.Errorf("the viewer of an exited session got %q", got)
+	}
+}

@@ -1,0 +1,139 @@
+// The page: the session list from /ws/list, and the open session in an
+// xterm.js terminal fed by /ws/term/ID. The terminal keeps the session's
+// own size; the browser's never resizes the session.
+'use strict';
+(() => {
+  const token = new URLSearchParams(location.search).get('token');
+  const query = token ? '?token=' + encodeURIComponent(token) : '';
+  const wsURL = path => (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + path + query;
+  const encoder = new TextEncoder();
+  const $ = id => document.getElementById(id);
+
+  // Exposed for tests and for a look from the console.
+  const app = window.agentpty = { sessions: [], typing: false, id: null, term: null, shown: null, connected: false, socket: null };
+  let termSocket = null;
+
+  app.screenText = () => {
+    const t = app.term;
+    if (!t) return '';
+    const b = t.buffer.active, lines = [];
+    for (let y = 0; y < t.rows; y++) {
+      const line = b.getLine(b.baseY + y);
+      // Trailing blanks are cut as Session.Screen cuts them: a redraw
+      // writes them as spaces, which translateToString keeps.
+      lines.push(line ? line.translateToString(true).replace(/ +$/, '') : '');
+    }
+    while (lines.length && lines[lines.length - 1] === '') lines.pop();
+    return lines.join('\n');
+  };
+
+  function status(text) { $('status').textContent = text; }
+
+  function render() {
+    const body = $('list');
+    body.replaceChildren();
+    for (const s of app.sessions) {
+      const tr = document.createElement('tr');
+      tr.dataset.id = s.id;
+      if (s.id === app.id) tr.classList.add('open');
+      if (s.state === 'exited') tr.classList.add('exited');
+      let state = s.state;
+      if (s.exit_code != null) state += ' (' + s.exit_code + ')';
+      if (s.signal) state += ' (' + s.signal + ')';
+      for (const [cls, text] of [['id', s.id], ['command', s.command], ['state', state], ['foreground', s.foreground], ['size', s.cols + '×' + s.rows], ['viewers', String(s.viewers)]]) {
+        const td = document.createElement('td');
+        td.className = cls;
+        td.textContent = text;
+        if (cls === 'command') td.title = text;
+        tr.appendChild(td);
+      }
+      tr.addEventListener('click', () => open(s.id, true));
+      body.appendChild(tr);
+    }
+    $('empty').hidden = app.sessions.length > 0;
+    const mode = $('mode');
+    mode.textContent = app.typing ? 'typing allowed' : 'watching';
+    mode.classList.toggle('typing', app.typing);
+  }
+
+  // follow opens a session on first load, and reopens the open one when
+  // the session was resized, so its screen is redrawn at the new size.
+  function follow() {
+    if (!app.id) {
+      const m = location.pathname.match(/^\/s\/(pty-\d+)$/);
+      const id = m ? m[1] : (app.sessions.find(s => s.state !== 'exited') || {}).id;
+      if (id) open(id, false);
+      return;
+    }
+    const s = app.sessions.find(s => s.id === app.id);
+    const shown = app.shown;
+    if (s && shown && s.state !== 'exited' && (s.cols !== shown.cols || s.rows !== shown.rows)) open(app.id, false);
+  }
+
+  function listen() {
+    const ws = new WebSocket(wsURL('/ws/list'));
+    ws.onmessage = ev => {
+      const msg = JSON.parse(ev.data);
+      app.sessions = msg.sessions;
+      app.typing = msg.typing;
+      render();
+      follow();
+    };
+    ws.onclose = () => status('disconnected from the server');
+  }
+
+  function terminal() {
+    if (app.term) return app.term;
+    const t = new Terminal({ cols: 80, rows: 24, scrollback: 1000, disableStdin: true, fontSize: 14,
+      fontFamily: 'DejaVu Sans Mono, Menlo, Consolas, monospace' });
+    t.open($('terminal'));
+    const send = data => {
+      if (app.typing && termSocket && termSocket.readyState === WebSocket.OPEN) termSocket.send(data);
+    };
+    t.onData(d => send(encoder.encode(d)));
+    t.onBinary(d => send(Uint8Array.from(d, c => c.charCodeAt(0))));
+    return app.term = t;
+  }
+
+  function open(id, push) {
+    if (termSocket) {
+      termSocket.onclose = null;
+      termSocket.close();
+    }
+    if (push) history.pushState(null, '', '/s/' + id + query);
+    app.id = id;
+    app.connected = false;
+    app.shown = null;
+    render();
+    $('title').textContent = id;
+    const t = terminal();
+    const ws = termSocket = app.socket = new WebSocket(wsURL('/ws/term/' + encodeURIComponent(id)));
+    ws.binaryType = 'arraybuffer';
+    ws.onmessage = ev => {
+      if (typeof ev.data === 'string') {
+        const h = JSON.parse(ev.data);
+        t.reset();
+        t.resize(h.cols, h.rows);
+        t.options.disableStdin = !h.typing;
+        app.shown = h;
+        app.connected = true;
+        status(h.exited ? id + ' has exited: its last screen' : (h.typing ? 'connected; your keys are typed' : 'connected; watching'));
+        if (h.typing) t.focus();
+        return;
+      }
+      t.write(new Uint8Array(ev.data));
+    };
+    ws.onclose = ev => {
+      if (termSocket !== ws) return;
+      app.connected = false;
+      status(ev.code === 1000 ? id + ': the program has ended' : id + ': disconnected (' + (ev.reason || ev.code) + ')');
+    };
+  }
+
+  window.addEventListener('popstate', () => {
+    const m = location.pathname.match(/^\/s\/(pty-\d+)$/);
+    if (m) open(m[1], false);
+  });
+  render();
+  listen();
+})();

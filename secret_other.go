@@ -1,0 +1,11 @@
+//go:build !linux
+
+package agentpty
+
+import "os"
+
+// fgProcs needs /proc to name the foreground group's executables; without
+// it, no program can be trusted with a secret.
+func fgProcs(*os.File) []fgProc { return nil }
+
+func untrusted(fgProc, []string) string { return "this platform cannot name its executable" }

@@ -1,0 +1,56 @@
+//go:build linux
+
+package agentpty
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestShellSandboxKeepsCommandsReadOnly: a sandboxed shell whose writable
+// root holds the manager's private directory can read its rcfile and run
+// files but change none of them, nor plant the next run's file. The
+// control: the same operations on a directory made alike beside it work.
+func TestShellSandboxKeepsCommandsReadOnly(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", root) // the private directory lands inside the root
+	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}})
+	m := newManager(t, Options{Sandbox: sb})
+	id := startShell(t, m)
+	priv := m.priv.path
+	if !strings.HasPrefix(priv, root+"/") {
+		t.Fatalf("private directory %q is not inside the root %q", priv, root)
+	}
+	ctl := filepath.Join(root, "alike")
+	if err := os.Mkdir(ctl, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ctl, "rc"), []byte("PS1=x\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	try := `try() { if "${@:2}" 2>/dev/null; then echo "$1: done"; else echo "$1: refused"; fi; }; `
+	// A run file is written anew each run (O_EXCL): replacing the rcfile
+	// or planting the next run's file are the changes that would count.
+	attack := func(dir string) string {
+		return try + `d=` + shellQuote(dir) + `; try replace sh -c 'mv "$0"/rc "$0"/rc.old && echo "rm -rf /" > "$0"/rc' "$d"; ` +
+			`try plant sh -c 'echo "rm -rf /" > "$0"/3' "$d"; try remove rm -f "$d"/rc`
+	}
+	res := mustRun(t, m, RunRequest{ID: id, Command: attack(ctl)})
+	for _, w := range []string{"replace: done", "plant: done", "remove: done"} {
+		if !strings.Contains(res.Output, w) {
+			t.Fatalf("control: %q lacks %q: the root does not make a directory writable", res.Output, w)
+		}
+	}
+	res = mustRun(t, m, RunRequest{ID: id, Command: attack(filepath.Join(priv, id))})
+	if strings.Contains(res.Output, "done") || strings.Count(res.Output, "refused") != 3 {
+		t.Fatalf("the sandboxed shell changed its own directory:\n%s", res.Output)
+	}
+	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo still runs"}); res.Output != "still runs" {
+		t.Fatalf("after the attack: %+v", res)
+	}
+}
