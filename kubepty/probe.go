@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,14 +29,14 @@ const hupDelay = 200 * time.Millisecond
 func (t *terminal) probe(ctx context.Context, action string, args ...string) ([]string, error) {
 	hint := "-"
 	if l := t.leader.Load(); l != nil {
-		hint = strconv.Itoa(l.pid) + ":" + l.start
+		hint = strconv.Itoa(l.pid)
 	}
-	argv := append([]string{"sh", "-c", probeScript, "kubepty", t.nonce, hint, action}, args...)
+	argv := append([]string{"sh", "-c", probeShell, "kubepty", probeScript, t.nonce, hint, action}, args...)
 	exe, err := t.b.executor(argv, false, false, false, nil)
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
+	var out lockedBuffer // a stream cut short by ctx may still be writing
 	err = exe.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out})
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(lines) == 0 || lines[len(lines)-1] != "." {
@@ -46,13 +47,30 @@ func (t *terminal) probe(ctx context.Context, action string, args ...string) ([]
 	}
 	lines = lines[:len(lines)-1]
 	for _, l := range lines {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "leader" {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "leader" {
 			if pid, err := strconv.Atoi(f[1]); err == nil {
-				t.leader.Store(&leader{pid: pid, start: f[2]})
+				t.leader.Store(&leader{pid: pid})
 			}
 		}
 	}
 	return lines, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // End ends every process of the session in the container: those carrying

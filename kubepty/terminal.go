@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,10 +37,9 @@ func (e *LostError) Error() string {
 
 func (e *LostError) Unwrap() error { return e.Err }
 
-// Start runs cmd in the container under a new terminal, as
-// `env AGENTPTY_ID=NONCE VARS... ARGV...` (in cmd.Dir through sh when
-// one is given), and returns once the exec stream is established. A
-// missing pod is an error wrapping ErrNoPod.
+// Start runs cmd in the container under a new terminal, through sh and
+// env (startScript), and returns once the command runs. A missing pod is
+// an error wrapping ErrNoPod.
 func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (agentpty.Terminal, error) {
 	if len(cmd.Argv) == 0 {
 		return nil, fmt.Errorf("%w: %s: %s: empty command", agentpty.ErrInvalid, cmd.Name, b)
@@ -49,26 +50,34 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (agentpty.Ter
 		return nil, fmt.Errorf("agentpty: %s: %s: %w", cmd.Name, b, err)
 	}
 	go t.stream(exe)
+	marked := make(chan struct{})
+	go func() {
+		t.awaitPID()
+		close(marked)
+	}()
 	select {
-	case <-t.ready:
+	case <-marked:
+		if t.preErr != nil { // the stream ended before the command ran, or with it
+			if _, err := t.Wait(); err != nil {
+				return nil, t.startErr(ctx, err)
+			}
+		}
 		return t, nil
-	case <-t.exited:
-		// Ended before its streams were set up: the request failed. A
-		// missing pod says so only to a GET.
-		_, werr := t.Wait()
-		if werr == nil { // it ran, and ended before the stream asked for a size
-			return t, nil
-		}
-		t.Close()
-		if _, err := b.getPod(ctx); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("agentpty: %s: %s: exec: %w", cmd.Name, b, errors.Unwrap(werr))
 	case <-ctx.Done():
 		t.Close()
+		<-marked
 		t.Wait()
 		return nil, fmt.Errorf("agentpty: %s: start on %s: %w", cmd.Name, b, ctx.Err())
 	}
+}
+
+// startErr says why a start failed: a missing pod says so only to a GET.
+func (t *terminal) startErr(ctx context.Context, werr error) error {
+	t.Close()
+	if _, err := t.b.getPod(ctx); err != nil {
+		return err
+	}
+	return fmt.Errorf("agentpty: %s: %s: exec: %w", t.name, t.b, errors.Unwrap(werr))
 }
 
 // terminal is one command under an exec stream's TTY. It implements
@@ -82,16 +91,17 @@ type terminal struct {
 	ctx    context.Context // the stream's; Close cancels it, which ends the stream
 	cancel context.CancelFunc
 
+	pre    []byte // output read while looking for the pid's mark; Read's first
+	preErr error  // how that reading ended, if it did
+
 	in      *input
 	outR    *io.PipeReader
 	outW    *io.PipeWriter
 	writing atomic.Int32 // writes of output under way: output waiting for Read
 	unread  atomic.Bool  // the last Read returned bytes and no Read has begun since
 
-	sizes     chan remotecommand.TerminalSize // the newest size not yet sent
-	sizeMu    sync.Mutex                      // orders Resize's replacement of it
-	ready     chan struct{}                   // closed once the stream asks for the size: it is set up
-	readyOnce sync.Once
+	sizes  chan remotecommand.TerminalSize // the newest size not yet sent
+	sizeMu sync.Mutex                      // orders Resize's replacement of it
 
 	exited  chan struct{} // closed when the stream has ended
 	status  agentpty.ExitStatus
@@ -102,12 +112,8 @@ type terminal struct {
 	closeOnce sync.Once
 }
 
-// leader is the command's process in the container: its pid and start
-// time, which tell it from a later process given the same pid.
-type leader struct {
-	pid   int
-	start string
-}
+// leader is the command's process in the container.
+type leader struct{ pid int }
 
 func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
 	var n [12]byte
@@ -116,20 +122,50 @@ func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
 	outR, outW := io.Pipe()
 	t := &terminal{b: b, name: cmd.Name, nonce: hex.EncodeToString(n[:]), ctx: ctx, cancel: cancel,
 		in: newInput(), outR: outR, outW: outW,
-		sizes: make(chan remotecommand.TerminalSize, 1), ready: make(chan struct{}), exited: make(chan struct{})}
+		sizes: make(chan remotecommand.TerminalSize, 1), exited: make(chan struct{})}
 	t.sizes <- remotecommand.TerminalSize{Width: uint16(cmd.Cols), Height: uint16(cmd.Rows)}
 	return t
 }
 
-// argv is what the container runs: the command under env, which sets the
-// nonce and the session's variables, in cmd.Dir when one is given.
+// startScript runs in sh as the command's first moments: it prints its
+// pid in a private OSC sequence (the command keeps that pid, as exec
+// keeps it), enters the directory, and execs env, which sets the nonce
+// and the session's variables and runs the command.
+const startScript = `printf '\033]7771;%s;%s\007' "$0" "$$"; [ -z "$1" ] || cd -- "$1" || exit 127; shift; exec env "$@"`
+
+// argv is what the container runs: startScript, then the command.
 func (t *terminal) argv(cmd agentpty.Command) []string {
-	argv := append([]string{"env", "AGENTPTY_ID=" + t.nonce}, cmd.Env...)
-	argv = append(argv, cmd.Argv...)
-	if cmd.Dir != "" {
-		argv = append([]string{"sh", "-c", `cd -- "$1" || exit 127; shift; exec "$@"`, "sh", cmd.Dir}, argv...)
+	argv := []string{"sh", "-c", startScript, t.nonce, cmd.Dir, "AGENTPTY_ID=" + t.nonce}
+	argv = append(argv, cmd.Env...)
+	return append(argv, cmd.Argv...)
+}
+
+// maxPre bounds the output read while looking for the pid's mark: a
+// container that prints too much before it leaves the pid unknown.
+const maxPre = 64 << 10
+
+// awaitPID reads the first output until the mark, keeping the rest for
+// Read. It returns once the command runs (or the stream ended).
+func (t *terminal) awaitPID() {
+	mark := "\x1b]7771;" + t.nonce + ";"
+	buf := make([]byte, 4096)
+	for len(t.pre) < maxPre {
+		if i := strings.Index(string(t.pre), mark); i >= 0 {
+			if end := strings.IndexByte(string(t.pre[i:]), '\a'); end >= 0 {
+				if pid, err := strconv.Atoi(string(t.pre[i+len(mark) : i+end])); err == nil {
+					t.leader.Store(&leader{pid: pid})
+				}
+				t.pre = append(t.pre[:i:i], t.pre[i+end+1:]...)
+				return
+			}
+		}
+		n, err := t.outR.Read(buf)
+		t.pre = append(t.pre, buf[:n]...)
+		if err != nil {
+			t.preErr = err
+			return
+		}
 	}
-	return argv
 }
 
 // stream runs the exec until it ends and records how.
@@ -140,6 +176,8 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 	var code exec.CodeExitError
 	switch {
 	case err == nil && t.watch.lost():
+		t.waitErr = &LostError{Backend: t.b.String(), Session: t.name}
+	case err == nil && !t.watch.spdy.Load() && !t.exitConfirmed():
 		t.waitErr = &LostError{Backend: t.b.String(), Session: t.name}
 	case err == nil:
 		t.status = agentpty.ExitStatus{Code: 0}
@@ -155,6 +193,16 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 	close(t.exited)
 }
 
+// exitConfirmed checks a WebSocket stream's nil with a probe: client-go
+// returns nil also when the connection closed abruptly, and only a
+// command that is gone from the container exited 0.
+func (t *terminal) exitConfirmed() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	lines, err := t.probe(ctx, "state")
+	return err == nil && len(lines) > 0 && lines[len(lines)-1] == "gone"
+}
+
 // outWriter is the stream's stdout: it counts writes under way, which are
 // output the session has not read yet.
 type outWriter terminal
@@ -165,10 +213,9 @@ func (w *outWriter) Write(p []byte) (int, error) {
 	return w.outW.Write(p)
 }
 
-// Next gives the stream the terminal's size: the first call says the
-// stream is set up; later ones wait for a Resize. nil ends the queue.
+// Next gives the stream the terminal's size, first the initial one, then
+// each Resize's. nil ends the queue.
 func (t *terminal) Next() *remotecommand.TerminalSize {
-	t.readyOnce.Do(func() { close(t.ready) })
 	select {
 	case s := <-t.sizes:
 		return &s
@@ -181,6 +228,15 @@ func (t *terminal) Next() *remotecommand.TerminalSize {
 
 // Read returns what the command wrote to the terminal.
 func (t *terminal) Read(p []byte) (int, error) {
+	if len(t.pre) > 0 {
+		n := copy(p, t.pre)
+		t.pre = t.pre[n:]
+		t.unread.Store(true)
+		return n, nil
+	}
+	if t.preErr != nil {
+		return 0, t.preErr
+	}
 	t.unread.Store(false)
 	n, err := t.outR.Read(p)
 	t.unread.Store(n > 0)

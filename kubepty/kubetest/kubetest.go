@@ -35,7 +35,9 @@ type Server struct {
 	URL string
 
 	api, node *httptest.Server
+	runtime   *node
 	conns     connSet // the API server's connections, hijacked ones too
+	nodeConns connSet // the node's: the API server's streams to it
 	spdyOnly  bool
 
 	mu   sync.Mutex
@@ -64,7 +66,10 @@ func NewServer(opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.node = httptest.NewServer(&node{env: defaultEnv()})
+	s.runtime = &node{env: defaultEnv()}
+	s.node = httptest.NewUnstartedServer(s.runtime)
+	s.node.Listener = &trackingListener{Listener: s.node.Listener, set: &s.nodeConns}
+	s.node.Start()
 	s.api = httptest.NewUnstartedServer(http.HandlerFunc(s.serveAPI))
 	s.api.Listener = &trackingListener{Listener: s.api.Listener, set: &s.conns}
 	s.api.Start()
@@ -85,11 +90,13 @@ func (s *Server) AddPod(namespace, name string) {
 }
 
 // Kill stops the API server at once, dropping every connection (exec
-// streams included) as a crashed server or a broken network does. The node
-// sees its streams end and hangs their terminals up.
+// streams included) as a crashed server or a broken network does, and the
+// node hangs up the terminals of the streams that ended.
 func (s *Server) Kill() {
 	s.api.Listener.Close()
 	s.conns.closeAll()
+	s.nodeConns.closeAll() // what a dead API server held open to the node ends with it
+	s.runtime.hangup()     // and the runtime hangs up their terminals
 	s.api.Close()
 }
 

@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	utilexec "k8s.io/utils/exec"
 )
@@ -21,6 +23,32 @@ import (
 // runs it in the container.
 type node struct {
 	env []string // the "container's" environment
+
+	mu   sync.Mutex // guards ptys
+	ptys map[*os.File]bool
+}
+
+// hangup closes every terminal: the runtime's side of streams whose API
+// server died.
+func (n *node) hangup() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for f := range n.ptys {
+		f.Close()
+	}
+}
+
+func (n *node) track(f *os.File, live bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ptys == nil {
+		n.ptys = map[*os.File]bool{}
+	}
+	if live {
+		n.ptys[f] = true
+	} else {
+		delete(n.ptys, f)
+	}
 }
 
 func (n *node) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -56,20 +84,22 @@ func (n *node) ExecInContainer(ctx context.Context, name, uid, container string,
 	if !tty {
 		return n.execPipes(c, in, out, stderr)
 	}
-	var size *pty.Winsize
+	var size unix.Winsize
 	if resize != nil {
 		select { // the client sends the first size at once
 		case s, ok := <-resize:
 			if ok {
-				size = &pty.Winsize{Cols: s.Width, Rows: s.Height}
+				size = unix.Winsize{Col: s.Width, Row: s.Height}
 			}
 		case <-time.After(time.Second):
 		}
 	}
-	ptmx, err := pty.StartWithSize(c, size)
+	ptmx, err := startPTY(c, &size)
 	if err != nil {
 		return err
 	}
+	n.track(ptmx, true)
+	defer n.track(ptmx, false)
 	outDone := make(chan struct{})
 	go func() {
 		defer close(outDone)
@@ -83,8 +113,15 @@ func (n *node) ExecInContainer(ctx context.Context, name, uid, container string,
 		close(hangup)
 	}()
 	go func() {
+		// Through SyscallConn: Fd would race with Close and put the
+		// master in blocking mode.
+		rc, err := ptmx.SyscallConn()
 		for s := range resize {
-			_ = pty.Setsize(ptmx, &pty.Winsize{Cols: s.Width, Rows: s.Height})
+			if err == nil {
+				_ = rc.Control(func(fd uintptr) {
+					_ = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: s.Width, Row: s.Height})
+				})
+			}
 		}
 	}()
 	exited := make(chan struct{})
@@ -143,4 +180,38 @@ func defaultEnv() []string {
 		env = append(env, "HOME="+h)
 	}
 	return env
+}
+
+// startPTY starts c as a session leader with a new pseudo-terminal of
+// size as its controlling terminal, and returns the master in
+// non-blocking mode: creack/pty's ioctls call Fd(), which leaves it
+// blocking, and a blocking master's Close would not end a Read under way
+// (nor hang the terminal up).
+func startPTY(c *exec.Cmd, size *unix.Winsize) (*os.File, error) {
+	m, tty, err := pty.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer tty.Close()
+	fd, err := unix.Dup(int(m.Fd()))
+	m.Close()
+	if err != nil {
+		return nil, err
+	}
+	unix.CloseOnExec(fd)
+	master := os.NewFile(uintptr(fd), "/dev/ptmx")
+	if err := unix.SetNonblock(fd, true); err != nil {
+		master.Close()
+		return nil, err
+	}
+	if size.Col > 0 && size.Row > 0 {
+		_ = unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, size)
+	}
+	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.Start(); err != nil {
+		master.Close()
+		return nil, err
+	}
+	return master, nil
 }
