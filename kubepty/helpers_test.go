@@ -3,6 +3,7 @@ package kubepty
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,12 +16,16 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"k8s.io/klog/v2"
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
 
 func TestMain(m *testing.M) {
+	// The stand-in's Kubernetes code logs every closed stream.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	goleak.VerifyTestMain(m)
 }
 

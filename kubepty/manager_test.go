@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -244,6 +245,7 @@ func TestLostConnection(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			srv, b := standin(t, opts...)
+			t.Cleanup(heartbeatsEnd)
 			m := newManagerLost(t, b, true, "4715")
 			var ids []string
 			for range 3 {
@@ -278,5 +280,15 @@ func waitGone(t *testing.T, arg string) {
 			t.Fatalf("processes with %q still run: %v", arg, withArg(arg))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// heartbeatsEnd waits for client-go's WebSocket heartbeats of dropped
+// connections to end: each stops at its next ping (5 s), which fails.
+func heartbeatsEnd() {
+	deadline := time.Now().Add(8 * time.Second)
+	buf := make([]byte, 1<<20)
+	for time.Now().Before(deadline) && strings.Contains(string(buf[:runtime.Stack(buf, true)]), "remotecommand.(*heartbeat).start") {
+		time.Sleep(50 * time.Millisecond)
 	}
 }

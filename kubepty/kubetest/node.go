@@ -24,30 +24,33 @@ import (
 type node struct {
 	env []string // the "container's" environment
 
-	mu   sync.Mutex // guards ptys
-	ptys map[*os.File]bool
+	mu    sync.Mutex // guards execs
+	execs map[int]bool
 }
 
-// hangup closes every terminal: the runtime's side of streams whose API
-// server died.
+// hangup does what closing their terminals does to the commands of
+// streams whose API server died: SIGHUP to each one's process group (the
+// master here is blocking, as creack/pty leaves it, so its Close would
+// not interrupt the copy reading it).
 func (n *node) hangup() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for f := range n.ptys {
-		f.Close()
+	for pid := range n.execs {
+		_ = unix.Kill(-pid, unix.SIGHUP)
+		_ = unix.Kill(-pid, unix.SIGCONT)
 	}
 }
 
-func (n *node) track(f *os.File, live bool) {
+func (n *node) track(pid int, live bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.ptys == nil {
-		n.ptys = map[*os.File]bool{}
+	if n.execs == nil {
+		n.execs = map[int]bool{}
 	}
 	if live {
-		n.ptys[f] = true
+		n.execs[pid] = true
 	} else {
-		delete(n.ptys, f)
+		delete(n.execs, pid)
 	}
 }
 
@@ -94,12 +97,12 @@ func (n *node) ExecInContainer(ctx context.Context, name, uid, container string,
 		case <-time.After(time.Second):
 		}
 	}
-	ptmx, err := startPTY(c, &size)
+	ptmx, err := pty.StartWithSize(c, &pty.Winsize{Cols: size.Col, Rows: size.Row})
 	if err != nil {
 		return err
 	}
-	n.track(ptmx, true)
-	defer n.track(ptmx, false)
+	n.track(c.Process.Pid, true)
+	defer n.track(c.Process.Pid, false)
 	outDone := make(chan struct{})
 	go func() {
 		defer close(outDone)
@@ -180,38 +183,4 @@ func defaultEnv() []string {
 		env = append(env, "HOME="+h)
 	}
 	return env
-}
-
-// startPTY starts c as a session leader with a new pseudo-terminal of
-// size as its controlling terminal, and returns the master in
-// non-blocking mode: creack/pty's ioctls call Fd(), which leaves it
-// blocking, and a blocking master's Close would not end a Read under way
-// (nor hang the terminal up).
-func startPTY(c *exec.Cmd, size *unix.Winsize) (*os.File, error) {
-	m, tty, err := pty.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer tty.Close()
-	fd, err := unix.Dup(int(m.Fd()))
-	m.Close()
-	if err != nil {
-		return nil, err
-	}
-	unix.CloseOnExec(fd)
-	master := os.NewFile(uintptr(fd), "/dev/ptmx")
-	if err := unix.SetNonblock(fd, true); err != nil {
-		master.Close()
-		return nil, err
-	}
-	if size.Col > 0 && size.Row > 0 {
-		_ = unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, size)
-	}
-	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := c.Start(); err != nil {
-		master.Close()
-		return nil, err
-	}
-	return master, nil
 }
