@@ -119,18 +119,6 @@ func (t *terminal) Signal(sig os.Signal) error {
 	return fmt.Errorf("%w: %s: %s: no process to signal", agentpty.ErrExited, t.name, t.b)
 }
 
-// signalName is the name kill takes for s, "" when it has none.
-func signalName(s syscall.Signal) string {
-	names := map[syscall.Signal]string{
-		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
-		syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
-		syscall.SIGTERM: "SIGTERM", syscall.SIGCONT: "SIGCONT", syscall.SIGSTOP: "SIGSTOP",
-		syscall.SIGTSTP: "SIGTSTP", syscall.SIGWINCH: "SIGWINCH", syscall.SIGALRM: "SIGALRM",
-		syscall.SIGPIPE: "SIGPIPE",
-	}
-	return names[s]
-}
-
 // snapshot is what one state probe learnt.
 type snapshot struct {
 	echoOff bool

@@ -88,6 +88,7 @@ type config struct {
 	approveWrites, sandbox, net bool
 	noSnapshot                  bool
 	shell                       string
+	kube                        string // NAMESPACE/POD[/CONTAINER]
 }
 
 // list is a flag that may be given more than once.
@@ -133,6 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.net, "network", true, "let sandboxed programs use the network; --network=false implies --sandbox")
 	fs.StringVar(&c.shell, "shell", "bash -lc", "the `command line` each command runs under, split at spaces; 'bash -c' skips the login profile")
 	fs.BoolVar(&c.noSnapshot, "no-snapshot", false, "run the login profile for every start instead of once (with --shell 'bash -lc', commands start from a snapshot of the login shell)")
+	fs.StringVar(&c.kube, "kube", "", "run sessions in a Kubernetes pod, `NAMESPACE/POD[/CONTAINER]`, through the kubeconfig kubectl uses")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -174,6 +176,13 @@ func (c config) options() (agentpty.Options, error) {
 			}
 			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
 		})
+	}
+	if c.kube != "" {
+		b, err := kubeBackend(c.kube)
+		if err != nil {
+			return opts, err
+		}
+		opts.Backend, opts.ShellSnapshot = b, false
 	}
 	if c.sandbox || len(c.writable) > 0 || !c.net {
 		sb, err := agentpty.NewSandbox(agentpty.SandboxPolicy{WritableRoots: c.writable, AllowNetwork: c.net})
