@@ -232,3 +232,18 @@ func (s *screen) wait(t *testing.T) (agentpty.ExitStatus, error) {
 func cmd(argv ...string) agentpty.Command {
 	return agentpty.Command{Argv: argv, Env: []string{"TERM=xterm"}, Cols: 80, Rows: 24, Name: "pty-1"}
 }
+
+// bothProtocols runs f against a stand-in serving WebSocket (what
+// client-go tries first) and against one refusing it (the SPDY fallback).
+func bothProtocols(t *testing.T, f func(t *testing.T, spdyOnly bool, srv *kubetest.Server, b *Backend)) {
+	for _, spdyOnly := range []bool{false, true} {
+		name, opts := "websocket", []kubetest.Option(nil)
+		if spdyOnly {
+			name, opts = "spdy", []kubetest.Option{kubetest.SPDYOnly()}
+		}
+		t.Run(name, func(t *testing.T) {
+			srv, b := standin(t, opts...)
+			f(t, spdyOnly, srv, b)
+		})
+	}
+}

@@ -237,38 +237,30 @@ func TestManySessions(t *testing.T) {
 // error naming the backend, waits return, writes get ErrExited, new
 // starts fail, and the node's hangup leaves no process.
 func TestLostConnection(t *testing.T) {
-	for _, spdyOnly := range []bool{false, true} {
-		name := "websocket"
-		var opts []kubetest.Option
-		if spdyOnly {
-			name, opts = "spdy", []kubetest.Option{kubetest.SPDYOnly()}
+	bothProtocols(t, func(t *testing.T, spdyOnly bool, srv *kubetest.Server, b *Backend) {
+		t.Cleanup(heartbeatsEnd)
+		m := newManagerLost(t, b, true, "4715")
+		var ids []string
+		for range 3 {
+			ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; sleep 4715", WaitFor: "ready"}).ID)
 		}
-		t.Run(name, func(t *testing.T) {
-			srv, b := standin(t, opts...)
-			t.Cleanup(heartbeatsEnd)
-			m := newManagerLost(t, b, true, "4715")
-			var ids []string
-			for range 3 {
-				ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; sleep 4715", WaitFor: "ready"}).ID)
+		srv.Kill()
+		for _, id := range ids {
+			s, _ := m.Session(id)
+			st, err := s.Wait(ctx10(t))
+			// The session reports a terminal's error as the signal's text.
+			if err != nil || !strings.Contains(st.Signal, "connection lost") || !strings.Contains(st.Signal, b.String()) {
+				t.Errorf("%s: Wait after the server died: %+v, %v; want the lost connection naming %s", id, st, err, b)
 			}
-			srv.Kill()
-			for _, id := range ids {
-				s, _ := m.Session(id)
-				st, err := s.Wait(ctx10(t))
-				// The session reports a terminal's error as the signal's text.
-				if err != nil || !strings.Contains(st.Signal, "connection lost") || !strings.Contains(st.Signal, b.String()) {
-					t.Errorf("%s: Wait after the server died: %+v, %v; want the lost connection naming %s", id, st, err, b)
-				}
-				if _, err := m.Write(ctx10(t), agentpty.WriteRequest{ID: id, Input: "x"}); !errors.Is(err, agentpty.ErrExited) {
-					t.Errorf("%s: write after the loss: %v; want ErrExited", id, err)
-				}
+			if _, err := m.Write(ctx10(t), agentpty.WriteRequest{ID: id, Input: "x"}); !errors.Is(err, agentpty.ErrExited) {
+				t.Errorf("%s: write after the loss: %v; want ErrExited", id, err)
 			}
-			if _, err := m.Start(ctx10(t), agentpty.StartRequest{Command: "true"}); err == nil {
-				t.Errorf("a start with the server gone succeeded")
-			}
-			waitGone(t, "4715")
-		})
-	}
+		}
+		if _, err := m.Start(ctx10(t), agentpty.StartRequest{Command: "true"}); err == nil {
+			t.Errorf("a start with the server gone succeeded")
+		}
+		waitGone(t, "4715")
+	})
 }
 
 // waitGone waits for the node's hangup to end the processes with arg.

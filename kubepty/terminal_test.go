@@ -15,31 +15,23 @@ import (
 // Exit codes come from the status channel, over WebSocket and over the
 // SPDY fallback alike; the server's counts show which one carried them.
 func TestExitCodes(t *testing.T) {
-	for _, spdyOnly := range []bool{false, true} {
-		name := "websocket"
-		var opts []kubetest.Option
-		if spdyOnly {
-			name, opts = "spdy", []kubetest.Option{kubetest.SPDYOnly()}
+	bothProtocols(t, func(t *testing.T, spdyOnly bool, srv *kubetest.Server, b *Backend) {
+		for _, code := range []int{0, 3} {
+			s := start(t, b, 80, 24, "sh", "-c", "echo out-$0; tty; exit $0", itoa(code))
+			s.expect(t, `out-`+itoa(code)+`\r\n/dev/pts/`)
+			st, err := s.wait(t)
+			if err != nil || st.Code != code {
+				t.Errorf("exit %d: got %v, %v", code, st, err)
+			}
 		}
-		t.Run(name, func(t *testing.T) {
-			srv, b := standin(t, opts...)
-			for _, code := range []int{0, 3} {
-				s := start(t, b, 80, 24, "sh", "-c", "echo out-$0; tty; exit $0", itoa(code))
-				s.expect(t, `out-`+itoa(code)+`\r\n/dev/pts/`)
-				st, err := s.wait(t)
-				if err != nil || st.Code != code {
-					t.Errorf("exit %d: got %v, %v", code, st, err)
-				}
-			}
-			ws, sp := srv.WebSocket.Load(), srv.SPDY.Load()
-			if spdyOnly && sp < 2 {
-				t.Errorf("SPDY carried %d execs; want the two sessions", sp)
-			}
-			if !spdyOnly && (ws < 2 || sp != 0) {
-				t.Errorf("WebSocket carried %d execs and SPDY %d; want every one over WebSocket", ws, sp)
-			}
-		})
-	}
+		ws, sp := srv.WebSocket.Load(), srv.SPDY.Load()
+		if spdyOnly && sp < 2 {
+			t.Errorf("SPDY carried %d execs; want the two sessions", sp)
+		}
+		if !spdyOnly && (ws < 2 || sp != 0) {
+			t.Errorf("WebSocket carried %d execs and SPDY %d; want every one over WebSocket", ws, sp)
+		}
+	})
 }
 
 // The fallback needs k8s.io/streaming's IsUpgradeFailure: client-go's
