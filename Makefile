@@ -21,9 +21,10 @@ test:
 demo:
 	cd examples && $(GO) run ./demo
 
-# bench: the library beside the bare creack/pty floor, measured in one run.
+# bench: the library beside the bare creack/pty floor, and over SSH beside a
+# bare x/crypto/ssh session, measured in one run.
 bench:
-	AGENTPTY_BENCH=1 $(GO) test -count=1 -run TestBenchReport -v -timeout 30m .
+	AGENTPTY_BENCH=1 $(GO) test -count=1 -run TestBenchReport -v -timeout 30m . ./sshpty
 
 lint: cross
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }

@@ -47,6 +47,10 @@ type ApprovalRequest struct {
 	// escapes decoded, then the keys, each as the terminal's modes make it
 	// when the write is asked for, then the \r of submit.
 	Input string
+	// Foreground names, for a write, the program waiting for input on
+	// the terminal when the write is asked for ("bash"); empty when none
+	// waits with nothing typed unread.
+	Foreground string
 }
 
 // Rules is an Approver configured by patterns instead of code, for hosts
@@ -72,8 +76,11 @@ type ApprovalRequest struct {
 //   - builtins that assign a variable they name or run code: eval, source
 //     and ., alias, trap, enable, let, read, mapfile, readarray, getopts,
 //     wait -p, printf -v, test -v and [ -v, declare, typeset, local,
-//     export and readonly with arguments, unset with a subscript, set -k,
-//     fc, bind, complete, compgen, hash -p; and a glob or expansion among
+//     export and readonly with arguments, unset with a subscript, fc,
+//     bind, complete, compgen, hash -p; set and shopt changing an option
+//     that changes how the shell reads later lines (set -k, set -H,
+//     shopt -u interactive_comments: only errexit, nounset, pipefail,
+//     xtrace, the glob options and their like pass); and a glob or expansion among
 //     the arguments of any builtin but the plain ones (echo, cd, pwd,
 //     true, printf after its format ...), where a planted file name may
 //     become a name the builtin assigns;
@@ -118,8 +125,8 @@ type ApprovalRequest struct {
 //
 // A wrapper's command is judged as well as the wrapper: nice, nohup,
 // command, builtin, exec, time, env, sudo, doas, su, runuser, timeout,
-// stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox and xargs
-// with their options, and the commands of find -exec (su -c, flock -c,
+// stdbuf, setsid, ionice, chrt, taskset, chroot, flock, busybox, jobs -x
+// and xargs with their options, and the commands of find -exec (su -c, flock -c,
 // sudo -s and env -S, which run a string, are refused; so is an option,
 // an option's argument or an operand only the shell knows; a word holding
 // the {} of find -exec or the string xargs -I replaces is known only when
@@ -159,8 +166,11 @@ type ApprovalRequest struct {
 // command line a shell would read: it must be whole lines (end in Enter),
 // hold no control character (a tab would complete the line into something
 // else) and no history expansion (! anywhere, ^ leading a line), and each
-// line's commands are judged as a start's are. Input to a program that is
-// not a shell is judged the same way, so such writes are mostly denied.
+// line's commands are judged as a start's are. A write is approved only
+// into a shell waiting at its prompt (ApprovalRequest.Foreground: bash, sh,
+// dash or ash) and only one line at a time: a pager, an editor or a REPL
+// reads typed text as keys of its own, and a program the first line
+// starts would read the next ones.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
@@ -168,15 +178,46 @@ type Rules struct {
 
 // Approve approves req when the rules allow it. It never blocks.
 func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
-	text, what := req.Command, quoteShort(req.Command)
+	what := quoteShort(req.Command)
 	if req.Tool == ToolWrite {
-		text, what = req.Input, req.ID+" "+quoteShort(req.Input)
+		what = req.ID + " " + quoteShort(req.Input)
 	}
 	if req.Tool != "" {
 		what = req.Tool + " " + what
 	}
 	deny := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrDenied, what, fmt.Sprintf(format, args...))
+	}
+	if err := r.approve(req, deny); err != nil || req.Tool != ToolWrite {
+		return err
+	}
+	return typedInto(req, deny)
+}
+
+// typedInto refuses a write that a shell at its prompt may not be the one
+// to read: the rules judge typed lines as a shell reads them, and a pager,
+// an editor or a REPL reads them as keys of its own (less, which git log
+// starts, saves its input to the file named after "s" or "-o"). One line
+// only: the program the first line starts would read the next ones.
+func typedInto(req ApprovalRequest, deny func(string, ...any) error) error {
+	if opts, ok := shells[path.Base(req.Foreground)]; !ok || opts == nil {
+		who := "a terminal where no program waits for input"
+		if req.Foreground != "" {
+			who = fmt.Sprintf("%q, which is not a shell the rules read", req.Foreground)
+		}
+		return deny("types into %s: only a shell at its prompt reads typed lines as the rules judge them", who)
+	}
+	if n := strings.Count(strings.ReplaceAll(req.Input, "\r", "\n"), "\n"); n > 1 {
+		return deny("types %d lines: a program the first one starts would read the others", n)
+	}
+	return nil
+}
+
+// approve judges text, the command of a start or the lines a write types.
+func (r Rules) approve(req ApprovalRequest, deny func(string, ...any) error) error {
+	text := req.Command
+	if req.Tool == ToolWrite {
+		text = req.Input
 	}
 	if len(text) > maxCommandBytes {
 		return deny("is %d bytes, more than the %d a command may have", len(text), maxCommandBytes)

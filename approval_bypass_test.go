@@ -431,22 +431,29 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 			"uses sh with X, whose options the rules cannot know"},
 		{"ShortOptionDeny", echoDeny, attack{command: "bash -O extglob -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			removed, out := tc.attack.run(t)
-			if !removed {
-				t.Fatalf("control: bash ran %q and d is still there (output %q): the attack does nothing", tc.command, out)
-			}
-			req := agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: tc.command}
-			if tc.write {
-				req = agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: strings.ReplaceAll(tc.command, "\n", "\r")}
-			}
-			err := tc.rules.Approve(context.Background(), req)
-			if err == nil {
-				t.Fatalf("%q approved by %+v", tc.command, tc.rules)
-			}
-			if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%q: %v\nwant ErrDenied ...%s", tc.command, err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkDeniedAttack(t, tc.rules, tc.attack, tc.write, tc.want) })
+	}
+}
+
+// checkDeniedAttack runs a for real, failing t unless d is gone, then
+// fails t unless rules deny it with a message holding want: as a start's
+// command, or with write as a pty-write's input typed into bash at its
+// prompt.
+func checkDeniedAttack(t *testing.T, rules agentpty.Rules, a attack, write bool, want string) {
+	t.Helper()
+	removed, out := a.run(t)
+	if !removed {
+		t.Fatalf("control: bash ran %q and d is still there (output %q): the attack does nothing", a.command, out)
+	}
+	req := agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: a.command}
+	if write {
+		req = agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: strings.ReplaceAll(a.command, "\n", "\r"), Foreground: "bash"}
+	}
+	err := rules.Approve(context.Background(), req)
+	if err == nil {
+		t.Fatalf("%q approved by %+v", a.command, rules)
+	}
+	if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%q: %v\nwant ErrDenied ...%s", a.command, err, want)
 	}
 }

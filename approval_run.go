@@ -3,6 +3,7 @@ package agentpty
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -34,7 +35,7 @@ var bashOptions = &shellOptions{
 
 // shells run the string after -c as a command line; nil: in a language
 // Rules do not read.
-var shells = map[string]*shellOptions{"bash": bashOptions, "sh": bashOptions, "dash": bashOptions, "ash": bashOptions,
+var shells = map[string]*shellOptions{"bash": bashOptions, "rbash": bashOptions, "sh": bashOptions, "dash": bashOptions, "ash": bashOptions,
 	"zsh": nil, "ksh": nil, "mksh": nil}
 
 // maxNesting bounds how deep sh -c 'sh -c ...' is read.
@@ -227,13 +228,8 @@ func evaluatesArgs(name string, args []token) string {
 				return name + " " + clip(a.val) + ", which assigns the variable it names"
 			}
 		}
-	case "set":
-		for i, a := range args {
-			if len(a.val) > 1 && (a.val[0] == '-' || a.val[0] == '+') && strings.Contains(a.val, "k") ||
-				(a.val == "-o" || a.val == "+o") && i+1 < len(args) && args[i+1].val == "keyword" {
-				return "set -k, which makes words after a command assignments"
-			}
-		}
+	case "set", "shopt":
+		return shellOptionChange(name, args)
 	case "let":
 		return "let, which evaluates arithmetic"
 	case "fc", "bind", "complete", "compgen":
@@ -279,6 +275,70 @@ func evaluatesArgs(name string, args []token) string {
 	return ""
 }
 
+// How later lines are read is the shell's own state: set and shopt may
+// change only the options below, which leave the reading of later text
+// as Rules model it. Others may make words assignments (-k), expand
+// history in a script (-H), take a # for a word in an interactive shell
+// (interactive_comments) or read patterns mvdan.cc/sh does not. Aliases
+// may be turned on: alias, which makes them, is refused.
+const (
+	setLetters = "abefhmnuvxBCEPT"
+	setNames   = "allexport braceexpand emacs errexit errtrace functrace hashall ignoreeof monitor noclobber " +
+		"noexec noglob nolog notify nounset onecmd physical pipefail verbose vi xtrace"
+	shoptNames = "autocd cdable_vars cdspell checkhash checkjobs checkwinsize cmdhist direxpand dirspell dotglob " +
+		"execfail expand_aliases failglob globasciiranges globstar gnu_errfmt histappend huponexit lastpipe lithist nocaseglob " +
+		"nocasematch nullglob xpg_echo"
+)
+
+// shellOptionChange says why set or shopt with args changes an option
+// outside setLetters, setNames and shoptNames, if it does.
+func shellOptionChange(name string, args []token) string {
+	names, isSet := shoptNames, name == "set"
+	refused := func(opt string) string {
+		if isSet && (strings.HasSuffix(opt, " keyword") || !strings.Contains(opt, " ") && strings.Contains(opt, "k")) {
+			return "set -k, which makes words after a command assignments"
+		}
+		return name + " " + clip(opt) + ", which changes how the shell reads what follows"
+	}
+	if isSet {
+		names = setNames
+	}
+	for i := 0; i < len(args); i++ {
+		v := args[i].val
+		if !args[i].static {
+			return name + " with " + clip(args[i].raw) + ", an option only the shell knows"
+		}
+		if v == "--" || v == "-" || len(v) < 2 || v[0] != '-' && v[0] != '+' {
+			if isSet {
+				return "" // the positional parameters
+			}
+			// shopt's operands are option names, set -o names with -o.
+			if !hasWord(names, v) {
+				return refused(v)
+			}
+			continue
+		}
+		for _, c := range v[1:] {
+			switch {
+			case c == 'o':
+				if isSet {
+					if i+1 < len(args) && !hasWord(setNames, args[i+1].val) {
+						return refused(v + " " + args[i+1].val)
+					}
+					i++
+				} else {
+					names = setNames
+				}
+			case !isSet && strings.ContainsRune("spqu", c):
+			case isSet && strings.ContainsRune(setLetters, c):
+			default:
+				return refused(v)
+			}
+		}
+	}
+	return ""
+}
+
 // builtins are bash's builtin commands but those that take their
 // arguments as plain words (echo, cd, pwd, true ...), those that wrap a
 // command, judged as the command is, and printf, judged on its own: a
@@ -301,6 +361,7 @@ type wrapper struct {
 	assigns  bool   // NAME=value words may come before the command
 	numeric  bool   // -N is an option (nice -5)
 	refused  string // options that make it run a string as a command
+	runsWith string // when set, it runs a command only given one of these single-letter options
 }
 
 // wrappers run the command that follows their options; the rules judge
@@ -331,6 +392,8 @@ var wrappers = map[string]wrapper{
 	"chrt":    {flags: "abdefiomprRv", args: "TPD", long: "all-tasks batch deadline fifo idle other rr reset-on-fork verbose", operands: 1},
 	"runuser": {flags: "flmp", args: "gGuw", long: "login preserve-environment", longArgs: "group supp-group user shell whitelist-environment", refused: "c command session-command"},
 	"su":      {flags: "flmp", args: "gGsw", long: "login preserve-environment pty", longArgs: "group supp-group shell whitelist-environment", refused: "c command session-command"},
+	// jobs -x runs its command with job specifications replaced.
+	"jobs": {flags: "lnprsx", runsWith: "x"},
 	"xargs": {flags: "0eilprtxo", args: "adEILnPs",
 		long:     "null exit interactive no-run-if-empty verbose open-tty show-limits replace",
 		longArgs: "arg-file delimiter max-args max-procs max-chars process-slot-var"},
@@ -353,6 +416,11 @@ func unwrap(words []token) ([]token, error) {
 		if !op.static && err == nil {
 			err = fmt.Errorf("%s with %s, which the rules cannot know", name, clip(op.raw))
 		}
+	}
+	if w.runsWith != "" && !slices.ContainsFunc(words[1:min(i, len(words))], func(o token) bool {
+		return len(o.val) > 1 && o.val[0] == '-' && o.val[1] != '-' && strings.ContainsAny(o.val[1:], w.runsWith)
+	}) {
+		return nil, err
 	}
 	i += w.operands
 	if i >= len(words) {

@@ -8,9 +8,8 @@ import "sync/atomic"
 // embedded in Session, whose reader pays one atomic load for it while no
 // secret was given, nobody records and nobody is attached.
 //
-// Lock order, extending Session's: the masker's mutex (held by the reader
-// while it stores and renders masked output) comes before Session's
-// screenMu, mu and inMu.
+// The masker's mutex is held by the reader while it stores and renders
+// masked output: its place in the lock order is in session.go.
 type around struct {
 	mask       atomic.Pointer[masker] // nil until WriteSecret gives a secret
 	hiddenSent atomic.Bool            // input_hidden was emitted and echo has stayed off since

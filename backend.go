@@ -117,6 +117,11 @@ type Foreground struct {
 	// Waiting is true when a process of the group is blocked reading the
 	// terminal (or polling it) and none of the group runs.
 	Waiting bool
+	// Quiet, with Waiting, is how long output and input must have paused
+	// before the wait counts: a program that waits on more than the
+	// terminal, or with a timeout, may still print without input until
+	// then. Zero: at once.
+	Quiet time.Duration
 	// Unread is true when the terminal holds typed input the program has
 	// not read yet.
 	Unread bool

@@ -3,12 +3,12 @@ package agentpty
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // The library is measured beside the floor: the same command line under a
@@ -215,6 +217,22 @@ func (t *libTrip) trip(i int) error {
 
 func (t *libTrip) close() { t.m.Close() }
 
+// callTrip is libTrip through Manager.Call, as a host speaking JSON calls
+// it: the arguments decoded and the result encoded on every trip.
+type callTrip struct{ libTrip }
+
+func newCallTrip(tb testing.TB) *callTrip { return &callTrip{*newLibTrip(tb)} }
+
+func (t *callTrip) trip(i int) error {
+	n := strconv.Itoa(i)
+	args := `{"id":"` + t.id + `","input":"ping` + n + `","submit":true,"wait_for":"PING` + n + `"}`
+	out, err := t.m.Call(context.Background(), ToolWrite, json.RawMessage(args))
+	if err == nil && !bytes.Contains(out, []byte(`"matched":true`)) {
+		err = fmt.Errorf("no answer: %s", out)
+	}
+	return err
+}
+
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -222,16 +240,21 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}{
 		{"bare", func(tb testing.TB) roundTrip { return newBareTrip(tb) }},
 		{"library", func(tb testing.TB) roundTrip { return newLibTrip(tb) }},
+		{"call", func(tb testing.TB) roundTrip { return newCallTrip(tb) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			rt := c.open(b)
 			defer rt.close()
 			b.ResetTimer()
+			before := cpuTime()
 			for i := 0; i < b.N; i++ {
 				if err := rt.trip(i); err != nil {
 					b.Fatal(err)
 				}
 			}
+			// The process's CPU per trip: on a loaded machine, what a trip
+			// costs rather than how long it waited for a core.
+			b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -273,7 +296,44 @@ func startEcho(tb testing.TB, m *Manager) {
 	}
 }
 
+// exitBare runs `true` under a bare terminal from start to exit.
+func exitBare(tb testing.TB) {
+	f, cmd := bareStart(tb, append(benchShell, "true")...)
+	bareDrain(f, cmd)
+}
+
+// exitLibrary runs `true` from Start until Wait has its exit status, and
+// kills the session, which removes what the start made (its cgroup).
+func exitLibrary(tb testing.TB, m *Manager) {
+	ctx := context.Background()
+	res, err := m.Start(ctx, StartRequest{Command: "true", WaitMS: ms(0)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, _ := m.Session(res.ID)
+	if _, err := s.Wait(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := m.Kill(ctx, res.ID); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 func BenchmarkStart(b *testing.B) {
+	b.Run("true/bare", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			exitBare(b)
+		}
+	})
+	b.Run("true/library", func(b *testing.B) {
+		m := NewManager(Options{Shell: benchShell})
+		defer m.Close()
+		exitLibrary(b, m) // the manager's cgroup and watchdog, made once
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			exitLibrary(b, m)
+		}
+	})
 	b.Run("bare", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			startBare(b)
@@ -338,12 +398,6 @@ func idleCPU(tb testing.TB, n int, window time.Duration) time.Duration {
 	before := cpuTime()
 	time.Sleep(window) // a measurement window, not synchronisation
 	return (cpuTime() - before) * time.Second / window
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // closeCost is how long Close takes to end n idle sessions (exec cat).
@@ -478,76 +532,133 @@ func TestBenchReport(t *testing.T) {
 	defer m.Close()
 
 	var rows [][]string
-	row := func(name string, p paired, unit, goal string, most float64) {
-		rows = append(rows, []string{name, fmt.Sprintf("%.3g %s", p.floor, unit), fmt.Sprintf("%.3g %s", p.lib, unit),
-			fmt.Sprintf("%.2f×", p.ratio), goal, verdict(p.ratio <= most)})
+	row := func(name string, p testkit.Paired, unit, goal string, most float64) {
+		rows = append(rows, []string{name, fmt.Sprintf("%.3g %s", p.Floor, unit), fmt.Sprintf("%.3g %s", p.Lib, unit),
+			fmt.Sprintf("%.2f×", p.Ratio), goal, verdict(p.Ratio <= most)})
 	}
 
 	for _, coloured := range []bool{false, true} {
+		name := map[bool]string{false: "cat 20 MB text (s)", true: "cat 20 MB coloured (s)"}[coloured]
+		if !benchRow(name) {
+			continue
+		}
 		file := benchFile(t, 20<<20, coloured)
 		p := pairs(runs,
 			func() float64 { return timeIt(func() { throughputBare(t, file) }) },
 			func() float64 { return timeIt(func() { throughputLibrary(t, m, file) }) })
-		name := map[bool]string{false: "cat 20 MB text (s)", true: "cat 20 MB coloured (s)"}[coloured]
 		row(name, p, "s", "≤ 1.10×", 1.10)
 	}
 
-	// The round trip pairs single trips.
-	bt, lt := newBareTrip(t), newLibTrip(t)
-	p := pairs(500*runs,
-		func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 },
-		func() float64 { return timeIt(func() { mustTrip(t, lt) }) * 1e6 })
-	bt.close()
-	lt.close()
-	row("round trip (µs)", p, "µs", "≤ 1.5×", 1.5)
+	// The round trip pairs single trips, through the Go API and through
+	// Call, each beside the floor.
+	for _, c := range []struct {
+		name, goal string
+		most       float64
+		open       func(testing.TB) roundTrip
+	}{
+		{"round trip (µs)", "≤ 1.5×", 1.5, func(tb testing.TB) roundTrip { return newLibTrip(tb) }},
+		{"round trip, Call (µs)", "≤ 2.0×", 2.0, func(tb testing.TB) roundTrip { return newCallTrip(tb) }},
+	} {
+		if !benchRow(c.name) {
+			continue
+		}
+		bt, lt := newBareTrip(t), c.open(t)
+		p := pairs(500*runs,
+			func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 },
+			func() float64 { return timeIt(func() { mustTrip(t, lt) }) * 1e6 })
+		bt.close()
+		lt.close()
+		row(c.name, p, "µs", c.goal, c.most)
+	}
 
-	sm := NewManager(Options{})
-	p = pairs(runs,
-		func() float64 { return timeIt(func() { startBare(t) }) * 1e3 },
-		func() float64 { return timeIt(func() { startLibrary(t, sm) }) * 1e3 })
-	sm.Close()
-	row("start bash -i (ms)", p, "ms", "≤ 1.3×", 1.3)
+	if benchRow("start bash -i (ms)") {
+		sm := NewManager(Options{})
+		p := pairs(runs,
+			func() float64 { return timeIt(func() { startBare(t) }) * 1e3 },
+			func() float64 { return timeIt(func() { startLibrary(t, sm) }) * 1e3 })
+		sm.Close()
+		row("start bash -i (ms)", p, "ms", "≤ 1.3×", 1.3)
+	}
+
+	// The library's own cost of a session, start to exit: the goal is
+	// under a millisecond more than the floor, so the row's verdict is on
+	// the difference.
+	if benchRow("start→exit true (ms)") {
+		em := NewManager(Options{Shell: benchShell})
+		exitLibrary(t, em) // the manager's cgroup and watchdog, made once
+		p := pairs(10*runs,
+			func() float64 { return timeIt(func() { exitBare(t) }) * 1e3 },
+			func() float64 { return timeIt(func() { exitLibrary(t, em) }) * 1e3 })
+		em.Close()
+		// The excess is the floor's median times the median ratio less
+		// one: a difference of two medians would be the load's as much.
+		excess := p.Floor * (p.Ratio - 1)
+		rows = append(rows, []string{"start→exit true (ms)", fmt.Sprintf("%.3g ms", p.Floor), fmt.Sprintf("%.3g ms", p.Lib),
+			fmt.Sprintf("%.2f×", p.Ratio), "< +1 ms", fmt.Sprintf("%s (%+.2f ms)", verdict(excess < 1), excess)})
+	}
 
 	// A start from the login shell's snapshot, beside one with no profile
 	// at all; the login shell with this machine's real profile is printed
 	// with them (its ratio is to the same floor).
-	noProfile, snap, login := NewManager(Options{Shell: benchShell}), NewManager(Options{ShellSnapshot: true}), NewManager(Options{})
-	startEcho(t, snap) // the snapshot is made once, before the runs
-	p = pairs(runs,
-		func() float64 { return timeIt(func() { startEcho(t, noProfile) }) * 1e3 },
-		func() float64 { return timeIt(func() { startEcho(t, snap) }) * 1e3 })
-	row("start, snapshot (ms)", p, "ms", "≤ 1.3×", 1.3)
-	lp := pairs(runs,
-		func() float64 { return timeIt(func() { startEcho(t, noProfile) }) * 1e3 },
-		func() float64 { return timeIt(func() { startEcho(t, login) }) * 1e3 })
-	rows = append(rows, []string{"start, login (ms)", fmt.Sprintf("%.3g ms", lp.floor), fmt.Sprintf("%.3g ms", lp.lib), fmt.Sprintf("%.2f×", lp.ratio), "(bash -lc)", ""})
-	noProfile.Close()
-	snap.Close()
-	login.Close()
+	if benchRow("start, snapshot (ms)") || benchRow("start, login (ms)") {
+		noProfile, snap, login := NewManager(Options{Shell: benchShell}), NewManager(Options{ShellSnapshot: true}), NewManager(Options{})
+		startEcho(t, snap) // the snapshot is made once, before the runs
+		p := pairs(runs,
+			func() float64 { return timeIt(func() { startEcho(t, noProfile) }) * 1e3 },
+			func() float64 { return timeIt(func() { startEcho(t, snap) }) * 1e3 })
+		row("start, snapshot (ms)", p, "ms", "≤ 1.3×", 1.3)
+		lp := pairs(runs,
+			func() float64 { return timeIt(func() { startEcho(t, noProfile) }) * 1e3 },
+			func() float64 { return timeIt(func() { startEcho(t, login) }) * 1e3 })
+		rows = append(rows, []string{"start, login (ms)", fmt.Sprintf("%.3g ms", lp.Floor), fmt.Sprintf("%.3g ms", lp.Lib), fmt.Sprintf("%.2f×", lp.Ratio), "(bash -lc)", ""})
+		noProfile.Close()
+		snap.Close()
+		login.Close()
+	}
 
-	cpu := idleCPU(t, 50, 2*time.Second)
-	heap := heapPerSession(t, 50)
-	closing := closeCost(t, 1000)
-	growth := rssGrowth(t, int64(envInt("AGENTPTY_BENCH_FLOOD_MB", 1024))<<20)
-
-	largest := floodResults(t, 64<<20)
-	small, big := readCost(1<<20), readCost(32<<20)
-
-	figs := transcriptReport(t, envInt("AGENTPTY_BENCH_TRANSCRIPT_ROUNDS", 3))
-	until, lit := waitLatency(t, 50*runs)
+	// The figures without a floor, each as a line of its own.
+	var lines []string
+	line := func(name, value, goal string, ok bool) {
+		lines = append(lines, fmt.Sprintf("%-22s %-34s %-9s %s\n", name, value, goal, verdict(ok)))
+	}
+	if benchRow("50 idle sessions") {
+		cpu := idleCPU(t, 50, 2*time.Second)
+		line("50 idle sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", cpu < 20*time.Millisecond)
+	}
+	if benchRow("idle session heap") {
+		heap := heapPerSession(t, 50)
+		line("idle session heap", fmt.Sprintf("%.1f KiB", heap/1024), "< 200 KiB", heap < 200<<10)
+	}
+	if benchRow("Close 1000 idle") {
+		closing := closeCost(t, 1000)
+		line("Close 1000 idle", fmt.Sprintf("%v (%s)", closing.Round(time.Millisecond), containmentHere(t)), "< 1 s", closing < time.Second)
+	}
+	if name := fmt.Sprintf("RSS after %d MiB", envInt("AGENTPTY_BENCH_FLOOD_MB", 1024)); benchRow(name) {
+		growth := rssGrowth(t, int64(envInt("AGENTPTY_BENCH_FLOOD_MB", 1024))<<20)
+		line(name, fmt.Sprintf("%+.1f MiB", float64(growth)/(1<<20)), "< 32 MiB", growth < 32<<20)
+	}
+	if benchRow("largest result, flood") {
+		largest := floodResults(t, 64<<20)
+		line("largest result, flood", fmt.Sprintf("%d B of 64 MiB read as it came", largest), "≤ 32 KiB", largest <= DefaultMaxOutputBytes)
+	}
+	if benchRow("capped read of backlog") {
+		small, big := readCost(1<<20), readCost(32<<20)
+		line("capped read of backlog", fmt.Sprintf("%v of 1 MiB, %v of 32 MiB", small.Round(time.Microsecond), big.Round(time.Microsecond)), "O(output)", big < 2*small)
+	}
+	if benchRow("transcript") {
+		figs := transcriptReport(t, envInt("AGENTPTY_BENCH_TRANSCRIPT_ROUNDS", 3))
+		until, lit := waitLatency(t, 50*runs)
+		lines = append(lines, formatTranscript(figs, until, lit))
+	}
 
 	var out strings.Builder
 	fmt.Fprintf(&out, "\n%-22s %-12s %-12s %-8s %-9s %s\n", "figure", "bare pty", "agentpty", "ratio", "goal", "")
 	for _, r := range rows {
 		fmt.Fprintf(&out, "%-22s %-12s %-12s %-8s %-9s %s\n", r[0], r[1], r[2], r[3], r[4], r[5])
 	}
-	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "50 idle sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
-	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "idle session heap", fmt.Sprintf("%.1f KiB", heap/1024), "< 200 KiB", verdict(heap < 200<<10))
-	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "Close 1000 idle", fmt.Sprintf("%v (%s)", closing.Round(time.Millisecond), containmentHere(t)), "< 1 s", verdict(closing < time.Second))
-	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", fmt.Sprintf("RSS after %d MiB", envInt("AGENTPTY_BENCH_FLOOD_MB", 1024)), fmt.Sprintf("%+.1f MiB", float64(growth)/(1<<20)), "< 32 MiB", verdict(growth < 32<<20))
-	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "largest result, flood", fmt.Sprintf("%d B of 64 MiB read as it came", largest), "≤ 32 KiB", verdict(largest <= DefaultMaxOutputBytes))
-	fmt.Fprintf(&out, "%-22s %-34s %-9s %s\n", "capped read of backlog", fmt.Sprintf("%v of 1 MiB, %v of 32 MiB", small.Round(time.Microsecond), big.Round(time.Microsecond)), "O(output)", verdict(big < 2*small))
-	out.WriteString(formatTranscript(figs, until, lit))
+	for _, l := range lines {
+		out.WriteString(l)
+	}
 	t.Log(out.String())
 }
 
@@ -563,43 +674,27 @@ func containmentHere(tb testing.TB) string {
 	return s.Containment()
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "met"
+// benchRow reports whether the report measures the figure named: all of
+// them, unless AGENTPTY_BENCH_ONLY lists some, as comma-separated parts
+// of their names ("round trip,start→exit").
+func benchRow(name string) bool {
+	only := os.Getenv("AGENTPTY_BENCH_ONLY")
+	if only == "" {
+		return true
 	}
-	return "MISSED"
+	for _, part := range strings.Split(only, ",") {
+		if part = strings.TrimSpace(part); part != "" && strings.Contains(strings.ToLower(name), strings.ToLower(part)) {
+			return true
+		}
+	}
+	return false
 }
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-func timeIt(f func()) float64 {
-	start := time.Now()
-	f()
-	return time.Since(start).Seconds()
-}
-
-// paired is what pairs measured: the median of the floor's runs, of the
-// library's, and of the ratios of runs taken together.
-type paired struct{ floor, lib, ratio float64 }
-
-// pairs runs the floor and then the library, n times, so that each pair
-// sees the machine alike (its load on these VMs drifts by a third within
-// seconds), and returns the medians.
-func pairs(n int, floor, lib func() float64) paired {
-	xs, ys, rs := make([]float64, n), make([]float64, n), make([]float64, n)
-	for i := range xs {
-		xs[i] = floor()
-		ys[i] = lib()
-		rs[i] = ys[i] / xs[i]
-	}
-	median := func(v []float64) float64 {
-		sort.Float64s(v)
-		return v[len(v)/2]
-	}
-	return paired{median(xs), median(ys), median(rs)}
-}
+// The paired measurements are testkit's, shared with sshpty's bench.
+var (
+	verdict = testkit.Verdict
+	envInt  = testkit.EnvInt
+	timeIt  = testkit.TimeIt
+	pairs   = testkit.Pairs
+	cpuTime = testkit.CPUTime
+)

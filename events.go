@@ -7,6 +7,15 @@ import (
 	"time"
 )
 
+// outputEvents is a session's output events and its watchers.
+type outputEvents struct {
+	outArmed atomic.Bool  // an output event is due
+	outLast  atomic.Int64 // when the last one was sent, unix ns
+	outTimer atomic.Pointer[time.Timer]
+	watched  atomic.Int32 // len(watchers), read without the lock
+	watchers []*watcher   // guarded by the manager's mu
+}
+
 // Output events: at most one per outputEvery per session, each with the
 // newest outputLines lines of the settled scrollback.
 const (
@@ -49,14 +58,14 @@ func (s *Session) watch(ctx context.Context) func() {
 	w := &watcher{f: f}
 	w.active.Store(true)
 	s.m.mu.Lock()
-	s.watchers = append(s.watchers, w)
+	s.ev.watchers = append(s.ev.watchers, w)
 	s.m.mu.Unlock()
-	s.watched.Add(1)
+	s.ev.watched.Add(1)
 	return func() {
 		w.active.Store(false)
-		s.watched.Add(-1)
+		s.ev.watched.Add(-1)
 		s.m.mu.Lock()
-		s.watchers = slices.DeleteFunc(s.watchers, func(x *watcher) bool { return x == w })
+		s.ev.watchers = slices.DeleteFunc(s.ev.watchers, func(x *watcher) bool { return x == w })
 		s.m.mu.Unlock()
 	}
 }
@@ -65,23 +74,23 @@ func (s *Session) watch(ctx context.Context) func() {
 // timer at a time, so it never blocks and costs nothing when no one
 // listens; the timer sends the event at most outputEvery after the last.
 func (s *Session) outputChanged() {
-	if s.m.opts.OnEvent == nil && s.watched.Load() == 0 {
+	if s.m.opts.OnEvent == nil && s.ev.watched.Load() == 0 {
 		return
 	}
-	if !s.outArmed.CompareAndSwap(false, true) {
+	if !s.ev.outArmed.CompareAndSwap(false, true) {
 		return
 	}
-	delay := time.Duration(s.outLast.Load() + int64(outputEvery) - time.Now().UnixNano())
-	s.outTimer.Store(time.AfterFunc(max(delay, 0), s.emitOutput))
+	delay := time.Duration(s.ev.outLast.Load() + int64(outputEvery) - time.Now().UnixNano())
+	s.ev.outTimer.Store(time.AfterFunc(max(delay, 0), s.emitOutput))
 }
 
 // emitOutput queues an output event with the newest lines.
 func (s *Session) emitOutput() {
 	<-s.announced // output events come after "created"
-	s.outLast.Store(time.Now().UnixNano())
+	s.ev.outLast.Store(time.Now().UnixNano())
 	// Disarmed before the lines are taken: output rendered after this
 	// arms the next event, so none is lost.
-	s.outArmed.Store(false)
+	s.ev.outArmed.Store(false)
 	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: time.Now()}
 	m := s.m
 	m.mu.Lock()
@@ -92,7 +101,7 @@ func (s *Session) emitOutput() {
 		if m.opts.OnEvent != nil {
 			start = m.enqueueOutput(queued{e: e}) || start
 		}
-		for _, w := range s.watchers {
+		for _, w := range s.ev.watchers {
 			start = m.enqueueOutput(queued{e: e, to: w}) || start
 		}
 	}
@@ -121,7 +130,7 @@ func (m *Manager) enqueueOutput(q queued) bool {
 
 // stopOutput stops a pending output event once the reader has stopped.
 func (s *Session) stopOutput() {
-	if t := s.outTimer.Load(); t != nil {
+	if t := s.ev.outTimer.Load(); t != nil {
 		t.Stop()
 	}
 }

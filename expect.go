@@ -34,10 +34,10 @@ func (s *Session) Expect(ctx context.Context, re *regexp.Regexp) (string, error)
 	for {
 		s.mu.Lock()
 		ch := s.changes()
-		if s.readOff > e.off {
-			e.skipTo(s.readOff) // a result returned it
+		if s.text.readOff > e.off {
+			e.skipTo(s.text.readOff) // a result returned it
 		}
-		end, over := s.settled.Load(), s.drained
+		end, over := s.out.settled.Load(), s.text.drained
 		s.mu.Unlock()
 		s.expectFill(end)
 		if loc := re.FindIndex(e.text); loc != nil {
@@ -110,12 +110,12 @@ func (s *Session) expectFill(end int64) {
 	if end <= e.raw {
 		return
 	}
-	s.inMu.Lock()
-	a, b, lost := s.ring.slices(e.raw)
-	n := int(min(end, s.ring.end()) - max(e.raw, s.ring.start()))
+	s.out.inMu.Lock()
+	a, b, lost := s.out.ring.slices(e.raw)
+	n := int(min(end, s.out.ring.end()) - max(e.raw, s.out.ring.start()))
 	raw := append(e.rest, a[:min(n, len(a))]...)
 	raw = append(raw, b[:n-min(n, len(a))]...)
-	s.inMu.Unlock()
+	s.out.inMu.Unlock()
 	if lost > 0 { // the ring dropped output Expect never saw: go on after it
 		raw = raw[len(e.rest):]
 		e.raw += lost

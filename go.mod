@@ -11,3 +11,5 @@ require (
 require go.uber.org/goleak v1.3.0
 
 require mvdan.cc/sh/v3 v3.14.1
+
+require golang.org/x/crypto v0.56.0 // indirect

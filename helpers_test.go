@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Helper children come from re-running the test binary, so the tests need
@@ -91,17 +92,7 @@ func childCommand(mode string) (string, []string) {
 
 // need skips a test whose program is missing, unless AGENTPTY_REQUIRE=all
 // asks for every test to run.
-func need(t *testing.T, programs ...string) {
-	t.Helper()
-	for _, p := range programs {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-				t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed: %v", p, err)
-			}
-			t.Skipf("%s is not installed", p)
-		}
-	}
-}
+var need = testkit.Need
 
 // newManager returns a manager that the test closes at its end, checking
 // that nothing the sessions started is still running and that no file
@@ -134,14 +125,7 @@ func newManager(t *testing.T, opts Options) *Manager {
 	return m
 }
 
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count file descriptors: %v", err)
-	}
-	return len(ents)
-}
+var openFDs = testkit.OpenFDs
 
 func ms(n int) *int { return &n }
 

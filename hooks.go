@@ -48,7 +48,15 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	if !m.opts.ApproveWrites || len(input) == 0 {
 		return nil
 	}
-	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input)})
+	// The program that would read the input now: Rules approve lines only
+	// for a shell at its prompt.
+	fg := ""
+	if sr, ok := s.term.(StateReader); ok {
+		if rep := sr.Foreground(); rep.Waiting && !rep.Unread {
+			fg = rep.Name
+		}
+	}
+	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg})
 }
 
 // prepare runs the sandbox's Prepare; a panic is an error wrapping

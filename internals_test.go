@@ -5,29 +5,29 @@ package agentpty
 
 // rawOutput returns every byte the ring holds and the offset of the first.
 func rawOutput(s *Session) ([]byte, int64) {
-	s.inMu.Lock()
-	defer s.inMu.Unlock()
-	raw, _ := s.ring.appendFrom(nil, 0)
-	return raw, s.ring.start()
+	s.out.inMu.Lock()
+	defer s.out.inMu.Unlock()
+	raw, _ := s.out.ring.appendFrom(nil, 0)
+	return raw, s.out.ring.start()
 }
 
 // ringEnd is the ring offset of the newest byte read from the terminal.
 func ringEnd(s *Session) int64 {
-	s.inMu.Lock()
-	defer s.inMu.Unlock()
-	return s.ring.end()
+	s.out.inMu.Lock()
+	defer s.out.inMu.Unlock()
+	return s.out.ring.end()
 }
 
 // screenLag is how far the screen's parsing is behind the ring.
 func screenLag(s *Session) int64 {
-	return ringEnd(s) - s.screenOff.Load()
+	return ringEnd(s) - s.disp.screenOff.Load()
 }
 
 // queuedReplies is how many bytes of query replies wait to be typed.
 func queuedReplies(s *Session) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.replyQueue)
+	s.rep.mu.Lock()
+	defer s.rep.mu.Unlock()
+	return len(s.rep.queue)
 }
 
 // tapCount is how many taps (recordings, attachments) are registered.
@@ -42,15 +42,15 @@ func tapCount(s *Session) int {
 func nextChange(s *Session) (<-chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changes(), s.drained
+	return s.changes(), s.text.drained
 }
 
 // parsedSnapshot parses everything the ring holds into the screen and
 // returns it with the offset parsed up to and the ring's bytes.
 func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.syncScreenLocked()
 	raw, start := rawOutput(s)
-	return s.snapshot(), s.screenOff.Load(), raw, start
+	return s.snapshot(), s.disp.screenOff.Load(), raw, start
 }

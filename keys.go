@@ -320,9 +320,9 @@ func (s *Session) typedBytes(req WriteRequest, keys []key) []byte {
 // keyModes reads the terminal's key modes after the screen has parsed
 // the output so far, so a mode the program just set counts.
 func (s *Session) keyModes() keyModes {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.syncScreenCall()
-	c, k := s.screen.KeyModes()
+	c, k := s.disp.screen.KeyModes()
 	return keyModes{appCursor: c, appKeypad: k}
 }

@@ -339,23 +339,30 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	started = true
 	m.starting.Done() // registered: Close sees it from here on
 	res, err := m.firstWait(ctx, s, req, want)
-	if from != nil {
-		res.Notice = from.notice
-	}
-	if res.Notice == "" && err == nil && !res.Exited && strings.TrimSpace(res.Output) == "" {
-		// A profile waiting on a lock or a slow mount looks like this too.
-		fg := res.Foreground
-		if fg == "" {
-			fg = "the command"
-		}
-		res.Notice = fmt.Sprintf("nothing printed yet after %v; %s is in front (state %s)", time.Since(s.started).Round(time.Millisecond), fg, res.State)
-	}
+	res.Notice = startNotice(s, from, res, err)
 	if ctx.Err() != nil {
 		// No one will learn the id: the session must not hold its slot.
 		_, _ = m.end(context.Background(), s, EventKilled)
 		return StartResult{}, fmt.Errorf("agentpty: %s %q: %s killed: %w", ToolStart, req.Command, s.id, ctx.Err())
 	}
 	return res, err
+}
+
+// startNotice is what a start's result says beside its output: how the
+// snapshot served, or that nothing was printed yet.
+func startNotice(s *Session, from *snapshotStart, res StartResult, err error) string {
+	if from != nil && from.notice != "" {
+		return from.notice
+	}
+	if err != nil || res.Exited || strings.TrimSpace(res.Output) != "" {
+		return ""
+	}
+	// A profile waiting on a lock or a slow mount looks like this too.
+	fg := res.Foreground
+	if fg == "" {
+		fg = "the command"
+	}
+	return fmt.Sprintf("nothing printed yet after %v; %s is in front (state %s)", time.Since(s.started).Round(time.Millisecond), fg, res.State)
 }
 
 // firstWait is a new session's first wait: a shell session's first run or
@@ -373,9 +380,7 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 		return StartResult{ID: s.id}, err
 	}
 	s.applyScreen(req.Screen, &screenView{}, false, &w)
-	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
-		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe, Cursor: w.cursor, Highlights: w.highlights}, nil
+	return s.startResult(w), nil
 }
 
 // checkSize checks a request's cols and rows: 0 means the default (or,

@@ -42,7 +42,7 @@ func TestRaceRecordKill(t *testing.T) {
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	s.Screen() // made now: making it later would take the session's lock
-	s.inMu.Lock()
+	s.out.inMu.Lock()
 	recorded := make(chan error, 1)
 	go func() { recorded <- s.Record(io.Discard) }()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -52,17 +52,10 @@ func TestRaceRecordKill(t *testing.T) {
 		_, err := m.Kill(ctx, res.ID)
 		killed <- err
 	}()
-	// Once replies are stopped, the kill takes the session's lock and then
-	// the ring's, which the test holds: a lock that stays taken says so.
-	for stopped, busy := false, 0; !stopped && busy < 100000; runtime.Gosched() {
-		if !s.mu.TryLock() {
-			busy++
-			continue
-		}
-		stopped, busy = s.noReplies, 0
-		s.mu.Unlock()
+	for !s.rep.isStopped() {
+		runtime.Gosched()
 	}
-	s.inMu.Unlock()
+	s.out.inMu.Unlock()
 	if err := <-recorded; err != nil && !isErr(err, ErrExited) {
 		t.Errorf("Record: %v", err)
 	}

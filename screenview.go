@@ -57,16 +57,16 @@ type screenView struct {
 
 // view reads the screen as it is now.
 func (s *Session) view() screenView {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	return s.viewLocked()
 }
 
-// viewLocked is view with screenMu held.
+// viewLocked is view with disp.mu held.
 func (s *Session) viewLocked() screenView {
 	s.syncScreenCall()
 	scr := s.snapshot()
-	return screenView{lines: scr.Lines, cursor: scr.Cursor, highlights: highlights(s.screen.Cells()), alt: scr.AltScreen, cols: scr.Cols}
+	return screenView{lines: scr.Lines, cursor: scr.Cursor, highlights: highlights(s.disp.screen.Cells()), alt: scr.AltScreen, cols: scr.Cols}
 }
 
 // applyScreen turns a result into the screen mode asked for: the screen
@@ -78,10 +78,10 @@ func (s *Session) applyScreen(mode string, before *screenView, peek bool, w *wai
 	if mode == "" {
 		return
 	}
-	s.screenMu.Lock()
+	s.disp.mu.Lock()
 	after := s.viewLocked()
-	w.highlights = s.lit.pick(after, !peek)
-	s.screenMu.Unlock()
+	w.highlights = s.disp.lit.pick(after, !peek)
+	s.disp.mu.Unlock()
 	w.cursor = &after.cursor
 	if mode == ScreenFull {
 		w.output = Screen{Lines: after.lines}.Text()
@@ -374,7 +374,12 @@ func sameSpans(x, y []Highlight) bool {
 
 // addressed notes that the program placed the cursor on a row of the
 // primary screen or erased all of it.
-func (s *settler) addressed() { s.addrEpoch, s.addrLines = s.epoch, 0 }
+func (s *settler) addressed() {
+	if s.addrEpoch != s.epoch {
+		s.keepBeforeRedraw() // the first redraw since the last read
+	}
+	s.addrEpoch, s.addrLines = s.epoch, 0
+}
 
 // redrawn reports a redraw in place since the last read: the program
 // addressed the primary screen by row (CUP, HVP, VPA) or erased it whole

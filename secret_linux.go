@@ -30,25 +30,47 @@ func fgProcs(master *os.File) []fgProc {
 		return nil
 	}
 	var out []fgProc
-	buf := make([]byte, 512)
-	for _, pid := range append([]int{pgrp}, groupMembers(pgrp)...) {
-		st, ok := proc.ReadStat(pid, buf)
-		if !ok || st.Gone() {
-			continue
-		}
+	members := groupMembers(pgrp)
+	if st, ok := proc.ReadStat(pgrp, make([]byte, 512)); ok && !st.Gone() {
+		members = append([]member{{pgrp, st}}, members...)
+	}
+	for _, m := range members {
+		pid, st := m.pid, m.st
 		p := fgProc{pid: pid, name: st.Comm}
 		p.exe, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-		if st.State == 'S' {
-			var known bool
-			if p.reading, known = onTerminal(pid, tty); !known {
+		// Every thread may read the terminal: the process reads when one
+		// does, and waits for its child only when all of them do.
+		p.waiting = true
+		buf := make([]byte, 512)
+		for _, tid := range threads(pid) {
+			if ts, ok := proc.ReadStat(tid, buf); !ok || ts.State != 'S' {
+				p.waiting = false // running, stopped or gone: judged as it is
+				continue
+			}
+			w, known := onTerminal(tid, tty)
+			if !known {
 				// The kernel hides the system call of a privileged program
 				// (sudo, su) from a host that is not root: at a prompt with
 				// echo off, it is the one reading.
-				p.reading = echoOff(master)
+				w.on = echoOff(master)
 			}
-			p.waiting = inChildWait(pid)
+			p.reading = p.reading || w.on
+			p.waiting = p.waiting && inChildWait(tid)
 		}
 		out = append(out, p)
+	}
+	return out
+}
+
+// threads returns the ids of pid's threads, the leader's first; /proc/TID
+// reaches each as it reaches a process. Only pid when they cannot be read.
+func threads(pid int) []int {
+	out := []int{pid}
+	entries, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, e := range entries {
+		if tid, err := strconv.Atoi(e.Name()); err == nil && tid != pid {
+			out = append(out, tid)
+		}
 	}
 	return out
 }

@@ -1,16 +1,12 @@
 package agentpty
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -289,66 +285,7 @@ func TestWriteSecretSSH(t *testing.T) {
 // startSSHD runs an sshd of the test's own on a free port of 127.0.0.1,
 // with its own host key and config, that lets user in by password only.
 func startSSHD(t *testing.T, user string) int {
-	t.Helper()
-	need(t, "/usr/sbin/sshd")
-	dir := t.TempDir()
-	key := filepath.Join(dir, "host_ed25519")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v: %s", err, out)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	conf := filepath.Join(dir, "sshd_config")
-	body := fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
-HostKey %s
-PidFile %s
-AllowUsers %s
-PasswordAuthentication yes
-KbdInteractiveAuthentication no
-PubkeyAuthentication no
-PermitRootLogin no
-UsePAM no
-StrictModes no
-AuthorizedKeysFile none
-`, port, key, filepath.Join(dir, "sshd.pid"), user)
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation directory
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", conf)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	sc := bufio.NewScanner(stderr)
-	var seen []string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if strings.Contains(sc.Text(), "Server listening on 127.0.0.1") {
-			go func() { // the rest of its log, so sshd never blocks on it
-				for sc.Scan() {
-				}
-			}()
-			return port
-		}
-	}
-	t.Fatalf("sshd did not start: %s", strings.Join(seen, "\n"))
-	return 0
+	return startTestSSHD(t, sshdOptions{PasswordUser: user}).Port
 }
 
 // WriteSecretWith waits as a write does: for an answer that takes longer

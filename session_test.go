@@ -100,7 +100,7 @@ func TestShellStateAndEscapes(t *testing.T) {
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: `X=41; cd /tmp\r`, WaitFor: "$ "})
-	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `echo $((X+1)) $(pwd)`, Submit: true, WaitFor: "/tmp\n"})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `echo $((X+1)) $(pwd)`, Submit: true, WaitFor: "/tmp\n$ "}) // the prompt: typing before it races readline
 	if !strings.Contains(w.Output, "42 /tmp") {
 		t.Fatalf("state lost across writes: %q", w.Output)
 	}

@@ -106,6 +106,11 @@ type settler struct {
 	// and the lines begun since.
 	addrEpoch uint32
 	addrLines int
+	// The touched lines as they were when the first of them since the
+	// last read came (keepBeforeRedraw): their text, and each one's line
+	// and end in it.
+	preText  []byte
+	preLines []settlePre
 
 	// odd is set when a write completes anything but plain text: a
 	// sequence other than SGR and the line-local ones (EL, ECH, DCH, ICH,

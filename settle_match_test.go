@@ -51,7 +51,7 @@ func TestMatchSettled(t *testing.T) {
 		{"wholly old", "MAR\r\nKER", "", "!", "MAR\nKER", "", false},
 		{"old line break", "A\r\n$ ", "x\r", "x\r\n", "A\n$", "", false},
 		{"old unfinished", "abc", "", "", "abc", "", false},
-		{"old unfinished ended", "abc", "", "\r\n", "abc\n", "", false},
+		{"old unfinished ended", "abc", "", "\r\n", "abc\n", "", true}, // the line feed is new: partly new counts
 		{"old unfinished ended and more", "abc", "", "\r\nd", "abc\nd", "", true},
 		{"old ended", "abc\r\n", "", "x", "abc\n", "", false},
 		{"echo partly output", ">>> ", "1+1\r", "1+1\r\n2\r\n", "1\n2", "", true},

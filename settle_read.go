@@ -231,3 +231,71 @@ func (s *settler) tail(n int) []string {
 func (s *settler) scrollback() string {
 	return strings.Join(s.tail(len(s.lines)), "\n")
 }
+
+// settlePre is a line kept by keepBeforeRedraw: its number, and where its
+// text ends in preText.
+type settlePre struct{ line, end int }
+
+// keepBeforeRedraw keeps the touched lines as they are now, before the
+// program begins to redraw in place: a clear moves them off the screen,
+// and a redraw writes over them.
+func (s *settler) keepBeforeRedraw() {
+	s.preText, s.preLines = s.preText[:0], s.preLines[:0]
+	if cap(s.preText) > 64<<10 {
+		s.preText = nil // an earlier flood's copy is not kept
+	}
+	s.sync()
+	for i := s.firstTouched(); i >= 0; i = s.nextTouched(i) {
+		s.preText = append(s.preText, s.text(i)...)
+		s.preLines = append(s.preLines, settlePre{line: i, end: len(s.preText)})
+	}
+}
+
+// textBeforeRedraw is what a read returns before the screen of a redraw in
+// place (redrawn): the lines keepBeforeRedraw kept that are no longer on
+// the screen (echo, then clear: the echo's text), joined with "\n"; over
+// limit bytes (limit > 0) only the newest of them, after a marker line.
+func (s *settler) textBeforeRedraw(limit int) string {
+	top := s.screenTop()
+	var lines [][]byte
+	start := 0
+	for _, p := range s.preLines {
+		if p.line < top {
+			lines = append(lines, s.preText[start:p.end])
+		}
+		start = p.end
+	}
+	for len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	n, keep := 0, len(lines)
+	for ; keep > 0 && (limit <= 0 || n+len(lines[keep-1])+1 <= limit); keep-- {
+		n += len(lines[keep-1]) + 1
+	}
+	var b strings.Builder
+	if keep > 0 {
+		cut := 0
+		for _, l := range lines[:keep] {
+			cut += len(l) + 1
+		}
+		b.WriteString(settleMarker(cut, keep))
+	}
+	for _, l := range lines[keep:] {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(l)
+	}
+	return b.String()
+}
+
+// screenTop is the first line on the screen: the lines above the cursor's
+// that fill the rows above it, none before the last clear.
+func (s *settler) screenTop() int {
+	i, y := s.cur, s.y0
+	for y > 0 && i > max(s.base, s.floor) {
+		i--
+		y -= s.rows(i)
+	}
+	return i
+}

@@ -23,8 +23,10 @@ const (
 // an earlier read returned, and a line break is new before a line that came
 // after the last read. It also returns where line echoLine starts in the
 // text (0 when it lies before, the text's length when after), for the
-// search for the echo of what the call typed.
-func (s *settler) region(text, kinds []byte, from, echoLine int) ([]byte, []byte, int) {
+// search for the echo of what the call typed. With ended, a line feed
+// that ended the last touched line ends the text (a pattern's $ would not
+// match before it).
+func (s *settler) region(text, kinds []byte, from, echoLine int, ended bool) ([]byte, []byte, int) {
 	last := s.prevTouched(s.lastLine() + 1)
 	if last < 0 {
 		return text, kinds, 0
@@ -51,6 +53,15 @@ func (s *settler) region(text, kinds []byte, from, echoLine int) ([]byte, []byte
 		text = append(text, t...)
 		kinds = appendKinds(kinds, byteOld, old)
 		kinds = appendKinds(kinds, byteNew, len(t)-old)
+	}
+	if ended && last < s.cur {
+		// The line feed that ended the last touched line is output too,
+		// though no line after it holds text yet.
+		k := byteOld
+		if last+1 > s.readLast {
+			k = byteNew
+		}
+		text, kinds = append(text, '\n'), append(kinds, k)
 	}
 	switch {
 	case echoFrom >= 0:

@@ -100,6 +100,9 @@ func (s *settler) lineFeed(keep bool) {
 // starts the next.
 func (s *settler) endLine() {
 	s.touch(s.cur) // ended by a line feed
+	// The line feed is text a literal can end with (region's ended): a
+	// wait looks again from here though the line's cells did not change.
+	s.mfrom = min(s.mfrom, s.cur)
 	s.flush()
 	if cap(s.cells) > 8<<10 && len(s.cells) < 1<<10 {
 		s.cells = nil // give back what one very long line needed

@@ -19,6 +19,10 @@ import (
 // made; past it the start runs the login shell instead and says why.
 var snapshotBound = 5 * time.Second
 
+// snapshotGrace is how long a profile stopped past snapshotBound has
+// between SIGTERM and SIGKILL.
+const snapshotGrace = time.Second
+
 // snapshotRetry is how long a failed snapshot is not tried again while
 // the profile files stay as they were.
 const snapshotRetry = time.Minute
@@ -201,7 +205,7 @@ func makeSnapshot(ctx context.Context, m *Manager, env []string) ([]byte, string
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), snapshotDump, "bash", strings.Join(names, " "), mark)
 	began := time.Now()
-	out, err := runCaptured(ctx, m, argv, env, snapshotBound)
+	out, err := runCaptured(ctx, m, argv, m.opts.Env, snapshotBound)
 	took := time.Since(began).Round(time.Millisecond)
 	script, ok := between(out, []byte(mark+"-begin"), []byte(mark+"-end"))
 	if ok {
@@ -296,9 +300,12 @@ func envValue(env []string, k string) string {
 
 // runCaptured runs argv under a terminal as a session would and returns
 // its output once it exits, or what it printed within bound and an error.
-// Nothing it started is left running.
+// Nothing it started is left running: past the bound it is ended as a
+// Kill ends a session, TERM first, so that a profile's exit traps run
+// (pyenv's rehash releases its lock in one; a profile killed outright
+// leaves the lock, and every later login shell waits on it).
 func runCaptured(ctx context.Context, m *Manager, argv, env []string, bound time.Duration) ([]byte, error) {
-	cmd, f, group, err := launch(m, "snapshot", argv, env, "", DefaultCols, DefaultRows)
+	t, err := localBackend{m}.Start(ctx, Command{Argv: argv, Env: env, Cols: DefaultCols, Rows: DefaultRows, Name: "snapshot"})
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +314,7 @@ func runCaptured(ctx context.Context, m *Manager, argv, env []string, bound time
 		var out bytes.Buffer
 		buf := make([]byte, 32<<10)
 		for out.Len() < snapshotMax {
-			n, err := f.Read(buf)
+			n, err := t.Read(buf)
 			out.Write(buf[:n])
 			if err != nil {
 				break
@@ -315,29 +322,25 @@ func runCaptured(ctx context.Context, m *Manager, argv, env []string, bound time
 		}
 		read <- out.Bytes()
 	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		_, _ = t.Wait() // a profile that printed its state may exit as it likes
+		close(exited)
+	}()
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	select {
-	case err = <-exited:
-		if err == nil || cmd.ProcessState != nil && cmd.ProcessState.Exited() {
-			err = nil // the exit status of a profile that printed its state does not matter
-		}
+	case <-exited:
 	case <-timer.C:
 		err = fmt.Errorf("it ran past %v", bound)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	// The child's group and everything in its cgroup end now; the reader
-	// ends at end of file once the terminal's last holder is gone.
-	killAll(cmd.Process.Pid, group)
-	if err != nil {
-		<-exited
-	}
-	_ = f.SetReadDeadline(time.Now().Add(exitDrain))
-	out := <-read
-	f.Close()
-	removeGroup(group)
+	ectx, cancel := context.WithTimeout(context.Background(), snapshotGrace+killBound)
+	_ = t.End(ectx, snapshotGrace)
+	cancel()
+	<-exited
+	out := <-read // Wait set the read deadline: Read ends
+	_ = t.Close()
 	return out, err
 }

@@ -161,7 +161,7 @@ func TestShellSnapshotProfileFails(t *testing.T) {
 
 	// It reads the terminal, which no one types into while the snapshot
 	// is made; the login shell it falls back to then waits the same way.
-	home := snapshotHome(t, "echo profile-says-hi; read -r line; export AFTER=$line\n")
+	home := snapshotHome(t, "trap 'echo ran >\"$HOME/exit-trap\"' EXIT\necho profile-says-hi; read -r line; export AFTER=$line\n")
 	m := newManager(t, Options{ShellSnapshot: true, Env: []string{"HOME=" + home}})
 	began := time.Now()
 	res, err := m.Start(context.Background(), StartRequest{Command: `echo "after=$AFTER"`, WaitFor: "profile-says-hi"})
@@ -173,6 +173,11 @@ func TestShellSnapshotProfileFails(t *testing.T) {
 	}
 	if !strings.Contains(res.Notice, "ran past") || !strings.Contains(res.Notice, "profile-says-hi") {
 		t.Errorf("notice %q: want what happened and what the profile printed", res.Notice)
+	}
+	// It was ended as a Kill ends a session, TERM first: its exit trap ran
+	// (pyenv's rehash releases its lock in one).
+	if _, err := os.Stat(filepath.Join(home, "exit-trap")); err != nil {
+		t.Errorf("the stopped profile's exit trap did not run: %v", err)
 	}
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "after=typed"})
 	if !w.Exited && !strings.Contains(w.Output, "after=typed") {
@@ -215,7 +220,7 @@ func TestShellSnapshotShellSession(t *testing.T) {
 	}
 	for _, c := range []struct {
 		command, want string
-		code      int
+		code          int
 	}{
 		{`echo "var=$SNAP_VAR"; snapfn z`, "var=hello  world\nfn-z", 0},
 		{"snapal", "alias-works", 0},

@@ -38,16 +38,19 @@ type TerminalState struct {
 // fgReport is what the platform's foreground function tells about the
 // terminal's foreground process group.
 type fgReport struct {
-	name    string // the program: the one waiting on the terminal, else the group's leader
-	pid     int    // ... and its process id
-	waiting bool   // a process of the group is blocked on the terminal and none is running
-	unread  bool   // the terminal holds typed input the program has not read yet
+	name    string        // the program: the one waiting on the terminal, else a running leader, else the newest in the group
+	pid     int           // ... and its process id
+	waiting bool          // a process of the group is blocked on the terminal and none is running
+	quiet   time.Duration // ... which counts once output and input have paused this long
+	unread  bool          // the terminal holds typed input the program has not read yet
 }
 
 // State reports what the terminal's foreground program is doing now.
 // "waiting_input" holds only while no output is in flight: the program is
 // blocked on the terminal, nothing it wrote is unread on the master, and
-// all of it has been rendered.
+// all of it has been rendered. A program that also waits on something
+// else, or with a timeout that is about to run out, waits for input only
+// once the terminal has been quiet a while (see waitQuiet).
 func (s *Session) State() TerminalState {
 	if _, exited := s.ended(); exited {
 		return TerminalState{State: StateExited}
@@ -61,11 +64,37 @@ func (s *Session) State() TerminalState {
 	// blocked is then either still in the master or already read. An
 	// answer to a query typed after the processes were looked at wakes the
 	// program: a screen parse begun since then counts as one.
-	parses := s.parses.Load()
+	parses := s.disp.parses.Load()
 	fg := sr.Foreground()
 	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
-	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.parses.Load() == parses {
+	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
 		st.State = StateWaitingInput
+	}
+	return st
+}
+
+// quietFor reports that the terminal has seen no output and no input for
+// d: a program that waits on more than the terminal, or with a timeout,
+// may still print without input until then.
+func (s *Session) quietFor(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	s.mu.Lock()
+	last := s.text.lastOutput
+	s.mu.Unlock()
+	if in := time.Unix(0, s.typing.last.Load()); in.After(last) {
+		last = in
+	}
+	return time.Since(last) >= d
+}
+
+// resultState is the state a result reports beside its exit fields: the
+// state is read before the output is collected, and the program may exit
+// in between, so a result that says exited says so in its state too.
+func resultState(st TerminalState, exited bool) TerminalState {
+	if exited {
+		return TerminalState{State: StateExited}
 	}
 	return st
 }
@@ -76,13 +105,13 @@ func (s *Session) State() TerminalState {
 // terminal query in it waits for its answer (the slave's poll then sees
 // the answer unread).
 func (s *Session) outputSettled(sr StateReader) bool {
-	if sr.OutputPending() || s.queries.Load() || s.answering.Load() > 0 {
+	if sr.OutputPending() || s.disp.queries.Load() || s.disp.answering.Load() > 0 {
 		return false // output on its way, or a query's answer owed to the program
 	}
-	s.inMu.Lock()
-	end := s.ring.end()
-	s.inMu.Unlock()
-	return s.settled.Load() == end
+	s.out.inMu.Lock()
+	end := s.out.ring.end()
+	s.out.inMu.Unlock()
+	return s.out.settled.Load() == end
 }
 
 // checkWaitUntil validates a request's wait_until.
@@ -113,11 +142,11 @@ func (s *Session) awaitInput(ctx context.Context, want *waitSpec, deadline time.
 		// rendered, so a match the output holds is seen below too.
 		st = s.State()
 		s.mu.Lock()
-		matched = want != nil && want.inSettled(s.settle)
-		alt := s.settle.altScreen()
+		matched = want != nil && want.inSettled(s.text.settle)
+		alt := s.text.settle.altScreen()
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
-			matched = s.screenMatch(want)
+			matched = s.screenMatch(want, deadline)
 		}
 		return matched || st.State == StateWaitingInput
 	})
@@ -137,7 +166,7 @@ func (s *Session) awaitCond(ctx context.Context, deadline time.Time, done func()
 	backoff := recheckFirst
 	for {
 		s.mu.Lock()
-		drained, ch := s.drained, s.changes()
+		drained, ch := s.text.drained, s.changes()
 		s.mu.Unlock()
 		if drained || done() {
 			return nil

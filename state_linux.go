@@ -4,14 +4,29 @@ import (
 	"bufio"
 	"encoding/binary"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/termwait"
 	"golang.org/x/sys/unix"
 )
+
+// groupAndTTY returns the terminal's foreground process group, the
+// slave's device number, and whether typed input waits unread on it.
+func groupAndTTY(master *os.File) (pgrp int, tty uint64, unread bool) {
+	pgrp, peer := groupAndPeer(master)
+	if peer >= 0 {
+		tty = devOf(peer)
+		unread = pollIn(peer) // flushes what the master wrote into the line discipline first
+		unix.Close(peer)
+	}
+	return pgrp, tty, unread
+}
 
 // foreground reads what the kernel says about the terminal's foreground
 // process group: TIOCGPGRP on the master names the group; each member's
@@ -19,59 +34,71 @@ import (
 // blocked in and on which descriptors, and /proc/PID/fd which of those is
 // this terminal. The slave, opened through the master (TIOCGPTPEER), is
 // polled for input typed but not yet read.
-func foreground(master *os.File) fgReport {
-	pgrp, peer := groupAndPeer(master)
-	var rep fgReport
-	var tty uint64
-	if peer >= 0 {
-		var st unix.Stat_t
-		if unix.Fstat(peer, &st) == nil {
-			tty = st.Rdev
-		}
-		rep.unread = pollIn(peer) // flushes what the master wrote into the line discipline first
-		unix.Close(peer)
+func foreground(master *os.File) fgReport { return foregroundVia(master, nil) }
+
+// foregroundVia is foreground reading the leader's /proc files and the
+// slave through pf, which keeps them open (nil: opened for each read).
+func foregroundVia(master *os.File, pf *procFiles) fgReport {
+	if pf != nil {
+		pf.mu.Lock()
+		defer pf.mu.Unlock()
 	}
+	var rep fgReport
+	pgrp, tty, unread := pf.groupAndTTY(master)
+	rep.unread = unread
 	if pgrp <= 0 || tty == 0 {
 		return rep
 	}
+	pf.follow(pgrp)
 	// The leader decides alone when it runs or waits on the terminal
 	// itself (a shell, a REPL, an editor: the usual case); only otherwise
-	// (git waiting for its editor, make for its recipe) are the group's
-	// other members looked for, which takes a walk through /proc.
+	// (git waiting for its pager, make for its recipe, a pipeline) are the
+	// group's other members looked for, which takes a walk through /proc.
 	running := false
-	look := func(pid int) (decided bool) {
-		st, ok := proc.ReadStat(pid, make([]byte, 512))
-		if !ok {
-			return false
-		}
-		if rep.name == "" {
-			rep.name, rep.pid = st.Comm, pid // the leader, looked at first, unless one waits
+	var reader, newest proc.Stat
+	readerPid, newestPid := 0, 0
+	look := func(pid int, st proc.Stat) {
+		if newestPid == 0 || st.Start > newest.Start || st.Start == newest.Start && pid > newestPid {
+			newest, newestPid = st, pid
 		}
 		switch st.State {
 		case 'R', 'D':
 			running = true
-			return true
+			return
 		case 'S':
 		default:
-			return false // stopped, traced, zombie: not waiting on the terminal
+			return // stopped, traced, zombie: not waiting on the terminal
 		}
-		on, known := onTerminal(pid, tty)
+		w, known := onTerminalVia(pid, tty, pf)
 		if !known { // the kernel hides its system call: a password prompt still counts
-			on = echoOff(master)
+			w = terminalWait{on: echoOff(master)}
 		}
-		if on && !rep.waiting {
-			rep.name, rep.pid, rep.waiting = st.Comm, pid, true
+		if !w.on && handsOverTerminal(st.Comm) {
+			w = terminalWait{on: true, quiet: relayQuiet}
 		}
-		return on
-	}
-	if !look(pgrp) {
-		for _, pid := range groupMembers(pgrp) {
-			if look(pid) && running {
-				break
-			}
+		if w.on && readerPid == 0 {
+			reader, readerPid, rep.quiet = st, pid, w.quiet
 		}
 	}
-	rep.waiting = rep.waiting && !running
+	leader, ok := pf.readStat(pgrp)
+	if ok && !leader.Gone() { // a pipeline's first command may have exited before the rest
+		look(pgrp, leader)
+		if running && readerPid == 0 {
+			rep.name, rep.pid = programName(pgrp, leader), pgrp // a running leader is the program at work
+			return rep
+		}
+	}
+	if readerPid == 0 {
+		for _, m := range groupMembers(pgrp) {
+			look(m.pid, m.st)
+		}
+	}
+	switch {
+	case readerPid != 0:
+		rep.name, rep.pid, rep.waiting = programName(readerPid, reader), readerPid, !running
+	case newestPid != 0:
+		rep.name, rep.pid = programName(newestPid, newest), newestPid
+	}
 	return rep
 }
 
@@ -91,18 +118,73 @@ func groupAndPeer(master *os.File) (pgrp, peer int) {
 	return pgrp, peer
 }
 
+// handsOverTerminal reports a program whose server reads its terminal: a
+// tmux client passes the terminal to the tmux server and itself waits on
+// the server's socket only, so it never reads the terminal it shows.
+func handsOverTerminal(comm string) bool { return comm == "tmux: client" }
+
+// member is a process of a group, as /proc/PID/stat shows it.
+type member struct {
+	pid int
+	st  proc.Stat
+}
+
 // groupMembers lists the live processes of process group pgrp other
 // than its leader.
-func groupMembers(pgrp int) []int {
-	var out []int
+func groupMembers(pgrp int) []member {
+	var out []member
 	buf := make([]byte, 512)
 	for _, pid := range proc.Pids() {
 		if st, ok := proc.ReadStat(pid, buf); ok && !st.Gone() && st.Pgrp == pgrp && pid != pgrp {
-			out = append(out, pid)
+			out = append(out, member{pid, st})
 		}
 	}
 	return out
 }
+
+// programName names process pid for a person: its command name, or, when
+// it was started by another name for a program (Debian's pager for less,
+// editor for nano), the program's own. The answer is kept per process, so
+// a program asked about again costs nothing more.
+func programName(pid int, st proc.Stat) string {
+	key := nameKey{pid, st.Start, st.Comm}
+	names.Lock()
+	defer names.Unlock()
+	if n, ok := names.m[key]; ok {
+		return n
+	}
+	n := st.Comm
+	dir := "/proc/" + strconv.Itoa(pid)
+	if exe, err := os.Readlink(dir + "/exe"); err == nil {
+		// A script's command name is its own and its executable the
+		// interpreter's, named by argv[0]; an alias is argv[0] itself.
+		base := filepath.Base(exe)
+		argv, _ := os.ReadFile(dir + "/cmdline")
+		arg0, _, _ := strings.Cut(string(argv), "\x00")
+		if !strings.HasPrefix(base, st.Comm) && filepath.Base(arg0) == st.Comm {
+			n = base
+		}
+	}
+	if len(names.m) >= 256 {
+		clear(names.m) // pids of programs long gone
+	}
+	names.m[key] = n
+	return n
+}
+
+// nameKey is a program: its process, by pid and when it started (pids are
+// reused), and its command name (exec keeps both).
+type nameKey struct {
+	pid   int
+	start uint64
+	comm  string
+}
+
+// names holds what programName found.
+var names = struct {
+	sync.Mutex
+	m map[nameKey]string
+}{m: map[nameKey]string{}}
 
 // Waits that take a descriptor set: (number, how its descriptors are given).
 const (
@@ -124,86 +206,130 @@ func init() {
 	}
 }
 
-// onTerminal reports whether process pid is blocked reading the terminal
-// whose device is tty, or in select/poll/epoll waiting for it to be
-// readable. known is false when the kernel does not show the process's
-// system call to us.
-func onTerminal(pid int, tty uint64) (on, known bool) {
-	dir := "/proc/" + strconv.Itoa(pid)
-	b, err := os.ReadFile(dir + "/syscall")
-	if err != nil {
-		return false, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 { // "running", or "-1 sp pc": not in a system call
-		return false, true
-	}
-	nr, err1 := strconv.ParseUint(f[0], 10, 64)
-	arg := func(i int) uint64 {
-		v, _ := strconv.ParseUint(strings.TrimPrefix(f[1+i], "0x"), 16, 64)
-		return v
-	}
-	if err1 != nil {
-		return false, true
-	}
-	isTTY := func(fd uint64) bool {
-		var st unix.Stat_t
-		return fd < 1<<20 && unix.Stat(dir+"/fd/"+strconv.FormatUint(fd, 10), &st) == nil &&
-			st.Mode&unix.S_IFMT == unix.S_IFCHR && (st.Rdev == tty || st.Rdev == devTTY)
-	}
-	kind := waitCalls[nr]
-	if kind != waitRead && pause(dir, nr, arg) {
-		return false, true
-	}
-	switch kind {
-	case waitRead:
-		return isTTY(arg(0)), true
-	case waitSelect:
-		nfds, set := min(arg(0), 1024), arg(1)
-		if set == 0 {
-			return false, true
-		}
-		bits := make([]byte, (nfds+7)/8)
-		if !readMem(dir, set, bits) {
-			return isTTY(0), true // the set cannot be read: stdin is the usual one
-		}
-		for fd := uint64(0); fd < nfds; fd++ {
-			if bits[fd/8]&(1<<(fd%8)) != 0 && isTTY(fd) {
-				return true, true
-			}
-		}
-		return false, true
-	case waitPoll:
-		n := min(arg(1), 1024)
-		fds := make([]byte, 8*n)
-		if !readMem(dir, arg(0), fds) {
-			return isTTY(0), true
-		}
-		for i := uint64(0); i < n; i++ {
-			e := fds[8*i:]
-			fd := int32(binary.LittleEndian.Uint32(e))
-			if binary.LittleEndian.Uint16(e[4:])&unix.POLLIN != 0 && fd >= 0 && isTTY(uint64(fd)) {
-				return true, true
-			}
-		}
-		return false, true
-	case waitEpoll:
-		return epollWatches(dir, arg(0), isTTY), true
-	}
-	return false, true
+// terminalWait is how a process waits on the terminal, if it does.
+type terminalWait struct {
+	on    bool          // blocked reading the terminal, or in select/poll/epoll for it to be readable
+	quiet time.Duration // how long output and input must have paused before that counts (see waitQuiet)
 }
 
-// shortestWait is the shortest timeout of a select or poll on the
-// terminal that counts as waiting for input: vim, for one, pauses 25 ms
-// that way between showing a mode and drawing the keys it already read.
-const shortestWait = 100 * time.Millisecond
+// selectWatches calls set for each descriptor in the read set at addr of
+// a select over nfds descriptors, until enough says no more is needed.
+func selectWatches(dir string, nfds, addr uint64, set func(uint64), enough func() bool) {
+	bits := make([]byte, (nfds+7)/8)
+	if !readMem(dir, addr, bits) {
+		set(0) // the set cannot be read: stdin is the usual one
+	}
+	for fd := uint64(0); fd < nfds && !enough(); fd++ {
+		if bits[fd/8]&(1<<(fd%8)) != 0 {
+			set(fd)
+		}
+	}
+}
 
-// pause reports whether a select, poll or epoll wait (system call nr,
-// arguments arg) has a timeout shorter than shortestWait: a pause in the
-// program's work, not a wait for input. The timeout is the one asked for,
-// read from the call's arguments or, for a pointer, the process's memory.
-func pause(dir string, nr uint64, arg func(int) uint64) bool {
-	var d time.Duration
+// pollWatches calls set for each descriptor polled for input in the n
+// pollfds at addr, until enough says no more is needed.
+func pollWatches(dir string, addr, n uint64, set func(uint64), enough func() bool) {
+	fds := make([]byte, 8*n)
+	if !readMem(dir, addr, fds) {
+		set(0) // the array cannot be read: stdin is the usual one
+		return
+	}
+	for i := uint64(0); i < n && !enough(); i++ {
+		e := fds[8*i:]
+		fd := int32(binary.LittleEndian.Uint32(e))
+		if binary.LittleEndian.Uint16(e[4:])&unix.POLLIN != 0 && fd >= 0 {
+			set(uint64(fd))
+		}
+	}
+}
+
+// onTerminal tells whether process pid is blocked reading the terminal
+// whose device is tty, or in select/poll/epoll waiting for it to be
+// readable, and how (see waitQuiet). known is false when the kernel does
+// not show the process's system call to us.
+func onTerminal(pid int, tty uint64) (w terminalWait, known bool) {
+	return onTerminalVia(pid, tty, nil)
+}
+
+// onTerminalVia is onTerminal reading pid's /proc files through pf, which
+// keeps them open when it follows pid.
+func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bool) {
+	b, ok := pf.readSyscall(pid)
+	if !ok {
+		return w, false
+	}
+	// "nr arg0 ... arg5 sp pc" in a system call; "running", or "-1 sp pc"
+	// outside one.
+	var f [9][]byte
+	if proc.Fields(b, f[:]) < 3 {
+		return w, true
+	}
+	nr, err1 := strconv.ParseUint(string(f[0]), 10, 64)
+	if err1 != nil {
+		return w, true
+	}
+	var args [6]uint64
+	for i := range args {
+		args[i], _ = strconv.ParseUint(strings.TrimPrefix(string(f[1+i]), "0x"), 16, 64)
+	}
+	arg := func(i int) uint64 { return args[i] }
+	isTTY := func(fd uint64) bool {
+		var st unix.Stat_t
+		return fd < 1<<20 && pf.statFD(pid, fd, &st) &&
+			st.Mode&unix.S_IFMT == unix.S_IFCHR && (st.Rdev == tty || st.Rdev == devTTY)
+	}
+	// set notes one descriptor the call waits to read: the terminal, or
+	// something else.
+	on, others := false, false
+	set := func(fd uint64) {
+		if isTTY(fd) {
+			on = true
+		} else {
+			others = true
+		}
+	}
+	kind := waitCalls[nr]
+	switch kind {
+	case waitRead:
+		return terminalWait{on: isTTY(arg(0))}, true
+	case 0:
+		return w, true
+	}
+	dir := "/proc/" + strconv.Itoa(pid)
+	switch kind {
+	case waitSelect:
+		if arg(1) == 0 {
+			return w, true
+		}
+		selectWatches(dir, min(arg(0), 1024), arg(1), set, func() bool { return on && others })
+	case waitPoll:
+		pollWatches(dir, arg(0), min(arg(1), 1024), set, func() bool { return on && others })
+	case waitEpoll:
+		epollWatches(dir, arg(0), set)
+	}
+	if !on {
+		return w, true
+	}
+	d, finite := waitTimeout(dir, nr, arg)
+	if finite && d < shortestWait {
+		return w, true // a pause in the program's work
+	}
+	return terminalWait{on: true, quiet: waitQuiet(others, d, finite)}, true
+}
+
+// How waits on the terminal count: termwait's, shared with the backends
+// that read another machine's kernel.
+const (
+	shortestWait = termwait.Shortest
+	relayQuiet   = termwait.Relay
+)
+
+var waitQuiet = termwait.Quiet
+
+// waitTimeout returns the timeout a select, poll or epoll wait (system
+// call nr, arguments arg) asked for, read from the call's arguments or,
+// for a pointer, the process's memory; finite is false for none.
+func waitTimeout(dir string, nr uint64, arg func(int) uint64) (d time.Duration, finite bool) {
 	spec := func(ptr uint64, unit time.Duration) bool { // struct timespec or timeval; NULL waits for ever
 		b := make([]byte, 16)
 		if ptr == 0 || !readMem(dir, ptr, b) {
@@ -217,7 +343,6 @@ func pause(dir string, nr uint64, arg func(int) uint64) bool {
 		d = time.Duration(t) * time.Millisecond
 		return t >= 0
 	}
-	var finite bool
 	switch {
 	case nr == unix.SYS_PSELECT6:
 		finite = spec(arg(4), time.Nanosecond)
@@ -232,7 +357,7 @@ func pause(dir string, nr uint64, arg func(int) uint64) bool {
 	case runtime.GOARCH == "amd64" && nr == 7:
 		finite = ms(arg(2))
 	}
-	return finite && d < shortestWait
+	return d, finite
 }
 
 // devTTY is /dev/tty, which getpass and sudo open: for a process of the
@@ -253,13 +378,13 @@ func readMem(dir string, addr uint64, p []byte) bool {
 	return n == len(p)
 }
 
-// epollWatches reports whether epoll descriptor epfd of a process waits
-// for one of the descriptors isTTY accepts to be readable, from its
-// fdinfo ("tfd:        0 events:       19 ...").
-func epollWatches(dir string, epfd uint64, isTTY func(uint64) bool) bool {
+// epollWatches calls set with each descriptor epoll descriptor epfd of a
+// process waits to be readable, from its fdinfo ("tfd:        0 events:
+// 19 ...").
+func epollWatches(dir string, epfd uint64, set func(fd uint64)) {
 	f, err := os.Open(dir + "/fdinfo/" + strconv.FormatUint(epfd, 10))
 	if err != nil {
-		return false
+		return
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -270,9 +395,8 @@ func epollWatches(dir string, epfd uint64, isTTY func(uint64) bool) bool {
 		}
 		fd, err1 := strconv.ParseUint(w[1], 10, 64)
 		ev, err2 := strconv.ParseUint(w[3], 16, 32)
-		if err1 == nil && err2 == nil && ev&unix.EPOLLIN != 0 && isTTY(fd) {
-			return true
+		if err1 == nil && err2 == nil && ev&unix.EPOLLIN != 0 {
+			set(fd)
 		}
 	}
-	return false
 }

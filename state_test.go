@@ -3,6 +3,7 @@ package agentpty
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -109,8 +110,8 @@ func TestStateRunning(t *testing.T) {
 			c := <-accepted
 			t.Cleanup(func() { c.Close() })
 		}},
-		{"make running a child", "exec make -s -C " + dir, "make", nil},
-		{"a shell running a child", "echo ready; sleep 30; echo done", "bash", nil},
+		{"make running a child", "exec make -s -C " + dir, "sleep", nil}, // the newest of the group: the one at work
+		{"a shell running a child", "echo ready; sleep 30; echo done", "sleep", nil},
 	}
 	m := newManager(t, noProfile)
 	for _, c := range cases {
@@ -177,5 +178,165 @@ func TestStateExited(t *testing.T) {
 	}
 	if w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(0)}); w.State != StateExited {
 		t.Fatalf("write after exit: %+v", w)
+	}
+}
+
+// TestExitedResultSaysExited: a result that reports the exit reports the
+// state exited, however the exit falls against the wait.
+func TestExitedResultSaysExited(t *testing.T) {
+	m := newManager(t, noProfile)
+	for i := 0; i < 60; i++ {
+		res, err := m.Start(waitCtx(t), StartRequest{Command: "exit 3", WaitMS: ms(i % 4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, exited bool, state string) {
+			if exited != (state == StateExited) {
+				t.Fatalf("%s %d: exited %v with state %q", what, i, exited, state)
+			}
+		}
+		check("start", res.Exited, res.State)
+		w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(0)})
+		check("write", w.Exited, w.State)
+		if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Relays wait on the terminal and on a socket or pipe at once, so output
+// can come without input: wait_until input returns their answer, not just
+// the echo of what was typed.
+func TestWaitUntilInputRelays(t *testing.T) {
+	t.Run("node", func(t *testing.T) {
+		need(t, "node")
+		m := newManager(t, noProfile)
+		res, err := m.Start(waitCtx(t), StartRequest{Command: "exec node", WaitUntil: WaitUntilInput})
+		if err != nil || res.State != StateWaitingInput || !strings.Contains(res.Output, "> ") {
+			t.Fatalf("start: %+v %v", res, err)
+		}
+		w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "await new Promise(r=>setTimeout(r,800)); 42", Submit: true, WaitUntil: WaitUntilInput})
+		if w.State != StateWaitingInput || !strings.HasSuffix(w.Output, "\n42\n> ") {
+			t.Fatalf("state %q output %q: the value did not come in the same result", w.State, w.Output)
+		}
+		if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ssh", func(t *testing.T) {
+		m := newManager(t, noProfile) // its leak check runs after sshd has stopped
+		x := startTestSSHD(t, sshdOptions{})
+		res := mustStart(t, m, StartRequest{Command: x.Command("PS1='remote$ ' exec bash --norc --noprofile -i"), WaitFor: "remote$ "})
+		host, err := os.Hostname()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "hostname; echo remote-ok", Submit: true, WaitUntil: WaitUntilInput})
+			if w.State != StateWaitingInput || w.Foreground != "ssh" || !strings.HasSuffix(w.Output, "\n"+host+"\nremote-ok\nremote$ ") {
+				t.Fatalf("write %d: state %q foreground %q output %q: the answer did not come in the same result", i, w.State, w.Foreground, w.Output)
+			}
+		}
+		if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("tmux client", func(t *testing.T) {
+		need(t, "tmux")
+		m := newManager(t, noProfile)
+		sock := filepath.Join(t.TempDir(), "tmux")
+		t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+		res, err := m.Start(waitCtx(t), StartRequest{Command: "exec tmux -S " + sock + " -f /dev/null new-session \"PS1='in-tmux$ ' bash --norc --noprofile -i\"", Rows: 24, Cols: 80, WaitFor: "in-tmux$"}) // the screen's rows end at their last character
+		if err != nil || !res.Matched {
+			t.Fatalf("start: %+v %v", res, err)
+		}
+		begin := time.Now()
+		w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "echo $((6*7))", Submit: true, WaitUntil: WaitUntilInput})
+		if took := time.Since(begin); w.State != StateWaitingInput || took > 5*time.Second || !strings.Contains(w.Output, "\n42\nin-tmux$") {
+			t.Fatalf("after %v: state %q foreground %q output %q", took, w.State, w.Foreground, w.Output)
+		}
+		if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A lone Esc: vim waits for the rest of an escape sequence (ttimeoutlen:
+// 100 ms in Debian's defaults) before it leaves insert mode, showing the
+// Esc typed so far (^[) meanwhile. The write that types it returns the
+// frame after that, not the one during it.
+func TestWaitUntilInputAfterALoneEsc(t *testing.T) {
+	need(t, "vim")
+	cases := []struct{ name, options string }{
+		{"debian's defaults", "--clean"},
+		{"a timeout of a second", "-u NONE -N -c 'set showcmd ttimeout ttimeoutlen=1000'"},
+	}
+	m := newManager(t, noProfile)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "notes.txt")
+			res, err := m.Start(waitCtx(t), StartRequest{Command: "exec vim " + c.options + " " + file, Cols: 80, Rows: 24, WaitUntil: WaitUntilInput})
+			if err != nil || res.State != StateWaitingInput {
+				t.Fatalf("start: %+v %v", res, err)
+			}
+			w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "i", WaitUntil: WaitUntilInput})
+			if !strings.Contains(w.Output, "-- INSERT --") {
+				t.Fatalf("i: %q", w.Output)
+			}
+			mustWrite(t, m, WriteRequest{ID: res.ID, Input: "abc", WaitUntil: WaitUntilInput})
+			w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\e`, WaitUntil: WaitUntilInput})
+			if w.State != StateWaitingInput || strings.Contains(w.Output, "-- INSERT --") || strings.Contains(w.Output, "^[") || !strings.HasPrefix(w.Output, "abc\n") {
+				t.Fatalf("after Esc: state %q output %q", w.State, w.Output)
+			}
+			if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// foreground names the program that holds the terminal: the one reading
+// it, else the newest of the group, by the program's own name.
+func TestForegroundNamesTheProgram(t *testing.T) {
+	need(t, "git", "less")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = c.Write([]byte("hello from the socket\n"))
+		}
+	}()
+	repo := filepath.Join(t.TempDir(), "repo")
+	gitRepo(t, repo, 30)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	cases := []struct {
+		name, command, ready, state, fg string
+	}{
+		// git runs its pager as Debian names it, pager: the program is less.
+		{"git's pager", "exec env -u GIT_PAGER -u PAGER GIT_CONFIG_GLOBAL=/dev/null git -C " + repo + " log", "commit 30 of 30", StateWaitingInput, "less"},
+		// yes runs, head reads the terminal.
+		{"a pipeline's reader", "echo ready; yes >/dev/null | head -n1 /dev/tty", "ready", StateRunning, "head"},
+		{"a command after a redirection", "exec 3<>/dev/tcp/127.0.0.1/" + port + "; cat <&3", "hello from", StateRunning, "cat"},
+	}
+	m := newManager(t, noProfile)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := mustStart(t, m, StartRequest{Command: c.command, Rows: 24, WaitFor: c.ready})
+			w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput, WaitMS: ms(600)})
+			if w.State != c.state || w.Foreground != c.fg {
+				t.Errorf("state %q foreground %q, want %q %q", w.State, w.Foreground, c.state, c.fg)
+			}
+			if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -46,19 +46,20 @@ func newTap(s *Session, input bool, emit func(kind byte, p []byte) error) *tap {
 // bytes that redraw the screen as it is there, and its size: what t
 // delivers next continues from exactly that screen.
 func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, err error) {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
 	s.mu.Lock()
-	over := s.drained || s.noReplies
+	over := s.text.drained
 	s.mu.Unlock()
+	over = over || s.rep.isStopped()
 	if over {
 		st, _ := s.ended()
 		return nil, 0, 0, errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
 	}
 	s.syncScreenLocked()
-	redraw = s.screen.Redraw(nil)
-	cols, rows = s.screen.Size()
-	t.off = s.screenOff.Load()
+	redraw = s.disp.screen.Redraw(nil)
+	cols, rows = s.disp.screen.Size()
+	t.off = s.disp.screenOff.Load()
 	s.mu.Lock()
 	s.taps = append(s.taps, t)
 	s.mu.Unlock()
@@ -78,10 +79,10 @@ func (t *tap) run() {
 	for {
 		s.mu.Lock()
 		ch := s.changes()
-		end := s.settled.Load()
+		end := s.out.settled.Load()
 		marks := t.marks
 		t.marks = nil
-		over := s.drained
+		over := s.text.drained
 		s.mu.Unlock()
 		for _, mk := range marks {
 			if t.err = t.deliver(mk.off); t.err == nil {
@@ -109,14 +110,14 @@ func (t *tap) deliver(end int64) error {
 	if end <= t.off {
 		return nil
 	}
-	s.inMu.Lock()
-	a, b, lost := s.ring.slices(t.off)
+	s.out.inMu.Lock()
+	a, b, lost := s.out.ring.slices(t.off)
 	if lost == 0 {
-		n := int(min(end, s.ring.end()) - t.off)
+		n := int(min(end, s.out.ring.end()) - t.off)
 		t.buf = append(t.buf[:0], a[:min(n, len(a))]...)
 		t.buf = append(t.buf, b[:n-len(t.buf)]...)
 	}
-	s.inMu.Unlock()
+	s.out.inMu.Unlock()
 	if lost > 0 {
 		return t.resync()
 	}
@@ -131,11 +132,11 @@ func (t *tap) deliver(end int64) error {
 // resync redraws the screen for a tap the ring has left behind.
 func (t *tap) resync() error {
 	s := t.s
-	s.screenMu.Lock()
+	s.disp.mu.Lock()
 	s.syncScreenLocked()
-	redraw := s.screen.Redraw(nil)
-	t.off = s.screenOff.Load()
-	s.screenMu.Unlock()
+	redraw := s.disp.screen.Redraw(nil)
+	t.off = s.disp.screenOff.Load()
+	s.disp.mu.Unlock()
 	return t.emit('o', redraw)
 }
 
@@ -167,12 +168,12 @@ func (t *tap) poke() {
 }
 
 // tapResize tells the taps the terminal is now cols×rows. Call with
-// screenMu held, so the place is where the screen has parsed up to.
+// disp.mu held, so the place is where the screen has parsed up to.
 func (s *Session) tapResize(cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.taps) > 0 {
-		s.mark(tapMark{off: s.screenOff.Load(), kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
+		s.mark(tapMark{off: s.disp.screenOff.Load(), kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
 	}
 }
 
@@ -194,9 +195,9 @@ func (s *Session) tapInputMark(kind byte, p []byte) {
 		return
 	}
 	data := s.maskInput(append([]byte(nil), p...))
-	s.inMu.Lock()
-	off := s.ring.end()
-	s.inMu.Unlock()
+	s.out.inMu.Lock()
+	off := s.out.ring.end()
+	s.out.inMu.Unlock()
 	s.mu.Lock()
 	s.mark(tapMark{off: off, kind: kind, data: data})
 	s.mu.Unlock()

@@ -28,6 +28,7 @@ type localTerminal struct {
 	tr      *terminalReader
 	busy    atomic.Bool // Read holds bytes the session has not taken (see terminalReader)
 	exited  atomic.Bool // the command has been reaped
+	procs   procFiles   // the slave and the foreground leader's /proc files, kept open for Foreground
 	// Read's end-of-output state; only Read touches it.
 	eio    bool
 	drains int
@@ -124,6 +125,9 @@ func (t *localTerminal) PID() int     { return t.cmd.Process.Pid }
 func (t *localTerminal) Wait() (ExitStatus, error) {
 	err := t.cmd.Wait()
 	t.exited.Store(true)
+	// Foreground reads no process once exited, and the master ends the
+	// output only once no one holds the slave.
+	t.procs.close()
 	st := exitStatus(t.cmd.ProcessState, err)
 	if sm, ok := t.sandbox.(statusMapper); ok {
 		st = sm.childStatus(st)
@@ -156,8 +160,8 @@ func (t *localTerminal) EchoOff() bool { return echoOff(t.f) }
 
 // Foreground reads the foreground process group from the kernel.
 func (t *localTerminal) Foreground() Foreground {
-	fg := foreground(t.f)
-	return Foreground{Name: fg.name, PID: fg.pid, Waiting: fg.waiting, Unread: fg.unread}
+	fg := foregroundVia(t.f, &t.procs)
+	return Foreground{Name: fg.name, PID: fg.pid, Waiting: fg.waiting, Quiet: fg.quiet, Unread: fg.unread}
 }
 
 // OutputPending polls the master before it reads the reader's flag: bytes

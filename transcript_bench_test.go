@@ -179,7 +179,7 @@ func waitLatency(tb testing.TB, n int) (until, lit time.Duration) {
 				_, _ = m.Write(ctx, WriteRequest{ID: res.ID, Input: "2**64", Submit: true, WaitUntil: WaitUntilInput})
 			})
 		})
-	return time.Duration(p.lib * 1e9), time.Duration(p.floor * 1e9)
+	return time.Duration(p.Lib * 1e9), time.Duration(p.Floor * 1e9)
 }
 
 // formatTranscript prints the transcript's figures for TestBenchReport.

@@ -3,7 +3,9 @@ package agentpty
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -29,6 +31,8 @@ type waitSpec struct {
 	text, kinds []byte // the text last looked in, kept for its memory
 	scanned     bool   // the settled text was looked in ...
 	hit         bool   // ... and a match found; after none, only what changed since needs another look
+	screenSeen  bool   // the screen was looked in, and found no match ...
+	screenAt    int64  // ... when it had parsed the ring up to here
 }
 
 // newWaitSpec checks a call's wait_for and wait_for_regex; who names the
@@ -96,19 +100,25 @@ func (w *waitSpec) inSettled(st *settler) bool {
 		w.scanned = true
 	}
 	var echoFrom int
-	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine)
+	w.text, w.kinds, echoFrom = st.region(w.text[:0], w.kinds[:0], start, w.echoLine, w.re == nil)
 	markEcho(w.text, w.kinds, echoFrom, w.echo)
 	w.hit = findCounted(w.text, w.kinds, w.litb, w.re)
 	return w.hit
 }
 
 // screenMatch reports whether w matches the screen of a full-screen
-// program in a way that counts.
-func (s *Session) screenMatch(w *waitSpec) bool {
-	s.screenMu.Lock()
-	defer s.screenMu.Unlock()
-	s.syncScreenCall()
-	return w.inScreen(s.screen.Lines(), s.shown)
+// program in a way that counts. The screen parses what it has not seen
+// until the call's deadline at most: a flood must not stretch the wait.
+func (s *Session) screenMatch(w *waitSpec, deadline time.Time) bool {
+	s.disp.mu.Lock()
+	defer s.disp.mu.Unlock()
+	s.syncScreenBy(deadline)
+	off := s.disp.screenOff.Load()
+	if w.screenSeen && off == w.screenAt || time.Now().After(deadline) {
+		return false // the screen has not changed since the last look, or the wait is over
+	}
+	w.screenSeen, w.screenAt = true, off
+	return w.inScreen(s.disp.screen.Lines(), s.disp.shown)
 }
 
 // inScreen reports whether w matches a screen's rows in a way that counts:
@@ -137,20 +147,27 @@ func (w *waitSpec) inScreen(rows, shown []string) bool {
 // has drawn nothing for frameQuiet. The deadline and frameMax bound it, and
 // exit ends it. Only the reader wakes it.
 func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
-	timer := time.NewTimer(min(time.Until(deadline), frameMax))
-	defer timer.Stop()
-	var pause *time.Timer
+	// Most results show no full screen: the timers and the channel are
+	// made only once there is a frame to wait for.
+	limit := time.Now().Add(min(time.Until(deadline), frameMax))
+	var timer, pause *time.Timer
 	defer func() {
-		if pause != nil {
-			pause.Stop()
+		for _, t := range []*time.Timer{timer, pause} {
+			if t != nil {
+				t.Stop()
+			}
 		}
 	}()
 	for {
 		s.mu.Lock()
-		alt, drained, ch := s.settle.altScreen(), s.drained, s.changes()
-		syncing := s.settle.syncing
-		ended := !syncing && s.frameEnd == s.settled.Load() // the last output ended an update
-		since := time.Since(s.lastOutput)
+		alt, drained := s.text.settle.altScreen(), s.text.drained
+		var ch <-chan struct{}
+		if alt && !drained {
+			ch = s.changes()
+		}
+		syncing := s.text.settle.syncing
+		ended := !syncing && s.text.frameEnd == s.out.settled.Load() // the last output ended an update
+		since := time.Since(s.text.lastOutput)
 		s.mu.Unlock()
 		quiet := frameQuiet
 		if syncing {
@@ -160,6 +177,9 @@ func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
 		// program blocks reading the terminal again, that is one more.
 		if !alt || drained || ended || since >= quiet {
 			return nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(limit))
 		}
 		if pause == nil {
 			pause = time.NewTimer(quiet - since)
@@ -246,4 +266,167 @@ func (l *lane) leave() {
 	}
 	close(l.queue[0])
 	l.queue = l.queue[1:]
+}
+
+// waitLimit turns the request's wait into a duration.
+func waitLimit(want *waitSpec, waitMS *int) time.Duration {
+	d := defaultWait
+	switch {
+	case waitMS != nil:
+		d = time.Duration(*waitMS) * time.Millisecond
+	case want != nil:
+		d = defaultWaitFor
+	}
+	return min(d, maxWait)
+}
+
+// write types input, then waits and collects as pty-write does.
+func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
+	defer s.use()() // a long wait is use, not idleness
+	leave, err := s.turn(ctx, ToolWrite)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	defer leave()
+	return s.writeInTurn(ctx, input, want, waitMS, v)
+}
+
+// writeInTurn is write once the call has its turn.
+func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
+	if err := s.checkInputWait(ToolWrite, v.waitUntil); err != nil {
+		return WriteResult{}, err
+	}
+	st, exited := s.ended()
+	if exited && len(input) > 0 {
+		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s); write no input to read what is left, or kill it", ToolWrite, s.id, st)
+	}
+	before, err := s.beforeTyping(v)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
+	if len(input) > 0 && want != nil && !v.secret {
+		s.mu.Lock()
+		want.typed(s.text.settle, input)
+		s.mu.Unlock()
+	}
+	ends := s.shellEnds()
+	if len(input) > 0 {
+		// Even a call that will not wait for output gets a moment to type.
+		typing := deadline
+		if least := time.Now().Add(minTyping); typing.Before(least) {
+			typing = least
+		}
+		if n, err := s.typeInput(ctx, input, typing); err != nil {
+			why := ""
+			switch {
+			case ctx.Err() != nil:
+				err = ctx.Err()
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				why = " before the wait ran out; the program is not reading its input"
+			}
+			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
+		}
+	}
+	w, err := s.waitUntil(ctx, want, deadline, false, v.waitUntil != "", v.peek)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	s.applyScreen(v.screen, before, v.peek, &w)
+	res := s.writeResult(w)
+	if code, ok := s.shellEnded(ends); ok && !w.exited {
+		res.PromptAfter, res.ExitCode = true, &code
+	}
+	return res, nil
+}
+
+// wait is start's wait: as write's, but with neither wait_for nor wait_ms
+// it returns once output has appeared and paused.
+func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUntil string) (waitResult, error) {
+	defer s.use()() // the idle clock starts when start returns
+	leave, err := s.turn(ctx, ToolStart)
+	if err != nil {
+		return waitResult{}, err
+	}
+	defer leave()
+	if err := s.checkInputWait(ToolStart, waitUntil); err != nil {
+		return waitResult{}, err
+	}
+	quiet := want == nil && waitMS == nil && waitUntil == ""
+	return s.waitUntil(ctx, want, time.Now().Add(untilLimit(want, waitMS, waitUntil)), quiet, waitUntil != "", false)
+}
+
+// waitUntil waits as await does (awaitInput when input) and, on a full
+// screen, for the frame to be finished, then collects the result, with
+// the state taken before the output (the one that ended an input wait);
+// a peek consumes nothing.
+func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet, input, peek bool) (waitResult, error) {
+	var matched bool
+	var err error
+	var st TerminalState
+	if input {
+		matched, st, err = s.awaitInput(ctx, want, deadline)
+	} else {
+		matched, err = s.await(ctx, want, deadline, quiet)
+	}
+	if err == nil {
+		err = s.awaitFrame(ctx, deadline)
+	}
+	if err != nil {
+		return waitResult{}, err
+	}
+	if st.State != StateWaitingInput {
+		st = s.State()
+	}
+	w := s.collect(matched, peek)
+	w.state = resultState(st, w.exited)
+	return w, nil
+}
+
+// await blocks until want matches new output, the child exits, the
+// deadline passes, or (quiet) output has appeared and paused. It reads
+// nothing. Only the reader wakes it: nothing polls.
+func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time, quiet bool) (bool, error) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	var pause *time.Timer
+	var pauseC <-chan time.Time
+	defer func() {
+		if pause != nil {
+			pause.Stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		matched := want != nil && want.inSettled(s.text.settle)
+		drained, alt, ch := s.text.drained, s.text.settle.altScreen(), s.changes()
+		var since time.Duration
+		hasOutput := quiet && s.text.settle.unread()
+		if hasOutput {
+			since = time.Since(s.text.lastOutput)
+		}
+		s.mu.Unlock()
+		if !matched && want != nil && alt {
+			matched = s.screenMatch(want, deadline)
+		}
+		if matched || drained || (hasOutput && since >= startQuiet) {
+			return matched, nil
+		}
+		if hasOutput {
+			if pause == nil {
+				pause = time.NewTimer(startQuiet - since)
+				pauseC = pause.C
+			} else {
+				pause.Reset(startQuiet - since)
+			}
+		}
+		select {
+		case <-ch:
+		case <-pauseC:
+		case <-timer.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
+		}
+	}
 }

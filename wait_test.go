@@ -269,3 +269,91 @@ func TestFullScreenFrameWaitIsBounded(t *testing.T) {
 		t.Fatalf("after %v: %q", d, res.Output)
 	}
 }
+
+// A wait_for literal that ends in a newline matches when that newline is
+// the last output so far: cat's echo of the line, then its copy, each
+// ended by the Enter.
+func TestWaitForEndingInNewline(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "w0", Submit: true, WaitFor: "w0\n", WaitMS: ms(3000)})
+	if w.Output != "w0\nw0" {
+		t.Fatalf("output %q", w.Output)
+	}
+	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Output no result has returned yet stays in the read when the program
+// clears the screen after it: the text before the clear, then the screen.
+func TestReadKeepsTextBeforeAClear(t *testing.T) {
+	m := newManager(t, noProfile)
+	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' exec bash --norc --noprofile -i", WaitFor: "$ ", Cols: 80, Rows: 24})
+	s, _ := m.Session(res.ID)
+	if err := s.Send("echo visible_text\r"); err != nil {
+		t.Fatal(err)
+	}
+	awaitUnread(t, s, "visible_text\n$ ")
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "clear; echo after_clear", Submit: true, WaitFor: "after_clear\n$ "})
+	want := "$ echo visible_text\nvisible_text\n$ clear; echo after_clear\nafter_clear\n$"
+	if !strings.HasSuffix(w.Output, want) {
+		t.Fatalf("output %q, want it to end in %q", w.Output, want)
+	}
+	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func init() {
+	// A full-screen flood: the alternate screen, then a clear of all of it
+	// between every two characters, which the screen parses far slower
+	// than the program prints.
+	childModes["flood-screen"] = func() {
+		os.Stdout.WriteString("\x1b[?1049hflooding\r\n")
+		chunk := []byte(strings.Repeat("x\x1b[2J", 4096))
+		for {
+			if _, err := os.Stdout.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// A flood on a large full screen holds no call more than a second past its
+// own wait: not a start's, not a read's, not a write's.
+func TestFloodHoldsNoCall(t *testing.T) {
+	m := newManager(t, noProfile) // killed early: no login profile to cut short
+	cmd, env := childCommand("flood-screen")
+	const slack = 1500 * time.Millisecond
+	timed := func(what string, wait time.Duration, call func() error) {
+		t.Helper()
+		begin := time.Now()
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if took := time.Since(begin); took > wait+slack {
+			t.Errorf("%s with a wait of %v took %v", what, wait, took)
+		}
+	}
+	var id string
+	timed("start", 300*time.Millisecond, func() error {
+		res, err := m.Start(waitCtx(t), StartRequest{Command: cmd, Env: env, Cols: 1000, Rows: 500, WaitMS: ms(300)})
+		id = res.ID
+		return err
+	})
+	for i := 0; i < 3; i++ {
+		timed("read", 100*time.Millisecond, func() error {
+			_, err := m.Write(waitCtx(t), WriteRequest{ID: id, WaitMS: ms(100)})
+			return err
+		})
+	}
+	timed("write", 100*time.Millisecond, func() error {
+		_, err := m.Write(waitCtx(t), WriteRequest{ID: id, Input: "q", WaitMS: ms(100), WaitFor: "never printed"})
+		return err
+	})
+	timed("kill", 0, func() error {
+		_, err := m.Kill(waitCtx(t), id)
+		return err
+	})
+}

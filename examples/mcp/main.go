@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/sshpty"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -53,11 +54,38 @@ func main() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	if err := run(ctx, opts, &lineTransport{r: os.Stdin, w: os.Stdout}, os.Stderr); err != nil && !errors.Is(err, context.Canceled) {
+	closeRemote, err := cfg.remote(ctx, &opts)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
 		stop()
 		os.Exit(1)
 	}
+	err = run(ctx, opts, &lineTransport{r: os.Stdin, w: os.Stdout}, os.Stderr)
+	closeRemote()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// remote connects to the machine --ssh names, if any, and makes it where
+// sessions run; the function it returns closes the connection.
+func (c config) remote(ctx context.Context, opts *agentpty.Options) (func(), error) {
+	if c.ssh == "" {
+		return func() {}, nil
+	}
+	if opts.Sandbox != nil {
+		return nil, errors.New("--sandbox confines programs on this machine; it cannot apply with --ssh")
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := sshpty.Dial(dctx, c.ssh, sshpty.DialConfig{})
+	if err != nil {
+		return nil, err
+	}
+	opts.Backend = b
+	return func() { _ = b.Close() }, nil
 }
 
 // run serves the tools over t until the client goes away or ctx ends, then
@@ -88,6 +116,7 @@ type config struct {
 	approveWrites, sandbox, net bool
 	noSnapshot                  bool
 	shell                       string
+	ssh                         string // user@host[:port], or empty for this machine
 	kube                        string // NAMESPACE/POD[/CONTAINER]
 }
 
@@ -134,6 +163,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.net, "network", true, "let sandboxed programs use the network; --network=false implies --sandbox")
 	fs.StringVar(&c.shell, "shell", "bash -lc", "the `command line` each command runs under, split at spaces; 'bash -c' skips the login profile")
 	fs.BoolVar(&c.noSnapshot, "no-snapshot", false, "run the login profile for every start instead of once (with --shell 'bash -lc', commands start from a snapshot of the login shell)")
+	fs.StringVar(&c.ssh, "ssh", "", "run every session on `user@host[:port]` over SSH: the host key checked against ~/.ssh/known_hosts, the ssh-agent's keys or ~/.ssh/id_*")
 	fs.StringVar(&c.kube, "kube", "", "run sessions in a Kubernetes pod, `NAMESPACE/POD[/CONTAINER]`, through the kubeconfig kubectl uses")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -178,6 +208,9 @@ func (c config) options() (agentpty.Options, error) {
 		})
 	}
 	if c.kube != "" {
+		if c.ssh != "" {
+			return opts, errors.New("--kube and --ssh: sessions run in one place")
+		}
 		b, err := kubeBackend(c.kube)
 		if err != nil {
 			return opts, err

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/sshdtest"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -464,6 +465,12 @@ func TestFlags(t *testing.T) {
 		args map[string]any
 		want string // in the result's text; "!" first: a tool error with this text
 	}
+	// A HOME whose login profile sets a variable, for the shell cases.
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte("export FROM_PROFILE=yes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	profiled := `shopt -q login_shell && echo login || echo no-login; echo "profile=$FROM_PROFILE"; echo end-of-test`
 	start := func(cmd string, want string) step {
 		return step{"pty-start", map[string]any{"command": cmd, "wait_for": "end-of-test"}, want}
 	}
@@ -484,9 +491,15 @@ func TestFlags(t *testing.T) {
 		{"sandbox", []string{"--writable", in, "--network=false"}, []step{start(write, "wrote-in\nrefused-out\nnet-no")}, ""},
 		{"no sandbox", nil, []step{start(write, "wrote-in\nwrote-out\nnet-yes")}, ""},
 		{"shell", []string{"--shell", "bash -c"}, []step{start("shopt -q login_shell && echo login || echo no-login; echo end-of-test", "no-login")}, ""},
-		{"shell default", nil, []step{start("shopt -q login_shell && echo login || echo no-login; echo end-of-test", "\nlogin")}, ""},
+		// By default the login profile runs once and each command starts
+		// from its snapshot: not a login shell, but what the profile set.
+		{"shell default", nil, []step{start(profiled, "no-login\nprofile=yes")}, ""},
+		{"shell no-snapshot", []string{"--no-snapshot"}, []step{start(profiled, "\nlogin\nprofile=yes")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasPrefix(tc.name, "shell ") {
+				t.Setenv("HOME", home)
+			}
 			_ = os.Remove(filepath.Join(out, "f"))
 			ctx := testCtx(t)
 			cs, _, n := connect(t, ctx, tc.flags...)
@@ -588,8 +601,8 @@ func TestFlagsToOptions(t *testing.T) {
 	}{
 		{agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: "bash"}, false},
 		{agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: "rm -rf x"}, true},
-		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "ls -l\r"}, false},
-		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "rm -rf x\r"}, true},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "ls -l\r", Foreground: "bash"}, false},
+		{agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "rm -rf x\r", Foreground: "bash"}, true},
 	} {
 		if err := opts.Approver.Approve(ctx, tc.req); (err != nil) != tc.deny {
 			t.Errorf("deny-only rules on %+v: %v, want denied %v", tc.req, err, tc.deny)
@@ -934,5 +947,46 @@ func TestWaitTotal(t *testing.T) {
 		if got := waitTotal(c.tool, json.RawMessage(c.args)); got != c.want {
 			t.Errorf("waitTotal(%s, %s) = %v, want %v", c.tool, c.args, got, c.want)
 		}
+	}
+}
+
+// --ssh runs every session on the named machine: here a real OpenSSH
+// server on 127.0.0.1, known from the user's known_hosts, logged into
+// with the user's default key.
+func TestSSHFlag(t *testing.T) {
+	srv := sshdtest.Start(t)
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for from, to := range map[string]string{srv.KnownHosts: "known_hosts", srv.KeyFile: "id_ed25519"} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".ssh", to), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("SSH_AUTH_SOCK", "")
+	ctx := testCtx(t)
+	cs, _, _ := connect(t, ctx, "--ssh", srv.User+"@"+srv.Addr, "--shell", "bash -c")
+	port := srv.Addr[strings.LastIndex(srv.Addr, ":")+1:]
+	res := call(t, ctx, cs, nil, "pty-start", map[string]any{"command": `echo "over ${SSH_CONNECTION##* }"`, "wait_for": "over " + port})
+	if !strings.Contains(res.text, "over "+port) {
+		t.Fatalf("the session did not run over SSH: %q", res.text)
+	}
+	// An unknown host key is refused: the server does not start.
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := serverCmd("--ssh", srv.User+"@"+srv.Addr)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	out := stderr.String()
+	if err == nil || !strings.Contains(string(out), "key is unknown") {
+		t.Fatalf("a server whose host key is not known: %v %q", err, out)
 	}
 }

@@ -246,6 +246,12 @@ func removeAll(dirs ...string) error {
 // removeTree removes the cgroup dir and those a program made inside it;
 // a cgroup is removed with rmdir once it has no processes and no children.
 func removeTree(dir string) error {
+	// Most sessions make no cgroup of their own: try the one rmdir first,
+	// and list the directory only when it holds cgroups (EBUSY).
+	switch err := unix.Rmdir(dir); err {
+	case nil, unix.ENOENT:
+		return nil
+	}
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil

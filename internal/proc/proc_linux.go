@@ -94,6 +94,7 @@ type Stat struct {
 	Comm            string // the command name
 	State           byte   // R, S, D, T, Z, ...
 	PPID, Pgrp, SID int
+	Start           uint64 // when it started, in clock ticks since boot
 }
 
 // Gone reports a zombie or a dead process: it has exited and only waits
@@ -113,24 +114,80 @@ func ReadStat(pid int, buf []byte) (Stat, bool) {
 	if err != nil || n <= 0 {
 		return Stat{}, false
 	}
-	b := buf[:n]
+	return ParseStat(buf[:n], "")
+}
+
+// ParseStat reads the text of a /proc/PID/stat file. comm, when it is the
+// command name found, is returned rather than a new string: a caller that
+// reads one process again and again allocates nothing.
+func ParseStat(b []byte, comm string) (Stat, bool) {
 	// "pid (comm) state ppid pgrp session ..."; comm may hold spaces and
 	// parentheses, so it ends at the last ')'.
 	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
 	if i < 0 || j < i {
 		return Stat{}, false
 	}
-	f := bytes.Fields(b[j+1:])
-	if len(f) < 4 || len(f[0]) != 1 {
+	if string(b[i+1:j]) != comm {
+		comm = string(b[i+1 : j])
+	}
+	// The fields after comm: 0 state, 1 ppid, 2 pgrp, 3 session, ... 19
+	// start time (field 22 of the line).
+	var f [20][]byte
+	k := Fields(b[j+1:], f[:])
+	if k < 4 || len(f[0]) != 1 {
 		return Stat{}, false
 	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgrp, err2 := strconv.Atoi(string(f[2]))
-	sid, err3 := strconv.Atoi(string(f[3]))
-	if err1 != nil || err2 != nil || err3 != nil {
+	ppid, ok1 := atoi(f[1])
+	pgrp, ok2 := atoi(f[2])
+	sid, ok3 := atoi(f[3])
+	if !ok1 || !ok2 || !ok3 {
 		return Stat{}, false
 	}
-	return Stat{Comm: string(b[i+1 : j]), State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid}, true
+	var start uint64
+	if v, ok := atoi(f[19]); k > 19 && ok && v >= 0 {
+		start = uint64(v)
+	}
+	return Stat{Comm: comm, State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid, Start: start}, true
+}
+
+// Fields splits b at spaces and newlines into f, as many fields as f
+// holds, without allocating, and returns how many it found.
+func Fields(b []byte, f [][]byte) int {
+	k := 0
+	for ; k < len(f); k++ {
+		b = bytes.TrimLeft(b, " \n")
+		if len(b) == 0 {
+			break
+		}
+		end := bytes.IndexAny(b, " \n")
+		if end < 0 {
+			end = len(b)
+		}
+		f[k], b = b[:end], b[end:]
+	}
+	return k
+}
+
+// atoi reads a decimal number, with a sign, without making a string.
+func atoi(b []byte) (int, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = 10*n + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // waitExit returns when any of pids exits or ctx ends, woken by pidfds

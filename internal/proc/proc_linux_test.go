@@ -1,0 +1,29 @@
+package proc
+
+import (
+	"os"
+	"testing"
+)
+
+// TestParseStat reads a command name with spaces and parentheses, the
+// fields after it, and reuses the name it is given when it is the same.
+func TestParseStat(t *testing.T) {
+	line := []byte("4242 (a (b) c) S 1 4242 4240 34816 4242 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100\n")
+	st, ok := ParseStat(line, "")
+	want := Stat{Comm: "a (b) c", State: 'S', PPID: 1, Pgrp: 4242, SID: 4240, Start: 987654}
+	if !ok || st != want {
+		t.Fatalf("ParseStat = %+v %v, want %+v", st, ok, want)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { ParseStat(line, "a (b) c") }); allocs != 0 {
+		t.Errorf("ParseStat with the same name allocates %v times", allocs)
+	}
+	for _, bad := range []string{"", "1 (x", "1 (x) SS 1 2 3", "1 (x) S 1 2"} {
+		if _, ok := ParseStat([]byte(bad), ""); ok {
+			t.Errorf("ParseStat(%q) ok", bad)
+		}
+	}
+	self, ok := ReadStat(os.Getpid(), make([]byte, 512))
+	if !ok || self.PPID != os.Getppid() || self.Start == 0 || self.State != 'R' {
+		t.Errorf("ReadStat(self) = %+v %v", self, ok)
+	}
+}

@@ -1,0 +1,264 @@
+//go:build linux
+
+// Package sshdtest runs a real OpenSSH server (Debian's /usr/sbin/sshd) on
+// 127.0.0.1 for tests: a free port, a throwaway host key and client key in
+// a temporary directory, its own sshd_config, and the user running the
+// tests allowed in with that key. It is for tests only.
+package sshdtest
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty/internal/proc"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// Path is where Debian's openssh-server puts the server.
+const Path = "/usr/sbin/sshd"
+
+// Server is one sshd listening on 127.0.0.1.
+type Server struct {
+	// Addr is "127.0.0.1:PORT".
+	Addr string
+	// User is the user the tests log in as (the one running them).
+	User string
+	// Dir holds the keys, the config and known_hosts.
+	Dir string
+	// KeyFile is the client's private key (OpenSSH format, no passphrase).
+	KeyFile string
+	// KnownHosts is a known_hosts file that lists the server's host key.
+	KnownHosts string
+	// Signer is the client's key.
+	Signer ssh.Signer
+	// HostKey is the server's public host key.
+	HostKey ssh.PublicKey
+
+	cmd  *exec.Cmd
+	logs chan struct{} // closed once the log reader is done
+	mu   sync.Mutex
+	log  bytes.Buffer
+	once sync.Once
+}
+
+// Start starts a server for t and stops it when t ends. It skips t when
+// sshd is missing, unless AGENTPTY_REQUIRE=all asks every test to run.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if _, err := os.Stat(Path); err != nil {
+		if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+			t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed (Debian: openssh-server): %v", Path, err)
+		}
+		t.Skipf("%s is not installed (Debian: openssh-server): the SSH tests need a real OpenSSH server", Path)
+	}
+	s, err := start(t.TempDir())
+	if err != nil {
+		t.Fatalf("sshdtest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func start(dir string) (*Server, error) {
+	u, err := user.Current()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, User: u.Username, KeyFile: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts"), logs: make(chan struct{})}
+	hostKey := filepath.Join(dir, "host_ed25519")
+	hostPub, err := writeKey(hostKey)
+	if err != nil {
+		return nil, err
+	}
+	clientPub, err := writeKey(s.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	pem, _ := os.ReadFile(s.KeyFile)
+	if s.Signer, err = ssh.ParsePrivateKey(pem); err != nil {
+		return nil, err
+	}
+	s.HostKey = hostPub
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
+		return nil, err
+	}
+	// The privilege separation directory sshd insists on.
+	_ = os.MkdirAll("/run/sshd", 0o755)
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	line := knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, hostPub)
+	if err := os.WriteFile(s.KnownHosts, []byte(line+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "sshd_config")
+	conf := fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+PidFile %s
+AuthorizedKeysFile %s
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PrintMotd no
+PrintLastLog no
+MaxSessions 200
+MaxStartups 100
+ClientAliveInterval 0
+Subsystem sftp internal-sftp
+LogLevel INFO
+`, port, hostKey, filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"))
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(Path, "-D", "-e", "-f", cfg)
+	s.cmd.Stdout, s.cmd.Stderr = w, w
+	err = s.cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	// Ready once it says it listens; the rest of its log is kept for
+	// failure messages.
+	ready := make(chan bool, 1)
+	go func() {
+		defer close(s.logs)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		said := false
+		for sc.Scan() {
+			s.mu.Lock()
+			s.log.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			if !said && strings.Contains(sc.Text(), "Server listening on") {
+				said = true
+				ready <- true
+			}
+		}
+		if !said {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if ok {
+			return s, nil
+		}
+	case <-time.After(10 * time.Second):
+	}
+	s.Stop()
+	return nil, fmt.Errorf("sshd did not start listening on %s: %s", s.Addr, s.Log())
+}
+
+// Log returns what the server logged so far.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// Pid is the listening server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Kill kills the server and every per-connection server it started, as a
+// crash would: the clients' connections drop.
+func (s *Server) Kill() {
+	s.once.Do(func() {
+		// Each per-connection server runs in a session of its own: they
+		// are found as the listener's descendants named sshd (the
+		// commands they run are left to the hang-up, as in a crash).
+		for _, pid := range s.servers() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = s.cmd.Wait()
+		<-s.logs
+	})
+}
+
+// servers lists the listener and every sshd process below it.
+func (s *Server) servers() []int {
+	out := []int{s.cmd.Process.Pid}
+	children := map[int][]int{}
+	buf := make([]byte, 512)
+	for _, pid := range proc.Pids() {
+		if st, ok := proc.ReadStat(pid, buf); ok && !st.Gone() && st.Comm == "sshd" {
+			children[st.PPID] = append(children[st.PPID], pid)
+		}
+	}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// Stop ends the server (as Kill).
+func (s *Server) Stop() { s.Kill() }
+
+// ClientConfig is a client configuration for the server: the test user,
+// the client key and the server's host key checked.
+func (s *Server) ClientConfig() *ssh.ClientConfig {
+	return &ssh.ClientConfig{
+		User:            s.User,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(s.Signer)},
+		HostKeyCallback: ssh.FixedHostKey(s.HostKey),
+		Timeout:         10 * time.Second,
+	}
+}
+
+// Dial connects to the server.
+func (s *Server) Dial() (*ssh.Client, error) {
+	return ssh.Dial("tcp", s.Addr, s.ClientConfig())
+}
+
+// writeKey writes a new ed25519 private key to path in OpenSSH's format
+// and returns its public half.
+func writeKey(path string) (ssh.PublicKey, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return nil, err
+	}
+	return ssh.NewPublicKey(pub)
+}
+
+// freePort asks the kernel for a port no one listens on.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

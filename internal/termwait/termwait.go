@@ -1,0 +1,43 @@
+// Package termwait says when a program blocked on its terminal counts as
+// waiting for input, the same for this machine's kernel and for what a
+// backend reads of another machine's.
+package termwait
+
+import "time"
+
+// Waits on the terminal that count only once the terminal has been quiet.
+const (
+	// Shortest is the shortest timeout of a select or poll on the
+	// terminal that counts as waiting for input at all: vim, for one,
+	// pauses 25 ms that way between showing a mode and drawing the keys it
+	// already read.
+	Shortest = 100 * time.Millisecond
+	// Relay: a program that waits on the terminal and on something else
+	// at once (ssh and telnet on their socket, node's event loop, a tmux
+	// client) can print without input; it counts as waiting once its
+	// output and input have paused this long.
+	Relay = 300 * time.Millisecond
+	// PendingMax is the longest timeout that is a step the program is
+	// about to take (vim's wait for the rest of an escape sequence, 100 ms
+	// in Debian's defaults, 1 s with -u NONE; a REPL's timer); a longer one
+	// is housekeeping (vim's 4 s updatetime, htop's 1.5 s refresh).
+	PendingMax = time.Second
+	// PendingSlack is what a pending timeout is given beyond its length,
+	// as it began a moment after the last output or input.
+	PendingSlack = 100 * time.Millisecond
+)
+
+// Quiet is how long a wait on the terminal must have seen no output and
+// no input before it counts as waiting for input: at once for a wait on
+// the terminal alone, Relay when the program waits on other descriptors
+// too (others), and past a pending timeout of d (finite: it has one).
+func Quiet(others bool, d time.Duration, finite bool) time.Duration {
+	var q time.Duration
+	if others {
+		q = Relay
+	}
+	if finite && d <= PendingMax {
+		q = max(q, d+PendingSlack)
+	}
+	return q
+}

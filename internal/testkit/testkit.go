@@ -1,0 +1,82 @@
+// Package testkit holds what the tests of several packages share: the
+// check for a program a test needs, the descriptor count of the leak
+// checks, and the bench's paired measurements. It is for tests only.
+package testkit
+
+import (
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Need skips t when a program is missing, unless AGENTPTY_REQUIRE=all asks
+// for every test to run (then it fails t).
+func Need(t testing.TB, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+				t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed: %v", p, err)
+			}
+			t.Skipf("%s is not installed", p)
+		}
+	}
+}
+
+// OpenFDs counts this process's open file descriptors (skipping t where
+// /proc cannot say).
+func OpenFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count file descriptors: %v", err)
+	}
+	return len(ents)
+}
+
+// Paired is what Pairs measured: the median of the floor's runs, of the
+// library's, and of the ratios of runs taken together.
+type Paired struct{ Floor, Lib, Ratio float64 }
+
+// Pairs runs the floor and then the library, n times, so that each pair
+// sees the machine alike (its load on these VMs drifts by a third within
+// seconds), and returns the medians.
+func Pairs(n int, floor, lib func() float64) Paired {
+	xs, ys, rs := make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range xs {
+		xs[i] = floor()
+		ys[i] = lib()
+		rs[i] = ys[i] / xs[i]
+	}
+	median := func(v []float64) float64 {
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	return Paired{median(xs), median(ys), median(rs)}
+}
+
+// Verdict says whether a goal was met.
+func Verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// EnvInt reads a positive number from the environment, else def.
+func EnvInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// TimeIt is how long f takes, in seconds.
+func TimeIt(f func()) float64 {
+	start := time.Now()
+	f()
+	return time.Since(start).Seconds()
+}

@@ -1,0 +1,140 @@
+package agentpty
+
+// One builder per result type: every path that returns a result fills it
+// here, so a field (spool, a screen mode's cursor) reaches all of them.
+
+// startResult is a start's result from what its wait collected.
+func (s *Session) startResult(w waitResult) StartResult {
+	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
+		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
+		Cursor: w.cursor, Highlights: w.highlights}
+}
+
+// startFromRun is a shell session's start whose first command ran.
+func startFromRun(r RunResult) StartResult {
+	return StartResult{ID: r.ID, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Spool: r.Spool,
+		Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground,
+		ForegroundExe: r.ForegroundExe, PromptAfter: r.PromptAfter}
+}
+
+// writeResult is a write's result from what its wait collected.
+func (s *Session) writeResult(w waitResult) WriteResult {
+	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
+		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
+		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
+		Cursor: w.cursor, Highlights: w.highlights}
+}
+
+// runResult is a run's result from what collect took, with the command's
+// own output and the whole of it for the spool; a zero state is taken now.
+func (s *Session) runResult(w waitResult, state TerminalState, out, whole string) RunResult {
+	if state.State == "" {
+		state = s.State()
+	}
+	state = resultState(state, w.exited)
+	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
+		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground,
+		ForegroundExe: w.foregroundExe, Spool: s.m.spool(s.id, whole)}
+}
+
+// killResult is a kill's result: what no result returned yet, and how the
+// program ended. Call with mu held; spool is handed the whole output
+// after (see Manager.spool).
+func (s *Session) killResult() (KillResult, string) {
+	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
+	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.out.settled.Load())}
+	res.ExitCode, res.Signal = s.text.status.exitFields()
+	return res, whole
+}
+
+// waitResult is what a wait collected, shared by start and write.
+type waitResult struct {
+	output      string
+	matched     bool
+	exited      bool
+	exitCode    *int
+	signal      string
+	truncated   int64
+	inputHidden bool
+	// foregroundExe is the executable of the program at a password
+	// prompt, while inputHidden.
+	foregroundExe string
+	spool         string
+	state         TerminalState
+	cursor        *Cursor     // with a screen mode (screenview.go)
+	highlights    []Highlight // ...
+}
+
+// collect takes everything new as one result and marks it read; a peek
+// marks nothing read.
+func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(matched, peek, true) }
+
+// collectOut is collect; without spool, Options.Spool is not handed the
+// output, for a caller that returns an output of its own (pty-run).
+func (s *Session) collectOut(matched, peek, spool bool) waitResult {
+	s.mu.Lock()
+	redrawn := s.text.settle.redrawn(s.text.rows) // a redraw in place shows as its screen (screenview.go)
+	var before string                             // ... after the text that came before it
+	if redrawn {
+		before = s.text.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
+	}
+	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
+	truncated := s.text.truncated
+	if !peek {
+		truncated = s.readTo(s.out.settled.Load())
+	}
+	w := waitResult{matched: matched, exited: s.text.exited, truncated: truncated}
+	if s.text.exited {
+		w.exitCode, w.signal = s.text.status.exitFields()
+	}
+	alt := s.text.settle.altScreen()
+	s.mu.Unlock()
+
+	if alt || redrawn {
+		s.disp.mu.Lock()
+		if !s.syncScreenCall() {
+			// The screen is far behind: the text says more than a stale
+			// screen of a redraw; a full-screen program's is the best
+			// there is.
+			redrawn = false
+		}
+		scr := s.snapshot()
+		if !peek {
+			s.disp.shown = nil
+			if alt {
+				s.disp.shown = scr.Lines // what this read returned is what wait_for compares with next
+			}
+		}
+		s.disp.mu.Unlock()
+		switch {
+		case alt:
+			out = joinScreen(out, scr.Text())
+			if whole != "" {
+				whole = joinScreen(whole, scr.Text())
+			}
+		case redrawn:
+			out, whole = joinScreen(before, scr.Text()), "" // the frames' text mixed together: the screen says it
+		}
+	} else if !peek {
+		s.disp.mu.Lock()
+		s.disp.shown = nil
+		s.disp.mu.Unlock()
+	}
+	w.output = out
+	w.spool = s.m.spool(s.id, whole)
+	w.inputHidden = s.echoOff()
+	if w.inputHidden {
+		w.foregroundExe = asker(s.fgProcs()).exe
+	}
+	s.noteHidden(w.inputHidden)
+	return w
+}
+
+// joinScreen appends the rendered screen to a read's text.
+func joinScreen(out, screen string) string {
+	if out != "" {
+		out += "\n"
+	}
+	return out + screen
+}

@@ -1,0 +1,61 @@
+package agentpty
+
+import (
+	"strings"
+	"testing"
+)
+
+// threadThief reads the terminal on a second thread while its main thread
+// waits for sudo, its child: the main thread is all /proc/PID/stat and
+// /proc/PID/syscall show of the process. The reading thread is in read
+// before sudo prompts, so the terminal gives it the line first; sudo
+// goes on waiting.
+const threadThief = `/usr/bin/python3 -c '
+import os, subprocess, sys, threading
+got = []
+def steal():
+    got.append(os.read(0, 1024))
+    print("\nrev", got[0].decode().strip()[::-1], "\ndone> ", flush=True)
+t = threading.Thread(target=steal)
+t.start()
+tid = [int(x) for x in os.listdir("/proc/self/task") if int(x) != os.getpid()][0]
+while not open("/proc/self/task/%d/syscall" % tid).read().startswith("0 "):
+    pass
+subprocess.call(["sudo", "-k", "-p", "[sudo] pw: ", "true"])
+'`
+
+// A process is let be while it waits for its child only when none of its
+// threads reads: a thread reading the terminal beside a main thread that
+// waits for sudo got the secret typed for sudo. The control, without the
+// list, shows the thread gets it.
+func TestSecretProgramsRefuseReadingThread(t *testing.T) {
+	need(t, "python3")
+	const secret = "Thread-Pw-4242"
+	user := testUser(t, secret)
+	ctx := waitCtx(t)
+	for _, list := range [][]string{nil, {"sudo"}} {
+		m := newManager(t, Options{SecretPrograms: list})
+		start := mustStart(t, m, StartRequest{
+			Command: "setpriv --reuid=" + user + " --regid=" + user + " --init-groups -- " + threadThief,
+			WaitFor: "[sudo] pw: ",
+		})
+		s, _ := m.Session(start.ID)
+		if !inChildWait(s.PID()) {
+			t.Fatalf("the thief's main thread is not waiting for sudo: the test would not show the fault")
+		}
+		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitFor: "done> "})
+		switch {
+		case list == nil && (err != nil || !strings.Contains(res.Output, "rev "+reversed(secret))):
+			t.Fatalf("control: %+v %v; want the secret read by the thread", res, err)
+		case list != nil && (!isErr(err, ErrDenied) || !strings.Contains(err.Error(), "python3")):
+			t.Errorf("with SecretPrograms: %+v %v; want ErrDenied naming the thief", res, err)
+		}
+		if list != nil {
+			out := mustWrite(t, m, WriteRequest{ID: start.ID, WaitMS: ms(500)})
+			assertNoSecret(t, reversed(secret), map[string]string{"output": out.Output, "session": secretTrail(s)})
+		}
+		if _, err := m.Kill(ctx, start.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,316 @@
+// Package sshpty runs agentpty sessions on another machine over SSH: each
+// session is one channel of the connection with a pseudo-terminal
+// ("pty-req" with the size and TERM, "window-change" on resize, the exit
+// from "exit-status" or "exit-signal"), so everything the library derives
+// from the terminal's bytes works as it does locally.
+//
+// Against a Linux host it also reads what the local library reads from
+// the kernel (the foreground process group's /proc entries, the
+// terminal's echo flag), through the same connection and with tools every
+// Linux host has (sh, stty, kill): sessions get their state, input_hidden,
+// wait_until "input" and WriteSecret. Where /proc cannot be read the
+// terminal lacks that capability and the session says so (ErrUnsupported,
+// a state of running).
+//
+// Nothing is copied to the remote side: commands start through a fixed
+// line run by the user's login shell, which prints the command's process
+// id (a private OSC sequence the terminal's reader removes) and then
+// execs the command, so the process the session knows is the command.
+package sshpty
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/agentpty/agentpty"
+	"golang.org/x/crypto/ssh"
+)
+
+// Backend starts agentpty sessions over one SSH connection, one channel
+// each. Use it as agentpty.Options.Backend.
+type Backend struct {
+	client *ssh.Client
+	host   string // user@address, for messages
+	stop   func() // ends what Dial added to the connection (keepalives)
+
+	mu     sync.Mutex // guards the fields below
+	info   *hostInfo  // what the host offers, learnt at the first start
+	helper *helper    // the shell that answers probes, shared by the live terminals
+	users  int        // live terminals holding helper
+}
+
+// New returns a Backend that runs sessions over client, a connection the
+// host dialed: its authentication, host key checking and jump hosts stay
+// the host's business, and so does closing it.
+func New(client *ssh.Client) *Backend {
+	return &Backend{client: client, host: client.User() + "@" + client.RemoteAddr().String()}
+}
+
+// String names the backend and its host: "ssh root@10.0.0.7:22".
+func (b *Backend) String() string { return "ssh " + b.host }
+
+// Close closes the connection, which ends every session on it. A Backend
+// from New closes the client the host gave it.
+func (b *Backend) Close() error {
+	if b.stop != nil {
+		b.stop()
+	}
+	err := b.client.Close()
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// hostInfo is what a host offers for reading terminal state, learnt once.
+type hostInfo struct {
+	linux bool   // /proc can be read: state, echo and containment by session
+	arch  string // uname -m, for the numbers of system calls
+}
+
+// noProc makes every host look like one without /proc, for the tests of
+// what sessions say there.
+var noProc = false
+
+// acquire counts a terminal in and returns what the host offers, learnt
+// once through the probe shell. A terminal on a host without /proc does
+// not hold the shell.
+func (b *Backend) acquire(name string) (*hostInfo, error) {
+	b.mu.Lock()
+	b.users++
+	info := b.info
+	b.mu.Unlock()
+	if info == nil {
+		h, err := b.probeShell()
+		var out []byte
+		if err == nil {
+			out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
+		}
+		if err != nil {
+			b.release()
+			return nil, b.lostOr(name, err)
+		}
+		f := strings.Fields(string(out))
+		info = &hostInfo{linux: len(f) > 1 && f[len(f)-1] == "proc" && !noProc}
+		if len(f) > 0 {
+			info.arch = f[0]
+		}
+		b.mu.Lock()
+		b.info = info
+		b.mu.Unlock()
+	}
+	if !info.linux {
+		b.release()
+	}
+	return info, nil
+}
+
+// alive reports whether the connection still carries requests.
+func (b *Backend) alive() bool {
+	_, _, err := b.client.SendRequest("keepalive@openssh.com", true, nil)
+	return err == nil
+}
+
+// lostOr names err as a lost connection when it is one.
+func (b *Backend) lostOr(name string, err error) error {
+	if !b.alive() {
+		return &LostError{Backend: b.String(), Session: name, Err: err}
+	}
+	return fmt.Errorf("%s (%s): %w", b, name, err)
+}
+
+// LostError says a session's connection is gone: its sessions end as
+// exited with it, and new ones cannot start. errors.Is(err,
+// agentpty.ErrClosed) holds.
+type LostError struct {
+	Backend string // "ssh user@host:port"
+	Session string // the session's id, when there is one
+	Err     error  // what the connection returned
+}
+
+// Error reads "ssh root@10.0.0.7:22 (pty-3): the connection is lost
+// (EOF)": the library puts it after its own words on the session.
+func (e *LostError) Error() string {
+	s := e.Backend
+	if e.Session != "" {
+		s += " (" + e.Session + ")"
+	}
+	return s + ": the connection is lost (" + e.Err.Error() + ")"
+}
+
+// Unwrap lets errors.Is find agentpty.ErrClosed and the cause.
+func (e *LostError) Unwrap() []error { return []error{agentpty.ErrClosed, e.Err} }
+
+// Start runs cmd on the host under a new pseudo-terminal and returns once
+// the host has reported the command's process id (or the command ended
+// before it could). It implements agentpty.Backend.
+func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpty.Terminal, err error) {
+	line, termName, nonce, err := commandLine(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s (%s): start: %w", b, cmd.Name, err)
+	}
+	info, err := b.acquire(cmd.Name)
+	if err != nil {
+		return nil, err
+	}
+	if info.linux {
+		defer func() {
+			if term == nil {
+				b.release()
+			}
+		}()
+	}
+	sess, err := b.client.NewSession()
+	if err != nil {
+		return nil, b.lostOr(cmd.Name, err)
+	}
+	fail := func(err error) (agentpty.Terminal, error) {
+		sess.Close()
+		return nil, b.lostOr(cmd.Name, err)
+	}
+	// No modes: the pseudo-terminal keeps the kernel's defaults, as a
+	// local one does.
+	if err := sess.RequestPty(termName, cmd.Rows, cmd.Cols, ssh.TerminalModes{}); err != nil {
+		return fail(err)
+	}
+	in, err := sess.StdinPipe()
+	if err != nil {
+		return fail(err)
+	}
+	out, err := sess.StdoutPipe()
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := sess.StderrPipe(); err != nil { // a pty has none; no copier for it
+		return fail(err)
+	}
+	if err := sess.Start(line); err != nil {
+		return fail(err)
+	}
+	t := newTerminal(b, cmd.Name, sess, in, out, info)
+	t.nonce = nonce
+	pid, err := t.awaitPID(ctx, nonce)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	t.pid = pid
+	go t.pump()
+	go t.watch()
+	if info.linux {
+		t.held = true
+		if pid > 0 {
+			return stateTerminal{t}, nil
+		}
+	}
+	return t, nil
+}
+
+// The command's process id reaches the terminal's reader as this private
+// OSC sequence: ESC ] 6973 ; nonce ; pid BEL ("nodir" for a missing
+// working directory).
+const markOSC = "\x1b]6973;"
+
+// commandLine is the line the user's login shell runs for cmd (it must be
+// a POSIX shell: sh, bash, dash, zsh, ksh), TERM, and the nonce of its
+// process-id mark.
+func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
+	if len(cmd.Argv) == 0 || cmd.Argv[0] == "" {
+		return "", "", "", fmt.Errorf("%w: %s: no command to run", agentpty.ErrInvalid, cmd.Name)
+	}
+	if cmd.Cols < 1 || cmd.Rows < 1 {
+		return "", "", "", fmt.Errorf("%w: %s: terminal size %dx%d", agentpty.ErrInvalid, cmd.Name, cmd.Cols, cmd.Rows)
+	}
+	var nb [8]byte
+	_, _ = rand.Read(nb[:])
+	nonce = hex.EncodeToString(nb[:])
+	term = "xterm-256color"
+	var b strings.Builder
+	if cmd.Dir != "" {
+		fmt.Fprintf(&b, "cd %s 2>/dev/null || { printf '\\033]6973;%s;nodir\\007'; exit 1; }; ", quote(cmd.Dir), nonce)
+	}
+	for _, kv := range cmd.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !isName(k) {
+			return "", "", "", fmt.Errorf("%w: %s: environment entry %q is not NAME=value", agentpty.ErrInvalid, cmd.Name, kv)
+		}
+		if k == "TERM" {
+			term = v
+		}
+		fmt.Fprintf(&b, "export %s=%s; ", k, quote(v))
+	}
+	fmt.Fprintf(&b, "printf '\\033]6973;%s;%%s\\007' \"$$\"; exec", nonce)
+	for _, a := range cmd.Argv {
+		b.WriteString(" " + quote(a))
+	}
+	return b.String(), term, nonce, nil
+}
+
+// quote quotes s for a POSIX shell.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// isName reports a valid shell variable name.
+func isName(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// release counts a terminal out; the last one out closes the probe
+// shell, so nothing of it outlives the sessions.
+func (b *Backend) release() {
+	b.mu.Lock()
+	b.users--
+	var h *helper
+	if b.users == 0 {
+		h, b.helper = b.helper, nil
+	}
+	b.mu.Unlock()
+	if h != nil {
+		h.close()
+	}
+}
+
+// probeShell returns the shell that answers probes, starting it if needed.
+func (b *Backend) probeShell() (*helper, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.helper != nil && b.helper.err() == nil {
+		return b.helper, nil
+	}
+	if b.helper != nil {
+		go b.helper.close()
+	}
+	h, err := startHelper(b.client)
+	if err != nil {
+		b.helper = nil
+		return nil, err
+	}
+	b.helper = h
+	return h, nil
+}
+
+// parsePID reads the mark's payload.
+func parsePID(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}

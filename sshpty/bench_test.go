@@ -1,0 +1,289 @@
+//go:build linux
+
+package sshpty
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
+)
+
+// seqCount numbers make about 20 MB on a terminal (ONLCR included).
+const seqCount = 2_400_000
+
+// drainCommand waits for a line, then prints the numbers: the drain is
+// timed from the line typed to the last byte read, so neither side's
+// figure holds the server's login shell starting.
+var drainCommand = "echo ready; read x; seq 1 " + strconv.Itoa(seqCount)
+
+// TestBenchReport measures agentpty over SSH beside a bare x/crypto/ssh
+// session with a pseudo-terminal, against the same server in the same
+// run (make bench).
+func TestBenchReport(t *testing.T) {
+	if os.Getenv("AGENTPTY_BENCH") == "" {
+		t.Skip("set AGENTPTY_BENCH=1 (make bench) to measure")
+	}
+	runs := envInt("AGENTPTY_BENCH_RUNS", 11)
+	srv := sshdtest.Start(t)
+	c, err := srv.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := New(c)
+	m := agentpty.NewManager(agentpty.Options{Backend: b, Shell: noProfile, MaxSessions: 64})
+	defer m.Close()
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n%-30s %-12s %-12s %-8s %-9s %s\n", "figure (ssh 127.0.0.1)", "bare ssh", "agentpty", "ratio", "goal", "")
+	row := func(name string, p testkit.Paired, unit, goal string, most float64) {
+		fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s %-9s %s\n", name, fmt.Sprintf("%.3g %s", p.Floor, unit), fmt.Sprintf("%.3g %s", p.Lib, unit),
+			fmt.Sprintf("%.2f×", p.Ratio), goal, verdict(p.Ratio <= most))
+	}
+
+	p := pairs(runs, func() float64 { return drainBare(t, c) }, func() float64 { return drainLibrary(t, m) })
+	row("drain seq, 20 MB (s)", p, "s", "≤ 1.2×", 1.2)
+
+	bt, st, wt := newBareTrip(t, c), newSendTrip(t, m), newWriteTrip(t, m)
+	trips := 100 * runs
+	p = pairs(trips, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, st) }) * 1e6 })
+	row("round trip, Send+Expect (µs)", p, "µs", "≤ 1.5×", 1.5)
+	p = pairs(trips/4, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, wt) }) * 1e6 })
+	fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s %s\n", "round trip, pty-write (µs)", fmt.Sprintf("%.3g µs", p.Floor), fmt.Sprintf("%.3g µs", p.Lib), fmt.Sprintf("%.2f×", p.Ratio), "(its result carries the state: a probe on the host)")
+	probe := probeCost(t, m, wt.id, 20*runs)
+	bt.close()
+	fmt.Fprintf(&out, "%-30s %-34s\n", "probe (state, one call)", fmt.Sprintf("%.3g ms median", probe*1e3))
+
+	cpu := idleCPU(t, m, 50, 2*time.Second)
+	fmt.Fprintf(&out, "%-30s %-34s %-9s %s\n", "50 idle remote sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
+	t.Log(out.String())
+}
+
+// drainBare is the floor: a session with a pty, read to its end.
+func drainBare(t *testing.T, c *ssh.Client) float64 {
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.RequestPty("xterm", agentpty.DefaultRows, agentpty.DefaultCols, ssh.TerminalModes{}); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := s.StdinPipe()
+	out, _ := s.StdoutPipe()
+	if err := s.Start("exec bash -c " + quote(drainCommand)); err != nil {
+		t.Fatal(err)
+	}
+	var seen []byte
+	buf := make([]byte, 32<<10)
+	if err := bareUntil(out, []byte("ready"), buf, &seen); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	io.WriteString(in, "\r")
+	n, _ := io.CopyBuffer(io.Discard, out, buf)
+	took := time.Since(start).Seconds()
+	if err := s.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n < seqCount*8 {
+		t.Fatalf("bare drain read %d bytes", n)
+	}
+	return took
+}
+
+// drainLibrary is the same through a session, until every byte is in
+// the settled text and the screen.
+func drainLibrary(t *testing.T, m *agentpty.Manager) float64 {
+	ctx := context.Background()
+	res, err := m.Start(ctx, agentpty.StartRequest{Command: drainCommand, WaitFor: "ready"})
+	if err != nil || !res.Matched {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	s, _ := m.Session(res.ID)
+	start := time.Now()
+	if err := s.Send("\r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Screen()
+	took := time.Since(start).Seconds()
+	if tail := s.Tail(1); len(tail) == 0 || !strings.Contains(tail[len(tail)-1], strconv.Itoa(seqCount)) {
+		t.Fatalf("the drain ended at %q", tail)
+	}
+	if _, err := m.Kill(ctx, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	return took
+}
+
+// bareUntil reads r until seen holds want.
+func bareUntil(r io.Reader, want, buf []byte, seen *[]byte) error {
+	for !bytes.Contains(*seen, want) {
+		n, err := r.Read(buf)
+		*seen = append(*seen, buf[:n]...)
+		if err != nil {
+			return fmt.Errorf("%q did not come: %w", want, err)
+		}
+	}
+	i := bytes.Index(*seen, want)
+	*seen = append((*seen)[:0], (*seen)[i+len(want):]...)
+	return nil
+}
+
+type roundTrip interface{ trip(i int) error }
+
+var tripCount int
+
+func mustTrip(t *testing.T, rt roundTrip) {
+	tripCount++
+	if err := rt.trip(tripCount); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bareTrip types a line to tr over a bare session and reads the answer.
+type bareTrip struct {
+	s    *ssh.Session
+	in   io.Writer
+	out  io.Reader
+	buf  []byte
+	seen []byte
+}
+
+func newBareTrip(t *testing.T, c *ssh.Client) *bareTrip {
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := s.StdinPipe()
+	out, _ := s.StdoutPipe()
+	if err := s.Start("exec bash -c 'echo ready; exec tr a-z A-Z'"); err != nil {
+		t.Fatal(err)
+	}
+	bt := &bareTrip{s: s, in: in, out: out, buf: make([]byte, 32<<10)}
+	if err := bareUntil(out, []byte("ready"), bt.buf, &bt.seen); err != nil {
+		t.Fatal(err)
+	}
+	return bt
+}
+
+func (b *bareTrip) trip(i int) error {
+	if _, err := fmt.Fprintf(b.in, "ping%d\r", i); err != nil {
+		return err
+	}
+	return bareUntil(b.out, []byte("PING"+strconv.Itoa(i)), b.buf, &b.seen)
+}
+
+func (b *bareTrip) close() {
+	b.s.Signal(ssh.SIGKILL)
+	b.s.Close()
+}
+
+// sendTrip is the Go API's round trip: Send, then Expect the answer.
+type sendTrip struct{ s *agentpty.Session }
+
+func newSendTrip(t *testing.T, m *agentpty.Manager) *sendTrip {
+	res, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo ready; exec tr a-z A-Z", WaitFor: "ready"})
+	if err != nil || !res.Matched {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	s, _ := m.Session(res.ID)
+	return &sendTrip{s: s}
+}
+
+func (st *sendTrip) trip(i int) error {
+	n := strconv.Itoa(i)
+	if err := st.s.Send("ping" + n + "\r"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := st.s.Expect(ctx, regexp.MustCompile("PING"+n+"\\b"))
+	return err
+}
+
+// writeTrip is the tool's round trip: pty-write with wait_for.
+type writeTrip struct {
+	m  *agentpty.Manager
+	id string
+}
+
+func newWriteTrip(t *testing.T, m *agentpty.Manager) *writeTrip {
+	res, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo ready; exec tr a-z A-Z", WaitFor: "ready"})
+	if err != nil || !res.Matched {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	return &writeTrip{m: m, id: res.ID}
+}
+
+func (w *writeTrip) trip(i int) error {
+	n := strconv.Itoa(i)
+	res, err := w.m.Write(context.Background(), agentpty.WriteRequest{ID: w.id, Input: "ping" + n, Submit: true, WaitFor: "PING" + n})
+	if err == nil && !res.Matched {
+		err = fmt.Errorf("no answer: %q", res.Output)
+	}
+	return err
+}
+
+// probeCost is the median time of one State of a session at rest.
+func probeCost(t *testing.T, m *agentpty.Manager, id string, n int) float64 {
+	s, _ := m.Session(id)
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = timeIt(func() { s.State() })
+	}
+	sort.Float64s(xs)
+	return xs[n/2]
+}
+
+// idleCPU is this process's CPU time per second while n sessions sit
+// idle on the host.
+func idleCPU(t *testing.T, m *agentpty.Manager, n int, window time.Duration) time.Duration {
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				if _, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo idle; exec cat", WaitFor: "idle"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	before := cpuTime()
+	time.Sleep(window) // a measurement window, not synchronisation
+	return (cpuTime() - before) * time.Second / window
+}
+
+// The paired measurements are testkit's, shared with the library's bench.
+var (
+	verdict = testkit.Verdict
+	envInt  = testkit.EnvInt
+	timeIt  = testkit.TimeIt
+	pairs   = testkit.Pairs
+	cpuTime = testkit.CPUTime
+)

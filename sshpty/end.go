@@ -1,0 +1,86 @@
+package sshpty
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// hupDelay is the local library's: how long after SIGTERM what is left of
+// the session gets SIGHUP.
+const hupDelay = 200 * time.Millisecond
+
+// killBound is how long End waits for the host's kernel after SIGKILL
+// before it names the survivors.
+const killBound = 5 * time.Second
+
+// End ends the command and everything it started. On a Linux host one
+// channel runs a script that signals every process of the command's
+// session and process group (background jobs, nohup, a subshell's child)
+// with TERM, HUP and KILL on the local library's schedule and names the
+// survivors; the connection carries nothing while it waits. Elsewhere the
+// "signal" requests OpenSSH honours (since 7.9) reach the command's
+// process group, and closing the channel hangs up the terminal. A lost
+// connection has already hung up the terminal on the host: nothing is
+// left to send.
+func (t *terminal) End(ctx context.Context, grace time.Duration) error {
+	if t.pid > 0 && t.info.linux {
+		out, err := t.end(ctx, hupDelay, grace)
+		if ctx.Err() != nil { // cut short: SIGKILL now
+			kctx, cancel := context.WithTimeout(context.Background(), 2*killBound)
+			out, err = t.end(kctx, 0, 0)
+			cancel()
+		}
+		if err == nil {
+			out = strings.TrimSpace(out)
+			if left, ok := strings.CutPrefix(out, "left"); ok {
+				return fmt.Errorf("%s (%s): processes [%s] survived SIGKILL for %v", t.b, t.name, strings.TrimSpace(left), killBound)
+			}
+			if out == "gone" {
+				return nil
+			}
+		}
+		if !t.b.alive() {
+			return nil
+		}
+	}
+	return t.endBySignals(ctx, grace)
+}
+
+// endBySignals is End through "signal" requests on the session's channel.
+func (t *terminal) endBySignals(ctx context.Context, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
+	wait := func(d time.Duration) bool {
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		select {
+		case <-t.exited:
+			return true
+		case <-tm.C:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	if err := t.sess.Signal(ssh.SIGTERM); err != nil {
+		return nil // the channel is gone, and the terminal with it
+	}
+	if wait(min(hupDelay, grace)) {
+		return nil
+	}
+	_ = t.sess.Signal(ssh.SIGHUP)
+	if wait(time.Until(deadline)) {
+		return nil
+	}
+	_ = t.sess.Signal(ssh.SIGKILL)
+	tm := time.NewTimer(killBound)
+	defer tm.Stop()
+	select {
+	case <-t.exited:
+		return nil
+	case <-tm.C:
+		return fmt.Errorf("%s (%s): the command outlived SIGKILL for %v", t.b, t.name, killBound)
+	}
+}

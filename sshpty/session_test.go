@@ -1,0 +1,352 @@
+//go:build linux
+
+package sshpty
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/testkit"
+	"go.uber.org/goleak"
+	"golang.org/x/crypto/ssh"
+)
+
+// The same cases as the library runs on this machine, here through a real
+// OpenSSH server on 127.0.0.1: the server is local, so this machine's
+// /proc sees the remote processes.
+
+// noProfile runs commands under bash -c: the server's login shell still
+// reads its rc file once per channel.
+var noProfile = []string{"bash", "-c"}
+
+// newManager returns a manager whose sessions run over c; when t ends it
+// is closed and no process of its sessions may be left.
+func newManager(t *testing.T, c *ssh.Client, opts agentpty.Options) *agentpty.Manager {
+	t.Helper()
+	if opts.Shell == nil {
+		opts.Shell = noProfile
+	}
+	opts.Backend = New(c)
+	m := agentpty.NewManager(opts)
+	t.Cleanup(func() {
+		var pids []int
+		for _, info := range m.List() {
+			pids = append(pids, info.PID)
+		}
+		if err := m.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		for _, pid := range pids {
+			noneLeft(t, pid)
+		}
+	})
+	return m
+}
+
+var need = testkit.Need
+
+func ms(n int) *int { return &n }
+
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustStart(t *testing.T, m *agentpty.Manager, req agentpty.StartRequest) agentpty.StartResult {
+	t.Helper()
+	res, err := m.Start(waitCtx(t), req)
+	if err != nil {
+		t.Fatalf("Start(%q): %v", req.Command, err)
+	}
+	if req.WaitFor != "" && !res.Matched {
+		t.Fatalf("Start(%q): %q did not appear; output %q", req.Command, req.WaitFor, res.Output)
+	}
+	return res
+}
+
+func mustWrite(t *testing.T, m *agentpty.Manager, req agentpty.WriteRequest) agentpty.WriteResult {
+	t.Helper()
+	res, err := m.Write(waitCtx(t), req)
+	if err != nil {
+		t.Fatalf("Write(%q): %v", req.Input, err)
+	}
+	if req.WaitFor != "" && !res.Matched {
+		t.Fatalf("Write(%q): %q did not appear; output %q", req.Input, req.WaitFor, res.Output)
+	}
+	return res
+}
+
+func TestPythonREPLWaitUntilInput(t *testing.T) {
+	need(t, "python3")
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	res, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: "exec python3 -q", WaitUntil: agentpty.WaitUntilInput})
+	if err != nil || res.State != agentpty.StateWaitingInput || res.Foreground != "python3" || !strings.HasSuffix(res.Output, ">>> ") {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	for i := 0; i < 5; i++ {
+		w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "2**" + strconv.Itoa(64+i), Submit: true, WaitUntil: agentpty.WaitUntilInput})
+		want := new(big.Int).Lsh(big.NewInt(1), uint(64+i)).String()
+		if w.State != agentpty.StateWaitingInput || !strings.HasSuffix(w.Output, ">>> ") || !strings.Contains(w.Output, want) {
+			t.Fatalf("write %d: state %q output %q", i, w.State, w.Output)
+		}
+	}
+	begin := time.Now()
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "import time; time.sleep(0.3); print('fin')", Submit: true, WaitUntil: agentpty.WaitUntilInput})
+	if took := time.Since(begin); took < 300*time.Millisecond || !strings.Contains(w.Output, "\nfin\n>>> ") || w.State != agentpty.StateWaitingInput {
+		t.Fatalf("returned after %v with %q (%s)", took, w.Output, w.State)
+	}
+	// Running: the state says so for the whole wait.
+	begin = time.Now()
+	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "time.sleep(5)", Submit: true, WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(400)})
+	if took := time.Since(begin); took < 400*time.Millisecond || w.State != agentpty.StateRunning || w.Foreground != "python3" {
+		t.Fatalf("a sleeping REPL after %v: state %q foreground %q", took, w.State, w.Foreground)
+	}
+	// Ctrl-C interrupts it, as on a local terminal.
+	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `\x03`, WaitFor: "KeyboardInterrupt"})
+	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVimScreenAndDiff(t *testing.T) {
+	need(t, "vim")
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("alpha\nbeta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := mustStart(t, m, agentpty.StartRequest{Command: "exec vim -u NONE -N --cmd 'set ttimeout ttimeoutlen=10' " + file, Cols: 60, Rows: 12, WaitFor: "beta", Screen: agentpty.ScreenFull})
+	if !strings.HasPrefix(res.Output, "alpha\nbeta\n~") {
+		t.Fatalf("vim's full screen at start: %q", res.Output)
+	}
+	if w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput, Screen: agentpty.ScreenFull}); w.State != agentpty.StateWaitingInput || w.Foreground != "vim" {
+		t.Fatalf("vim at rest: state %q foreground %q", w.State, w.Foreground)
+	}
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `j$a!\e`, WaitMS: ms(500)})
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "x", Screen: agentpty.ScreenDiff, WaitMS: ms(500)})
+	want := "--- screen before, cursor at row 2 col 5\n+++ screen after, cursor at row 2 col 4\n@@ -2 +2 @@\n-beta!\n+beta"
+	if w.Output != want {
+		t.Fatalf("one changed row is one small hunk: %q", w.Output)
+	}
+	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExitCodesSignalsAndResize(t *testing.T) {
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	res := mustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; exit 3", WaitMS: ms(5000)})
+	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 3 {
+		t.Errorf("exit 3: %+v", res)
+	}
+	res = mustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; kill -s USR1 $$", WaitMS: ms(5000)})
+	if !res.Exited || res.Signal != "SIGUSR1" || res.State != agentpty.StateExited {
+		t.Errorf("killed by USR1: %+v", res)
+	}
+	res = mustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; trap 'echo term-seen' TERM; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Cols: 91, Rows: 13, WaitFor: "size 13 91"})
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "SIGTERM", WaitFor: "term-seen"})
+	k, err := m.Kill(waitCtx(t), res.ID)
+	if err != nil || k.Signal == "" {
+		t.Errorf("Kill: %+v %v", k, err)
+	}
+}
+
+func TestWriteSecretAtReadS(t *testing.T) {
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	const secret = "hunter2-Zq9"
+	start := mustStart(t, m, agentpty.StartRequest{
+		Command: `read -s -p 'Password: ' pw; echo; echo "got ${#pw}"; read -p 'next> ' x; echo "x=$x"`,
+		WaitFor: "Password: ",
+	})
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: start.ID, WaitUntil: agentpty.WaitUntilInput})
+	if !w.InputHidden || w.State != agentpty.StateWaitingInput {
+		t.Fatalf("at read -s: input_hidden %v state %q", w.InputHidden, w.State)
+	}
+	res, err := m.WriteSecret(waitCtx(t), start.ID, []byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := res.Output
+	if !strings.Contains(out, "next> ") {
+		out += mustWrite(t, m, agentpty.WriteRequest{ID: start.ID, WaitFor: "next> "}).Output
+	}
+	if !strings.Contains(out, "got 11") || strings.Contains(out, secret) {
+		t.Errorf("the program did not get the secret, or it shows: %q", out)
+	}
+	// The prompt now echoes: a secret is refused.
+	if _, err := m.WriteSecret(waitCtx(t), start.ID, []byte("other-Secret")); !errors.Is(err, agentpty.ErrInvalid) {
+		t.Errorf("WriteSecret with echo on: %v; want ErrInvalid", err)
+	}
+}
+
+// Kill through the manager leaves nothing of stubborn on the host.
+func TestKillLeavesNoRemoteProcess(t *testing.T) {
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{KillGrace: 300 * time.Millisecond})
+	res := mustStart(t, m, agentpty.StartRequest{Command: stubborn, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	pid := s.PID()
+	before := proc.Members(pid)
+	if len(before) < 5 {
+		t.Fatalf("the session has processes %v; want the shell and four sleeps", before)
+	}
+	k, err := m.Kill(waitCtx(t), res.ID)
+	if err != nil || k.Signal != "SIGKILL" {
+		t.Errorf("Kill: %+v %v; want killed by SIGKILL", k, err)
+	}
+	for _, p := range before {
+		if alive(p) {
+			t.Errorf("process %d survived Kill", p)
+		}
+	}
+}
+
+// A server killed under live sessions: they end as exited with an error
+// naming the backend and host, waits return at once, writes get
+// ErrExited, new starts fail, Close does not hang.
+func TestServerKilledUnderLiveSessions(t *testing.T) {
+	srv, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"}).ID)
+	}
+	// A wait begun as the server dies (most likely before: killing it
+	// walks /proc) returns at once.
+	waited := make(chan time.Duration, 1)
+	go func() {
+		begin := time.Now()
+		m.Write(context.Background(), agentpty.WriteRequest{ID: ids[0], WaitFor: "never printed", WaitMS: ms(20000)})
+		waited <- time.Since(begin)
+	}()
+	srv.Kill()
+	if d := <-waited; d > 5*time.Second {
+		t.Errorf("a wait took %v after the server died", d)
+	}
+	for _, id := range ids {
+		s, _ := m.Session(id)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := s.Wait(ctx)
+		cancel()
+		if err != nil || !strings.Contains(st.Signal, "ssh") || !strings.Contains(st.Signal, srv.Addr) {
+			t.Errorf("%s after the server died: %+v %v; want an end naming ssh and %s", id, st, err, srv.Addr)
+		}
+		if _, err := m.Write(waitCtx(t), agentpty.WriteRequest{ID: id, Input: "x"}); !errors.Is(err, agentpty.ErrExited) {
+			t.Errorf("write to %s: %v; want ErrExited", id, err)
+		}
+	}
+	if _, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: "true"}); err == nil || !strings.Contains(err.Error(), srv.Addr) {
+		t.Errorf("Start after the server died: %v; want an error naming %s", err, srv.Addr)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs after the server died")
+	}
+}
+
+// Twelve sessions share one connection, one channel each; Close ends them
+// all and leaves no goroutine (checked when the test ends).
+func TestTwelveSessionsOverOneConnection(t *testing.T) {
+	_, c := connect(t)
+	base := goleak.IgnoreCurrent() // the connection's own
+	m := newManager(t, c, agentpty.Options{})
+	var wg sync.WaitGroup
+	ids := make([]string, 12)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: "echo ready; exec tr a-z A-Z", WaitFor: "ready"})
+			if err != nil || !res.Matched {
+				t.Errorf("start %d: %+v %v", i, res, err)
+				return
+			}
+			ids[i] = res.ID
+		}()
+	}
+	wg.Wait()
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		mustWrite(t, m, agentpty.WriteRequest{ID: id, Input: "ping" + strconv.Itoa(i), Submit: true, WaitFor: "PING" + strconv.Itoa(i)})
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// With the connection still open, nothing of the sessions is left.
+	goleak.VerifyNone(t, base)
+}
+
+// Approval runs on this machine before anything starts; a sandbox cannot
+// apply on the host, so a start with one is refused and nothing runs.
+func TestApprovalAndSandboxBeforeAnythingRuns(t *testing.T) {
+	_, c := connect(t)
+	mark := filepath.Join(t.TempDir(), "ran")
+	cmd := "touch " + mark
+	deny := agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
+		return errors.New("not this one")
+	})
+	m := newManager(t, c, agentpty.Options{Approver: deny})
+	if _, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: cmd, WaitMS: ms(500)}); !errors.Is(err, agentpty.ErrDenied) {
+		t.Errorf("a denied start: %v; want ErrDenied", err)
+	}
+	sb, err := agentpty.NewSandbox(agentpty.SandboxPolicy{})
+	if err == nil {
+		m2 := newManager(t, c, agentpty.Options{Sandbox: sb})
+		if _, err := m2.Start(waitCtx(t), agentpty.StartRequest{Command: cmd, WaitMS: ms(500)}); !errors.Is(err, agentpty.ErrUnsupported) {
+			t.Errorf("a sandboxed start over SSH: %v; want ErrUnsupported", err)
+		}
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the command ran")
+	}
+	// The control: allowed and unconfined, the same command runs there.
+	m3 := newManager(t, c, agentpty.Options{})
+	mustStart(t, m3, agentpty.StartRequest{Command: cmd + "; echo done", WaitFor: "done"})
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
+	}
+}
+
+// On a host whose /proc cannot be read the session says what it cannot
+// know: state running, wait_until "input" and WriteSecret refused with
+// ErrUnsupported, never a guess.
+func TestHostWithoutProc(t *testing.T) {
+	noProc = true
+	defer func() { noProc = false }()
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	res := mustStart(t, m, agentpty.StartRequest{Command: `read -s -p 'Password: ' pw; echo "got ${#pw}"`, WaitFor: "Password: "})
+	if res.State != agentpty.StateRunning || res.InputHidden || res.Foreground != "" {
+		t.Errorf("state %q input_hidden %v foreground %q; want running, false, none", res.State, res.InputHidden, res.Foreground)
+	}
+	if _, err := m.Write(waitCtx(t), agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput}); !errors.Is(err, agentpty.ErrUnsupported) {
+		t.Errorf("wait_until input: %v; want ErrUnsupported", err)
+	}
+	if _, err := m.WriteSecret(waitCtx(t), res.ID, []byte("hunter2")); !errors.Is(err, agentpty.ErrUnsupported) {
+		t.Errorf("WriteSecret: %v; want ErrUnsupported", err)
+	}
+	// The bytes still work. (The control, the same prompt on a host with
+	// /proc, is TestWriteSecretAtReadS: input_hidden and waiting_input.)
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got 5"})
+}

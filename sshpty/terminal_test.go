@@ -1,0 +1,184 @@
+//go:build linux
+
+package sshpty
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/proc"
+)
+
+// stubborn is a session that leaves processes everywhere a kill must
+// reach: a background job in its own process group (job control on), a
+// nohup'd one, a subshell's child, all ignoring TERM and HUP like the
+// shell itself.
+const stubborn = `trap "" TERM HUP; set -m; sleep 1001 & nohup sleep 1002 >/dev/null 2>&1 & (sleep 1003 &); (trap "" TERM HUP; exec sleep 1004) & echo ready; while :; do sleep 1; done`
+
+func TestEndLeavesNoRemoteProcess(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, stubborn)
+	out.waitFor(t, "ready")
+	pid := term.PID()
+	if pid <= 0 {
+		t.Fatalf("PID() = %d", pid)
+	}
+	before := proc.Members(pid)
+	if len(before) < 5 {
+		t.Fatalf("the session has processes %v; want the shell and four sleeps", before)
+	}
+	start := time.Now()
+	if err := term.End(context.Background(), 300*time.Millisecond); err != nil {
+		t.Errorf("End: %v", err)
+	}
+	took := time.Since(start)
+	t.Logf("End took %v", took)
+	st, err := term.Wait()
+	t.Logf("Wait after %v", time.Since(start))
+	if err != nil || st.Signal != "SIGKILL" {
+		t.Errorf("Wait = %v, %v; want killed by SIGKILL (the shell ignores TERM and HUP)", st, err)
+	}
+	noneLeft(t, pid)
+	for _, p := range before {
+		if alive(p) {
+			t.Errorf("process %d survived End", p)
+		}
+	}
+	if took < 300*time.Millisecond || took > 3*time.Second {
+		t.Errorf("End took %v; want the 300ms grace, then SIGKILL", took)
+	}
+	term.Close()
+	<-out.done
+	t.Logf("closed after %v", time.Since(start))
+}
+
+// The control: closing the channel, all a backend without End could do,
+// hangs up the terminal and leaves what ignores HUP running.
+func TestClosingTheChannelAloneLeavesProcesses(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, stubborn)
+	out.waitFor(t, "ready")
+	pid := term.PID()
+	before := proc.Members(pid)
+	term.Close()
+	<-out.done
+	_, _ = term.Wait()
+	var left []int
+	for _, p := range before {
+		if alive(p) {
+			left = append(left, p)
+		}
+	}
+	for _, p := range left {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	if len(left) == 0 {
+		t.Fatalf("closing the channel ended every process of %v: the kill test proves nothing", before)
+	}
+}
+
+func TestExitStatusAndSignal(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	for _, tc := range []struct {
+		script string
+		want   agentpty.ExitStatus
+	}{
+		{"exit 3", agentpty.ExitStatus{Code: 3}},
+		{"true", agentpty.ExitStatus{}},
+		{"kill -s USR1 $$", agentpty.ExitStatus{Code: -1, Signal: "SIGUSR1"}},
+	} {
+		term, out := startTerm(t, b, tc.script)
+		st, err := term.Wait()
+		<-out.done
+		term.Close()
+		if err != nil || st != tc.want {
+			t.Errorf("%q: Wait = %+v, %v; want %+v", tc.script, st, err, tc.want)
+		}
+	}
+}
+
+func TestResizeAndSignal(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `trap 'echo "winch $(stty size)"' WINCH; trap 'echo got-int' INT; echo ready; while :; do sleep 0.05; done`)
+	out.waitFor(t, "ready")
+	if err := term.Resize(91, 13); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "winch 13 91")
+	if err := term.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "got-int")
+	if err := term.End(context.Background(), time.Second); err != nil {
+		t.Error(err)
+	}
+	term.Wait()
+	term.Close()
+	<-out.done
+}
+
+func TestLostConnection(t *testing.T) {
+	srv, c := connect(t)
+	b := New(c)
+	var terms []agentpty.Terminal
+	var pumps []*pump
+	for i := 0; i < 3; i++ {
+		term, out := startTerm(t, b, "echo ready; exec cat")
+		out.waitFor(t, "ready")
+		terms, pumps = append(terms, term), append(pumps, out)
+	}
+	srv.Kill()
+	for i, term := range terms {
+		<-pumps[i].done
+		_, err := term.Wait()
+		if !errors.Is(err, agentpty.ErrClosed) || !strings.Contains(err.Error(), srv.Addr) || !strings.Contains(err.Error(), "ssh") {
+			t.Errorf("Wait after the server died: %v; want ErrClosed naming ssh and %s", err, srv.Addr)
+		}
+		if _, err := term.Write([]byte("x")); err == nil {
+			t.Error("Write after the server died succeeded")
+		}
+		done := make(chan struct{})
+		go func() {
+			term.End(context.Background(), time.Second)
+			term.Close()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("End and Close hang on a lost connection")
+		}
+	}
+	_, err := b.Start(context.Background(), agentpty.Command{Argv: []string{"true"}, Cols: 80, Rows: 24, Name: "pty-9"})
+	if !errors.Is(err, agentpty.ErrClosed) || !strings.Contains(err.Error(), "pty-9") {
+		t.Errorf("Start after the server died: %v; want ErrClosed naming the session", err)
+	}
+}
+
+func TestPIDIsTheCommand(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `echo "me $$"; exec cat`)
+	out.waitFor(t, "me ")
+	f := strings.Fields(strings.SplitN(out.String(), "me ", 2)[1])
+	if len(f) == 0 || f[0] != strconv.Itoa(term.PID()) {
+		t.Errorf("PID() = %d; the command says %q", term.PID(), out.String())
+	}
+	if strings.Contains(out.String(), "6973") {
+		t.Errorf("the process-id mark reached the output: %q", out.String())
+	}
+	term.End(context.Background(), time.Second)
+	term.Wait()
+	term.Close()
+	<-out.done
+}
