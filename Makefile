@@ -14,6 +14,7 @@ test:
 	$(GO) vet ./...
 	set -o pipefail; $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) run ./internal/cmd/skips
 	cd examples && $(GO) vet ./... && set -o pipefail && $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) -C .. run ./internal/cmd/skips
+	cd kubepty && $(GO) vet ./... && set -o pipefail && $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) -C .. run ./internal/cmd/skips
 
 # demo: drives python3, bash and vim through the library and prints each
 # tool call with what the model gets back.

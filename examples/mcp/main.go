@@ -117,6 +117,7 @@ type config struct {
 	noSnapshot                  bool
 	shell                       string
 	ssh                         string // user@host[:port], or empty for this machine
+	kube                        string // NAMESPACE/POD[/CONTAINER]
 }
 
 // list is a flag that may be given more than once.
@@ -163,6 +164,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.shell, "shell", "bash -lc", "the `command line` each command runs under, split at spaces; 'bash -c' skips the login profile")
 	fs.BoolVar(&c.noSnapshot, "no-snapshot", false, "run the login profile for every start instead of once (with --shell 'bash -lc', commands start from a snapshot of the login shell)")
 	fs.StringVar(&c.ssh, "ssh", "", "run every session on `user@host[:port]` over SSH: the host key checked against ~/.ssh/known_hosts, the ssh-agent's keys or ~/.ssh/id_*")
+	fs.StringVar(&c.kube, "kube", "", "run sessions in a Kubernetes pod, `NAMESPACE/POD[/CONTAINER]`, through the kubeconfig kubectl uses")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -204,6 +206,16 @@ func (c config) options() (agentpty.Options, error) {
 			}
 			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
 		})
+	}
+	if c.kube != "" {
+		if c.ssh != "" {
+			return opts, errors.New("--kube and --ssh: sessions run in one place")
+		}
+		b, err := kubeBackend(c.kube)
+		if err != nil {
+			return opts, err
+		}
+		opts.Backend, opts.ShellSnapshot = b, false
 	}
 	if c.sandbox || len(c.writable) > 0 || !c.net {
 		sb, err := agentpty.NewSandbox(agentpty.SandboxPolicy{WritableRoots: c.writable, AllowNetwork: c.net})

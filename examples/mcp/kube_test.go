@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/kubepty"
+	"github.com/agentpty/agentpty/kubepty/kubetest"
+)
+
+// --kube builds the Kubernetes backend from the kubeconfig kubectl would
+// use, here one pointing at the stand-in API server: a session runs in
+// the pod and its exit code comes back; a bad spec and a missing pod are
+// clear errors.
+func TestKubeFlag(t *testing.T) {
+	srv := kubetest.NewServer(kubetest.Pod("agents", "sandbox-0"))
+	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	defer srv.Close()
+	kc := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kc, []byte(srv.Kubeconfig("agents")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kc)
+
+	cfg, err := parseFlags([]string{"--kube", "agents/sandbox-0", "--shell", "bash -c"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := cfg.options()
+	if err != nil {
+		t.Fatalf("options: %v", err)
+	}
+	if _, ok := opts.Backend.(*kubepty.Backend); !ok || opts.ShellSnapshot {
+		t.Fatalf("--kube gave backend %T, snapshot %v", opts.Backend, opts.ShellSnapshot)
+	}
+	m := agentpty.NewManager(opts)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wait := 10000
+	res, err := m.Start(ctx, agentpty.StartRequest{Command: "echo in-the-pod; exit 3", WaitMS: &wait})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if !strings.Contains(res.Output, "in-the-pod") || res.ExitCode == nil || *res.ExitCode != 3 {
+		t.Errorf("output %q, exit code %v; want in-the-pod and 3", res.Output, res.ExitCode)
+	}
+	if srv.WebSocket.Load() == 0 {
+		t.Errorf("no exec reached the stand-in over WebSocket")
+	}
+
+	for spec, want := range map[string]string{
+		"sandbox-0":               "NAMESPACE/POD",
+		"agents/":                 "NAMESPACE/POD",
+		"agents/nope":             "no such pod",
+		"agents/sandbox-0/helper": "no such pod",
+	} {
+		cfg, err := parseFlags([]string{"--kube", spec}, io.Discard)
+		if err == nil {
+			_, err = cfg.options()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--kube %q: %v; want an error saying %q", spec, err, want)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package kubetest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	utilexec "k8s.io/utils/exec"
+)
+
+// node is the kubelet's half: exec requests served by the container
+// runtime's streaming code, the command run on a local pty as a runtime
+// runs it in the container.
+type node struct {
+	env []string // the "container's" environment
+
+	mu    sync.Mutex // guards execs
+	execs map[int]bool
+}
+
+// hangup does what closing their terminals does to the commands of
+// streams whose API server died: SIGHUP to each one's process group (the
+// master here is blocking, as creack/pty leaves it, so its Close would
+// not interrupt the copy reading it).
+func (n *node) hangup() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for pid := range n.execs {
+		_ = unix.Kill(-pid, unix.SIGHUP)
+		_ = unix.Kill(-pid, unix.SIGCONT)
+	}
+}
+
+func (n *node) track(pid int, live bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.execs == nil {
+		n.execs = map[int]bool{}
+	}
+	if live {
+		n.execs[pid] = true
+	} else {
+		delete(n.execs, pid)
+	}
+}
+
+func (n *node) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	// /exec/NAMESPACE/POD/CONTAINER?command=...
+	parts := strings.Split(strings.TrimPrefix(req.URL.Path, "/exec/"), "/")
+	if len(parts) != 3 {
+		http.NotFound(w, req)
+		return
+	}
+	opts, err := remotecommand.NewOptions(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	cmd := req.URL.Query()["command"]
+	remotecommand.ServeExec(w, req, n, parts[1], "uid-"+parts[1], parts[2], cmd, opts,
+		4*time.Hour, remotecommand.DefaultStreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+}
+
+// ExecInContainer runs cmd under a pty of its own, as a session leader
+// with the pty as its controlling terminal (as runc does for an exec with
+// a TTY), applies the resize channel, and hangs the terminal up when the
+// stream's input ends (the connection closed). A signal's death is
+// reported as 128+signal, as container runtimes report it.
+func (n *node) ExecInContainer(ctx context.Context, name, uid, container string, argv []string,
+	in io.Reader, out, stderr io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize, timeout time.Duration) error {
+	if len(argv) == 0 {
+		return errors.New("no command")
+	}
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = n.env
+	c.Dir = "/"
+	if !tty {
+		return n.execPipes(c, in, out, stderr)
+	}
+	var size unix.Winsize
+	if resize != nil {
+		select { // the client sends the first size at once
+		case s, ok := <-resize:
+			if ok {
+				size = unix.Winsize{Col: s.Width, Row: s.Height}
+			}
+		case <-time.After(time.Second):
+		}
+	}
+	ptmx, err := pty.StartWithSize(c, &pty.Winsize{Cols: size.Col, Rows: size.Row})
+	if err != nil {
+		return err
+	}
+	n.track(c.Process.Pid, true)
+	defer n.track(c.Process.Pid, false)
+	outDone := make(chan struct{})
+	go func() {
+		defer close(outDone)
+		_, _ = io.Copy(out, ptmx)
+	}()
+	hangup := make(chan struct{})
+	go func() {
+		if in != nil {
+			_, _ = io.Copy(ptmx, in)
+		}
+		close(hangup)
+	}()
+	go func() {
+		// Through SyscallConn: Fd would race with Close and put the
+		// master in blocking mode.
+		rc, err := ptmx.SyscallConn()
+		for s := range resize {
+			if err == nil {
+				_ = rc.Control(func(fd uintptr) {
+					_ = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: s.Width, Row: s.Height})
+				})
+			}
+		}
+	}()
+	exited := make(chan struct{})
+	go func() {
+		select {
+		case <-hangup: // the stream is gone: close the terminal, as a dropped connection does
+			_ = ptmx.Close()
+		case <-exited:
+		}
+	}()
+	werr := c.Wait()
+	close(exited)
+	// Output the command wrote before it exited is on its way; what a
+	// background job writes later is not the command's.
+	select {
+	case <-outDone:
+	case <-time.After(200 * time.Millisecond):
+	}
+	_ = ptmx.Close()
+	<-outDone
+	return exitError(werr)
+}
+
+// execPipes runs c without a terminal, its output and errors on streams
+// of their own.
+func (n *node) execPipes(c *exec.Cmd, in io.Reader, out, stderr io.WriteCloser) error {
+	if in != nil {
+		c.Stdin = in
+	}
+	if out != nil {
+		c.Stdout = out
+	}
+	if stderr != nil {
+		c.Stderr = stderr
+	}
+	c.WaitDelay = time.Second // a stdin that never ends must not hold Wait
+	return exitError(c.Run())
+}
+
+// exitError is how a runtime reports the command's end: its exit code,
+// or 128+signal for a signal's death.
+func exitError(werr error) error {
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return utilexec.CodeExitError{Err: werr, Code: 128 + int(ws.Signal())}
+		}
+		return utilexec.CodeExitError{Err: werr, Code: ee.ExitCode()}
+	}
+	return werr
+}
+
+func defaultEnv() []string {
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=standin"}
+	if h, err := os.UserHomeDir(); err == nil {
+		env = append(env, "HOME="+h)
+	}
+	return env
+}

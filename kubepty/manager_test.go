@@ -1,0 +1,286 @@
+package kubepty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/kubepty/kubetest"
+)
+
+// newManager runs sessions on b; its end closes the manager and checks
+// that no process a session started is left on this machine (where the
+// stand-in runs them), found by the marks tests put in their commands.
+func newManager(t *testing.T, b *Backend, marks ...string) *agentpty.Manager {
+	t.Helper()
+	return newManagerLost(t, b, false, marks...)
+}
+
+// newManagerLost is newManager for a backend whose server is gone when
+// lost: Close then reports that the sessions could not be reached.
+func newManagerLost(t *testing.T, b *Backend, lost bool, marks ...string) *agentpty.Manager {
+	t.Helper()
+	m := agentpty.NewManager(agentpty.Options{Backend: b, Shell: []string{"bash", "-c"}})
+	t.Cleanup(func() {
+		if err := m.Close(); (err != nil) != lost || lost && !strings.Contains(err.Error(), b.String()) {
+			t.Errorf("Close: %v", err)
+		}
+		for _, mark := range marks {
+			if left := withArg(mark); len(left) > 0 {
+				t.Errorf("processes with %q left after Close: %v", mark, left)
+			}
+		}
+	})
+	return m
+}
+
+// withArg lists this machine's live processes with arg among their
+// arguments.
+func withArg(arg string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || zombie(pid) {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains("\x00"+string(b), "\x00"+arg+"\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func ctx10(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustStart(t *testing.T, m *agentpty.Manager, req agentpty.StartRequest) agentpty.StartResult {
+	t.Helper()
+	res, err := m.Start(ctx10(t), req)
+	if err != nil {
+		t.Fatalf("Start %q: %v", req.Command, err)
+	}
+	return res
+}
+
+func mustWrite(t *testing.T, m *agentpty.Manager, req agentpty.WriteRequest) agentpty.WriteResult {
+	t.Helper()
+	res, err := m.Write(ctx10(t), req)
+	if err != nil {
+		t.Fatalf("Write %q: %v", req.Input, err)
+	}
+	return res
+}
+
+// python3's REPL: wait_until "input" returns at its prompt, with the
+// state read from the pod's /proc by the second exec.
+func TestPythonREPL(t *testing.T) {
+	need(t, "python3")
+	_, b := standin(t)
+	m := newManager(t, b)
+	res := mustStart(t, m, agentpty.StartRequest{Command: "python3 -q", WaitUntil: "input"})
+	if res.State != "waiting_input" || !strings.Contains(res.Output, ">>>") {
+		t.Fatalf("start: state %q, output %q; want waiting_input at >>>", res.State, res.Output)
+	}
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "2**64", Submit: true, WaitUntil: "input"})
+	if !strings.Contains(w.Output, "18446744073709551616") || w.State != "waiting_input" || w.Foreground != "python3" {
+		t.Errorf("2**64: output %q, state %q, foreground %q", w.Output, w.State, w.Foreground)
+	}
+	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "import time; time.sleep(30)", Submit: true, WaitMS: ptr(300)})
+	if w.State != "running" {
+		t.Errorf("during a sleep the state is %q; want running", w.State)
+	}
+	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "\x03", WaitFor: "KeyboardInterrupt"})
+	if !w.Matched {
+		t.Errorf("Ctrl-C did not interrupt the sleep: %q", w.Output)
+	}
+	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "exit(7)", Submit: true, WaitMS: ptr(5000)})
+	if !w.Exited || w.ExitCode == nil || *w.ExitCode != 7 {
+		t.Errorf("exit(7): exited %v, code %v", w.Exited, w.ExitCode)
+	}
+}
+
+func ptr(n int) *int { return &n }
+
+// vim's screen and a diff of it, from the bytes of the exec stream.
+func TestVim(t *testing.T) {
+	need(t, "vim")
+	_, b := standin(t)
+	m := newManager(t, b)
+	file := t.TempDir() + "/notes.txt"
+	res := mustStart(t, m, agentpty.StartRequest{Command: "vim -u NONE -N " + file, Cols: 60, Rows: 12, WaitFor: "notes.txt", Screen: "full"})
+	if !res.Matched {
+		t.Fatalf("vim's screen: %q", res.Output)
+	}
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "ihello from the pod\x1b", WaitFor: "hello from the pod", Screen: "diff"})
+	if !w.Matched || !strings.Contains(w.Output, "+hello from the pod") {
+		t.Errorf("diff: %q", w.Output)
+	}
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: ":wq\r", WaitMS: ptr(5000)})
+	if got, _ := os.ReadFile(file); string(got) != "hello from the pod\n" {
+		t.Errorf("the file holds %q", got)
+	}
+}
+
+// A password prompt: input_hidden from the pod's terminal modes, and
+// WriteSecret types there.
+func TestWriteSecret(t *testing.T) {
+	_, b := standin(t)
+	m := newManager(t, b)
+	res := mustStart(t, m, agentpty.StartRequest{Command: `read -s -p "Password: " pw; echo; echo "got ${#pw} chars"; read x`, WaitUntil: "input"})
+	if !strings.Contains(res.Output, "Password:") {
+		t.Fatalf("no prompt: %q", res.Output)
+	}
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitMS: ptr(0)})
+	if !w.InputHidden {
+		t.Errorf("input_hidden is false at read -s")
+	}
+	w, err := m.WriteSecret(ctx10(t), res.ID, []byte("hunter2"))
+	if err != nil {
+		t.Fatalf("WriteSecret: %v", err)
+	}
+	out := w.Output + mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitFor: "chars"}).Output
+	if !strings.Contains(out, "got 7 chars") || strings.Contains(out, "hunter2") {
+		t.Errorf("after the secret: %q", out)
+	}
+}
+
+// Kill ends every process of the session in the pod: background jobs, a
+// shell and a job that ignore TERM and HUP, and a job that left with
+// setsid (it still carries the session's nonce).
+func TestKill(t *testing.T) {
+	_, b := standin(t)
+	m := newManager(t, b, "4711", "4712", "4713")
+	res := mustStart(t, m, agentpty.StartRequest{
+		Command: `trap "" TERM HUP; sleep 4711 & (trap "" TERM HUP; sleep 4712) & setsid sleep 4713 & echo ready; wait`,
+		WaitFor: "ready"})
+	if !res.Matched {
+		t.Fatalf("not ready: %q", res.Output)
+	}
+	for _, mark := range []string{"4711", "4712", "4713"} {
+		if len(withArg(mark)) == 0 {
+			t.Fatalf("control: sleep %s is not running", mark)
+		}
+	}
+	kr, err := m.Kill(ctx10(t), res.ID)
+	if err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	for _, mark := range []string{"4711", "4712", "4713"} {
+		if left := withArg(mark); len(left) > 0 {
+			t.Errorf("sleep %s survived Kill: %v (result %+v)", mark, left, kr)
+		}
+	}
+}
+
+// Resize reaches the program as SIGWINCH with the new size.
+func TestResize(t *testing.T) {
+	_, b := standin(t)
+	m := newManager(t, b)
+	res := mustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; echo ready; while :; do read -t 1 x; done`,
+		Cols: 80, Rows: 24, WaitFor: "ready"})
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Cols: 100, Rows: 40, WaitFor: "size 40 100"})
+	if !w.Matched {
+		t.Errorf("no SIGWINCH with the new size: %q", w.Output)
+	}
+}
+
+// Exit codes and a signal sent with send_signal.
+func TestExitCodesAndSignals(t *testing.T) {
+	_, b := standin(t)
+	m := newManager(t, b, "4714")
+	res := mustStart(t, m, agentpty.StartRequest{Command: "echo bye; exit 42", WaitMS: ptr(5000)})
+	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 42 {
+		t.Errorf("exit 42: exited %v code %v", res.Exited, res.ExitCode)
+	}
+	res = mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec sleep 4714", WaitFor: "ready"})
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "TERM", WaitMS: ptr(5000)})
+	// The exec API reports a signal's death as the runtime does: 128+N.
+	if !w.Exited || w.ExitCode == nil || *w.ExitCode != 143 {
+		t.Errorf("SIGTERM: exited %v code %v signal %q", w.Exited, w.ExitCode, w.Signal)
+	}
+}
+
+// Several sessions at once, each its own exec stream.
+func TestManySessions(t *testing.T) {
+	_, b := standin(t)
+	m := newManager(t, b)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			res, err := m.Start(ctx10(t), agentpty.StartRequest{Command: fmt.Sprintf("echo session-%d; exit %d", i, i), WaitMS: ptr(10000)})
+			if err != nil {
+				t.Errorf("start %d: %v", i, err)
+				return
+			}
+			if !strings.Contains(res.Output, fmt.Sprintf("session-%d", i)) || res.ExitCode == nil || *res.ExitCode != i {
+				t.Errorf("session %d: output %q, code %v", i, res.Output, res.ExitCode)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A stand-in killed under live sessions: each ends as exited with an
+// error naming the backend, waits return, writes get ErrExited, new
+// starts fail, and the node's hangup leaves no process.
+func TestLostConnection(t *testing.T) {
+	bothProtocols(t, func(t *testing.T, spdyOnly bool, srv *kubetest.Server, b *Backend) {
+		t.Cleanup(heartbeatsEnd)
+		m := newManagerLost(t, b, true, "4715")
+		var ids []string
+		for range 3 {
+			ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; sleep 4715", WaitFor: "ready"}).ID)
+		}
+		srv.Kill()
+		for _, id := range ids {
+			s, _ := m.Session(id)
+			st, err := s.Wait(ctx10(t))
+			// The session reports a terminal's error as the signal's text.
+			if err != nil || !strings.Contains(st.Signal, "connection lost") || !strings.Contains(st.Signal, b.String()) {
+				t.Errorf("%s: Wait after the server died: %+v, %v; want the lost connection naming %s", id, st, err, b)
+			}
+			if _, err := m.Write(ctx10(t), agentpty.WriteRequest{ID: id, Input: "x"}); !errors.Is(err, agentpty.ErrExited) {
+				t.Errorf("%s: write after the loss: %v; want ErrExited", id, err)
+			}
+		}
+		if _, err := m.Start(ctx10(t), agentpty.StartRequest{Command: "true"}); err == nil {
+			t.Errorf("a start with the server gone succeeded")
+		}
+		waitGone(t, "4715")
+	})
+}
+
+// waitGone waits for the node's hangup to end the processes with arg.
+func waitGone(t *testing.T, arg string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(withArg(arg)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes with %q still run: %v", arg, withArg(arg))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// heartbeatsEnd waits for client-go's WebSocket heartbeats of dropped
+// connections to end: each stops at its next ping (5 s), which fails.
+func heartbeatsEnd() {
+	deadline := time.Now().Add(8 * time.Second)
+	buf := make([]byte, 1<<20)
+	for time.Now().Before(deadline) && strings.Contains(string(buf[:runtime.Stack(buf, true)]), "remotecommand.(*heartbeat).start") {
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,88 @@
+package kubepty
+
+// probeShell runs probeScript in bash where there is one: dash reads
+// files a byte at a time, which makes a walk through a busy /proc take
+// seconds; bash reads /proc's files whole.
+const probeShell = `S=$1; shift; if command -v bash >/dev/null 2>&1; then exec bash -c "$S" kubepty "$@"; fi; exec sh -c "$S" kubepty "$@"`
+
+// probeScript is the POSIX sh the probes run in the container, with only
+// what any image with a shell has (sh's builtins, grep, stty, uname,
+// sleep, kill). Its arguments: the session's nonce, the leader's pid if
+// known (or "-"), the action and the action's arguments. It
+// reads what the local library reads from the kernel: /proc/PID/stat
+// (state, process group, session, terminal, the terminal's foreground
+// group), /proc/PID/syscall and /proc/PID/fd (a process
+// blocked reading the terminal), /proc/PID/environ (the nonce), and the
+// terminal's modes through stty. Functions read their arguments before
+// calling another (dash lets a callee's set -- reach its caller's). Every answer ends with a line ".", so
+// that an answer cut short by a lost connection is known as such.
+const probeScript = `
+N=$1 H=$2 A=$3 P1=$4 P2=$5
+exec 2>/dev/null
+st() { l=; read -r l <"/proc/$1/stat"; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
+carriers() { M=; for f in $(grep -l -a -F "AGENTPTY_ID=$N" /proc/[0-9]*/environ); do p=${f#/proc/}; M="$M ${p%/environ}"; done; }
+S=
+if [ "$H" != - ] && st $H; then set -- $R; [ "$1" != Z ] && grep -q -a -F "AGENTPTY_ID=$N" /proc/$H/environ && S=$H; fi
+if [ -z "$S" ]; then
+	carriers
+	for p in $M; do st $p || continue; set -- $R; if [ "$4" = "$p" ] && [ "$1" != Z ]; then S=$p; echo "leader $p"; break; fi; done
+fi
+state() {
+	[ -n "$S" ] && st $S || { echo gone; return; }
+	set -- $R; T=$6; n=$5
+	ma=$(( (n >> 8) & 4095 )); mi=$(( (n & 255) | ((n >> 12) & 1048320) ))
+	D=/proc/$S/fd/0
+	if [ $ma -ge 136 ] && [ $ma -le 143 ] && [ -c /dev/pts/$(( (ma - 136) * 256 + mi )) ]; then D=/dev/pts/$(( (ma - 136) * 256 + mi )); fi
+	echo stty $(stty -a <"$D")
+	echo "arch $(uname -m)"
+	[ "$T" -gt 0 ] || return
+	echo "fg $T"
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}; st $p || continue; set -- $R
+		[ "$3" = "$T" ] || continue
+		s=; f=
+		if [ "$1" = S ]; then
+			read -r s <"$d/syscall"
+			for x in "$d"/fd/*; do [ "$x" -ef "$D" ] && f="$f ${x##*/}"; done
+		fi
+		echo "p $p $1 $f|$s|$C"
+	done
+}
+sig() {
+	[ -n "$S" ] && st $S || { echo gone; return; }
+	set -- $R
+	if [ "$6" -gt 0 ] && kill -s $SIG -- -$6; then echo sent; elif kill -s $SIG $S; then echo sent; fi
+}
+now() { read -r u r </proc/uptime; u=${u%.*}${u#*.}; U=${u#0}; }
+scan() {
+	L=; carriers
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}; st $p || continue; set -- $R
+		[ "$1" = Z ] && continue
+		case " $M $K " in
+		*" $p "*) L="$L $p";;
+		*" $2 "*) K="$K $p"; L="$L $p";;
+		*) if [ -n "$S" ] && [ "$4" = "$S" ]; then K="$K $p"; L="$L $p"; fi;;
+		esac
+	done
+}
+until_gone() { Z=$1; while :; do scan; [ -n "$L" ] || return 0; now; [ "$U" -lt "$Z" ] || return 1; sleep 0.02 || sleep 1; done; }
+end() {
+	now; h=$((U + $1)) E=$((U + $2)); K=
+	[ $h -gt $E ] && h=$E
+	scan; [ -n "$L" ] || { echo gone; return; }
+	kill -s TERM $L; kill -s CONT $L
+	until_gone $h && { echo gone; return; }
+	kill -s HUP $L; kill -s CONT $L
+	until_gone $E && { echo gone; return; }
+	kill -s KILL $L
+	now; until_gone $((U + 100)) && { echo gone; return; }
+	echo "left$L"
+}
+case $A in
+state) state;;
+sig) SIG=$P1; sig;;
+end) end "$P1" "$P2";;
+esac
+echo .
+`

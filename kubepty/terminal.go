@@ -1,0 +1,319 @@
+package kubepty
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/util/exec"
+)
+
+// LostError is how a session ends whose exec stream broke before its
+// status arrived: the API server or the node went away, or the network
+// between. The command's fate is unknown.
+type LostError struct {
+	Backend string // "kube NAMESPACE/POD/CONTAINER"
+	Session string // the session's id
+	Err     error  // what the stream reported; nil when it ended silently
+}
+
+func (e *LostError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("agentpty: %s: %s: connection lost (the stream ended without the command's status)", e.Session, e.Backend)
+	}
+	return fmt.Sprintf("agentpty: %s: %s: connection lost: %v", e.Session, e.Backend, e.Err)
+}
+
+func (e *LostError) Unwrap() error { return e.Err }
+
+// Start runs cmd in the container under a new terminal, through sh and
+// env (startScript), and returns once the command runs. A missing pod is
+// an error wrapping ErrNoPod.
+func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (agentpty.Terminal, error) {
+	if len(cmd.Argv) == 0 {
+		return nil, fmt.Errorf("%w: %s: %s: empty command", agentpty.ErrInvalid, cmd.Name, b)
+	}
+	t := newTerminal(b, cmd)
+	exe, err := b.executor(t.argv(cmd), true, true, false, &t.watch)
+	if err != nil {
+		return nil, fmt.Errorf("agentpty: %s: %s: %w", cmd.Name, b, err)
+	}
+	go t.stream(exe)
+	marked := make(chan struct{})
+	go func() {
+		t.awaitPID()
+		close(marked)
+	}()
+	select {
+	case <-marked:
+		if t.preErr != nil { // the stream ended before the command ran, or with it
+			if _, err := t.Wait(); err != nil {
+				return nil, t.startErr(ctx, err)
+			}
+		}
+		return t, nil
+	case <-ctx.Done():
+		t.Close()
+		<-marked
+		t.Wait()
+		return nil, fmt.Errorf("agentpty: %s: start on %s: %w", cmd.Name, b, ctx.Err())
+	}
+}
+
+// startErr says why a start failed: a missing pod says so only to a GET.
+func (t *terminal) startErr(ctx context.Context, werr error) error {
+	t.Close()
+	if _, err := t.b.getPod(ctx); err != nil {
+		return err
+	}
+	return fmt.Errorf("agentpty: %s: %s: exec: %w", t.name, t.b, errors.Unwrap(werr))
+}
+
+// terminal is one command under an exec stream's TTY. It implements
+// agentpty.Terminal and agentpty.StateReader.
+type terminal struct {
+	b     *Backend
+	name  string
+	nonce string
+	watch statusWatch
+
+	ctx    context.Context // the stream's; Close cancels it, which ends the stream
+	cancel context.CancelFunc
+
+	pre    []byte // output read while looking for the pid's mark; Read's first
+	preErr error  // how that reading ended, if it did
+
+	in      *input
+	outR    *io.PipeReader
+	outW    *io.PipeWriter
+	writing atomic.Int32 // writes of output under way: output waiting for Read
+	unread  atomic.Bool  // the last Read returned bytes and no Read has begun since
+
+	sizes  chan remotecommand.TerminalSize // the newest size not yet sent
+	sizeMu sync.Mutex                      // orders Resize's replacement of it
+
+	exited  chan struct{} // closed when the stream has ended
+	status  agentpty.ExitStatus
+	waitErr error
+
+	leader atomic.Pointer[leader] // the command's process, once a probe found it
+
+	closeOnce sync.Once
+}
+
+// leader is the command's process in the container.
+type leader struct{ pid int }
+
+func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
+	var n [12]byte
+	_, _ = rand.Read(n[:])
+	ctx, cancel := context.WithCancel(context.Background())
+	outR, outW := io.Pipe()
+	t := &terminal{b: b, name: cmd.Name, nonce: hex.EncodeToString(n[:]), ctx: ctx, cancel: cancel,
+		in: newInput(), outR: outR, outW: outW,
+		sizes: make(chan remotecommand.TerminalSize, 1), exited: make(chan struct{})}
+	t.sizes <- remotecommand.TerminalSize{Width: uint16(cmd.Cols), Height: uint16(cmd.Rows)}
+	return t
+}
+
+// startScript runs in sh as the command's first moments: it prints its
+// pid in a private OSC sequence (the command keeps that pid, as exec
+// keeps it), enters the directory, and execs env, which sets the nonce
+// and the session's variables and runs the command.
+const startScript = `printf '\033]7771;%s;%s\007' "$0" "$$"; [ -z "$1" ] || cd -- "$1" || exit 127; shift; exec env "$@"`
+
+// argv is what the container runs: startScript, then the command.
+func (t *terminal) argv(cmd agentpty.Command) []string {
+	argv := []string{"sh", "-c", startScript, t.nonce, cmd.Dir, "AGENTPTY_ID=" + t.nonce}
+	argv = append(argv, cmd.Env...)
+	return append(argv, cmd.Argv...)
+}
+
+// maxPre bounds the output read while looking for the pid's mark: a
+// container that prints too much before it leaves the pid unknown.
+const maxPre = 64 << 10
+
+// awaitPID reads the first output until the mark, keeping the rest for
+// Read. It returns once the command runs (or the stream ended).
+func (t *terminal) awaitPID() {
+	mark := "\x1b]7771;" + t.nonce + ";"
+	buf := make([]byte, 4096)
+	for len(t.pre) < maxPre {
+		if i := strings.Index(string(t.pre), mark); i >= 0 {
+			if end := strings.IndexByte(string(t.pre[i:]), '\a'); end >= 0 {
+				if pid, err := strconv.Atoi(string(t.pre[i+len(mark) : i+end])); err == nil {
+					t.leader.Store(&leader{pid: pid})
+				}
+				t.pre = append(t.pre[:i:i], t.pre[i+end+1:]...)
+				return
+			}
+		}
+		n, err := t.outR.Read(buf)
+		t.pre = append(t.pre, buf[:n]...)
+		if err != nil {
+			t.preErr = err
+			return
+		}
+	}
+}
+
+// stream runs the exec until it ends and records how.
+func (t *terminal) stream(exe remotecommand.Executor) {
+	err := exe.StreamWithContext(t.ctx, remotecommand.StreamOptions{
+		Stdin: t.in, Stdout: (*outWriter)(t), Tty: true, TerminalSizeQueue: t,
+	})
+	var code exec.CodeExitError
+	switch {
+	case err == nil && t.watch.lost():
+		t.waitErr = &LostError{Backend: t.b.String(), Session: t.name}
+	case err == nil && !t.watch.spdy.Load() && !t.exitConfirmed():
+		t.waitErr = &LostError{Backend: t.b.String(), Session: t.name}
+	case err == nil:
+		t.status = agentpty.ExitStatus{Code: 0}
+	case errors.As(err, &code):
+		t.status = agentpty.ExitStatus{Code: code.Code}
+	case t.ctx.Err() != nil:
+		t.waitErr = fmt.Errorf("agentpty: %s: %s: the terminal was closed before the command exited", t.name, t.b)
+	default:
+		t.waitErr = &LostError{Backend: t.b.String(), Session: t.name, Err: err}
+	}
+	t.outW.Close()
+	t.in.close()
+	close(t.exited)
+}
+
+// exitConfirmed checks a WebSocket stream's nil with a probe: client-go
+// returns nil also when the connection closed abruptly, and only a
+// command that is gone from the container exited 0.
+func (t *terminal) exitConfirmed() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	lines, err := t.probe(ctx, "state")
+	return err == nil && len(lines) > 0 && lines[len(lines)-1] == "gone"
+}
+
+// outWriter is the stream's stdout: it counts writes under way, which are
+// output the session has not read yet.
+type outWriter terminal
+
+func (w *outWriter) Write(p []byte) (int, error) {
+	w.writing.Add(1)
+	defer w.writing.Add(-1)
+	return w.outW.Write(p)
+}
+
+// Next gives the stream the terminal's size, first the initial one, then
+// each Resize's. nil ends the queue.
+func (t *terminal) Next() *remotecommand.TerminalSize {
+	select {
+	case s := <-t.sizes:
+		return &s
+	case <-t.ctx.Done():
+		return nil
+	case <-t.exited:
+		return nil
+	}
+}
+
+// Read returns what the command wrote to the terminal.
+func (t *terminal) Read(p []byte) (int, error) {
+	if len(t.pre) > 0 {
+		n := copy(p, t.pre)
+		t.pre = t.pre[n:]
+		t.unread.Store(true)
+		return n, nil
+	}
+	if t.preErr != nil {
+		return 0, t.preErr
+	}
+	t.unread.Store(false)
+	n, err := t.outR.Read(p)
+	t.unread.Store(n > 0)
+	return n, err
+}
+
+// Write types p: it returns once the stream took it.
+func (t *terminal) Write(p []byte) (int, error) {
+	select {
+	case <-t.exited:
+		return 0, t.writeErr()
+	default:
+	}
+	return t.in.write(p, t.exited)
+}
+
+func (t *terminal) writeErr() error {
+	if t.waitErr != nil {
+		return t.waitErr
+	}
+	return io.ErrClosedPipe
+}
+
+// SetWriteDeadline bounds Write.
+func (t *terminal) SetWriteDeadline(tm time.Time) error {
+	t.in.deadline.set(tm)
+	return nil
+}
+
+// Resize sends the new size on the resize channel; the node's runtime sets
+// it on the terminal, and the kernel tells the command (SIGWINCH). Only the
+// newest size not yet sent is kept.
+func (t *terminal) Resize(cols, rows int) error {
+	t.sizeMu.Lock()
+	defer t.sizeMu.Unlock()
+	select {
+	case <-t.sizes:
+	default:
+	}
+	t.sizes <- remotecommand.TerminalSize{Width: uint16(cols), Height: uint16(rows)}
+	return nil
+}
+
+// Wait blocks until the stream ends: the exit code from the status
+// channel (a runtime reports a command a signal ended as 128 plus the
+// signal's number), or a LostError.
+func (t *terminal) Wait() (agentpty.ExitStatus, error) {
+	<-t.exited
+	return t.status, t.waitErr
+}
+
+// Close ends the stream: the node closes the terminal, which hangs it up
+// where the runtime does so (see the package's README section).
+func (t *terminal) Close() error {
+	t.closeOnce.Do(func() {
+		t.cancel()
+		t.in.close()
+		t.outR.CloseWithError(os.ErrClosed)
+	})
+	return nil
+}
+
+// PID is the command's process id in the container, once a probe found it.
+func (t *terminal) PID() int {
+	if l := t.leader.Load(); l != nil {
+		return l.pid
+	}
+	return 0
+}
+
+// OutputPending reports output the stream handed over that Read has not
+// returned yet.
+func (t *terminal) OutputPending() bool {
+	return t.writing.Load() > 0 || t.unread.Load()
+}
+
+var (
+	_ agentpty.Terminal    = (*terminal)(nil)
+	_ agentpty.StateReader = (*terminal)(nil)
+)
