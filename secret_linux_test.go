@@ -116,6 +116,10 @@ func TestSecretProgramsTrustOnlyRootOwnedListed(t *testing.T) {
 		}
 		m := newManager(t, Options{SecretPrograms: c.list})
 		start := mustStart(t, m, StartRequest{Command: prompt, WaitFor: "Password: "})
+		// The prompt comes before the read: wait until bash reads.
+		if w := mustWrite(t, m, WriteRequest{ID: start.ID, WaitUntil: "input"}); w.State != StateWaitingInput {
+			t.Fatalf("bash at its password prompt is %q", w.State)
+		}
 		if start.ForegroundExe != bash {
 			t.Errorf("the result names the executable %q, want %q", start.ForegroundExe, bash)
 		}
