@@ -116,10 +116,7 @@ func TestSecretProgramsTrustOnlyRootOwnedListed(t *testing.T) {
 		}
 		m := newManager(t, Options{SecretPrograms: c.list})
 		start := mustStart(t, m, StartRequest{Command: prompt, WaitFor: "Password: "})
-		// The prompt comes before the read: wait until bash reads.
-		if w := mustWrite(t, m, WriteRequest{ID: start.ID, WaitUntil: "input"}); w.State != StateWaitingInput {
-			t.Fatalf("bash at its password prompt is %q", w.State)
-		}
+		awaitReader(t, m, start.ID)
 		if start.ForegroundExe != bash {
 			t.Errorf("the result names the executable %q, want %q", start.ForegroundExe, bash)
 		}
@@ -151,6 +148,7 @@ func TestSecretProgramsSudo(t *testing.T) {
 	if !strings.HasSuffix(start.ForegroundExe, "/sudo") {
 		t.Errorf("the result names %q at sudo's prompt", start.ForegroundExe)
 	}
+	awaitReader(t, m, start.ID)
 	res, err := m.WriteSecretWith(waitCtx(t), SecretRequest{ID: start.ID, Secret: []byte(secret), WaitFor: "sudo exit"})
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +221,7 @@ func TestSecretProgramsRefuseInjectedCode(t *testing.T) {
 		{"traced child", "exec python3 " + launcher + " trace " + prompt, "traced by pid"},
 	} {
 		start := mustStart(t, m, StartRequest{Command: c.command, WaitFor: "Password: "})
+		awaitReader(t, m, start.ID)
 		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte("pw-5678"), WaitFor: "next> "})
 		switch {
 		case c.refusedFor == "" && (err != nil || !strings.Contains(res.Output, "got 7")):
@@ -351,4 +350,12 @@ func TestRunResultNamesTheAsker(t *testing.T) {
 	if _, err := m.Kill(waitCtx(t), start.ID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// awaitReader waits until the program at a password prompt reads: a
+// prompt is printed before the read that takes the password, and
+// SecretPrograms types only into a program reading now.
+func awaitReader(t *testing.T, m *Manager, id string) {
+	t.Helper()
+	mustWrite(t, m, WriteRequest{ID: id, WaitUntil: "input"})
 }
