@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
 
@@ -26,13 +27,13 @@ func TestMain(m *testing.M) {
 	// The stand-in's Kubernetes code logs every closed stream.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, lingering...)
 }
 
 // lingering are goroutines of client-go and spdystream that outlive a
 // closed connection for a bounded time: the WebSocket heartbeat until its
-// next tick, spdystream's shutdown until its timeout. TestMain's check,
-// at the end of the run, sees them gone.
+// next tick, spdystream's shutdown until its timeout, which can be later
+// than the end of a quick run: every check leaves them out.
 var lingering = []goleak.Option{
 	goleak.IgnoreTopFunction("k8s.io/client-go/tools/remotecommand.(*heartbeat).start"),
 	goleak.IgnoreTopFunction("github.com/moby/spdystream.(*Connection).shutdown"),
@@ -80,26 +81,11 @@ func standin(t *testing.T, opts ...kubetest.Option) (*kubetest.Server, *Backend)
 	return srv, b
 }
 
-func need(t *testing.T, programs ...string) {
-	t.Helper()
-	for _, p := range programs {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-				t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed: %v", p, err)
-			}
-			t.Skipf("%s is not installed", p)
-		}
-	}
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count file descriptors: %v", err)
-	}
-	return len(ents)
-}
+// need and openFDs are the library's own test kit's.
+var (
+	need    = testkit.Need
+	openFDs = testkit.OpenFDs
+)
 
 // carriers lists this machine's processes whose environment holds the
 // terminal's nonce: everything its command started (the stand-in runs
