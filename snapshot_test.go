@@ -239,3 +239,22 @@ func TestShellSnapshotShellSession(t *testing.T) {
 		t.Errorf("the profile ran %d times, want once", n)
 	}
 }
+
+// The snapshot lives in a private directory that Close removes.
+func TestShellSnapshotRemovedAtClose(t *testing.T) {
+	home := snapshotHome(t, snapshotProfile)
+	m := NewManager(Options{ShellSnapshot: true, Env: []string{"HOME=" + home}})
+	runOnce(t, m, "true")
+	m.snap.mu.Lock()
+	dir, path := m.snap.dir, m.snap.path
+	m.snap.mu.Unlock()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("snapshot %q: %v %v, want a file of mode 0600", path, fi, err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the snapshot directory %q is still there after Close: %v", dir, err)
+	}
+}
