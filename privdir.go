@@ -85,9 +85,15 @@ type readOnlyKeeper interface {
 
 // keptPaths is the set of paths a sandbox keeps read-only; its
 // keepReadOnly makes the sandbox a readOnlyKeeper.
+//
+// A start binds the kept paths it read some time after reading them: a
+// release waits until every start that may have read its path has bound
+// it (or failed), so no start ever binds a path its manager's Close is
+// removing.
 type keptPaths struct {
-	keptMu sync.Mutex
-	paths  []string // one entry per keepReadOnly not yet released
+	keptMu  sync.Mutex
+	paths   []string     // one entry per keepReadOnly not yet released
+	binding sync.RWMutex // read-held by each start from hold to its done
 }
 
 func (k *keptPaths) keepReadOnly(path string) func() {
@@ -97,6 +103,9 @@ func (k *keptPaths) keepReadOnly(path string) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			// Starts that read the path have bound it once they let go.
+			k.binding.Lock()
+			defer k.binding.Unlock()
 			k.keptMu.Lock()
 			defer k.keptMu.Unlock()
 			if i := slices.Index(k.paths, path); i >= 0 {
@@ -106,9 +115,11 @@ func (k *keptPaths) keepReadOnly(path string) func() {
 	}
 }
 
-// kept returns the paths kept now.
-func (k *keptPaths) kept() []string {
+// hold returns the paths kept now; the caller calls done once its child
+// has bound them or will not start.
+func (k *keptPaths) hold() (paths []string, done func()) {
+	k.binding.RLock()
 	k.keptMu.Lock()
 	defer k.keptMu.Unlock()
-	return slices.Clone(k.paths)
+	return slices.Clone(k.paths), k.binding.RUnlock
 }

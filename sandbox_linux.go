@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -196,7 +197,10 @@ func (s *bwrapSandbox) startOnThread(cmd *exec.Cmd, start func() error) error {
 	if len(cmd.ExtraFiles) != 0 {
 		return errors.New("sandbox: the command already has extra files; the sandbox passes none but its own")
 	}
-	files, err := s.handOver(cmd)
+	// The kept paths stay until the child has bound them (keptPaths).
+	kept, done := s.hold()
+	defer done()
+	files, err := s.handOver(cmd, kept)
 	if err != nil {
 		return err
 	}
@@ -250,7 +254,7 @@ func (s *bwrapSandbox) startOnThread(cmd *exec.Cmd, start func() error) error {
 // paths, and bound and restricted by descriptor: a root checked by path
 // and then bound by path could have become a symlink in between (a child
 // of another session swapping a directory under an enclosing root).
-func (s *bwrapSandbox) handOver(cmd *exec.Cmd) (files []*os.File, err error) {
+func (s *bwrapSandbox) handOver(cmd *exec.Cmd, kept []string) (files []*os.File, err error) {
 	defer func() {
 		if err != nil {
 			closeAll(files)
@@ -280,7 +284,7 @@ func (s *bwrapSandbox) handOver(cmd *exec.Cmd) (files []*os.File, err error) {
 		}
 		files = append(files, os.NewFile(uintptr(fd), r))
 	}
-	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Nonce: nonce, Bwrap: s.withKept(s.bwrap), ABI: s.abi,
+	spec, err := json.Marshal(sandbox.Spec{Stage: sandbox.Outer, Nonce: nonce, Bwrap: s.withKept(s.bwrap, kept), ABI: s.abi,
 		Roots: s.roots, RootFD: sandbox.FDRoots + len(s.roots), Network: s.network})
 	if err != nil {
 		return files, err
@@ -388,12 +392,20 @@ func (s *bwrapSandbox) String() string {
 	return b.String()
 }
 
-// withKept returns bubblewrap's options with the kept paths bound
-// read-only after the roots, so that they stay read-only inside them; a
-// path removed meanwhile is skipped.
-func (s *bwrapSandbox) withKept(bwrap []string) []string {
-	for _, p := range s.kept() {
-		bwrap = append(bwrap[:len(bwrap):len(bwrap)], "--ro-bind-try", p, p)
+// withKept returns bubblewrap's options with the kept paths that lie
+// inside a writable root bound read-only after the roots, so that they
+// stay read-only there; elsewhere they are read-only already.
+func (s *bwrapSandbox) withKept(bwrap, kept []string) []string {
+	for _, p := range kept {
+		if slices.ContainsFunc(s.roots, func(r string) bool { return within(p, r) }) {
+			bwrap = append(bwrap[:len(bwrap):len(bwrap)], "--ro-bind-try", p, p)
+		}
 	}
 	return bwrap
+}
+
+// within reports whether path is root or lies under it; both are clean
+// absolute paths.
+func within(path, root string) bool {
+	return path == root || root == "/" || strings.HasPrefix(path, root+"/")
 }

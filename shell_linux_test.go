@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -53,4 +54,31 @@ func TestShellSandboxKeepsCommandsReadOnly(t *testing.T) {
 	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo still runs"}); res.Output != "still runs" {
 		t.Fatalf("after the attack: %+v", res)
 	}
+}
+
+// TestSandboxKeptPathsOutliveStarts: managers sharing one sandbox start
+// and close at once, each with its private directory inside the writable
+// root: every start binds the directories kept at that moment, and none
+// fails because another manager's Close removed one of them meanwhile.
+func TestSandboxKeptPathsOutliveStarts(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", root) // the private directories land inside the root
+	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}})
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Go(func() {
+			for range 4 {
+				m, _, err := startSandboxed(sb, `echo "== ready"`, "== ready")
+				m.Close()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
