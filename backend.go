@@ -23,6 +23,12 @@ import (
 //   - Contained: what holds the processes the command starts (see
 //     Session.Containment). Without it Containment is empty.
 //
+// What only a Backend can reach is an optional capability of the Backend:
+//
+//   - Files: files where its commands run, for a shell session's rcfile
+//     and the commands pty-run hands its shell. Without it shell sessions
+//     (and so pty-run) are refused with ErrUnsupported.
+//
 // Options.Sandbox adjusts a command on this machine; with any other
 // Backend a start is refused with ErrUnsupported and nothing runs.
 type Backend interface {
@@ -132,4 +138,24 @@ type Foreground struct {
 // (ContainCgroup, ContainCgroupUnbounded, ContainSession).
 type Contained interface {
 	Containment() string
+}
+
+// Files is the optional capability of a Backend that keeps files on the
+// machine where its commands run: a shell session's directory there holds
+// its rcfile and the commands pty-run hands the shell, which reads them
+// as files, never as typed text. Paths are that machine's. Text holds no
+// NUL byte (the library never writes one).
+type Files interface {
+	// MkdirTemp makes a new directory that only the backend's user can
+	// read or enter (0700), in that machine's temporary directory, its
+	// name starting with pattern (which holds no slash), and returns its
+	// absolute path.
+	MkdirTemp(ctx context.Context, pattern string) (string, error)
+	// WriteFile writes data to a new file at path, readable by its owner
+	// only; a file (or a symlink) already at path is an error, never
+	// written through.
+	WriteFile(ctx context.Context, path string, data []byte) error
+	// RemoveAll removes path and everything below it; a missing path is
+	// not an error.
+	RemoveAll(ctx context.Context, path string) error
 }

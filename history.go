@@ -26,7 +26,8 @@ var historyVars = []struct {
 // environment does not count. Pythons before 3.13 ignore PYTHON_HISTORY:
 // a startup file in the manager's private directory (startup) makes them
 // follow it, unless a PYTHONSTARTUP is set anywhere, the host process's
-// environment included.
+// environment included, or startup is empty (no such file where the
+// session runs).
 func historyEnv(shell bool, startup string, envs ...[]string) []string {
 	var out []string
 	for _, v := range historyVars {
@@ -35,7 +36,7 @@ func historyEnv(shell bool, startup string, envs ...[]string) []string {
 		}
 		out = append(out, v.name+"="+v.value)
 	}
-	if _, set := os.LookupEnv("PYTHONSTARTUP"); !set && !envHas("PYTHONSTARTUP", envs...) {
+	if _, set := os.LookupEnv("PYTHONSTARTUP"); startup != "" && !set && !envHas("PYTHONSTARTUP", envs...) {
 		out = append(out, "PYTHONSTARTUP="+startup)
 	}
 	return out

@@ -60,7 +60,9 @@ type Options struct {
 	// again after a minute or when a profile file changes. It applies
 	// only when Shell is nil or {"bash", "-lc"} (the login bash) and is made under
 	// the Sandbox and containment like any session; false runs the profile
-	// for every start.
+	// for every start. It applies on this machine only: with another
+	// Backend no snapshot is made or used (commands run under Shell as
+	// given), and every start's result says so in its Notice.
 	ShellSnapshot bool
 	// Cols and Rows are the terminal size a start gets when its request
 	// gives none; 0 means 120 columns by 32 rows. The tools' schemas say
@@ -135,10 +137,10 @@ type Options struct {
 	// types nothing. False means approving a start covers every write.
 	ApproveWrites bool
 	// Backend starts each session's command under a terminal; nil means a
-	// pseudo-terminal of this machine. With another Backend, Sandbox and
-	// shell sessions are refused (ErrUnsupported), ShellSnapshot does not
-	// apply, and what the terminal cannot tell is said plainly (see
-	// Backend).
+	// pseudo-terminal of this machine. With another Backend, Sandbox is
+	// refused (ErrUnsupported), shell sessions need the backend's Files
+	// (ErrUnsupported without), ShellSnapshot does not apply, and what the
+	// terminal cannot tell is said plainly (see Backend).
 	Backend Backend
 	// SecretPrograms, when set, are the programs WriteSecret may type a
 	// secret into: executable names (looked up in the host's PATH) or
@@ -353,6 +355,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 func startNotice(s *Session, from *snapshotStart, res StartResult, err error) string {
 	if from != nil && from.notice != "" {
 		return from.notice
+	}
+	if s.m.opts.ShellSnapshot && s.m.opts.Backend != nil {
+		return "Options.ShellSnapshot applies on this machine only: no snapshot of the login shell is used on " + backendName(s.m.opts.Backend)
 	}
 	if err != nil || res.Exited || strings.TrimSpace(res.Output) != "" {
 		return ""

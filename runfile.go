@@ -1,19 +1,100 @@
 package agentpty
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The run channel: a pty-run command reaches the shell as a file in the
 // session's private directory, sourced by a fixed typed line, never as
-// typed text. The channel is the local file system; a remote terminal
-// needs its own way to put the file on the far side before typing the
-// same line (a pipe over the terminal is not possible there, and a
-// here-doc typed into the shell is text readline sees).
+// typed text. The channel is the file system where the shell runs: this
+// machine's, or the Backend's Files (a pipe over the terminal is not
+// possible there, and a here-doc typed into the shell is text readline
+// sees).
+
+// shellFiles is where a shell session's directory, rcfile and run files
+// live.
+type shellFiles interface {
+	// mkdir makes the session's directory, new and private, named after
+	// name, and returns its path.
+	mkdir(ctx context.Context, name string) (string, error)
+	// write creates path, which must not exist, readable by its owner
+	// only, holding text.
+	write(ctx context.Context, path, text string) error
+	// removeRun removes a run file whose command has been read.
+	removeRun(path string)
+	// removeAll removes the session's directory.
+	removeAll(dir string)
+}
+
+// localFiles keeps a shell session's files in the manager's private
+// directory base on this machine.
+type localFiles struct{ base string }
+
+func (l localFiles) mkdir(_ context.Context, name string) (string, error) {
+	dir := filepath.Join(l.base, name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+func (localFiles) write(_ context.Context, path, text string) error { return writeNew(path, text) }
+func (localFiles) removeRun(path string)                            { os.Remove(path) }
+func (localFiles) removeAll(dir string)                             { os.RemoveAll(dir) }
+
+// remoteFileTimeout bounds each file operation on the backend's machine,
+// so a connection that stopped answering cannot hold a run, a Kill or
+// Close.
+const remoteFileTimeout = 10 * time.Second
+
+// remoteFiles keeps a shell session's files where a Backend runs its
+// commands, each operation one call of its Files (a round trip there).
+type remoteFiles struct {
+	f   Files
+	who string // the backend, for messages
+}
+
+func (r remoteFiles) mkdir(ctx context.Context, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, remoteFileTimeout)
+	defer cancel()
+	dir, err := r.f.MkdirTemp(ctx, "agentpty-"+name)
+	if err == nil && !strings.HasPrefix(dir, "/") {
+		r.removeAll(dir)
+		err = fmt.Errorf("%s: MkdirTemp returned %q, not an absolute path", r.who, dir)
+	}
+	return dir, err
+}
+
+func (r remoteFiles) write(ctx context.Context, path, text string) error {
+	ctx, cancel := context.WithTimeout(ctx, remoteFileTimeout)
+	defer cancel()
+	return r.f.WriteFile(ctx, path, []byte(text))
+}
+
+// removeRun leaves the file to the directory's removal when the session
+// ends: removing each would add a round trip to every run.
+func (remoteFiles) removeRun(string) {}
+
+func (r remoteFiles) removeAll(dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteFileTimeout)
+	defer cancel()
+	_ = r.f.RemoveAll(ctx, dir) // best effort: a lost connection took the session with it
+}
+
+// backendName names a Backend in messages: its String, else its type.
+func backendName(b Backend) string {
+	if s, ok := b.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", b)
+}
 
 // writeNew creates path, which must not exist, readable by its owner
 // only, holding text.
@@ -41,7 +122,7 @@ func writeNew(path, text string) error {
 // after C-x, C-e would edit and execute the line), then goes to the end of
 // whatever was typed there and kills it (C-e C-u), so it is the only
 // thing on the line.
-func (sh *shell) handOver(command string) (string, string, error) {
+func (sh *shell) handOver(ctx context.Context, command string) (string, string, error) {
 	sh.files.Lock()
 	defer sh.files.Unlock()
 	if sh.dir == "" {
@@ -49,12 +130,12 @@ func (sh *shell) handOver(command string) (string, string, error) {
 	}
 	// The commands before this one have ended: their files were read.
 	for _, f := range sh.stale {
-		os.Remove(f)
+		sh.fs.removeRun(f)
 	}
 	sh.stale = nil
 	sh.runs++
-	path := filepath.Join(sh.dir, strconv.Itoa(sh.runs))
-	if err := writeNew(path, command); err != nil {
+	path := sh.dir + "/" + strconv.Itoa(sh.runs)
+	if err := sh.fs.write(ctx, path, command); err != nil {
 		return "", "", err
 	}
 	return path, "\x07\x05\x15 . " + shellQuote(path) + "\r", nil
@@ -66,7 +147,7 @@ func (sh *shell) done(path string, ended bool) {
 	sh.files.Lock()
 	defer sh.files.Unlock()
 	if ended || sh.dir == "" {
-		os.Remove(path)
+		sh.fs.removeRun(path)
 		return
 	}
 	sh.stale = append(sh.stale, path)
@@ -80,7 +161,7 @@ func (sh *shell) remove() {
 	sh.files.Lock()
 	defer sh.files.Unlock()
 	if sh.dir != "" {
-		os.RemoveAll(sh.dir)
+		sh.fs.removeAll(sh.dir)
 		sh.dir, sh.stale = "", nil
 	}
 }

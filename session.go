@@ -143,7 +143,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *s
 		if from != nil {
 			snapshot = from.path
 		}
-		if sh, err = newShell(priv, num, snapshot); err != nil {
+		if sh, err = newShell(context.Background(), localFiles{priv}, num, snapshot); err != nil {
 			return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 		}
 		argv = sh.argv()

@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,32 +96,36 @@ type shell struct {
 	// them too once the output's start is lost.
 	preBytes int
 
-	// The session's directory in the manager's private one: the rcfile,
-	// and a file per pty-run holding its command. files guards these
-	// fields and is held across the files' I/O; it is taken without mu.
+	// The session's directory (in the manager's private one, or on the
+	// backend's machine): the rcfile, and a file per pty-run holding its
+	// command. files guards these fields and is held across the files'
+	// I/O; it is taken without mu.
 	files sync.Mutex
+	fs    shellFiles
 	dir   string   // "" once removed
 	runs  int      // run files written so far
 	stale []string // run files whose command may not have been read yet
 }
 
-// newShell makes a shell session's directory and rcfile in the manager's
-// private directory base.
+// newShell makes a shell session's directory and rcfile with fs: in the
+// manager's private directory, or where a Backend runs its commands.
 // snapshot, when set, is the login shell's snapshot to load first
 // (Options.ShellSnapshot).
-func newShell(base string, num int, snapshot string) (*shell, error) {
+func newShell(ctx context.Context, fs shellFiles, num int, snapshot string) (*shell, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	sh := &shell{nonce: hex.EncodeToString(b)}
-	sh.dir = filepath.Join(base, "pty-"+strconv.Itoa(num))
-	// The path is typed: it must hold nothing readline acts on.
-	if !utf8.ValidString(sh.dir) || strings.ContainsFunc(sh.dir, func(r rune) bool { return r < ' ' || r >= 0x7f && r < 0xa0 }) {
-		return nil, errorf(ErrInvalid, "%s: the temporary directory %q holds a control character or invalid UTF-8, which cannot be typed", ToolStart, base)
-	}
-	if err := os.Mkdir(sh.dir, 0o700); err != nil {
+	sh := &shell{nonce: hex.EncodeToString(b), fs: fs}
+	dir, err := fs.mkdir(ctx, "pty-"+strconv.Itoa(num))
+	if err != nil {
 		return nil, err
 	}
-	if err := writeNew(sh.rc(), sh.rcText(snapshot)); err != nil {
+	sh.dir = dir
+	// The path is typed: it must hold nothing readline acts on.
+	if !utf8.ValidString(dir) || strings.ContainsFunc(dir, func(r rune) bool { return r < ' ' || r >= 0x7f && r < 0xa0 }) {
+		sh.remove()
+		return nil, errorf(ErrInvalid, "%s: the temporary directory %q holds a control character or invalid UTF-8, which cannot be typed", ToolStart, dir)
+	}
+	if err := fs.write(ctx, sh.rc(), sh.rcText(snapshot)); err != nil {
 		sh.remove()
 		return nil, err
 	}
@@ -133,7 +135,7 @@ func newShell(base string, num int, snapshot string) (*shell, error) {
 // argv is the shell's command line.
 func (sh *shell) argv() []string { return []string{"bash", "--rcfile", sh.rc(), "-i"} }
 
-func (sh *shell) rc() string { return filepath.Join(sh.dir, "rc") }
+func (sh *shell) rc() string { return sh.dir + "/rc" }
 
 // rcText sets the prompt up. PS0 sets __agentpty_ran through an
 // arithmetic offset that expands to nothing, so D follows only a command
@@ -356,7 +358,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		return s.runResult(w, TerminalState{State: StateRunning}, "", ""), nil
 	}
 	s.collectOut(false, false, false) // what came before the command is not its output
-	file, input, err := s.sh.handOver(command)
+	file, input, err := s.sh.handOver(ctx, command)
 	if err != nil {
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: hand the command to the shell: %w", ToolRun, s.id, err)
 	}
@@ -509,8 +511,12 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 
 // readingPrompt reports whether the shell shows its prompt and reads it.
 // The state comes first: waiting_input means the prompt's mark, printed
-// before it, has been rendered.
+// before it, has been rendered. A terminal that cannot tell has only the
+// mark.
 func (s *Session) readingPrompt() bool {
+	if _, ok := s.term.(StateReader); !ok {
+		return s.atPrompt()
+	}
 	return s.State().State == StateWaitingInput && s.atPrompt()
 }
 

@@ -38,22 +38,34 @@ func sessionEnv(extra ...[]string) []string {
 }
 
 // startRemote starts a session through Options.Backend. What only this
-// machine can give (a sandbox, a shell session's files, the login shell's
-// snapshot) is refused before anything runs.
+// machine can give (a sandbox, the login shell's snapshot) is refused
+// before anything runs; a shell session's files go where the backend runs
+// its commands, through its Files.
 func startRemote(m *Manager, num int, req StartRequest, cols, rows int) (*Session, error) {
-	switch {
-	case m.opts.Sandbox != nil:
+	if m.opts.Sandbox != nil {
 		return nil, errorf(ErrUnsupported, "%s %q: Options.Sandbox confines commands on this machine; the backend cannot apply it", ToolStart, req.Command)
-	case req.Shell:
-		return nil, errorf(ErrUnsupported, "%s: shell sessions run on this machine only", ToolStart)
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
-	cmd := Command{Argv: argv, Env: sessionEnv(m.opts.Env, req.Env), Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)}
+	var sh *shell
+	if req.Shell {
+		fs, ok := m.opts.Backend.(Files)
+		if !ok {
+			return nil, errorf(ErrUnsupported, "%s: shell sessions need files where the shell runs, and the backend %s has no Files", ToolStart, backendName(m.opts.Backend))
+		}
+		var err error
+		if sh, err = newShell(context.Background(), remoteFiles{fs, backendName(m.opts.Backend)}, num, ""); err != nil {
+			return nil, fmt.Errorf("agentpty: %s %q: shell session's files on %s: %w", ToolStart, req.Command, backendName(m.opts.Backend), err)
+		}
+		argv = sh.argv()
+	}
+	env := sessionEnv(historyEnv(req.Shell, "", m.opts.Env, req.Env), m.opts.Env, req.Env)
+	cmd := Command{Argv: argv, Env: env, Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)}
 	term, err := m.opts.Backend.Start(context.Background(), cmd)
 	if err != nil {
+		sh.remove()
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
-	return newSession(m, num, req, cols, rows, term, nil), nil
+	return newSession(m, num, req, cols, rows, term, sh), nil
 }
 
 // errExitDrained is what Read returns, once, when the output the command

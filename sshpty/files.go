@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/agentpty/agentpty"
 )
 
 // Files on the host, for what the library keeps beside a session where
-// its commands run (a shell session's rc file, pty-run's command files).
-// They go through the probe shell: one round trip each, no channel and no
-// program copied there; data is text (no NUL byte).
+// its commands run (a shell session's rc file, pty-run's command files):
+// Backend implements agentpty.Files. They go through the probe shell: one
+// round trip each, no channel and no program copied there; data is text
+// (no NUL byte).
+var _ agentpty.Files = (*Backend)(nil)
 
 // MkdirTemp makes a new directory only the connection's user can read,
 // under $TMPDIR or /tmp on the host, and returns its path there.

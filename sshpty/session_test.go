@@ -29,14 +29,17 @@ import (
 // reads its rc file once per channel.
 var noProfile = []string{"bash", "-c"}
 
-// newManager returns a manager whose sessions run over c; when t ends it
-// is closed and no process of its sessions may be left.
+// newManager returns a manager whose sessions run over c (or on
+// opts.Backend); when t ends it is closed and no process of its sessions
+// may be left.
 func newManager(t *testing.T, c *ssh.Client, opts agentpty.Options) *agentpty.Manager {
 	t.Helper()
 	if opts.Shell == nil {
 		opts.Shell = noProfile
 	}
-	opts.Backend = New(c)
+	if opts.Backend == nil {
+		opts.Backend = New(c)
+	}
 	m := agentpty.NewManager(opts)
 	t.Cleanup(func() {
 		var pids []int
