@@ -12,7 +12,6 @@ import (
 // Shell sessions and pty-run on the host: the library's cases for every
 // backend (internal/backendtest), over a real OpenSSH server.
 
-
 func TestShellRuns(t *testing.T) {
 	_, c := connect(t)
 	backendtest.ShellRuns(t, func(t *testing.T, opts agentpty.Options) *agentpty.Manager { return newManager(t, c, opts) })
