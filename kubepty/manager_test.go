@@ -28,9 +28,19 @@ func newManager(t *testing.T, b *Backend, marks ...string) *agentpty.Manager {
 // lost: Close then reports that the sessions could not be reached.
 func newManagerLost(t *testing.T, b *Backend, lost bool, marks ...string) *agentpty.Manager {
 	t.Helper()
-	m := agentpty.NewManager(agentpty.Options{Backend: b, Shell: []string{"bash", "-c"}})
+	return newManagerOpts(t, agentpty.Options{Backend: b}, lost, marks...)
+}
+
+// newManagerOpts is newManager with opts, whose Shell defaults to bash -c.
+func newManagerOpts(t *testing.T, opts agentpty.Options, lost bool, marks ...string) *agentpty.Manager {
+	t.Helper()
+	if opts.Shell == nil {
+		opts.Shell = []string{"bash", "-c"}
+	}
+	m := agentpty.NewManager(opts)
+	name := fmt.Sprint(opts.Backend)
 	t.Cleanup(func() {
-		if err := m.Close(); (err != nil) != lost || lost && !strings.Contains(err.Error(), b.String()) {
+		if err := m.Close(); (err != nil) != lost || lost && !strings.Contains(err.Error(), name) {
 			t.Errorf("Close: %v", err)
 		}
 		for _, mark := range marks {
