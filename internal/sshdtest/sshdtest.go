@@ -1,9 +1,10 @@
-//go:build linux
+//go:build unix
 
 // Package sshdtest runs a real OpenSSH server (Debian's /usr/sbin/sshd) on
 // 127.0.0.1 for tests: a free port, a throwaway host key and client key in
 // a temporary directory, its own sshd_config, and the user running the
-// tests allowed in with that key. It is for tests only.
+// tests allowed in with that key (or one user by password). It is for
+// tests only.
 package sshdtest
 
 import (
@@ -25,7 +26,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentpty/agentpty/internal/proc"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -50,16 +50,29 @@ type Server struct {
 	// HostKey is the server's public host key.
 	HostKey ssh.PublicKey
 
-	cmd  *exec.Cmd
-	logs chan struct{} // closed once the log reader is done
-	mu   sync.Mutex
-	log  bytes.Buffer
-	once sync.Once
+	password bool // the User logs in by password
+	cmd      *exec.Cmd
+	logs     chan struct{} // closed once the log reader is done
+	mu       sync.Mutex
+	log      bytes.Buffer
+	once     sync.Once
 }
 
-// Start starts a server for t and stops it when t ends. It skips t when
-// sshd is missing, unless AGENTPTY_REQUIRE=all asks every test to run.
-func Start(t testing.TB) *Server {
+// Options say who may log in to a Server.
+type Options struct {
+	// PasswordUser, when set, is the only user who may log in, and by
+	// password only (the test sets the password); otherwise the user
+	// running the tests logs in with the client key made for the server.
+	PasswordUser string
+}
+
+// Start starts a server for t that lets the user running the tests in
+// with its client key, and stops it when t ends. It skips t when sshd is
+// missing, unless AGENTPTY_REQUIRE=all asks every test to run.
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
+
+// StartWith is Start for the users opts allow in.
+func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if _, err := os.Stat(Path); err != nil {
 		if os.Getenv("AGENTPTY_REQUIRE") == "all" {
@@ -67,7 +80,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skipf("%s is not installed (Debian: openssh-server): the SSH tests need a real OpenSSH server", Path)
 	}
-	s, err := start(t.TempDir())
+	s, err := start(t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("sshdtest: %v", err)
 	}
@@ -75,27 +88,17 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-func start(dir string) (*Server, error) {
-	u, err := user.Current()
-	if err != nil {
-		return nil, err
+func start(dir string, opts Options) (*Server, error) {
+	s := &Server{Dir: dir, User: opts.PasswordUser, password: opts.PasswordUser != "", KeyFile: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts"), logs: make(chan struct{})}
+	if s.User == "" {
+		u, err := user.Current()
+		if err != nil {
+			return nil, err
+		}
+		s.User = u.Username
 	}
-	s := &Server{Dir: dir, User: u.Username, KeyFile: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts"), logs: make(chan struct{})}
 	hostKey := filepath.Join(dir, "host_ed25519")
-	hostPub, err := writeKey(hostKey)
-	if err != nil {
-		return nil, err
-	}
-	clientPub, err := writeKey(s.KeyFile)
-	if err != nil {
-		return nil, err
-	}
-	pem, _ := os.ReadFile(s.KeyFile)
-	if s.Signer, err = ssh.ParsePrivateKey(pem); err != nil {
-		return nil, err
-	}
-	s.HostKey = hostPub
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
+	if err := s.makeKeys(hostKey); err != nil {
 		return nil, err
 	}
 	// The privilege separation directory sshd insists on.
@@ -105,21 +108,52 @@ func start(dir string) (*Server, error) {
 		return nil, err
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	line := knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, hostPub)
+	line := knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, s.HostKey)
 	if err := os.WriteFile(s.KnownHosts, []byte(line+"\n"), 0o600); err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "sshd_config")
-	conf := fmt.Sprintf(`Port %d
+	if err := os.WriteFile(cfg, []byte(s.config(port, hostKey, opts)), 0o600); err != nil {
+		return nil, err
+	}
+	if err := s.launch(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// makeKeys writes the host key and the client key, and lets the client
+// key in.
+func (s *Server) makeKeys(hostKey string) error {
+	hostPub, err := writeKey(hostKey)
+	if err != nil {
+		return err
+	}
+	clientPub, err := writeKey(s.KeyFile)
+	if err != nil {
+		return err
+	}
+	pem, _ := os.ReadFile(s.KeyFile)
+	if s.Signer, err = ssh.ParsePrivateKey(pem); err != nil {
+		return err
+	}
+	s.HostKey = hostPub
+	return os.WriteFile(filepath.Join(s.Dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600)
+}
+
+// config is the server's sshd_config.
+func (s *Server) config(port int, hostKey string, opts Options) string {
+	auth := "PermitRootLogin prohibit-password\nPubkeyAuthentication yes\nPasswordAuthentication no\n"
+	if opts.PasswordUser != "" {
+		auth = "PermitRootLogin no\nPubkeyAuthentication no\nPasswordAuthentication yes\nAllowUsers " + opts.PasswordUser + "\n"
+	}
+	return fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
 PidFile %s
 AuthorizedKeysFile %s
 StrictModes no
 UsePAM no
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
 KbdInteractiveAuthentication no
 PrintMotd no
 PrintLastLog no
@@ -128,13 +162,15 @@ MaxStartups 100
 ClientAliveInterval 0
 Subsystem sftp internal-sftp
 LogLevel INFO
-`, port, hostKey, filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"))
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		return nil, err
-	}
+`, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys")) + auth
+}
+
+// launch runs sshd in the foreground (-D), its log (-e) kept for failure
+// messages, and returns once it says it listens.
+func (s *Server) launch(cfg string) error {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.cmd = exec.Command(Path, "-D", "-e", "-f", cfg)
 	s.cmd.Stdout, s.cmd.Stderr = w, w
@@ -142,38 +178,57 @@ LogLevel INFO
 	w.Close()
 	if err != nil {
 		r.Close()
-		return nil, err
+		return err
 	}
-	// Ready once it says it listens; the rest of its log is kept for
-	// failure messages.
 	ready := make(chan bool, 1)
-	go func() {
-		defer close(s.logs)
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		said := false
-		for sc.Scan() {
-			s.mu.Lock()
-			s.log.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
-			if !said && strings.Contains(sc.Text(), "Server listening on") {
-				said = true
-				ready <- true
-			}
-		}
-		if !said {
-			ready <- false
-		}
-	}()
+	go s.readLog(r, ready)
 	select {
 	case ok := <-ready:
 		if ok {
-			return s, nil
+			return nil
 		}
 	case <-time.After(10 * time.Second):
 	}
 	s.Stop()
-	return nil, fmt.Errorf("sshd did not start listening on %s: %s", s.Addr, s.Log())
+	return fmt.Errorf("sshd did not start listening on %s: %s", s.Addr, s.Log())
+}
+
+// readLog keeps the server's log until it ends, telling ready whether
+// the server said it listens.
+func (s *Server) readLog(r *os.File, ready chan<- bool) {
+	defer close(s.logs)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	said := false
+	for sc.Scan() {
+		s.mu.Lock()
+		s.log.WriteString(sc.Text() + "\n")
+		s.mu.Unlock()
+		if !said && strings.Contains(sc.Text(), "Server listening on") {
+			said = true
+			ready <- true
+		}
+	}
+	if !said {
+		ready <- false
+	}
+}
+
+// Command is the ssh command line that logs in to the server and runs
+// remote (a login shell when empty) with a terminal: by password for a
+// PasswordUser, else with the client key.
+func (s *Server) Command(remote string) string {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	args := []string{"ssh", "-tt", "-F", "/dev/null", "-p", port,
+		"-o", "UserKnownHostsFile=" + s.KnownHosts, "-o", "StrictHostKeyChecking=yes", "-o", "LogLevel=ERROR"}
+	if !s.password {
+		args = append(args, "-i", s.KeyFile, "-o", "BatchMode=yes")
+	}
+	args = append(args, s.User+"@127.0.0.1")
+	if remote != "" {
+		args = append(args, "'"+strings.ReplaceAll(remote, "'", `'\''`)+"'")
+	}
+	return strings.Join(args, " ")
 }
 
 // Log returns what the server logged so far.
@@ -199,22 +254,6 @@ func (s *Server) Kill() {
 		_ = s.cmd.Wait()
 		<-s.logs
 	})
-}
-
-// servers lists the listener and every sshd process below it.
-func (s *Server) servers() []int {
-	out := []int{s.cmd.Process.Pid}
-	children := map[int][]int{}
-	buf := make([]byte, 512)
-	for _, pid := range proc.Pids() {
-		if st, ok := proc.ReadStat(pid, buf); ok && !st.Gone() && st.Comm == "sshd" {
-			children[st.PPID] = append(children[st.PPID], pid)
-		}
-	}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
 }
 
 // Stop ends the server (as Kill).

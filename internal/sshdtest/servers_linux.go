@@ -1,0 +1,19 @@
+package sshdtest
+
+import "github.com/agentpty/agentpty/internal/proc"
+
+// servers lists the listener and every sshd process below it.
+func (s *Server) servers() []int {
+	out := []int{s.cmd.Process.Pid}
+	children := map[int][]int{}
+	buf := make([]byte, 512)
+	for _, pid := range proc.Pids() {
+		if st, ok := proc.ReadStat(pid, buf); ok && !st.Gone() && st.Comm == "sshd" {
+			children[st.PPID] = append(children[st.PPID], pid)
+		}
+	}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
