@@ -26,3 +26,8 @@ func TestShellNeedsFiles(t *testing.T) {
 	_, c := connect(t)
 	backendtest.ShellNeedsFiles(t, New(c), func(t *testing.T, opts agentpty.Options) *agentpty.Manager { return newManager(t, c, opts) })
 }
+
+func TestShellLostConnection(t *testing.T) {
+	srv, c := connect(t)
+	backendtest.ShellLostConnection(t, func(t *testing.T, opts agentpty.Options) *agentpty.Manager { return newManager(t, c, opts) }, srv.Kill)
+}

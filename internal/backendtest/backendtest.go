@@ -177,3 +177,30 @@ func ShellNeedsFiles(t *testing.T, b agentpty.Backend, newManager NewManager) {
 		t.Errorf("ShellSnapshot on another machine: %+v %v; want a Notice saying it does not apply", res, err)
 	}
 }
+
+// ShellLostConnection: a shell session whose server is killed (kill)
+// ends as exited, pty-run on it gets ErrExited, and Close, which would
+// remove its directory there, returns at once.
+func ShellLostConnection(t *testing.T, newManager NewManager, kill func()) {
+	m := newManager(t, agentpty.Options{})
+	id := StartShell(t, m).ID
+	MustRun(t, m, id, "echo before")
+	kill()
+	s, _ := m.Session(id)
+	if _, err := s.Wait(Ctx(t)); err != nil {
+		t.Fatalf("the session did not end with its server: %v", err)
+	}
+	if _, err := m.Run(Ctx(t), agentpty.RunRequest{ID: id, Command: "true"}); !errors.Is(err, agentpty.ErrExited) {
+		t.Errorf("pty-run after the loss: %v; want ErrExited", err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		_ = m.Close() // it may say that the sessions could not be reached
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs with the server gone")
+	}
+}
