@@ -47,24 +47,22 @@ func (b *Backend) MkdirTemp(ctx context.Context, pattern string) (string, error)
 // WriteFile writes data to a new file at path in the container, mode
 // 0600; a file already there is an error (the shell's noclobber).
 func (b *Backend) WriteFile(ctx context.Context, path string, data []byte) error {
-	out, err := b.fileExec(ctx, writeScript, path, data)
-	if err == nil && out != "ok" {
-		err = fmt.Errorf("it could not be created")
-	}
-	if err != nil {
-		return fmt.Errorf("agentpty: %s: WriteFile %q: %w", b, path, err)
-	}
-	return nil
+	return b.fileOK(ctx, "WriteFile", writeScript, path, data)
 }
 
 // RemoveAll removes path and what it holds in the container.
 func (b *Backend) RemoveAll(ctx context.Context, path string) error {
-	out, err := b.fileExec(ctx, removeScript, path, nil)
+	return b.fileOK(ctx, "RemoveAll", removeScript, path, nil)
+}
+
+// fileOK runs script on path (see fileExec), which says "ok" once done.
+func (b *Backend) fileOK(ctx context.Context, op, script, path string, stdin []byte) error {
+	out, err := b.fileExec(ctx, script, path, stdin)
 	if err == nil && out != "ok" {
-		err = fmt.Errorf("it could not be removed")
+		err = fmt.Errorf("sh said %q", out)
 	}
 	if err != nil {
-		return fmt.Errorf("agentpty: %s: RemoveAll %q: %w", b, path, err)
+		return fmt.Errorf("agentpty: %s: %s %q: %w", b, op, path, err)
 	}
 	return nil
 }

@@ -45,3 +45,9 @@ func TestShellLostConnection(t *testing.T) {
 	t.Cleanup(heartbeatsEnd)
 	backendtest.ShellLostConnection(t, managers(b, false), srv.Kill)
 }
+
+// A session's files land in the container, through an exec of sh each.
+func TestFiles(t *testing.T) {
+	_, b := standin(t)
+	backendtest.Files(t, b)
+}
