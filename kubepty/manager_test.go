@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
 
@@ -76,96 +77,13 @@ func ctx10(t *testing.T) context.Context {
 	return ctx
 }
 
-func mustStart(t *testing.T, m *agentpty.Manager, req agentpty.StartRequest) agentpty.StartResult {
-	t.Helper()
-	res, err := m.Start(ctx10(t), req)
-	if err != nil {
-		t.Fatalf("Start %q: %v", req.Command, err)
-	}
-	return res
-}
-
-func mustWrite(t *testing.T, m *agentpty.Manager, req agentpty.WriteRequest) agentpty.WriteResult {
-	t.Helper()
-	res, err := m.Write(ctx10(t), req)
-	if err != nil {
-		t.Fatalf("Write %q: %v", req.Input, err)
-	}
-	return res
-}
-
-// python3's REPL: wait_until "input" returns at its prompt, with the
-// state read from the pod's /proc by the second exec.
-func TestPythonREPL(t *testing.T) {
-	need(t, "python3")
-	_, b := standin(t)
-	m := newManager(t, b)
-	res := mustStart(t, m, agentpty.StartRequest{Command: "python3 -q", WaitUntil: "input"})
-	if res.State != "waiting_input" || !strings.Contains(res.Output, ">>>") {
-		t.Fatalf("start: state %q, output %q; want waiting_input at >>>", res.State, res.Output)
-	}
-	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "2**64", Submit: true, WaitUntil: "input"})
-	if !strings.Contains(w.Output, "18446744073709551616") || w.State != "waiting_input" || w.Foreground != "python3" {
-		t.Errorf("2**64: output %q, state %q, foreground %q", w.Output, w.State, w.Foreground)
-	}
-	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "import time; time.sleep(30)", Submit: true, WaitMS: ptr(300)})
-	if w.State != "running" {
-		t.Errorf("during a sleep the state is %q; want running", w.State)
-	}
-	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "\x03", WaitFor: "KeyboardInterrupt"})
-	if !w.Matched {
-		t.Errorf("Ctrl-C did not interrupt the sleep: %q", w.Output)
-	}
-	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "exit(7)", Submit: true, WaitMS: ptr(5000)})
-	if !w.Exited || w.ExitCode == nil || *w.ExitCode != 7 {
-		t.Errorf("exit(7): exited %v, code %v", w.Exited, w.ExitCode)
-	}
-}
+// The library's own test kit for managers on a backend.
+var (
+	mustStart = backendtest.MustStart
+	mustWrite = backendtest.MustWrite
+)
 
 func ptr(n int) *int { return &n }
-
-// vim's screen and a diff of it, from the bytes of the exec stream.
-func TestVim(t *testing.T) {
-	need(t, "vim")
-	_, b := standin(t)
-	m := newManager(t, b)
-	file := t.TempDir() + "/notes.txt"
-	res := mustStart(t, m, agentpty.StartRequest{Command: "vim -u NONE -N " + file, Cols: 60, Rows: 12, WaitFor: "notes.txt", Screen: "full"})
-	if !res.Matched {
-		t.Fatalf("vim's screen: %q", res.Output)
-	}
-	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "ihello from the pod\x1b", WaitFor: "hello from the pod", Screen: "diff"})
-	if !w.Matched || !strings.Contains(w.Output, "+hello from the pod") {
-		t.Errorf("diff: %q", w.Output)
-	}
-	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: ":wq\r", WaitMS: ptr(5000)})
-	if got, _ := os.ReadFile(file); string(got) != "hello from the pod\n" {
-		t.Errorf("the file holds %q", got)
-	}
-}
-
-// A password prompt: input_hidden from the pod's terminal modes, and
-// WriteSecret types there.
-func TestWriteSecret(t *testing.T) {
-	_, b := standin(t)
-	m := newManager(t, b)
-	res := mustStart(t, m, agentpty.StartRequest{Command: `read -s -p "Password: " pw; echo; echo "got ${#pw} chars"; read x`, WaitUntil: "input"})
-	if !strings.Contains(res.Output, "Password:") {
-		t.Fatalf("no prompt: %q", res.Output)
-	}
-	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitMS: ptr(0)})
-	if !w.InputHidden {
-		t.Errorf("input_hidden is false at read -s")
-	}
-	w, err := m.WriteSecret(ctx10(t), res.ID, []byte("hunter2"))
-	if err != nil {
-		t.Fatalf("WriteSecret: %v", err)
-	}
-	out := w.Output + mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitFor: "chars"}).Output
-	if !strings.Contains(out, "got 7 chars") || strings.Contains(out, "hunter2") {
-		t.Errorf("after the secret: %q", out)
-	}
-}
 
 // Kill ends every process of the session in the pod: background jobs, a
 // shell and a job that ignore TERM and HUP, and a job that left with
@@ -195,27 +113,26 @@ func TestKill(t *testing.T) {
 	}
 }
 
-// Resize reaches the program as SIGWINCH with the new size.
-func TestResize(t *testing.T) {
-	_, b := standin(t)
-	m := newManager(t, b)
-	res := mustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; echo ready; while :; do read -t 1 x; done`,
-		Cols: 80, Rows: 24, WaitFor: "ready"})
-	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Cols: 100, Rows: 40, WaitFor: "size 40 100"})
-	if !w.Matched {
-		t.Errorf("no SIGWINCH with the new size: %q", w.Output)
+// The cases every backend runs (internal/backendtest).
+func TestPrograms(t *testing.T) {
+	for name, c := range map[string]func(*testing.T, backendtest.NewManager){
+		"python3 REPL":              backendtest.PythonREPL,
+		"vim screen and diff":       backendtest.VimScreenAndDiff,
+		"WriteSecret at read -s":    backendtest.WriteSecret,
+		"exit code, resize, signal": backendtest.ExitCodeResizeSignal,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, b := standin(t)
+			c(t, managers(b, false))
+		})
 	}
 }
 
-// Exit codes and a signal sent with send_signal.
-func TestExitCodesAndSignals(t *testing.T) {
+// A signal's end arrives as the runtime reports it.
+func TestExitSignal(t *testing.T) {
 	_, b := standin(t)
 	m := newManager(t, b, "4714")
-	res := mustStart(t, m, agentpty.StartRequest{Command: "echo bye; exit 42", WaitMS: ptr(5000)})
-	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 42 {
-		t.Errorf("exit 42: exited %v code %v", res.Exited, res.ExitCode)
-	}
-	res = mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec sleep 4714", WaitFor: "ready"})
+	res := mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec sleep 4714", WaitFor: "ready"})
 	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "TERM", WaitMS: ptr(5000)})
 	// The exec API reports a signal's death as the runtime does: 128+N.
 	if !w.Exited || w.ExitCode == nil || *w.ExitCode != 143 {

@@ -5,7 +5,6 @@ package sshpty
 import (
 	"context"
 	"errors"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/testkit"
 	"go.uber.org/goleak"
@@ -60,141 +60,35 @@ var need = testkit.Need
 
 func ms(n int) *int { return &n }
 
-func waitCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+// The library's own test kit for managers on a backend.
+var (
+	waitCtx   = backendtest.Ctx
+	mustStart = backendtest.MustStart
+	mustWrite = backendtest.MustWrite
+)
+
+// The cases every backend runs (internal/backendtest).
+func TestPrograms(t *testing.T) {
+	for name, c := range map[string]func(*testing.T, backendtest.NewManager){
+		"python3 REPL":              backendtest.PythonREPL,
+		"vim screen and diff":       backendtest.VimScreenAndDiff,
+		"WriteSecret at read -s":    backendtest.WriteSecret,
+		"exit code, resize, signal": backendtest.ExitCodeResizeSignal,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, cl := connect(t)
+			c(t, func(t *testing.T, opts agentpty.Options) *agentpty.Manager { return newManager(t, cl, opts) })
+		})
+	}
 }
 
-func mustStart(t *testing.T, m *agentpty.Manager, req agentpty.StartRequest) agentpty.StartResult {
-	t.Helper()
-	res, err := m.Start(waitCtx(t), req)
-	if err != nil {
-		t.Fatalf("Start(%q): %v", req.Command, err)
-	}
-	if req.WaitFor != "" && !res.Matched {
-		t.Fatalf("Start(%q): %q did not appear; output %q", req.Command, req.WaitFor, res.Output)
-	}
-	return res
-}
-
-func mustWrite(t *testing.T, m *agentpty.Manager, req agentpty.WriteRequest) agentpty.WriteResult {
-	t.Helper()
-	res, err := m.Write(waitCtx(t), req)
-	if err != nil {
-		t.Fatalf("Write(%q): %v", req.Input, err)
-	}
-	if req.WaitFor != "" && !res.Matched {
-		t.Fatalf("Write(%q): %q did not appear; output %q", req.Input, req.WaitFor, res.Output)
-	}
-	return res
-}
-
-func TestPythonREPLWaitUntilInput(t *testing.T) {
-	need(t, "python3")
+// A signal's end reaches the session as the signal, from exit-signal.
+func TestExitSignal(t *testing.T) {
 	_, c := connect(t)
 	m := newManager(t, c, agentpty.Options{})
-	res, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: "exec python3 -q", WaitUntil: agentpty.WaitUntilInput})
-	if err != nil || res.State != agentpty.StateWaitingInput || res.Foreground != "python3" || !strings.HasSuffix(res.Output, ">>> ") {
-		t.Fatalf("start: %+v %v", res, err)
-	}
-	for i := 0; i < 5; i++ {
-		w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "2**" + strconv.Itoa(64+i), Submit: true, WaitUntil: agentpty.WaitUntilInput})
-		want := new(big.Int).Lsh(big.NewInt(1), uint(64+i)).String()
-		if w.State != agentpty.StateWaitingInput || !strings.HasSuffix(w.Output, ">>> ") || !strings.Contains(w.Output, want) {
-			t.Fatalf("write %d: state %q output %q", i, w.State, w.Output)
-		}
-	}
-	begin := time.Now()
-	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "import time; time.sleep(0.3); print('fin')", Submit: true, WaitUntil: agentpty.WaitUntilInput})
-	if took := time.Since(begin); took < 300*time.Millisecond || !strings.Contains(w.Output, "\nfin\n>>> ") || w.State != agentpty.StateWaitingInput {
-		t.Fatalf("returned after %v with %q (%s)", took, w.Output, w.State)
-	}
-	// Running: the state says so for the whole wait.
-	begin = time.Now()
-	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "time.sleep(5)", Submit: true, WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(400)})
-	if took := time.Since(begin); took < 400*time.Millisecond || w.State != agentpty.StateRunning || w.Foreground != "python3" {
-		t.Fatalf("a sleeping REPL after %v: state %q foreground %q", took, w.State, w.Foreground)
-	}
-	// Ctrl-C interrupts it, as on a local terminal.
-	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `\x03`, WaitFor: "KeyboardInterrupt"})
-	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestVimScreenAndDiff(t *testing.T) {
-	need(t, "vim")
-	_, c := connect(t)
-	m := newManager(t, c, agentpty.Options{})
-	file := filepath.Join(t.TempDir(), "notes.txt")
-	if err := os.WriteFile(file, []byte("alpha\nbeta\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res := mustStart(t, m, agentpty.StartRequest{Command: "exec vim -u NONE -N --cmd 'set ttimeout ttimeoutlen=10' " + file, Cols: 60, Rows: 12, WaitFor: "beta", Screen: agentpty.ScreenFull})
-	if !strings.HasPrefix(res.Output, "alpha\nbeta\n~") {
-		t.Fatalf("vim's full screen at start: %q", res.Output)
-	}
-	if w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput, Screen: agentpty.ScreenFull}); w.State != agentpty.StateWaitingInput || w.Foreground != "vim" {
-		t.Fatalf("vim at rest: state %q foreground %q", w.State, w.Foreground)
-	}
-	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `j$a!\e`, WaitMS: ms(500)})
-	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "x", Screen: agentpty.ScreenDiff, WaitMS: ms(500)})
-	want := "--- screen before, cursor at row 2 col 5\n+++ screen after, cursor at row 2 col 4\n@@ -2 +2 @@\n-beta!\n+beta"
-	if w.Output != want {
-		t.Fatalf("one changed row is one small hunk: %q", w.Output)
-	}
-	if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestExitCodesSignalsAndResize(t *testing.T) {
-	_, c := connect(t)
-	m := newManager(t, c, agentpty.Options{})
-	res := mustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; exit 3", WaitMS: ms(5000)})
-	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 3 {
-		t.Errorf("exit 3: %+v", res)
-	}
-	res = mustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; kill -s USR1 $$", WaitMS: ms(5000)})
+	res := mustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; kill -s USR1 $$", WaitMS: ms(5000)})
 	if !res.Exited || res.Signal != "SIGUSR1" || res.State != agentpty.StateExited {
 		t.Errorf("killed by USR1: %+v", res)
-	}
-	res = mustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; trap 'echo term-seen' TERM; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
-	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Cols: 91, Rows: 13, WaitFor: "size 13 91"})
-	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "SIGTERM", WaitFor: "term-seen"})
-	k, err := m.Kill(waitCtx(t), res.ID)
-	if err != nil || k.Signal == "" {
-		t.Errorf("Kill: %+v %v", k, err)
-	}
-}
-
-func TestWriteSecretAtReadS(t *testing.T) {
-	_, c := connect(t)
-	m := newManager(t, c, agentpty.Options{})
-	const secret = "hunter2-Zq9"
-	start := mustStart(t, m, agentpty.StartRequest{
-		Command: `read -s -p 'Password: ' pw; echo; echo "got ${#pw}"; read -p 'next> ' x; echo "x=$x"`,
-		WaitFor: "Password: ",
-	})
-	w := mustWrite(t, m, agentpty.WriteRequest{ID: start.ID, WaitUntil: agentpty.WaitUntilInput})
-	if !w.InputHidden || w.State != agentpty.StateWaitingInput {
-		t.Fatalf("at read -s: input_hidden %v state %q", w.InputHidden, w.State)
-	}
-	res, err := m.WriteSecret(waitCtx(t), start.ID, []byte(secret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := res.Output
-	if !strings.Contains(out, "next> ") {
-		out += mustWrite(t, m, agentpty.WriteRequest{ID: start.ID, WaitFor: "next> "}).Output
-	}
-	if !strings.Contains(out, "got 11") || strings.Contains(out, secret) {
-		t.Errorf("the program did not get the secret, or it shows: %q", out)
-	}
-	// The prompt now echoes: a secret is refused.
-	if _, err := m.WriteSecret(waitCtx(t), start.ID, []byte("other-Secret")); !errors.Is(err, agentpty.ErrInvalid) {
-		t.Errorf("WriteSecret with echo on: %v; want ErrInvalid", err)
 	}
 }
 

@@ -1,0 +1,154 @@
+package backendtest
+
+import (
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/testkit"
+)
+
+// The cases a local session passes, run on the backend: each starts its
+// sessions with a manager whose Shell is `bash -c`.
+
+func ms(n int) *int { return &n }
+
+// MustStart starts a session or fails the test, as does a wait_for that
+// did not match.
+func MustStart(t *testing.T, m *agentpty.Manager, req agentpty.StartRequest) agentpty.StartResult {
+	t.Helper()
+	res, err := m.Start(Ctx(t), req)
+	if err != nil {
+		t.Fatalf("Start(%q): %v", req.Command, err)
+	}
+	if req.WaitFor != "" && !res.Matched {
+		t.Fatalf("Start(%q): %q did not appear; output %q", req.Command, req.WaitFor, res.Output)
+	}
+	return res
+}
+
+// MustWrite writes to a session or fails the test, as does a wait_for
+// that did not match.
+func MustWrite(t *testing.T, m *agentpty.Manager, req agentpty.WriteRequest) agentpty.WriteResult {
+	t.Helper()
+	res, err := m.Write(Ctx(t), req)
+	if err != nil {
+		t.Fatalf("Write(%q): %v", req.Input, err)
+	}
+	if req.WaitFor != "" && !res.Matched {
+		t.Fatalf("Write(%q): %q did not appear; output %q", req.Input, req.WaitFor, res.Output)
+	}
+	return res
+}
+
+// PythonREPL: python3's REPL with wait_until "input" at each prompt, the
+// state running while it sleeps, Ctrl-C, and its exit code.
+func PythonREPL(t *testing.T, newManager NewManager) {
+	testkit.Need(t, "python3")
+	m := newManager(t, agentpty.Options{})
+	res, err := m.Start(Ctx(t), agentpty.StartRequest{Command: "exec python3 -q", WaitUntil: agentpty.WaitUntilInput})
+	if err != nil || res.State != agentpty.StateWaitingInput || res.Foreground != "python3" || !strings.HasSuffix(res.Output, ">>> ") {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	for i := range 3 {
+		w := MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "2**" + strconv.Itoa(64+i), Submit: true, WaitUntil: agentpty.WaitUntilInput})
+		want := new(big.Int).Lsh(big.NewInt(1), uint(64+i)).String()
+		if w.State != agentpty.StateWaitingInput || w.Foreground != "python3" || !strings.HasSuffix(w.Output, ">>> ") || !strings.Contains(w.Output, want) {
+			t.Fatalf("write %d: state %q foreground %q output %q", i, w.State, w.Foreground, w.Output)
+		}
+	}
+	begin := time.Now()
+	w := MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "import time; time.sleep(0.3); print('fin')", Submit: true, WaitUntil: agentpty.WaitUntilInput})
+	if took := time.Since(begin); took < 300*time.Millisecond || !strings.Contains(w.Output, "\nfin\n>>> ") || w.State != agentpty.StateWaitingInput {
+		t.Fatalf("returned after %v with %q (%s)", took, w.Output, w.State)
+	}
+	w = MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "time.sleep(30)", Submit: true, WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(400)})
+	if w.State != agentpty.StateRunning || w.Foreground != "python3" {
+		t.Fatalf("a sleeping REPL: state %q foreground %q", w.State, w.Foreground)
+	}
+	MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `\x03`, WaitFor: "KeyboardInterrupt"})
+	w = MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "exit(7)", Submit: true, WaitMS: ms(5000)})
+	if !w.Exited || w.ExitCode == nil || *w.ExitCode != 7 {
+		t.Errorf("exit(7): exited %v, code %v", w.Exited, w.ExitCode)
+	}
+}
+
+// VimScreenAndDiff: vim's full screen, a diff of one changed row, and the
+// file it writes.
+func VimScreenAndDiff(t *testing.T, newManager NewManager) {
+	testkit.Need(t, "vim")
+	m := newManager(t, agentpty.Options{})
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("alpha\nbeta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := MustStart(t, m, agentpty.StartRequest{Command: "exec vim -u NONE -N --cmd 'set ttimeout ttimeoutlen=10' " + file, Cols: 60, Rows: 12, WaitFor: "beta", Screen: agentpty.ScreenFull})
+	if !strings.HasPrefix(res.Output, "alpha\nbeta\n~") {
+		t.Fatalf("vim's full screen at start: %q", res.Output)
+	}
+	if w := MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput, Screen: agentpty.ScreenFull}); w.State != agentpty.StateWaitingInput || w.Foreground != "vim" {
+		t.Fatalf("vim at rest: state %q foreground %q", w.State, w.Foreground)
+	}
+	MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `j$a!\e`, WaitMS: ms(500)})
+	w := MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "x", Screen: agentpty.ScreenDiff, WaitMS: ms(500)})
+	want := "--- screen before, cursor at row 2 col 5\n+++ screen after, cursor at row 2 col 4\n@@ -2 +2 @@\n-beta!\n+beta"
+	if w.Output != want {
+		t.Fatalf("one changed row is one small hunk: %q", w.Output)
+	}
+	w = MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `Oadded\e:wq\r`, WaitMS: ms(5000)})
+	if got, _ := os.ReadFile(file); !w.Exited || string(got) != "alpha\nadded\nbeta\n" {
+		t.Errorf("after :wq vim exited %v and the file holds %q", w.Exited, got)
+	}
+}
+
+// WriteSecret: input_hidden at `read -s`, the secret typed there and
+// shown nowhere, and refused once the prompt echoes.
+func WriteSecret(t *testing.T, newManager NewManager) {
+	m := newManager(t, agentpty.Options{})
+	const secret = "hunter2-Zq9"
+	start := MustStart(t, m, agentpty.StartRequest{
+		Command: `read -s -p 'Password: ' pw; echo; echo "got ${#pw}"; read -p 'next> ' x; echo "x=$x"`,
+		WaitFor: "Password: ",
+	})
+	w := MustWrite(t, m, agentpty.WriteRequest{ID: start.ID, WaitUntil: agentpty.WaitUntilInput})
+	if !w.InputHidden || w.State != agentpty.StateWaitingInput {
+		t.Fatalf("at read -s: input_hidden %v state %q", w.InputHidden, w.State)
+	}
+	res, err := m.WriteSecret(Ctx(t), start.ID, []byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := res.Output
+	if !strings.Contains(out, "next> ") {
+		out += MustWrite(t, m, agentpty.WriteRequest{ID: start.ID, WaitFor: "next> "}).Output
+	}
+	if !strings.Contains(out, "got 11") || strings.Contains(out, secret) {
+		t.Errorf("the program did not get the secret, or it shows: %q", out)
+	}
+	if _, err := m.WriteSecret(Ctx(t), start.ID, []byte("other-Secret")); !errors.Is(err, agentpty.ErrInvalid) {
+		t.Errorf("WriteSecret with echo on: %v; want ErrInvalid", err)
+	}
+}
+
+// ExitCodeResizeSignal: an exit code, a resize that reaches the program
+// as SIGWINCH with the new size, and send_signal to a trap.
+func ExitCodeResizeSignal(t *testing.T, newManager NewManager) {
+	m := newManager(t, agentpty.Options{})
+	res := MustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; echo bye; exit 42", WaitMS: ms(5000)})
+	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 42 || !strings.Contains(res.Output, "bye") {
+		t.Errorf("exit 42: %+v", res)
+	}
+	res = MustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; trap 'echo term-seen' TERM; echo ready; while :; do read -t 1 x; done`,
+		Cols: 80, Rows: 24, WaitFor: "ready"})
+	MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Cols: 91, Rows: 13, WaitFor: "size 13 91"})
+	MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "SIGTERM", WaitFor: "term-seen"})
+	if _, err := m.Kill(Ctx(t), res.ID); err != nil {
+		t.Errorf("Kill: %v", err)
+	}
+}
