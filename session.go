@@ -264,6 +264,9 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	} else if err == nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, reaped)
 	}
+	// The shell has exited: nothing reads its files any more. Before the
+	// terminal closes, so a backend's files go over what it still holds.
+	s.sh.remove()
 	s.typing.mu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.term.Close()
 	s.typing.mu.Unlock()
@@ -282,7 +285,6 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.rep.stop()
 	s.rep.wg.Wait()
 	s.endAround(ctx)
-	s.sh.remove() // the shell has exited: nothing reads its files any more
 
 	s.mu.Lock()
 	res, whole := s.killResult()

@@ -113,21 +113,6 @@ func TestKill(t *testing.T) {
 	}
 }
 
-// The cases every backend runs (internal/backendtest).
-func TestPrograms(t *testing.T) {
-	for name, c := range map[string]func(*testing.T, backendtest.NewManager){
-		"python3 REPL":              backendtest.PythonREPL,
-		"vim screen and diff":       backendtest.VimScreenAndDiff,
-		"WriteSecret at read -s":    backendtest.WriteSecret,
-		"exit code, resize, signal": backendtest.ExitCodeResizeSignal,
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, b := standin(t)
-			c(t, managers(b, false))
-		})
-	}
-}
-
 // A signal's end arrives as the runtime reports it.
 func TestExitSignal(t *testing.T) {
 	_, b := standin(t)

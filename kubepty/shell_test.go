@@ -8,42 +8,42 @@ import (
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
 
-// Shell sessions and pty-run in the pod: the library's cases for every
-// backend (internal/backendtest), against the stand-in.
-
-// managers makes the shared cases' managers on b (or on opts.Backend);
-// lost: their server will be gone when they close.
-func managers(b *Backend, lost bool) backendtest.NewManager {
+// managers makes the shared cases' managers on b (or on opts.Backend).
+func managers(b *Backend) backendtest.NewManager {
 	return func(t *testing.T, opts agentpty.Options) *agentpty.Manager {
 		if opts.Backend == nil {
 			opts.Backend = b
 		}
-		return newManagerOpts(t, opts, lost)
+		return newManagerOpts(t, opts, false)
 	}
 }
 
-// Over both protocols: the run files go on the exec's stdin, whose end
-// each carries its own way.
-func TestShellRuns(t *testing.T) {
-	bothProtocols(t, func(t *testing.T, _ bool, _ *kubetest.Server, b *Backend) {
-		backendtest.ShellRuns(t, managers(b, false))
+// The cases every backend runs (internal/backendtest), against the
+// stand-in: shell sessions and pty-run, python3, vim, secrets, exit
+// codes, resize and signals.
+func TestBackendCases(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T) backendtest.NewManager {
+		_, b := standin(t)
+		return managers(b)
 	})
 }
 
-func TestShellFiles(t *testing.T) {
-	_, b := standin(t)
-	backendtest.ShellFiles(t, managers(b, false))
+// Over SPDY too: the run files go on the exec's stdin, whose end each
+// protocol carries its own way.
+func TestShellRunsSPDY(t *testing.T) {
+	_, b := standin(t, kubetest.SPDYOnly())
+	backendtest.ShellRuns(t, managers(b))
 }
 
 func TestShellNeedsFiles(t *testing.T) {
 	_, b := standin(t)
-	backendtest.ShellNeedsFiles(t, b, managers(b, false))
+	backendtest.ShellNeedsFiles(t, b, managers(b))
 }
 
 func TestShellLostConnection(t *testing.T) {
 	srv, b := standin(t)
 	t.Cleanup(heartbeatsEnd)
-	backendtest.ShellLostConnection(t, managers(b, false), srv.Kill)
+	backendtest.ShellLostConnection(t, managers(b), srv.Kill)
 }
 
 // A session's files land in the container, through an exec of sh each.

@@ -67,21 +67,6 @@ var (
 	mustWrite = backendtest.MustWrite
 )
 
-// The cases every backend runs (internal/backendtest).
-func TestPrograms(t *testing.T) {
-	for name, c := range map[string]func(*testing.T, backendtest.NewManager){
-		"python3 REPL":              backendtest.PythonREPL,
-		"vim screen and diff":       backendtest.VimScreenAndDiff,
-		"WriteSecret at read -s":    backendtest.WriteSecret,
-		"exit code, resize, signal": backendtest.ExitCodeResizeSignal,
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, cl := connect(t)
-			c(t, func(t *testing.T, opts agentpty.Options) *agentpty.Manager { return newManager(t, cl, opts) })
-		})
-	}
-}
-
 // A signal's end reaches the session as the signal, from exit-signal.
 func TestExitSignal(t *testing.T) {
 	_, c := connect(t)

@@ -8,6 +8,8 @@ package backendtest
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,3 +63,20 @@ func code(p *int) int {
 	return *p
 }
 
+// Cases are the Manager-level cases every backend runs, by name.
+var Cases = map[string]func(*testing.T, NewManager){
+	"ShellRuns":            ShellRuns,
+	"ShellFiles":           ShellFiles,
+	"PythonREPL":           PythonREPL,
+	"VimScreenAndDiff":     VimScreenAndDiff,
+	"WriteSecret":          WriteSecret,
+	"ExitCodeResizeSignal": ExitCodeResizeSignal,
+}
+
+// Run runs every case as a subtest on the managers on returns, called
+// in the subtest (so a server it starts is the case's own).
+func Run(t *testing.T, on func(t *testing.T) NewManager) {
+	for _, name := range slices.Sorted(maps.Keys(Cases)) {
+		t.Run(name, func(t *testing.T) { Cases[name](t, on(t)) })
+	}
+}

@@ -151,4 +151,3 @@ func ShellLostConnection(t *testing.T, newManager NewManager, kill func()) {
 		t.Fatal("Close hangs with the server gone")
 	}
 }
-
