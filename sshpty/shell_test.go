@@ -3,7 +3,10 @@
 package sshpty
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
@@ -39,4 +42,31 @@ func TestShellLostConnection(t *testing.T) {
 func TestFiles(t *testing.T) {
 	_, c := connect(t)
 	backendtest.Files(t, New(c))
+}
+
+// On a host without /proc a shell session follows its prompt by the
+// marks alone: the start returns at the prompt and runs end with their
+// exit codes.
+func TestShellHostWithoutProc(t *testing.T) {
+	noProc = true
+	defer func() { noProc = false }()
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	// Were it waiting for waiting_input, which never comes, it would wait
+	// all of wait_ms and the context would end first.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := m.Start(ctx, agentpty.StartRequest{Shell: true, WaitMS: ms(30000)})
+	if err != nil || res.State != agentpty.StateRunning || !strings.HasSuffix(res.Output, "$ ") && !strings.HasSuffix(res.Output, "# ") {
+		t.Fatalf("start: %+v %v; want the prompt, state running", res, err)
+	}
+	r := backendtest.MustRun(t, m, res.ID, "echo hi; (exit 6)")
+	if r.Output != "hi" || !r.PromptAfter || r.ExitCode == nil || *r.ExitCode != 6 {
+		t.Errorf("run: %+v", r)
+	}
+	// Signal requests do not reach a root login's session: the shell ends
+	// itself.
+	if r = backendtest.MustRun(t, m, res.ID, "exit 2"); !r.Exited || r.ExitCode == nil || *r.ExitCode != 2 {
+		t.Errorf("exit 2: %+v", r)
+	}
 }
