@@ -17,7 +17,8 @@
 // The container needs sh, env, grep, stty and kill (any image with a
 // shell and coreutils or busybox). Without them the session still runs;
 // its state is "running" and End reaches only what closing the stream
-// hangs up.
+// hangs up. Shell sessions (and pty-run) also need bash, mktemp, cat and
+// rm there: the Backend keeps their files in the container (see Files).
 package kubepty
 
 import (

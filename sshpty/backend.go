@@ -16,6 +16,9 @@
 // line run by the user's login shell, which prints the command's process
 // id (a private OSC sequence the terminal's reader removes) and then
 // execs the command, so the process the session knows is the command.
+// A shell session's rcfile and pty-run's commands are files on the host,
+// written through the probe shell (see MkdirTemp); the session needs bash
+// there.
 package sshpty
 
 import (
