@@ -65,8 +65,7 @@ func (r remoteFiles) mkdir(ctx context.Context, name string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, remoteFileTimeout)
 	defer cancel()
 	dir, err := r.f.MkdirTemp(ctx, "agentpty-"+name)
-	if err == nil && !strings.HasPrefix(dir, "/") {
-		r.removeAll(dir)
+	if err == nil && !strings.HasPrefix(dir, "/") { // never removed: relative to what?
 		err = fmt.Errorf("%s: MkdirTemp returned %q, not an absolute path", r.who, dir)
 	}
 	return dir, err

@@ -54,7 +54,7 @@ func startRemote(m *Manager, num int, req StartRequest, cols, rows int) (*Sessio
 		}
 		var err error
 		if sh, err = newShell(context.Background(), remoteFiles{fs, backendName(m.opts.Backend)}, num, ""); err != nil {
-			return nil, fmt.Errorf("agentpty: %s %q: shell session's files on %s: %w", ToolStart, req.Command, backendName(m.opts.Backend), err)
+			return nil, fmt.Errorf("agentpty: %s %q: the shell session's files: %w", ToolStart, req.Command, err)
 		}
 		argv = sh.argv()
 	}
