@@ -652,15 +652,6 @@ func (c *simpleCmd) markProgram() {
 	}
 }
 
-func isName(s string) bool {
-	for i, c := range s {
-		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return s != ""
-}
-
 func isDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
