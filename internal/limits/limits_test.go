@@ -27,7 +27,6 @@ var pending = map[string]string{
 	"sandbox_test.go":                     "to be split by concern",
 	"settle_test.go":                      "to be split by concern",
 	"contain_test.go":                     "to be split by concern",
-	"examples/mcp/main_test.go":           "to be split by concern",
 }
 
 // root is the repository's top, where the library's go.mod is.
