@@ -24,7 +24,6 @@ var pending = map[string]string{
 	"sshpty/probe.go:parseProbe":          "one parser for every field of the probe's answer",
 	"internal/sshdtest/sshdtest.go:start": "the server's files, its start and its readiness in one function",
 	"settle.go:settler.plainLine":         "the settler's fast path for a plain line, on the hot path",
-	"settle_test.go":                      "to be split by concern",
 }
 
 // root is the repository's top, where the library's go.mod is.
