@@ -86,7 +86,9 @@ func (e ExitStatus) exitFields() (*int, string) {
 // feeds the screen), reap (waits for the command's exit), the reply writer
 // while replies wait, one per tap (a recording or an attachment, and an
 // attachment's input), the timers of the idle clock, output events and
-// secrets' masking, and a write's watch on its ctx while it waits.
+// secrets' masking, a write's watch on its ctx while it waits, and under a
+// sandbox of NewSandbox the thread that started the child, kept until it
+// exits (startOnThread).
 type Session struct {
 	m       *Manager
 	num     int
