@@ -83,7 +83,7 @@ func TestContainLeaderLeavesCgroup(t *testing.T) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	})
-	err, took := killWithin(t, m, s.ID(), 10*time.Second)
+	took, err := killWithin(t, m, s.ID(), 10*time.Second)
 	t.Logf("Kill: %v after %v", err, took)
 	if err != nil {
 		t.Fatalf("Kill: %v", err)
@@ -116,7 +116,7 @@ func TestContainKillHonoursContext(t *testing.T) {
 		}
 	})
 	const d = 1500 * time.Millisecond
-	err, took := killWithin(t, m, s.ID(), d)
+	took, err := killWithin(t, m, s.ID(), d)
 	thaw()
 	t.Logf("Kill: %v after %v", err, took)
 	if took > d+time.Second {
@@ -151,7 +151,7 @@ func TestContainNestedCgroups(t *testing.T) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	})
-	err, took := killWithin(t, m, res.ID, 10*time.Second)
+	took, err := killWithin(t, m, res.ID, 10*time.Second)
 	t.Logf("Kill: %v after %v", err, took)
 	if err != nil {
 		t.Errorf("Kill: %v", err)

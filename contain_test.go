@@ -455,7 +455,7 @@ func TestContainFallbackForkExitChain(t *testing.T) {
 			if s.Containment() != ContainSession {
 				t.Fatalf("containment %q, want %q", s.Containment(), ContainSession)
 			}
-			err, took := killWithin(t, m, res.ID, 10*time.Second)
+			took, err := killWithin(t, m, res.ID, 10*time.Second)
 			t.Logf("Kill: %v after %v", err, took)
 			if err != nil {
 				t.Fatal(err)
@@ -681,8 +681,8 @@ func TestMaxCells(t *testing.T) {
 
 // killWithin runs Kill with a context of d and fails the test when it has
 // not returned 5 s after that: a Kill that ignores its context would hang
-// the test. It returns Kill's error and how long it took.
-func killWithin(t *testing.T, m *Manager, id string, d time.Duration) (error, time.Duration) {
+// the test. It returns how long Kill took and its error.
+func killWithin(t *testing.T, m *Manager, id string, d time.Duration) (time.Duration, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -694,9 +694,9 @@ func killWithin(t *testing.T, m *Manager, id string, d time.Duration) (error, ti
 	}()
 	select {
 	case err := <-done:
-		return err, time.Since(start)
+		return time.Since(start), err
 	case <-time.After(d + 5*time.Second):
 		t.Fatalf("Kill with a context of %v has not returned after %v", d, time.Since(start))
-		return nil, 0
+		return 0, nil
 	}
 }
