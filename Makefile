@@ -3,10 +3,11 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 
-.PHONY: test demo bench lint cross fuzz conformance
+.PHONY: test demo bench lint limits cross fuzz conformance
 
 # test: vet, the race-checked tests of the library and of the examples
-# module. internal/cmd/skips prints go test's usual output and lists the
+# module (internal/limits among them: no function over 60 lines, no file
+# over 800, in every module). internal/cmd/skips prints go test's usual output and lists the
 # tests that skipped, and why, before each module's result lines;
 # pipefail keeps go test's exit code.
 test: SHELL := /bin/bash
@@ -26,11 +27,17 @@ demo:
 bench:
 	AGENTPTY_BENCH=1 $(GO) test -count=1 -run TestBenchReport -v -timeout 30m . ./sshpty
 
-lint: cross
+lint: cross limits
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd examples && $(GO) vet ./...
+
+# limits: no function over 60 lines but the parser's dispatch tables, no
+# file over 800, in every module, and Session within 30 fields and 2
+# mutexes; prints the longest function and file and Session's shape.
+limits:
+	$(GO) test -count=1 -v -run 'TestLimits|TestMeasure|TestSessionShape|TestStructShape' ./internal/limits
 
 # cross: every OS builds; elsewhere than Linux and macOS (FreeBSD, Windows)
 # local sessions report ErrUnsupported and Options.Backend still works.

@@ -203,13 +203,16 @@ func evaluates(words []token) string {
 
 // evaluatesArgs says why the program name refuses args, if it does.
 func evaluatesArgs(name string, args []token) string {
+	if why := evaluatesAlways(name); why != "" {
+		return why
+	}
+	return evaluatesWith(name, args)
+}
+
+// evaluatesAlways says why the builtin name runs or assigns what it is
+// given whatever its arguments, or "".
+func evaluatesAlways(name string) string {
 	switch name {
-	case "find", "/usr/bin/find", "/bin/find":
-		for _, a := range args {
-			if !a.static {
-				return "find with " + clip(a.raw) + ", which may expand to -exec and a command"
-			}
-		}
 	case "eval":
 		return "eval, which runs its arguments as commands"
 	case "source", ".":
@@ -222,33 +225,36 @@ func evaluatesArgs(name string, args []token) string {
 		return "enable, which can load code into the shell"
 	case "read", "mapfile", "readarray", "getopts":
 		return name + ", which assigns the variables it names"
-	case "wait":
-		for _, a := range args {
-			if strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "p") {
-				return name + " " + clip(a.val) + ", which assigns the variable it names"
-			}
-		}
-	case "set", "shopt":
-		return shellOptionChange(name, args)
 	case "let":
 		return "let, which evaluates arithmetic"
 	case "fc", "bind", "complete", "compgen":
 		return name + ", which can run commands it is given"
-	case "hash":
+	}
+	return ""
+}
+
+// evaluatesWith says why name evaluates something with these arguments,
+// or "".
+func evaluatesWith(name string, args []token) string {
+	switch name {
+	case "find", "/usr/bin/find", "/bin/find":
 		for _, a := range args {
-			if strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "p") {
-				return "hash -p, which makes a name run another program"
-			}
-		}
-	case "test", "[":
-		for _, a := range args {
-			if a.val == "-v" || a.val == "-R" {
-				return name + " " + a.val + ", which evaluates array subscripts"
-			}
 			if !a.static {
-				return name + " with " + clip(a.raw) + ", which bash may read as -v and then evaluate"
+				return "find with " + clip(a.raw) + ", which may expand to -exec and a command"
 			}
 		}
+	case "wait":
+		if a, ok := optionWith(args, "p"); ok {
+			return name + " " + clip(a.val) + ", which assigns the variable it names"
+		}
+	case "hash":
+		if _, ok := optionWith(args, "p"); ok {
+			return "hash -p, which makes a name run another program"
+		}
+	case "set", "shopt":
+		return shellOptionChange(name, args)
+	case "test", "[":
+		return testEvaluates(name, args)
 	case "printf":
 		// Its only option is -v; what follows -- or the first other word
 		// is the format and its arguments.
@@ -270,6 +276,30 @@ func evaluatesArgs(name string, args []token) string {
 			if strings.Contains(a.val, "[") {
 				return name + " with " + clip(a.raw) + ", which bash evaluates as an array subscript"
 			}
+		}
+	}
+	return ""
+}
+
+// optionWith is the first argument that starts with - and holds letter.
+func optionWith(args []token, letter string) (token, bool) {
+	for _, a := range args {
+		if strings.HasPrefix(a.val, "-") && strings.Contains(a.val, letter) {
+			return a, true
+		}
+	}
+	return token{}, false
+}
+
+// testEvaluates says why test or [ evaluates an array subscript with these
+// arguments, or "".
+func testEvaluates(name string, args []token) string {
+	for _, a := range args {
+		if a.val == "-v" || a.val == "-R" {
+			return name + " " + a.val + ", which evaluates array subscripts"
+		}
+		if !a.static {
+			return name + " with " + clip(a.raw) + ", which bash may read as -v and then evaluate"
 		}
 	}
 	return ""
@@ -482,70 +512,101 @@ func replaced(words []token, repl string) []token {
 // and an error naming the first option it does not know; -1 when an
 // option makes it run a string as a command.
 func (w wrapper) skipOptions(name string, words []token) (int, error) {
-	var err error
-	unknown := func(opt string) {
-		if err == nil {
-			err = fmt.Errorf("%s with option %s, which the rules do not know", name, clip(opt))
-		}
-	}
-	// An option's argument that only the shell knows may be several
-	// words, or none, and move the command.
-	optArg := func(j int) {
-		if j < len(words) && !words[j].static && err == nil {
-			err = fmt.Errorf("%s with %s, which the rules cannot know", name, clip(words[j].raw))
-		}
-	}
+	sc := optionScan{name: name, words: words}
 	i := 1
 	for ; i < len(words); i++ {
 		a := words[i]
+		var fatal error
 		switch {
 		case !a.static:
-			unknown(a.raw)
+			sc.unknown(a.raw)
 		case a.val == "--":
-			return i + 1, err
+			return i + 1, sc.err
 		case a.val == "-" && name == "env": // env - is env -i
 		case strings.HasPrefix(a.val, "--"):
-			opt, _, eq := strings.Cut(a.val[2:], "=")
-			switch {
-			case hasWord(w.refused, opt):
-				return -1, fmt.Errorf("%s --%s, which runs a string as a command", name, opt)
-			case hasWord(w.longArgs, opt) && !eq:
-				i++
-				optArg(i)
-			case !hasWord(w.longArgs, opt) && !hasWord(w.long, opt):
-				unknown(a.val)
-			}
+			i, fatal = w.longOption(&sc, i)
 		case len(a.val) > 1 && a.val[0] == '-':
 			if w.numeric && isDigits(a.val[1:]) {
 				continue
 			}
-			for j := 1; j < len(a.val); j++ {
-				c := a.val[j : j+1]
-				if hasWord(w.refused, c) {
-					return -1, fmt.Errorf("%s -%s, which runs a string as a command", name, c)
-				}
-				if strings.Contains(w.args, c) {
-					if j == len(a.val)-1 {
-						i++ // the argument is the next word
-						optArg(i)
-					}
-					break
-				}
-				if !strings.Contains(w.flags, c) {
-					unknown(a.val)
-					break
-				}
-			}
+			i, fatal = w.shortOptions(&sc, i)
 		case w.assigns && !strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "="):
 			// env and sudo take any NAME=value, names bash would not.
 			if v, _, _ := strings.Cut(a.val, "="); strings.HasPrefix(v, "BASH_FUNC_") || evaluatedVars[v] {
 				return -1, fmt.Errorf("%s %s, whose value a shell runs", name, clip(a.raw))
 			}
 		default:
-			return i, err
+			return i, sc.err
+		}
+		if fatal != nil {
+			return -1, fatal
 		}
 	}
-	return i, err
+	return i, sc.err
+}
+
+// optionScan is skipOptions' reading of a wrapper's words: the first
+// option it could not read, kept while it reads on to find the command.
+type optionScan struct {
+	name  string
+	words []token
+	err   error
+}
+
+func (sc *optionScan) unknown(opt string) {
+	if sc.err == nil {
+		sc.err = fmt.Errorf("%s with option %s, which the rules do not know", sc.name, clip(opt))
+	}
+}
+
+// optArg checks the argument of an option, words[j]: one that only the
+// shell knows may be several words, or none, and move the command.
+func (sc *optionScan) optArg(j int) {
+	if j < len(sc.words) && !sc.words[j].static && sc.err == nil {
+		sc.err = fmt.Errorf("%s with %s, which the rules cannot know", sc.name, clip(sc.words[j].raw))
+	}
+}
+
+// longOption reads --opt or --opt=value at words[i] and returns the index
+// of its last word; an error is an option that runs a string as a command.
+func (w wrapper) longOption(sc *optionScan, i int) (int, error) {
+	a := sc.words[i]
+	opt, _, eq := strings.Cut(a.val[2:], "=")
+	switch {
+	case hasWord(w.refused, opt):
+		return i, fmt.Errorf("%s --%s, which runs a string as a command", sc.name, opt)
+	case hasWord(w.longArgs, opt) && !eq:
+		i++
+		sc.optArg(i)
+	case !hasWord(w.longArgs, opt) && !hasWord(w.long, opt):
+		sc.unknown(a.val)
+	}
+	return i, nil
+}
+
+// shortOptions reads a cluster of one-letter options at words[i], the last
+// of which may take the next word, and returns the index of its last
+// word; an error is an option that runs a string as a command.
+func (w wrapper) shortOptions(sc *optionScan, i int) (int, error) {
+	a := sc.words[i]
+	for j := 1; j < len(a.val); j++ {
+		c := a.val[j : j+1]
+		if hasWord(w.refused, c) {
+			return i, fmt.Errorf("%s -%s, which runs a string as a command", sc.name, c)
+		}
+		if strings.Contains(w.args, c) {
+			if j == len(a.val)-1 {
+				i++ // the argument is the next word
+				sc.optArg(i)
+			}
+			return i, nil
+		}
+		if !strings.Contains(w.flags, c) {
+			sc.unknown(a.val)
+			return i, nil
+		}
+	}
+	return i, nil
 }
 
 // findExecs returns the commands find runs with -exec, -execdir, -ok and

@@ -3,7 +3,6 @@ package agentpty
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -255,6 +254,17 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 		sc.list(c.Stmts, sep, redirs)
 	case *syntax.Subshell:
 		sc.list(c.Stmts, sep, redirs)
+	default:
+		sc.compound(c, sep, redirs)
+	}
+}
+
+// compound walks a command that holds others under a keyword (if, while,
+// for, case, time, a function, a coprocess), or that bash evaluates
+// itself. All but if and time are refused; the commands inside are still
+// listed for deny rules.
+func (sc *shellCommand) compound(c syntax.Command, sep string, redirs []token) {
+	switch c := c.(type) {
 	case *syntax.IfClause:
 		for ; c != nil; c = c.Else {
 			sc.list(c.Cond, ";", redirs)
@@ -268,21 +278,7 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 		sc.list(c.Cond, ";", redirs)
 		sc.list(c.Do, sep, redirs)
 	case *syntax.ForClause:
-		switch l := c.Loop.(type) {
-		case *syntax.WordIter:
-			// for NAME assigns NAME, and bash evaluates what SECONDS,
-			// RANDOM, OPTIND and others are given as arithmetic.
-			if c.Select {
-				sc.refuse("a select loop, which assigns the variable it names")
-			}
-			sc.refuse("a for loop, which assigns the variable it names")
-			for _, w := range l.Items {
-				sc.word(w)
-			}
-		default:
-			sc.refuse("an arithmetic for loop for ((...))")
-		}
-		sc.list(c.Do, sep, redirs)
+		sc.forLoop(c, sep, redirs)
 	case *syntax.CaseClause:
 		sc.refuse("a case statement")
 		sc.word(c.Word)
@@ -318,6 +314,25 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	default:
 		sc.refusef("shell syntax the rules do not know (%T)", c)
 	}
+}
+
+// forLoop walks for and select loops, refused: for NAME assigns NAME,
+// and bash evaluates what SECONDS, RANDOM, OPTIND and others are given
+// as arithmetic.
+func (sc *shellCommand) forLoop(c *syntax.ForClause, sep string, redirs []token) {
+	switch l := c.Loop.(type) {
+	case *syntax.WordIter:
+		if c.Select {
+			sc.refuse("a select loop, which assigns the variable it names")
+		}
+		sc.refuse("a for loop, which assigns the variable it names")
+		for _, w := range l.Items {
+			sc.word(w)
+		}
+	default:
+		sc.refuse("an arithmetic for loop for ((...))")
+	}
+	sc.list(c.Do, sep, redirs)
 }
 
 // timed is the statement the time keyword runs: bash takes one -- after
@@ -457,35 +472,9 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 		case *syntax.Lit:
 			sc.unquoted(x.Value, i == 0, t.raw, &t, &val, &pat)
 		case *syntax.SglQuoted:
-			v := x.Value
-			if x.Dollar && sc.posix {
-				sc.refuse("a $'...' string, which sh does not decode")
-			}
-			if x.Dollar {
-				var nul, local bool
-				v, nul, local = decodeANSI(v)
-				if nul {
-					sc.refuse("a $'...' string holding a NUL byte, where bash ends the word")
-				}
-				t.static, t.exact = t.static && !local, t.exact || local
-			}
-			lit(v)
+			lit(sc.singleQuoted(x, &t))
 		case *syntax.DblQuoted:
-			if x.Dollar {
-				sc.refuse(`a $"..." string, which the locale may translate into anything`)
-			}
-			for _, p := range x.Parts {
-				switch y := p.(type) {
-				case *syntax.Lit:
-					lit(unescapeDouble(y.Value))
-				case *syntax.ParamExp:
-					sc.param(y)
-					expand(y)
-				default:
-					sc.wordPart(p)
-					expand(p)
-				}
-			}
+			sc.doubleQuoted(x, lit, expand)
 		case *syntax.ParamExp:
 			sc.param(x)
 			expand(x)
@@ -496,14 +485,58 @@ func (sc *shellCommand) word(w *syntax.Word) token {
 	}
 	t.val, t.pat = val.String(), pat.String()
 	t.star = t.raw == "*"
-	for _, m := range opaqueMarks[:2] {
-		if strings.Contains(t.val, m.s) {
-			// $'\x24(...)' and \$\(...\): bash evaluates such text as
-			// code in array subscripts.
-			sc.refusef("%s in the value %s", m.what, quoteShort(t.val))
+	sc.refuseMarks(t.val)
+	return t
+}
+
+// singleQuoted is the value of '...' or $'...'; a $'...' naming a
+// character beyond ASCII makes t exact and not static, since the locale
+// decides its bytes.
+func (sc *shellCommand) singleQuoted(x *syntax.SglQuoted, t *token) string {
+	v := x.Value
+	if x.Dollar && sc.posix {
+		sc.refuse("a $'...' string, which sh does not decode")
+	}
+	if x.Dollar {
+		var nul, local bool
+		v, nul, local = decodeANSI(v)
+		if nul {
+			sc.refuse("a $'...' string holding a NUL byte, where bash ends the word")
+		}
+		t.static, t.exact = t.static && !local, t.exact || local
+	}
+	return v
+}
+
+// doubleQuoted adds the parts of "...": literals through lit, expansions
+// through expand.
+func (sc *shellCommand) doubleQuoted(x *syntax.DblQuoted, lit func(string), expand func(syntax.Node)) {
+	if x.Dollar {
+		sc.refuse(`a $"..." string, which the locale may translate into anything`)
+	}
+	for _, p := range x.Parts {
+		switch y := p.(type) {
+		case *syntax.Lit:
+			lit(unescapeDouble(y.Value))
+		case *syntax.ParamExp:
+			sc.param(y)
+			expand(y)
+		default:
+			sc.wordPart(p)
+			expand(p)
 		}
 	}
-	return t
+}
+
+// refuseMarks refuses a word whose value holds $( or a backquote, as
+// $'\x24(...)' and \$\(...\) do: bash evaluates such text as code in
+// array subscripts.
+func (sc *shellCommand) refuseMarks(val string) {
+	for _, m := range opaqueMarks[:2] {
+		if strings.Contains(val, m.s) {
+			sc.refusef("%s in the value %s", m.what, quoteShort(val))
+		}
+	}
 }
 
 // unquoted adds an unquoted literal: backslash escapes, globs, braces and
@@ -617,135 +650,6 @@ func (c *simpleCmd) markProgram() {
 			return
 		}
 	}
-}
-
-// globQuote escapes the characters globMatch treats specially.
-func globQuote(s string) string {
-	if !strings.ContainsAny(s, `*?\`) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// unescapeDouble removes the backslashes bash removes inside double
-// quotes: before $ ` " \ and a newline.
-func unescapeDouble(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-			i++
-			if s[i] == '\n' {
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// decodeANSI decodes the body of a $'...' string as bash does. It reports
-// whether the result holds a NUL byte, where bash cuts the word short, and
-// whether a \u or \U escape names a character beyond ASCII, which bash
-// encodes as the locale says.
-func decodeANSI(s string) (out string, nul, local bool) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch c = s[i]; c {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'e', 'E':
-			b.WriteByte(0x1b)
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		case '\\', '\'', '"', '?':
-			b.WriteByte(c)
-		case '0', '1', '2', '3', '4', '5', '6', '7':
-			v, n := 0, 0
-			for n < 3 && i+n < len(s) && s[i+n] >= '0' && s[i+n] <= '7' {
-				v = v*8 + int(s[i+n]-'0')
-				n++
-			}
-			b.WriteByte(byte(v))
-			i += n - 1
-		case 'x', 'u', 'U':
-			most := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
-			v, n := 0, 0
-			for n < most && i+1+n < len(s) && isHex(s[i+1+n]) {
-				d, _ := strconv.ParseUint(s[i+1+n:i+2+n], 16, 8)
-				v = v*16 + int(d)
-				n++
-			}
-			switch {
-			case n == 0:
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case c == 'x':
-				b.WriteByte(byte(v))
-			default:
-				local = local || v > 0x7f
-				b.WriteRune(rune(v))
-			}
-			i += n
-		case 'c':
-			switch {
-			case i+1 == len(s):
-				b.WriteString(`\c`)
-			case s[i+1] == '?':
-				b.WriteByte(0x7f)
-				i++
-			default:
-				i++
-				if s[i] == '\\' && i+1 < len(s) && s[i+1] == '\\' {
-					i++ // \c\\ is control-backslash
-				}
-				b.WriteByte(s[i] & 0x1f)
-			}
-		default:
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		}
-	}
-	out = b.String()
-	return out, strings.Contains(out, "\x00"), local
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func isName(s string) bool {
-	for i, c := range s {
-		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func isDigits(s string) bool {

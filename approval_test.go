@@ -354,7 +354,7 @@ func TestApproveRulesBounded(t *testing.T) {
 		return prefix + strings.Repeat(open, n) + mid + strings.Repeat(close, n)
 	}
 	rules := agentpty.Rules{Allow: []string{"*", "echo *", "bash -c *"}, Deny: []string{"rm *", "git push *", "* > /etc/*"}}
-	measure := func(c string) (error, time.Duration, uint64) {
+	measure := func(c string) (time.Duration, uint64, error) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -362,9 +362,9 @@ func TestApproveRulesBounded(t *testing.T) {
 		err := approve(rules, c)
 		took := time.Since(start)
 		runtime.ReadMemStats(&after)
-		return err, took, after.TotalAlloc - before.TotalAlloc
+		return took, after.TotalAlloc - before.TotalAlloc, err
 	}
-	_, plain, _ := measure(strings.Repeat("echo x; ", limit/8))
+	plain, _, _ := measure(strings.Repeat("echo x; ", limit/8))
 	for name, c := range map[string]string{
 		"CommandSubstitution": fill("", "$(echo ", "x", ")"),
 		"QuotedSubstitution":  fill("", `"$(echo `, "x", `)"`),
@@ -392,7 +392,7 @@ func TestApproveRulesBounded(t *testing.T) {
 		if len(c) > limit {
 			t.Fatalf("%s: %d bytes", name, len(c))
 		}
-		err, took, alloc := measure(c)
+		took, alloc, err := measure(c)
 		t.Logf("%s: %d bytes, %v (plain %v), %d KB: %.120v", name, len(c), took, plain, alloc>>10, err)
 		if took > 5*plain+200*time.Millisecond || alloc > 64<<20 {
 			t.Errorf("%s (%d bytes): %v (plain %v) and %d MB", name, len(c), took, plain, alloc>>20)

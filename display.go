@@ -14,7 +14,8 @@ import (
 // need one), and the query answers it owes the program.
 type display struct {
 	// mu guards the screen and the fields up to screenOff; take it before
-	// Session.mu, never under it.
+	// Session.mu, never under it. Resize holds it across the terminal's
+	// resize, so the screen changes size where the terminal did.
 	mu     sync.Mutex
 	screen *screen.Screen
 	shown  []string  // the rows the last read returned while the alternate screen showed, else nil

@@ -111,11 +111,9 @@ func (s *Session) expectFill(end int64) {
 		return
 	}
 	s.out.inMu.Lock()
-	a, b, lost := s.out.ring.slices(e.raw)
-	n := int(min(end, s.out.ring.end()) - max(e.raw, s.out.ring.start()))
-	raw := append(e.rest, a[:min(n, len(a))]...)
-	raw = append(raw, b[:n-min(n, len(a))]...)
+	raw, lost := s.out.ring.appendRange(e.rest, e.raw, end)
 	s.out.inMu.Unlock()
+	n := len(raw) - len(e.rest)
 	if lost > 0 { // the ring dropped output Expect never saw: go on after it
 		raw = raw[len(e.rest):]
 		e.raw += lost

@@ -8,7 +8,7 @@ const ringFirstAlloc = 4 << 10
 // ring holds the newest bytes the program wrote, up to a capacity, and names
 // every byte by its offset in the whole stream so readers can tell what they
 // have seen and what was dropped before they saw it. It does no locking: the
-// session's mutex guards it.
+// output's inMu guards it (output.go).
 type ring struct {
 	buf      []byte // nil until the first write; grows to at most capacity
 	capacity int
@@ -127,6 +127,21 @@ func (r *ring) held(skip int) (a, b []byte) {
 // appendFrom appends the held bytes from offset off to the end to dst and
 // reports the evicted count as slices does.
 func (r *ring) appendFrom(dst []byte, off int64) ([]byte, int64) {
+	return r.appendRange(dst, off, r.total)
+}
+
+// appendRange appends the held bytes from offset off up to offset to (at
+// most the end) to dst and reports the evicted count as slices does. The
+// readers that copy from the ring (the renderer, taps, Expect) go through
+// it; the screen reads slices in place.
+func (r *ring) appendRange(dst []byte, off, to int64) ([]byte, int64) {
 	a, b, lost := r.slices(off)
-	return append(append(dst, a...), b...), lost
+	n := int(min(to, r.total) - (r.total - int64(len(a)+len(b))))
+	switch {
+	case n <= 0:
+		return dst, lost
+	case n <= len(a):
+		return append(dst, a[:n]...), lost
+	}
+	return append(append(dst, a...), b[:n-len(a)]...), lost
 }

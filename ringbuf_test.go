@@ -80,6 +80,15 @@ func checkRing(t *testing.T, r *ring, m *ringModel, off int64) {
 		t.Fatalf("appendFrom(prefix, %d) = %d bytes, lost %d; want prefix + %d bytes, lost %d",
 			off, len(dst), lost, len(want), wantLost)
 	}
+	first := max(off, m.start())
+	for _, n := range []int{-1, 0, 1, len(want) / 2, len(want), len(want) + 3} {
+		dst, lost := r.appendRange([]byte("prefix"), off, first+int64(n))
+		w := want[:max(min(n, len(want)), 0)]
+		if !bytes.Equal(dst, append([]byte("prefix"), w...)) || lost != wantLost {
+			t.Fatalf("appendRange(prefix, %d, %d) = %d bytes, lost %d; want prefix + %d bytes, lost %d",
+				off, first+int64(n), len(dst), lost, len(w), wantLost)
+		}
+	}
 }
 
 func ringHead(p []byte) []byte { return p[:min(len(p), 16)] }

@@ -68,18 +68,27 @@ func (e ExitStatus) exitFields() (*int, string) {
 //	lane (a call's turn) → masker (secret.go) → out.renderMu | disp.mu
 //	  → Manager.mu → mu → out.inMu
 //
-// Manager.mu comes after disp.mu (Resize counts cells under it) and before
-// mu (register arms the idle clock under it). Leaves, under which nothing
-// is taken: typing.mu (held across the write to the terminal, as poll.FD
-// holds its own), rep.mu and lane.mu. No lock is held while calling a
-// hook, and only typing.mu across I/O.
+// The reader holds the masker while it stores and renders; renderMu and
+// disp.mu are never held together. Manager.mu comes after disp.mu (Resize
+// counts cells under it) and before mu (register arms the idle clock under
+// it). Leaves, under which no lock of the session is taken: typing.mu,
+// rep.mu and lane.mu. A Terminal's own locks (the local one's procFiles)
+// come last: under typing.mu (Write, Close), disp.mu (Resize) or none.
+//
+// No lock is held while calling a hook. Two are held across I/O on the
+// terminal: typing.mu across the write and the close, as poll.FD holds its
+// own, and disp.mu across Resize, so that the screen changes size at the
+// place in the output where the terminal did. The lane is a call's turn,
+// held for the whole call.
 //
 // Goroutines of a session: read (the only reader of the terminal; it
 // renders the settled text), process (renders what the reader left and
 // feeds the screen), reap (waits for the command's exit), the reply writer
 // while replies wait, one per tap (a recording or an attachment, and an
-// attachment's input), and the timers of the idle clock, output events
-// and secrets' masking.
+// attachment's input), the timers of the idle clock, output events and
+// secrets' masking, a write's watch on its ctx while it waits, and under a
+// sandbox of NewSandbox the thread that started the child, kept until it
+// exits (startOnThread).
 type Session struct {
 	m       *Manager
 	num     int

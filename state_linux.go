@@ -54,52 +54,66 @@ func foregroundVia(master *os.File, pf *procFiles) fgReport {
 	// itself (a shell, a REPL, an editor: the usual case); only otherwise
 	// (git waiting for its pager, make for its recipe, a pipeline) are the
 	// group's other members looked for, which takes a walk through /proc.
-	running := false
-	var reader, newest proc.Stat
-	readerPid, newestPid := 0, 0
-	look := func(pid int, st proc.Stat) {
-		if newestPid == 0 || st.Start > newest.Start || st.Start == newest.Start && pid > newestPid {
-			newest, newestPid = st, pid
-		}
-		switch st.State {
-		case 'R', 'D':
-			running = true
-			return
-		case 'S':
-		default:
-			return // stopped, traced, zombie: not waiting on the terminal
-		}
-		w, known := onTerminalVia(pid, tty, pf)
-		if !known { // the kernel hides its system call: a password prompt still counts
-			w = terminalWait{on: echoOff(master)}
-		}
-		if !w.on && handsOverTerminal(st.Comm) {
-			w = terminalWait{on: true, quiet: relayQuiet}
-		}
-		if w.on && readerPid == 0 {
-			reader, readerPid, rep.quiet = st, pid, w.quiet
-		}
-	}
+	g := fgScan{master: master, tty: tty, pf: pf}
 	leader, ok := pf.readStat(pgrp)
 	if ok && !leader.Gone() { // a pipeline's first command may have exited before the rest
-		look(pgrp, leader)
-		if running && readerPid == 0 {
+		g.look(pgrp, leader)
+		if g.running && g.readerPid == 0 {
 			rep.name, rep.pid = programName(pgrp, leader), pgrp // a running leader is the program at work
 			return rep
 		}
 	}
-	if readerPid == 0 {
+	if g.readerPid == 0 {
 		for _, m := range groupMembers(pgrp) {
-			look(m.pid, m.st)
+			g.look(m.pid, m.st)
 		}
 	}
 	switch {
-	case readerPid != 0:
-		rep.name, rep.pid, rep.waiting = programName(readerPid, reader), readerPid, !running
-	case newestPid != 0:
-		rep.name, rep.pid = programName(newestPid, newest), newestPid
+	case g.readerPid != 0:
+		rep.name, rep.pid, rep.waiting, rep.quiet = programName(g.readerPid, g.reader), g.readerPid, !g.running, g.quiet
+	case g.newestPid != 0:
+		rep.name, rep.pid = programName(g.newestPid, g.newest), g.newestPid
 	}
 	return rep
+}
+
+// fgScan looks through the members of a foreground group for the one
+// waiting on the terminal, and the newest.
+type fgScan struct {
+	master *os.File
+	tty    uint64
+	pf     *procFiles
+
+	running   bool // a member runs or waits on the disk
+	reader    proc.Stat
+	readerPid int           // the first member waiting on the terminal
+	quiet     time.Duration // ... and how long a pause counts as waiting for it
+	newest    proc.Stat
+	newestPid int
+}
+
+func (g *fgScan) look(pid int, st proc.Stat) {
+	if g.newestPid == 0 || st.Start > g.newest.Start || st.Start == g.newest.Start && pid > g.newestPid {
+		g.newest, g.newestPid = st, pid
+	}
+	switch st.State {
+	case 'R', 'D':
+		g.running = true
+		return
+	case 'S':
+	default:
+		return // stopped, traced, zombie: not waiting on the terminal
+	}
+	w, known := onTerminalVia(pid, g.tty, g.pf)
+	if !known { // the kernel hides its system call: a password prompt still counts
+		w = terminalWait{on: echoOff(g.master)}
+	}
+	if !w.on && handsOverTerminal(st.Comm) {
+		w = terminalWait{on: true, quiet: relayQuiet}
+	}
+	if w.on && g.readerPid == 0 {
+		g.reader, g.readerPid, g.quiet = st, pid, w.quiet
+	}
 }
 
 // groupAndPeer returns the terminal's foreground process group
@@ -258,35 +272,15 @@ func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bo
 	if !ok {
 		return w, false
 	}
-	// "nr arg0 ... arg5 sp pc" in a system call; "running", or "-1 sp pc"
-	// outside one.
-	var f [9][]byte
-	if proc.Fields(b, f[:]) < 3 {
+	nr, args, ok := parseSyscall(b)
+	if !ok {
 		return w, true
-	}
-	nr, err1 := strconv.ParseUint(string(f[0]), 10, 64)
-	if err1 != nil {
-		return w, true
-	}
-	var args [6]uint64
-	for i := range args {
-		args[i], _ = strconv.ParseUint(strings.TrimPrefix(string(f[1+i]), "0x"), 16, 64)
 	}
 	arg := func(i int) uint64 { return args[i] }
 	isTTY := func(fd uint64) bool {
 		var st unix.Stat_t
 		return fd < 1<<20 && pf.statFD(pid, fd, &st) &&
 			st.Mode&unix.S_IFMT == unix.S_IFCHR && (st.Rdev == tty || st.Rdev == devTTY)
-	}
-	// set notes one descriptor the call waits to read: the terminal, or
-	// something else.
-	on, others := false, false
-	set := func(fd uint64) {
-		if isTTY(fd) {
-			on = true
-		} else {
-			others = true
-		}
 	}
 	kind := waitCalls[nr]
 	switch kind {
@@ -296,17 +290,7 @@ func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bo
 		return w, true
 	}
 	dir := "/proc/" + strconv.Itoa(pid)
-	switch kind {
-	case waitSelect:
-		if arg(1) == 0 {
-			return w, true
-		}
-		selectWatches(dir, min(arg(0), 1024), arg(1), set, func() bool { return on && others })
-	case waitPoll:
-		pollWatches(dir, arg(0), min(arg(1), 1024), set, func() bool { return on && others })
-	case waitEpoll:
-		epollWatches(dir, arg(0), set)
-	}
+	on, others := watched(dir, kind, arg, isTTY)
 	if !on {
 		return w, true
 	}
@@ -315,6 +299,47 @@ func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bo
 		return w, true // a pause in the program's work
 	}
 	return terminalWait{on: true, quiet: waitQuiet(others, d, finite)}, true
+}
+
+// parseSyscall reads /proc/PID/syscall: "nr arg0 ... arg5 sp pc" in a
+// system call; "running", or "-1 sp pc" outside one (not ok).
+func parseSyscall(b []byte) (nr uint64, args [6]uint64, ok bool) {
+	var f [9][]byte
+	if proc.Fields(b, f[:]) < 3 {
+		return 0, args, false
+	}
+	nr, err := strconv.ParseUint(string(f[0]), 10, 64)
+	if err != nil {
+		return 0, args, false
+	}
+	for i := range args {
+		args[i], _ = strconv.ParseUint(strings.TrimPrefix(string(f[1+i]), "0x"), 16, 64)
+	}
+	return nr, args, true
+}
+
+// watched reports whether a select, poll or epoll_wait (kind) waits to
+// read the terminal, and whether it waits on something else too.
+func watched(dir string, kind int, arg func(int) uint64, isTTY func(uint64) bool) (on, others bool) {
+	set := func(fd uint64) {
+		if isTTY(fd) {
+			on = true
+		} else {
+			others = true
+		}
+	}
+	enough := func() bool { return on && others }
+	switch kind {
+	case waitSelect:
+		if arg(1) != 0 {
+			selectWatches(dir, min(arg(0), 1024), arg(1), set, enough)
+		}
+	case waitPoll:
+		pollWatches(dir, arg(0), min(arg(1), 1024), set, enough)
+	case waitEpoll:
+		epollWatches(dir, arg(0), set)
+	}
+	return on, others
 }
 
 // How waits on the terminal count: termwait's, shared with the backends

@@ -111,12 +111,8 @@ func (t *tap) deliver(end int64) error {
 		return nil
 	}
 	s.out.inMu.Lock()
-	a, b, lost := s.out.ring.slices(t.off)
-	if lost == 0 {
-		n := int(min(end, s.out.ring.end()) - t.off)
-		t.buf = append(t.buf[:0], a[:min(n, len(a))]...)
-		t.buf = append(t.buf, b[:n-len(t.buf)]...)
-	}
+	var lost int64
+	t.buf, lost = s.out.ring.appendRange(t.buf[:0], t.off, end)
 	s.out.inMu.Unlock()
 	if lost > 0 {
 		return t.resync()

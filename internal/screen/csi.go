@@ -668,41 +668,12 @@ func (s *Screen) sgr(a *csiArgs) {
 		switch {
 		case v == 38 || v == 48 || v == 58:
 			var col []int
-			if len(grp) > 0 { // 38:5:n, 38:2:r:g:b or 38:2:cs:r:g:b
-				switch {
-				case grp[0] == 5 && len(grp) >= 2:
-					col = []int{5, grp[1]}
-				case grp[0] == 2 && len(grp) >= 4:
-					rgb := grp[len(grp)-3:]
-					col = []int{2, rgb[0], rgb[1], rgb[2]}
-				}
-				i = j
-			} else {
-				rest := a.v[j:a.n]
-				switch {
-				case len(rest) >= 2 && rest[0] == 5:
-					col = []int{5, rest[1]}
-				case len(rest) >= 4 && rest[0] == 2:
-					col = []int{2, rest[1], rest[2], rest[3]}
-				default:
-					i = a.n // an incomplete selection ends the sequence
-					continue
-				}
-				i = j + len(col)
-			}
-			if col == nil || v == 58 {
+			col, i = extColour(a, i, j)
+			if col == nil || v == 58 || !colourBytes(col[1:]) {
 				continue
 			}
-			ok := true
-			for k := 1; k < len(col); k++ {
-				if col[k] < 0 || col[k] > 255 {
-					ok = false
-				}
-			}
-			if ok {
-				emit(v)
-				emit(col...)
-			}
+			emit(v)
+			emit(col...)
 			continue
 		case v == 4 && len(grp) > 0: // 4:0 is no underline, 4:n a style
 			if grp[0] <= 0 {
@@ -719,4 +690,42 @@ func (s *Screen) sgr(a *csiArgs) {
 		return // nothing vt10x should see; "CSI m" would reset
 	}
 	s.out = appendCSI(s.out, 'm', p[:np]...)
+}
+
+// extColour reads the colour selection of the 38, 48 or 58 at a.v[i],
+// whose colon group ends at j: 38:5:n, 38:2:r:g:b, 38:2:cs:r:g:b, or the
+// same with semicolons (38;5;n, 38;2;r;g;b). It returns the selection as
+// 5,n or 2,r,g,b (nil if none) and where the next parameter starts; an
+// incomplete semicolon selection ends the sequence.
+func extColour(a *csiArgs, i, j int) (col []int, next int) {
+	if grp := a.v[i+1 : j]; len(grp) > 0 {
+		switch {
+		case grp[0] == 5 && len(grp) >= 2:
+			col = []int{5, grp[1]}
+		case grp[0] == 2 && len(grp) >= 4:
+			rgb := grp[len(grp)-3:]
+			col = []int{2, rgb[0], rgb[1], rgb[2]}
+		}
+		return col, j
+	}
+	rest := a.v[j:a.n]
+	switch {
+	case len(rest) >= 2 && rest[0] == 5:
+		col = []int{5, rest[1]}
+	case len(rest) >= 4 && rest[0] == 2:
+		col = []int{2, rest[1], rest[2], rest[3]}
+	default:
+		return nil, a.n
+	}
+	return col, j + len(col)
+}
+
+// colourBytes reports whether every value is a byte, as vt10x needs.
+func colourBytes(v []int) bool {
+	for _, x := range v {
+		if x < 0 || x > 255 {
+			return false
+		}
+	}
+	return true
 }

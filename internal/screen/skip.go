@@ -58,7 +58,41 @@ func (s *Screen) skipPlain(p []byte, i int) int {
 		s.lfRing = make([]lfMark, k)
 	}
 	ring := s.lfRing[:k]
-	nLF, next := 0, 0
+	nLF, next := s.scanPlain(p, i, ring)
+	if nLF < s.rows {
+		return i
+	}
+	// The oldest of the last k marks: its CR has k line feeds after it.
+	m := ring[next]
+	if nLF < k {
+		m.cr = -1
+	}
+	// Fewer will do when this run already brings the cursor to the bottom
+	// row before the CR (then rows line feeds clear the screen) and the
+	// cursor starts low enough now (skipping) too.
+	y0 := s.cursor().Y
+	if k2 := max(s.rows, 2*s.rows-1-y0); nLF >= k2 {
+		if m2 := ring[(next-k2+k)%k]; m2.lfs >= s.rows-1 && m2.cr > m.cr {
+			m = m2
+		}
+	}
+	if m.cr <= i {
+		return i
+	}
+	s.replaySGR(p, m)
+	s.lastOK = false
+	s.mayWrap = true
+	s.skipped += m.cr - i
+	return m.cr
+}
+
+// scanPlain reads the plain run starting at p[i] (text, CR, line feeds,
+// harmless controls, SGRs and line-local sequences) up to s.scanEnd. For
+// each of the last len(ring) line feeds, ring holds the mark of the latest
+// CR before it; it returns how many line feeds the run holds and where in
+// ring the oldest mark is.
+func (s *Screen) scanPlain(p []byte, i int, ring []lfMark) (nLF, next int) {
+	k := len(ring)
 	// At the latest CR and as of now: where the last resetting SGR and
 	// the first SGR of the run start (-1: none yet).
 	cr, reset, first := lfMark{-1, -1, -1, 0}, -1, -1
@@ -106,31 +140,7 @@ scan:
 		j++
 	}
 	s.scanEnd = j
-	if nLF < s.rows {
-		return i
-	}
-	// The oldest of the last k marks: its CR has k line feeds after it.
-	m := ring[next]
-	if nLF < k {
-		m.cr = -1
-	}
-	// Fewer will do when this run already brings the cursor to the bottom
-	// row before the CR (then rows line feeds clear the screen) and the
-	// cursor starts low enough now (skipping) too.
-	y0 := s.cursor().Y
-	if k2 := max(s.rows, 2*s.rows-1-y0); nLF >= k2 {
-		if m2 := ring[(next-k2+k)%k]; m2.lfs >= s.rows-1 && m2.cr > m.cr {
-			m = m2
-		}
-	}
-	if m.cr <= i {
-		return i
-	}
-	s.replaySGR(p, m)
-	s.lastOK = false
-	s.mayWrap = true
-	s.skipped += m.cr - i
-	return m.cr
+	return nLF, next
 }
 
 // lfMark describes the skippable prefix ending at a CR: the CR's index,

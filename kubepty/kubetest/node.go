@@ -87,17 +87,15 @@ func (n *node) ExecInContainer(ctx context.Context, name, uid, container string,
 	if !tty {
 		return n.execPipes(c, in, out, stderr)
 	}
-	var size unix.Winsize
-	if resize != nil {
-		select { // the client sends the first size at once
-		case s, ok := <-resize:
-			if ok {
-				size = unix.Winsize{Col: s.Width, Row: s.Height}
-			}
-		case <-time.After(time.Second):
-		}
-	}
-	ptmx, err := pty.StartWithSize(c, &pty.Winsize{Cols: size.Col, Rows: size.Row})
+	return n.execTTY(c, in, out, resize)
+}
+
+// execTTY runs c on a terminal of the size the client sends first, as the
+// kubelet does for a TTY exec: the stream's input typed into it, its
+// output copied out, later sizes applied, and the terminal closed when
+// the stream goes.
+func (n *node) execTTY(c *exec.Cmd, in io.Reader, out io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
+	ptmx, err := pty.StartWithSize(c, firstSize(resize))
 	if err != nil {
 		return err
 	}
@@ -115,18 +113,7 @@ func (n *node) ExecInContainer(ctx context.Context, name, uid, container string,
 		}
 		close(hangup)
 	}()
-	go func() {
-		// Through SyscallConn: Fd would race with Close and put the
-		// master in blocking mode.
-		rc, err := ptmx.SyscallConn()
-		for s := range resize {
-			if err == nil {
-				_ = rc.Control(func(fd uintptr) {
-					_ = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: s.Width, Row: s.Height})
-				})
-			}
-		}
-	}()
+	go followSizes(ptmx, resize)
 	exited := make(chan struct{})
 	go func() {
 		select {
@@ -146,6 +133,36 @@ func (n *node) ExecInContainer(ctx context.Context, name, uid, container string,
 	_ = ptmx.Close()
 	<-outDone
 	return exitError(werr)
+}
+
+// firstSize is the size the client sends at once, or zero.
+func firstSize(resize <-chan remotecommand.TerminalSize) *pty.Winsize {
+	var size pty.Winsize
+	if resize == nil {
+		return &size
+	}
+	select {
+	case s, ok := <-resize:
+		if ok {
+			size = pty.Winsize{Cols: s.Width, Rows: s.Height}
+		}
+	case <-time.After(time.Second):
+	}
+	return &size
+}
+
+// followSizes applies each later size to the terminal until resize is
+// closed. Through SyscallConn: Fd would race with Close and put the master
+// in blocking mode.
+func followSizes(ptmx *os.File, resize <-chan remotecommand.TerminalSize) {
+	rc, err := ptmx.SyscallConn()
+	for s := range resize {
+		if err == nil {
+			_ = rc.Control(func(fd uintptr) {
+				_ = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: s.Width, Row: s.Height})
+			})
+		}
+	}
 }
 
 // execPipes runs c without a terminal, its output and errors on streams

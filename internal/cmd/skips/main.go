@@ -84,6 +84,14 @@ func filter(r io.Reader, w io.Writer) error {
 		}
 		out.Flush()
 	}
+	summarize(out, skips, results)
+	return sc.Err()
+}
+
+// summarize prints the skipped tests with their reasons, then the
+// packages' result lines, closing with FAIL as go test does when one
+// failed.
+func summarize(out *bufio.Writer, skips []skip, results []string) {
 	if len(skips) > 0 {
 		fmt.Fprintf(out, "\n%d skipped:\n", len(skips))
 		for _, s := range skips {
@@ -101,7 +109,6 @@ func filter(r io.Reader, w io.Writer) error {
 	for _, line := range results {
 		out.WriteString(line)
 	}
-	return sc.Err()
 }
 
 // printFailed prints a failed test's output as go test does without -v: its
