@@ -22,7 +22,6 @@ var pending = map[string]string{
 	"sshpty/dial.go:Dial":                 "dialing, host keys and auth in one function",
 	"sshpty/backend.go:Backend.Start":     "the channel, the pty request and the start in one function",
 	"sshpty/probe.go:parseProbe":          "one parser for every field of the probe's answer",
-	"internal/sshdtest/sshdtest.go:start": "the server's files, its start and its readiness in one function",
 	"settle.go:settler.plainLine":         "the settler's fast path for a plain line, on the hot path",
 }
 
