@@ -100,6 +100,7 @@ type Session struct {
 	mu      sync.Mutex
 	text    settledText   // the settled text and the exit state (text.go)
 	changed chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
+	match   matcher       // the call parked on its pattern, which the reader looks for (matchwait.go)
 	sh      *shell        // a shell session's prompt marks; nil for other sessions
 	clock   idleClock     // the host's bounds on the session (idle.go)
 

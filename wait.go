@@ -396,10 +396,25 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 			pause.Stop()
 		}
 	}()
+	parked := false // the reader looks for want, and wakes this call (matchwait.go)
+	defer func() {
+		if parked {
+			s.mu.Lock()
+			s.unparkMatch()
+			s.mu.Unlock()
+		}
+	}()
 	for {
 		s.mu.Lock()
-		matched := want != nil && want.inSettled(s.text.settle)
-		drained, alt, ch := s.text.drained, s.text.settle.altScreen(), s.changes()
+		hit := parked && s.unparkMatch()
+		matched := want != nil && (hit || want.inSettled(s.text.settle))
+		drained, alt := s.text.drained, s.text.settle.altScreen()
+		var ch <-chan struct{}
+		if parked = want != nil && !matched && !drained && !alt; parked {
+			ch = s.parkMatch(want)
+		} else {
+			ch = s.changes()
+		}
 		var since time.Duration
 		hasOutput := quiet && s.text.settle.unread()
 		if hasOutput {
