@@ -93,7 +93,8 @@ type Session struct {
 	typing typing // the terminal's one writer (terminal.go)
 	lane   lane   // one call at a time, in arrival order; taken before any lock below
 
-	out output // the ring, the reader and the processor (output.go)
+	out  output    // the ring, the reader and the processor (output.go)
+	seen stateSeen // the last state read, reused while nothing could have changed it (state_seen.go)
 
 	// mu guards the fields below, and the parts that say so (see the lock
 	// order above).

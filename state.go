@@ -59,6 +59,10 @@ func (s *Session) State() TerminalState {
 	if !ok {
 		return TerminalState{State: StateRunning} // the terminal cannot tell more
 	}
+	stamp, now := s.stamp(), time.Now()
+	if st, ok := s.seen.reuse(stamp, now); ok {
+		return st // nothing has happened since the last read (state_seen.go)
+	}
 	hidden := sr.EchoOff()
 	// The processes first, then the output: what a program wrote before it
 	// blocked is then either still in the master or already read. An
@@ -70,6 +74,7 @@ func (s *Session) State() TerminalState {
 	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
 		st.State = StateWaitingInput
 	}
+	s.seen.keep(st, stamp, now, fg.Quiet <= 0)
 	return st
 }
 
