@@ -13,10 +13,61 @@ const readerLooks = 4 << 10
 // the call's input and output that does not match then cost no wake-up of
 // the call and no switch between goroutines. Guarded by Session.mu.
 type matcher struct {
-	want *waitSpec         // the pattern looked for; nil while no call is parked
-	hit  bool              // the reader found it, and released the call
-	wake chan struct{}     // a token when the call is released (1-buffered, made once)
-	tell func(what string) // tests: told, under mu, "parked" at a park and "kept" when a look found nothing
+	want        *waitSpec         // the pattern looked for; nil while no call is parked
+	hit         bool              // the reader found it, and released the call
+	wake        chan struct{}     // a token when the call is released (1-buffered, made once)
+	text, kinds []byte            // a waitSpec's buffers, kept between calls (see looker)
+	tell        func(what string) // tests: told, under mu, "parked" at a park and "kept" when a look found nothing
+}
+
+// looker is a call's looks for its pattern in the settled text (await),
+// parked with the reader between them.
+type looker struct {
+	s      *Session
+	want   *waitSpec // nil: no pattern
+	parked bool
+}
+
+// look reports whether the pattern matches: the reader found it while the
+// call was parked, or it does now. Call with mu held.
+func (l *looker) look() bool {
+	if l.want == nil {
+		return false
+	}
+	m := &l.s.match
+	if l.want.text == nil { // the buffers of an earlier call: looks allocate nothing
+		l.want.text, l.want.kinds, m.text, m.kinds = m.text, m.kinds, nil, nil
+	}
+	hit := l.parked && l.s.unparkMatch()
+	l.parked = false
+	return hit || l.want.inSettled(l.s.text.settle)
+}
+
+// wake returns what wakes the call: the reader's release when park (the
+// call waits for its pattern only), else any change. Call with mu held.
+func (l *looker) wake(park bool) <-chan struct{} {
+	if park {
+		l.parked = true
+		return l.s.parkMatch(l.want)
+	}
+	return l.s.changes()
+}
+
+// done ends the looks: the reader stops looking, and the call's buffers
+// are kept for the next call, unless a flood made them large.
+func (l *looker) done() {
+	if l.want == nil {
+		return
+	}
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if l.parked {
+		l.s.unparkMatch()
+	}
+	if cap(l.want.text) <= 64<<10 {
+		l.s.match.text, l.s.match.kinds = l.want.text[:0], l.want.kinds[:0]
+	}
+	l.want.text, l.want.kinds = nil, nil
 }
 
 // parkMatch parks want for the reader to look for, and returns the channel

@@ -396,24 +396,15 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 			pause.Stop()
 		}
 	}()
-	parked := false // the reader looks for want, and wakes this call (matchwait.go)
-	defer func() {
-		if parked {
-			s.mu.Lock()
-			s.unparkMatch()
-			s.mu.Unlock()
-		}
-	}()
+	l := looker{s: s, want: want}
+	defer l.done()
 	for {
 		s.mu.Lock()
-		hit := parked && s.unparkMatch()
-		matched := want != nil && (hit || want.inSettled(s.text.settle))
+		matched := l.look()
 		drained, alt := s.text.drained, s.text.settle.altScreen()
 		var ch <-chan struct{}
-		if parked = want != nil && !matched && !drained && !alt; parked {
-			ch = s.parkMatch(want)
-		} else {
-			ch = s.changes()
+		if !matched && !drained {
+			ch = l.wake(want != nil && !alt)
 		}
 		var since time.Duration
 		hasOutput := quiet && s.text.settle.unread()
