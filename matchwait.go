@@ -1,10 +1,11 @@
 package agentpty
 
 // readerLooks is the largest rendered batch in which the reader looks for
-// a parked call's pattern itself; after a larger one (a flood) it wakes the
-// call to look, as every other waiter is woken, so that the reader keeps
-// pace with the terminal.
-const readerLooks = 4 << 10
+// a parked call's pattern itself: an answer, a prompt, a line. After a
+// larger one (a flood comes in reads of up to 4 KiB) it wakes the call to
+// look, as every other waiter is woken, so that the reader keeps pace with
+// the terminal and a call that looks slower sees several batches at once.
+const readerLooks = 1 << 10
 
 // matcher is the call parked in await on its pattern (at most one: calls
 // take turns). The reader looks for the pattern itself as it renders, under

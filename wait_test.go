@@ -439,3 +439,14 @@ func TestWaitForParkedCallEnds(t *testing.T) {
 		t.Fatalf("the exit did not end the wait: %+v after %v", w, time.Since(start))
 	}
 }
+
+// A pattern in output too long for the reader to look in itself (a long
+// line, a flood) is looked for by the call it wakes.
+func TestWaitForInALongBatch(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; printf '%03000d MARK-%d\\n' 0 7; read b", WaitFor: "ready"})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "a", Submit: true, WaitFor: "MARK-7", WaitMS: ms(10000)})
+	if !strings.HasSuffix(w.Output, strings.Repeat("0", 3000)+" MARK-7") {
+		t.Fatalf("the long line did not match: %q", w.Output)
+	}
+}
