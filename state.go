@@ -50,7 +50,9 @@ type fgReport struct {
 // blocked on the terminal, nothing it wrote is unread on the master, and
 // all of it has been rendered. A program that also waits on something
 // else, or with a timeout that is about to run out, waits for input only
-// once the terminal has been quiet a while (see waitQuiet).
+// once the terminal has been quiet a while (see waitQuiet). A read less
+// than 250 µs after the last, with no output, input, signal or resize in
+// between, returns the last read's answer (state_seen.go).
 func (s *Session) State() TerminalState {
 	if _, exited := s.ended(); exited {
 		return TerminalState{State: StateExited}
