@@ -215,6 +215,7 @@ func (s *Session) Resize(cols, rows int) error {
 		return err
 	}
 	s.syncScreenLocked() // what came before the resize is parsed at the old size
+	s.changing()
 	if err := s.term.Resize(cols, rows); err != nil {
 		_, _ = s.m.recount(s, old)
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)

@@ -298,8 +298,10 @@ func cursorKeys(p []byte, m keyModes) []byte {
 // literal, its cursor keys as the keyboard sends them in the terminal's
 // modes), then the keys, then the Enter of submit.
 func (s *Session) typedBytes(req WriteRequest, keys []key) []byte {
-	input := []byte(req.Input)
-	if !req.Literal {
+	var input []byte
+	if req.Literal {
+		input = []byte(req.Input)
+	} else {
 		input = decodeInput(req.Input)
 	}
 	if len(keys) > 0 || (!req.Literal && bytes.Contains(input, []byte("\x1b["))) {

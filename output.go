@@ -201,7 +201,8 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	}
 	s.out.settled.Store(end)
 	s.text.lastOutput = time.Now()
-	s.broadcast()
+	s.wakeChanged()
+	s.lookForMatch(len(batch))
 	s.checkDrained()
 	s.mu.Unlock()
 	s.outputChanged()
@@ -219,6 +220,13 @@ func (s *Session) copyFrom(buf []byte, off int64) ([]byte, int64) {
 
 // broadcast wakes every waiter. Call with mu held.
 func (s *Session) broadcast() {
+	s.wakeChanged()
+	s.releaseMatch(false)
+}
+
+// wakeChanged wakes the waiters on changes: all but a call parked on its
+// pattern. Call with mu held.
+func (s *Session) wakeChanged() {
 	if s.changed != nil {
 		close(s.changed)
 		s.changed = nil

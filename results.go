@@ -123,7 +123,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	}
 	w.output = out
 	w.spool = s.m.spool(s.id, whole)
-	w.inputHidden = s.echoOff()
+	w.inputHidden = s.inputHiddenNow()
 	if w.inputHidden {
 		w.foregroundExe = asker(s.fgProcs()).exe
 	}

@@ -102,13 +102,15 @@ type Session struct {
 	typing typing // the terminal's one writer (terminal.go)
 	lane   lane   // one call at a time, in arrival order; taken before any lock below
 
-	out output // the ring, the reader and the processor (output.go)
+	out  output    // the ring, the reader and the processor (output.go)
+	seen stateSeen // the last state read, reused while nothing could have changed it (state_seen.go)
 
 	// mu guards the fields below, and the parts that say so (see the lock
 	// order above).
 	mu      sync.Mutex
 	text    settledText   // the settled text and the exit state (text.go)
 	changed chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
+	match   matcher       // the call parked on its pattern, which the reader looks for (matchwait.go)
 	sh      *shell        // a shell session's prompt marks; nil for other sessions
 	clock   idleClock     // the host's bounds on the session (idle.go)
 

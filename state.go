@@ -50,7 +50,9 @@ type fgReport struct {
 // blocked on the terminal, nothing it wrote is unread on the master, and
 // all of it has been rendered. A program that also waits on something
 // else, or with a timeout that is about to run out, waits for input only
-// once the terminal has been quiet a while (see waitQuiet).
+// once the terminal has been quiet a while (see waitQuiet). A read less
+// than 250 µs after the last, with no output, input, signal or resize in
+// between, returns the last read's answer (state_seen.go).
 func (s *Session) State() TerminalState {
 	if _, exited := s.ended(); exited {
 		return TerminalState{State: StateExited}
@@ -58,6 +60,10 @@ func (s *Session) State() TerminalState {
 	sr, ok := s.term.(StateReader)
 	if !ok {
 		return TerminalState{State: StateRunning} // the terminal cannot tell more
+	}
+	stamp, now := s.stamp(), time.Now()
+	if st, ok := s.seen.reuse(stamp, now); ok {
+		return st // nothing has happened since the last read (state_seen.go)
 	}
 	hidden := sr.EchoOff()
 	// The processes first, then the output: what a program wrote before it
@@ -70,6 +76,7 @@ func (s *Session) State() TerminalState {
 	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
 		st.State = StateWaitingInput
 	}
+	s.seen.keep(st, stamp, now, fg.Quiet <= 0)
 	return st
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -338,5 +339,55 @@ func TestForegroundNamesTheProgram(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// A state is read from the kernel again only after something the library
+// sees could have changed it: new output, input typed, a signal, a resize.
+// Reads with nothing between share one read, and a result's input_hidden
+// comes from its state's read.
+func TestStateReadAgainOnlyAfterAChange(t *testing.T) {
+	saved := stateFresh
+	t.Cleanup(func() { stateFresh = saved })
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; sleep 0.3; echo late; exec cat", WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	reads := func() int {
+		s.seen.mu.Lock()
+		defer s.seen.mu.Unlock()
+		return s.seen.reads
+	}
+	stateFresh = time.Hour // here only a change ends the reuse, not time
+	n := reads()
+	mustWrite(t, m, WriteRequest{ID: res.ID, WaitFor: "late"})
+	if got := reads() - n; got != 1 {
+		t.Fatalf("the result after new output read the state %d times, want once", got)
+	}
+	stateFresh = saved // a wait's rechecks read the kernel again as time passes
+	w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput})
+	if err != nil || w.State != StateWaitingInput {
+		t.Fatalf("cat does not wait for input: %+v, %v", w, err)
+	}
+	stateFresh = time.Hour
+	st, n := s.State(), reads()
+	if again := s.State(); again != st || reads() != n {
+		t.Fatalf("the state was read again with nothing changed: %+v, then %+v", st, again)
+	}
+	for _, c := range []struct {
+		name   string
+		change func() error
+	}{
+		{"a signal", func() error { return s.Signal(syscall.SIGCONT) }},
+		{"a resize", func() error { return s.Resize(100, 30) }},
+		{"typing", func() error { return s.Send("x") }}, // last: its echo is output too
+	} {
+		n := reads()
+		if err := c.change(); err != nil {
+			t.Fatal(err)
+		}
+		s.State()
+		if reads() != n+1 {
+			t.Fatalf("after %s the state was not read again", c.name)
+		}
 	}
 }

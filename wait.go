@@ -396,10 +396,16 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 			pause.Stop()
 		}
 	}()
+	l := looker{s: s, want: want}
+	defer l.done()
 	for {
 		s.mu.Lock()
-		matched := want != nil && want.inSettled(s.text.settle)
-		drained, alt, ch := s.text.drained, s.text.settle.altScreen(), s.changes()
+		matched := l.look()
+		drained, alt := s.text.drained, s.text.settle.altScreen()
+		var ch <-chan struct{}
+		if !matched && !drained {
+			ch = l.wake(want != nil && !alt)
+		}
 		var since time.Duration
 		hasOutput := quiet && s.text.settle.unread()
 		if hasOutput {

@@ -357,3 +357,96 @@ func TestFloodHoldsNoCall(t *testing.T) {
 		return err
 	})
 }
+
+// The reader looks for a parked call's pattern itself: output that does
+// not match, the echo of the call's input among it, leaves the call
+// parked, and the program's own answer releases it with a match.
+func TestWaitForReaderLooks(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; read b; echo not-yet; read c; echo second-$((1+1)); read d", WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	told := make(chan string, 16)
+	s.mu.Lock()
+	s.match.tell = func(what string) {
+		select {
+		case told <- what:
+		default:
+		}
+	}
+	s.mu.Unlock()
+	ctx := waitCtx(t)
+	results := make(chan WriteResult, 1)
+	go func() {
+		w, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "second-2", Submit: true, WaitFor: "second-2"})
+		if err != nil {
+			t.Error(err)
+		}
+		results <- w
+	}()
+	await := func(what string) {
+		for {
+			select {
+			case got := <-told:
+				if got == what {
+					return
+				}
+			case w := <-results:
+				t.Fatalf("the call returned before the reader had %s it: %+v", what, w)
+			case <-ctx.Done():
+				t.Fatalf("the call was never %s", what)
+			}
+		}
+	}
+	await("parked")
+	if err := s.Send("b\r"); err != nil {
+		t.Fatal(err)
+	}
+	await("kept") // output came while the call was parked, and did not wake it
+	if err := s.Send("c\r"); err != nil {
+		t.Fatal(err)
+	}
+	w := <-results
+	if !w.Matched || !strings.Contains(w.Output, "not-yet\n") || !strings.HasSuffix(w.Output, "\nsecond-2") || strings.Count(w.Output, "second-2") != 2 {
+		t.Fatalf("the echo matched, or the answer did not: %+v", w)
+	}
+	s.mu.Lock()
+	parked := s.match.want != nil
+	s.mu.Unlock()
+	if parked {
+		t.Fatal("the pattern is still looked for after the call returned")
+	}
+}
+
+// A call parked on its pattern wakes when the program exits, as every
+// waiter does, and when it gives up its pattern is no longer looked for.
+func TestWaitForParkedCallEnds(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; read b; exit 3", WaitFor: "ready"})
+	w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "a", Submit: true, WaitFor: "never printed", WaitMS: ms(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := m.Session(res.ID)
+	s.mu.Lock()
+	parked := s.match.want != nil
+	s.mu.Unlock()
+	if w.Matched || parked {
+		t.Fatalf("a call that gave up left its pattern looked for: %+v", w)
+	}
+	start := time.Now()
+	w, err = m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "b", Submit: true, WaitFor: "never printed", WaitMS: ms(20000)})
+	if err != nil || !w.Exited || w.ExitCode == nil || *w.ExitCode != 3 || time.Since(start) > 10*time.Second {
+		t.Fatalf("the exit did not end the wait: %+v after %v", w, time.Since(start))
+	}
+}
+
+// A pattern in output too long for the reader to look in itself (a long
+// line, a flood) is looked for by the call it wakes.
+func TestWaitForInALongBatch(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; printf '%03000d MARK-%d\\n' 0 7; read b", WaitFor: "ready"})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "a", Submit: true, WaitFor: "MARK-7", WaitMS: ms(10000)})
+	if !strings.HasSuffix(w.Output, strings.Repeat("0", 3000)+" MARK-7") {
+		t.Fatalf("the long line did not match: %q", w.Output)
+	}
+}

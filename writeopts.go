@@ -22,11 +22,14 @@ type callView struct {
 // anything reaches the session, so a bad one leaves it untouched.
 func writeView(req WriteRequest) (callView, error) {
 	v := callView{screen: req.Screen, peek: req.Peek, cols: req.Cols, rows: req.Rows, waitUntil: req.WaitUntil}
-	if err := checkScreen(ToolWrite+" "+req.ID, req.Screen); err != nil {
-		return v, err
-	}
-	if err := checkSize(ToolWrite+" "+req.ID, req.Cols, req.Rows); err != nil {
-		return v, err
+	if req.Screen != "" || req.Cols != 0 || req.Rows != 0 { // the defaults pass: their name is not built
+		who := ToolWrite + " " + req.ID
+		if err := checkScreen(who, req.Screen); err != nil {
+			return v, err
+		}
+		if err := checkSize(who, req.Cols, req.Rows); err != nil {
+			return v, err
+		}
 	}
 	if req.SendSignal != "" {
 		sig, ok := parseSignal(req.SendSignal)

@@ -153,17 +153,19 @@ func ParseStat(b []byte, comm string) (Stat, bool) {
 // Fields splits b at spaces and newlines into f, as many fields as f
 // holds, without allocating, and returns how many it found.
 func Fields(b []byte, f [][]byte) int {
-	k := 0
+	k, i := 0, 0
 	for ; k < len(f); k++ {
-		b = bytes.TrimLeft(b, " \n")
-		if len(b) == 0 {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\n') {
+			i++
+		}
+		if i == len(b) {
 			break
 		}
-		end := bytes.IndexAny(b, " \n")
-		if end < 0 {
-			end = len(b)
+		j := i
+		for j < len(b) && b[j] != ' ' && b[j] != '\n' {
+			j++
 		}
-		f[k], b = b[:end], b[end:]
+		f[k], i = b[i:j], j
 	}
 	return k
 }

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +27,23 @@ func TestParseStat(t *testing.T) {
 	// The state is the main thread's, which may sleep while another reads.
 	if !ok || self.PPID != os.Getppid() || self.Start == 0 || self.State != 'R' && self.State != 'S' {
 		t.Errorf("ReadStat(self) = %+v %v", self, ok)
+	}
+}
+
+// Fields splits as strings.Fields would at spaces and newlines, and stops
+// when f is full.
+func TestFields(t *testing.T) {
+	for _, in := range []string{"", " ", "\n", "a", " a", "a ", "0 0x0 0x7ff\n", "  running\n", "-1 0x7ffd 0x7f12\n", "a  b\n\nc d e f g h i j k"} {
+		want := strings.FieldsFunc(in, func(r rune) bool { return r == ' ' || r == '\n' })
+		var f [9][]byte
+		n := Fields([]byte(in), f[:])
+		if n != min(len(want), len(f)) {
+			t.Fatalf("%q: %d fields, want %d", in, n, min(len(want), len(f)))
+		}
+		for i := 0; i < n; i++ {
+			if string(f[i]) != want[i] {
+				t.Fatalf("%q: field %d is %q, want %q", in, i, f[i], want[i])
+			}
+		}
 	}
 }
