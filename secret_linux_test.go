@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeSudo is the attack: a prompt that looks like sudo's, started by the
@@ -245,7 +246,7 @@ fd = sys.stdin.fileno()
 a = termios.tcgetattr(fd)
 a[3] &= ~termios.ECHO
 termios.tcsetattr(fd, termios.TCSANOW, a)
-child = subprocess.Popen(["sleep", "1"], start_new_session=True)
+child = subprocess.Popen(["sleep", "3"], start_new_session=True)
 print("[sudo] password for root: ", end="", flush=True)
 child.wait()
 line = sys.stdin.readline().strip()
@@ -265,7 +266,7 @@ func TestSecretProgramsRefuseWaitingReader(t *testing.T) {
 		m := newManager(t, Options{SecretPrograms: list})
 		start := mustStart(t, m, StartRequest{Command: waitingThief, WaitFor: "password for root: "})
 		s, _ := m.Session(start.ID)
-		if !inChildWait(s.PID()) {
+		if !awaitChildWait(s.PID()) {
 			t.Fatalf("the prompt's program is not waiting for its child: the test would not show the fault")
 		}
 		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitFor: "done> "})
@@ -349,6 +350,20 @@ func TestRunResultNamesTheAsker(t *testing.T) {
 	}
 	if _, err := m.Kill(waitCtx(t), start.ID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// awaitChildWait waits until pid blocks waiting for a child (a prompt is
+// printed before the wait begins), up to a second; it reports whether it
+// did.
+func awaitChildWait(pid int) bool {
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if inChildWait(pid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
 

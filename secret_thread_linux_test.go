@@ -40,7 +40,7 @@ func TestSecretProgramsRefuseReadingThread(t *testing.T) {
 			WaitFor: "[sudo] pw: ",
 		})
 		s, _ := m.Session(start.ID)
-		if !inChildWait(s.PID()) {
+		if !awaitChildWait(s.PID()) {
 			t.Fatalf("the thief's main thread is not waiting for sudo: the test would not show the fault")
 		}
 		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitFor: "done> "})
