@@ -62,7 +62,11 @@ func startHelper(c *ssh.Client) (*helper, error) {
 		return nil, err
 	}
 	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
-	if _, err := io.WriteString(in, helperFuncs+killFunc+"\n"); err != nil {
+	funcs := helperFuncs + killFunc + "\n"
+	if noPerl {
+		funcs = "NOPERL=1\n" + funcs
+	}
+	if _, err := io.WriteString(in, funcs); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -244,7 +248,7 @@ func nums(m map[uint64]bool) string {
 type probeResult struct {
 	echoOff  bool
 	echoRead bool // the probe read the echo flag (stty)
-	fence    int  // the mark the probe wrote to the terminal, 0 for none
+	fence    int  // the mark the probe wrote to the terminal, 0 for none, -1 for one it could not write
 	fg       agentpty.Foreground
 }
 
@@ -261,14 +265,26 @@ type probeProc struct {
 	set    []byte      // the select or poll descriptor set it waits on
 }
 
-// echoFresh is how long an echo flag read by a probe answers EchoOff: the
-// library asks on every chunk of output when it sends events, and a round
-// trip per chunk would throttle the output.
-const echoFresh = 10 * time.Millisecond
+// stateFresh is how long a probe's answer is reused: its echo flag for
+// EchoOff while no input, signal or resize came since, whatever the
+// output (the library asks on every chunk of output when it sends events,
+// and a round trip per chunk would throttle the output), the whole answer for EchoOff and Foreground while nothing
+// that could change it happened (output, input, a signal, a resize; see
+// terminal.gen). A result's state reads both in turn, and then the echo
+// flag again: one probe serves the three.
+const stateFresh = 10 * time.Millisecond
 
-// probe reads the terminal's state on the host (all of it when full,
-// else the echo flag alone) and keeps the echo flag for EchoOff.
-func (t stateTerminal) probe(full bool) probeResult {
+// probe reads the terminal's state on the host, or reuses the last
+// probe's answer (see stateFresh), and keeps the answer.
+func (t stateTerminal) probe() probeResult {
+	t.probeMu.Lock()
+	if t.lastOK && t.gen.Load() == t.lastGen && time.Since(t.lastAt) < stateFresh {
+		r := t.last
+		t.probeMu.Unlock()
+		return r
+	}
+	t.probeMu.Unlock()
+	gen, in, at := t.gen.Load(), t.inGen.Load(), time.Now()
 	// Typed input travels on the session's channel, the probe on the
 	// probe shell's: a request on the session's channel, answered once the
 	// server has taken what came before it, keeps the probe from looking
@@ -276,34 +292,29 @@ func (t stateTerminal) probe(full bool) probeResult {
 	if t.typed.Swap(false) {
 		_, _ = t.sess.SendRequest("sync@agentpty", true, nil)
 	}
-	var r probeResult
-	if full {
-		r = t.probeNow()
-	} else {
-		out, err := t.helperRun(context.Background(), fmt.Sprintf("echoof %d", t.pid), false)
-		if err == nil {
-			r = parseProbe(out, sysCalls{}, false)
-		}
-	}
-	if !full || r.echoRead {
+	r, ok := t.probeNow()
+	if ok {
 		t.probeMu.Lock()
-		t.echo, t.echoAt = r.echoOff, time.Now()
+		if r.echoRead {
+			t.echo, t.echoAt, t.echoIn = r.echoOff, at, in
+		}
+		t.last, t.lastGen, t.lastAt, t.lastOK = r, gen, at, true
 		t.probeMu.Unlock()
 	}
 	return r
 }
 
-func (t stateTerminal) probeNow() probeResult {
+func (t stateTerminal) probeNow() (probeResult, bool) {
 	c, ok := archCalls[t.info.arch]
 	out, err := t.helperRun(context.Background(), probeLine(t.pid, t.nonce, c), false)
 	if err != nil {
-		return probeResult{}
+		return probeResult{}, false
 	}
 	r := parseProbe(out, c, ok)
-	if r.fence > 0 && !t.awaitFence(r.fence) {
+	if r.fence < 0 || r.fence > 0 && !t.awaitFence(r.fence) {
 		r.fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
-	return r
+	return r, true
 }
 
 // parseProbe decides as the local library does: the foreground group's
@@ -323,6 +334,8 @@ func parseProbe(out []byte, c sysCalls, known bool) probeResult {
 			unread = true
 		case "fence":
 			r.fence, _ = strconv.Atoi(rest)
+		case "nofence":
+			r.fence = -1
 		case "stty":
 			r.echoOff, r.echoRead = sttyEchoOff(rest), true
 		case "p":
@@ -536,25 +549,26 @@ func le64(b []byte) uint64 {
 }
 
 // EchoOff reports the terminal in line mode without echo: a password
-// prompt. It costs a round trip on the probe channel and one stty there,
-// unless a probe read the flag within echoFresh.
+// prompt. It costs a probe (see Foreground), unless one read the flag
+// within stateFresh.
 func (t stateTerminal) EchoOff() bool {
 	t.probeMu.Lock()
-	echo, fresh := t.echo, time.Since(t.echoAt) < echoFresh
+	echo, fresh := t.echo, time.Since(t.echoAt) < stateFresh && t.echoIn == t.inGen.Load()
 	t.probeMu.Unlock()
 	if fresh {
 		return echo
 	}
-	return t.probe(false).echoOff
+	return t.probe().echoOff
 }
 
 // Foreground reports the foreground program, read on the host through
 // the probe shell: one round trip on the connection's probe channel and a
-// few builtins of the shell there (plus a stty where the kernel hides the
-// system call, and a dd and od when the program waits in select with a
-// timeout). Each call is a probe of its own: the library orders it after
-// what it checks before.
-func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe(true).fg }
+// few builtins of the shell there, plus the echo flag (a line to the
+// connection's perl process where the host has perl, else a stty) and a
+// dd and od when the program waits in select with a timeout. The answer
+// serves EchoOff and Foreground for stateFresh while nothing that could
+// change it happens.
+func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().fg }
 
 // OutputPending reports output on its way: taken off the channel and not
 // yet returned by Read, or returned while no later Read waits. Output the

@@ -15,6 +15,33 @@ package sshpty
 // answer.
 const helperFuncs = `
 exec 2>/dev/null
+trap '' PIPE
+# Where bash and perl are, one perl process answers the echo flag and
+# writes the probes' marks, without a process start per probe (stty's
+# costs milliseconds); elsewhere stty and a subshell do it.
+if [ -n "$BASH_VERSION" ] && [ -z "$NOPERL" ] && command -v perl >/dev/null 2>&1; then
+	read -r -d '' TIP <<'PERL'
+` + termiosPerl + `
+PERL
+	coproc TI { exec perl -e "$TIP"; }
+fi
+# echoflag prints the echo and line modes of the terminal $D.
+echoflag() {
+	if [ -n "$TI_PID" ] && echo "e $D" >&"${TI[1]}" && read -r x <&"${TI[0]}"; then echo "$Q stty $x"; return; fi
+	echo "$Q stty" $(stty -a <"$D")
+}
+# fence writes the probe's mark to the terminal $D without ever blocking
+# the probe shell (a stopped terminal would hold it).
+fence() {
+	if [ -n "$TI_PID" ]; then
+		printf -v x '\033]6973;%s;f%s\007' "$FN" "$Q"
+		if echo "f $D $x" >&"${TI[1]}" && read -r x <&"${TI[0]}"; then
+			if [ "$x" = 1 ]; then echo "$Q fence $Q"; else echo "$Q nofence"; fi
+			return
+		fi
+	fi
+	{ printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } & echo "$Q fence $Q"
+}
 st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
 look() {
 	st $1 || return 1
@@ -23,7 +50,7 @@ look() {
 	case $2 in R|D) DEC=1; return 0;; S) ;; *) return 0;; esac
 	s=; { read -r s </proc/$1/syscall; } 2>/dev/null
 	echo "$Q s $s"
-	if [ -z "$s" ]; then W=1; [ -n "$E" ] || { E=1; echo "$Q stty" $(stty -a <"$D"); }; return 0; fi
+	if [ -z "$s" ]; then W=1; return 0; fi
 	f=; for x in /proc/$1/fd/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
 	echo "$Q f$f"
 	p=$1; set -- $s
@@ -49,23 +76,20 @@ tty() {
 	echo "$Q t $T $D"
 	[ -n "$D" ]
 }
-echoof() {
-	tty $1 && echo "$Q stty" $(stty -a <"$D")
-}
 probe() {
 	W=
 	look1 $1
 	# A program that looks blocked on the terminal may have written output
 	# that is still on its way: a mark written to the terminal now comes
 	# after all of it, and the reader waits for it.
-	if [ -n "$W" ]; then { printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } & echo "$Q fence $Q"; fi
+	if [ -n "$W" ]; then fence; fi
 }
 look1() {
 	tty $1 || return
+	echoflag
 	if [ -n "$BASH_VERSION" ]; then read -t 0 <"$D" && echo "$Q unread"; fi
 	[ "$T" -gt 0 ] || return
-	DEC= E=
-	[ -z "$NOSYS" ] || { E=1; echo "$Q stty" $(stty -a <"$D"); }
+	DEC=
 	look $T
 	[ -z "$DEC" ] || return
 	# The group's other members, found below its leader (children files)
@@ -114,6 +138,41 @@ sig() {
 // since the start; then up to $4 centiseconds for the kernel. It prints
 // "gone", or "left" and the survivors.
 // It runs in the background of the probe shell, so that probes go on.
+// termiosPerl answers, a line each: "e TTY" with the terminal's line and
+// echo modes as stty words ("icanon -echo"), and "f TTY MARK" with 1 once
+// MARK is written to the terminal, 0 when it cannot take it now (output
+// stopped). A mark the terminal took in part is finished by a child, so
+// the answer never waits.
+const termiosPerl = `use POSIX;
+$| = 1;
+$SIG{CHLD} = "IGNORE";
+my $t = POSIX::Termios->new;
+while (my $l = <STDIN>) {
+	chomp $l;
+	my ($op, $d, $m) = split / /, $l, 3;
+	my $f;
+	if ($op eq "e") {
+		my $a = "";
+		if (sysopen($f, $d, O_RDONLY | O_NOCTTY | O_NONBLOCK) && defined $t->getattr(fileno $f)) {
+			my $lf = $t->getlflag;
+			$a = ($lf & ICANON ? "icanon" : "-icanon") . " " . ($lf & ECHO ? "echo" : "-echo");
+		}
+		print "$a\n";
+	} elsif ($op eq "f") {
+		my $n = 0;
+		if (sysopen($f, $d, O_WRONLY | O_NOCTTY | O_NONBLOCK)) {
+			$n = syswrite($f, $m) // 0;
+			if ($n > 0 && $n < length $m && !fork) {
+				sysopen($f, $d, O_WRONLY | O_NOCTTY);
+				syswrite($f, substr($m, $n));
+				POSIX::_exit(0);
+			}
+		}
+		print $n > 0 ? "1\n" : "0\n";
+	}
+	close $f if $f;
+}`
+
 const killFunc = `
 killsess() {
 S=$1 H=$2 G=$3 B=$4
