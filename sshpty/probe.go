@@ -323,84 +323,122 @@ func (t stateTerminal) probeNow() (probeResult, bool) {
 // kernel hides the call, when the terminal's echo is off (a password
 // prompt).
 func parseProbe(out []byte, c sysCalls, known bool) probeResult {
-	var r probeResult
-	var procs []*probeProc
-	var cur *probeProc
-	unread := false
+	var p probeParse
 	for _, line := range strings.Split(string(out), "\n") {
 		kind, rest, _ := strings.Cut(line, " ")
-		switch kind {
-		case "unread":
-			unread = true
-		case "fence":
-			r.fence, _ = strconv.Atoi(rest)
-		case "nofence":
-			r.fence = -1
-		case "stty":
-			r.echoOff, r.echoRead = sttyEchoOff(rest), true
-		case "p":
-			f := strings.SplitN(rest, " ", 3)
-			if len(f) < 3 || f[1] == "" {
-				cur = nil
-				continue
-			}
-			pid, _ := strconv.Atoi(f[0])
-			cur = &probeProc{pid: pid, state: f[1][0], comm: f[2], ttyFDs: map[uint64]bool{}}
-			procs = append(procs, cur)
-		case "s":
-			if cur == nil {
-				continue
-			}
-			w := strings.Fields(rest)
-			switch {
-			case len(w) == 0:
-				cur.hidden = true
-			case len(w) >= 7:
-				for _, v := range w[:7] {
-					n, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), base(v), 64)
-					if err != nil {
-						cur.hidden = true
-						break
-					}
-					cur.sys = append(cur.sys, n)
-				}
-			}
-		case "f":
-			if cur != nil {
-				for _, v := range strings.Fields(rest) {
-					if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-						cur.ttyFDs[n] = true
-					}
-				}
-			}
-		case "e":
-			if cur != nil {
-				w := strings.Fields(rest) // "FD events: HEX ..."
-				if len(w) >= 3 {
-					fd, err1 := strconv.ParseUint(w[0], 10, 64)
-					ev, err2 := strconv.ParseUint(w[2], 16, 32)
-					if err1 == nil && err2 == nil {
-						cur.epoll = append(cur.epoll, [2]uint64{fd, ev})
-					}
-				}
-			}
-		case "m", "ms", "mp":
-			if cur != nil {
-				b, _ := hex.DecodeString(strings.ReplaceAll(rest, " ", ""))
-				if kind == "m" {
-					cur.mem = b
-				} else {
-					cur.set = b
-				}
-			}
+		if f := probeLines[kind]; f != nil {
+			f(&p, kind, rest)
 		}
 	}
-	running := false
-	for _, p := range procs {
-		if r.fg.Name == "" {
-			r.fg.Name, r.fg.PID = p.comm, p.pid
+	return p.decide(c, known)
+}
+
+// probeParse is an answer read so far: the lines about the terminal, and
+// the processes of the foreground group, the last one (cur) taking the
+// lines about a process.
+type probeParse struct {
+	r      probeResult
+	procs  []*probeProc
+	cur    *probeProc
+	unread bool
+}
+
+// probeLines reads each kind of line of an answer (see helperFuncs).
+var probeLines = map[string]func(p *probeParse, kind, rest string){
+	"unread":  func(p *probeParse, _, _ string) { p.unread = true },
+	"fence":   func(p *probeParse, _, rest string) { p.r.fence, _ = strconv.Atoi(rest) },
+	"nofence": func(p *probeParse, _, _ string) { p.r.fence = -1 },
+	"stty":    func(p *probeParse, _, rest string) { p.r.echoOff, p.r.echoRead = sttyEchoOff(rest), true },
+	"p":       (*probeParse).process,
+	"s":       func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.syscall(rest) }) },
+	"f":       func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.ttyFDList(rest) }) },
+	"e":       func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.epollLine(rest) }) },
+	"m":       (*probeParse).memory,
+	"ms":      (*probeParse).memory,
+	"mp":      (*probeParse).memory,
+}
+
+// with applies f to the current process, if there is one.
+func (p *probeParse) with(f func(*probeProc)) {
+	if p.cur != nil {
+		f(p.cur)
+	}
+}
+
+// process reads "p PID STATE COMM", which starts a process's lines.
+func (p *probeParse) process(_, rest string) {
+	f := strings.SplitN(rest, " ", 3)
+	if len(f) < 3 || f[1] == "" {
+		p.cur = nil
+		return
+	}
+	pid, _ := strconv.Atoi(f[0])
+	p.cur = &probeProc{pid: pid, state: f[1][0], comm: f[2], ttyFDs: map[uint64]bool{}}
+	p.procs = append(p.procs, p.cur)
+}
+
+// memory reads "m HEX..." (a timeout), "ms" and "mp" (a select or poll
+// descriptor set) of the current process.
+func (p *probeParse) memory(kind, rest string) {
+	p.with(func(q *probeProc) {
+		b, _ := hex.DecodeString(strings.ReplaceAll(rest, " ", ""))
+		if kind == "m" {
+			q.mem = b
+		} else {
+			q.set = b
 		}
-		switch p.state {
+	})
+}
+
+// syscall reads /proc/PID/syscall's line: empty where the kernel hides it.
+func (q *probeProc) syscall(rest string) {
+	w := strings.Fields(rest)
+	switch {
+	case len(w) == 0:
+		q.hidden = true
+	case len(w) >= 7:
+		for _, v := range w[:7] {
+			n, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), base(v), 64)
+			if err != nil {
+				q.hidden = true
+				break
+			}
+			q.sys = append(q.sys, n)
+		}
+	}
+}
+
+// ttyFDList reads the descriptors that are the terminal.
+func (q *probeProc) ttyFDList(rest string) {
+	for _, v := range strings.Fields(rest) {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			q.ttyFDs[n] = true
+		}
+	}
+}
+
+// epollLine reads "FD events: HEX ..." of what an epoll descriptor watches.
+func (q *probeProc) epollLine(rest string) {
+	w := strings.Fields(rest)
+	if len(w) >= 3 {
+		fd, err1 := strconv.ParseUint(w[0], 10, 64)
+		ev, err2 := strconv.ParseUint(w[2], 16, 32)
+		if err1 == nil && err2 == nil {
+			q.epoll = append(q.epoll, [2]uint64{fd, ev})
+		}
+	}
+}
+
+// decide finds the program that waits on the terminal, if one does and
+// none of the group runs.
+func (p *probeParse) decide(c sysCalls, known bool) probeResult {
+	r := p.r
+	running := false
+	for _, q := range p.procs {
+		if r.fg.Name == "" {
+			r.fg.Name, r.fg.PID = q.comm, q.pid
+		}
+		switch q.state {
 		case 'R', 'D':
 			running = true
 			continue
@@ -409,17 +447,17 @@ func parseProbe(out []byte, c sysCalls, known bool) probeResult {
 			continue
 		}
 		var w terminalWait
-		if p.hidden || !known {
+		if q.hidden || !known {
 			w.on = r.echoOff // read by the probe for this case
 		} else {
-			w = p.onTerminal(c)
+			w = q.onTerminal(c)
 		}
 		if w.on && !r.fg.Waiting {
-			r.fg.Name, r.fg.PID, r.fg.Waiting, r.fg.Quiet = p.comm, p.pid, true, w.quiet
+			r.fg.Name, r.fg.PID, r.fg.Waiting, r.fg.Quiet = q.comm, q.pid, true, w.quiet
 		}
 	}
 	r.fg.Waiting = r.fg.Waiting && !running
-	r.fg.Unread = unread
+	r.fg.Unread = p.unread
 	return r
 }
 
