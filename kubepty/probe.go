@@ -79,6 +79,9 @@ func (l *lockedBuffer) String() string {
 // one probe in the container; when ctx ends first, SIGKILL at once.
 func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	cs := func(d time.Duration) string { return strconv.FormatInt(int64(d/(10*time.Millisecond)), 10) }
+	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGKILL} {
+		t.sending(s)
+	}
 	lines, err := t.probe(ctx, "end", cs(min(hupDelay, grace)), cs(grace))
 	if ctx.Err() != nil {
 		kctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
@@ -107,12 +110,20 @@ func (t *terminal) Signal(sig os.Signal) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
+	t.sending(s) // before: the exit may arrive before the answer
 	lines, err := t.probe(ctx, "sig", name)
+	leader := false
+	for _, l := range lines {
+		leader = leader || l == "sent leader"
+	}
+	if !leader {
+		t.unsent(s)
+	}
 	if err != nil {
 		return err
 	}
 	for _, l := range lines {
-		if l == "sent" {
+		if strings.HasPrefix(l, "sent") {
 			return nil
 		}
 	}

@@ -51,7 +51,9 @@ state() {
 sig() {
 	[ -n "$S" ] && st $S || { echo gone; return; }
 	set -- $R
-	if [ "$6" -gt 0 ] && kill -s $SIG -- -$6; then echo sent; elif kill -s $SIG $S; then echo sent; fi
+	# "sent leader" when the command itself got it: in the foreground group, or alone.
+	if [ "$6" -gt 0 ] && kill -s $SIG -- -$6; then if [ "$3" = "$6" ]; then echo sent leader; else echo sent; fi
+	elif kill -s $SIG $S; then echo sent leader; fi
 }
 now() { read -r u r </proc/uptime; u=${u%.*}${u#*.}; U=${u#0}; }
 scan() {
