@@ -43,6 +43,8 @@ fence() {
 	{ printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } & echo "$Q fence $Q"
 }
 st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
+# bash's ## is slow on a long line: the same cut from the last ")".
+[ -z "$BASH_VERSION" ] || eval 'st() { l=; read -r l </proc/$1/stat || [ -n "$l" ] || return 1; sx=${l%)*}; C=${sx#*\(}; R=${l:${#sx}+2}; }'
 look() {
 	st $1 || return 1
 	set -- $1 $R
