@@ -56,6 +56,8 @@ type Backend struct {
 	// spdy is set once a WebSocket upgrade was refused: later execs go
 	// straight to SPDY instead of asking again.
 	spdy atomic.Bool
+	// arch is the container's uname -m, once a probe read it.
+	arch atomic.Pointer[string]
 }
 
 // lookupTimeout bounds New's GET of the pod when config sets no Timeout.

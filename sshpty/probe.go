@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/termwait"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -171,100 +170,6 @@ func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte,
 	return h.run(ctx, call, bg)
 }
 
-// sysCalls are a host architecture's numbers of the system calls that
-// wait on descriptors: read (one descriptor), select and poll (sets in the
-// process's memory), epoll (what the epoll descriptor watches), and where
-// their timeouts are (argument index; ptr: a pointer to a timespec or
-// timeval; ms: milliseconds).
-type sysCalls struct {
-	read, sel, poll, epoll map[uint64]bool
-	timeout                map[uint64]timeoutArg
-}
-
-type timeoutArg struct {
-	arg  int
-	kind byte // 's': struct timespec *, 'u': struct timeval *, 'm': int milliseconds
-}
-
-var archCalls = map[string]sysCalls{
-	"x86_64": {
-		read:  set(0, 19, 17),     // read, readv, pread64
-		sel:   set(23, 270),       // select, pselect6
-		poll:  set(7, 271),        // poll, ppoll
-		epoll: set(232, 281, 441), // epoll_wait, epoll_pwait, epoll_pwait2
-		timeout: map[uint64]timeoutArg{
-			23: {4, 'u'}, 270: {4, 's'}, 7: {2, 'm'}, 271: {2, 's'}, 232: {3, 'm'}, 281: {3, 'm'}, 441: {3, 's'},
-		},
-	},
-	"aarch64": {
-		read:    set(63, 65, 67),
-		sel:     set(72),
-		poll:    set(73),
-		epoll:   set(22, 441),
-		timeout: map[uint64]timeoutArg{72: {4, 's'}, 73: {2, 's'}, 22: {3, 'm'}, 441: {3, 's'}},
-	},
-}
-
-func set(n ...uint64) map[uint64]bool {
-	m := map[uint64]bool{}
-	for _, v := range n {
-		m[v] = true
-	}
-	return m
-}
-
-// probeLine is the probe shell's call for the command whose pid is pid.
-func probeLine(pid int, nonce string, c sysCalls) string {
-	var ws, ep, ts []string
-	for _, m := range []map[uint64]bool{c.read, c.sel, c.poll, c.epoll} {
-		for nr := range m {
-			ws = append(ws, strconv.FormatUint(nr, 10))
-		}
-	}
-	for nr := range c.epoll {
-		ep = append(ep, strconv.FormatUint(nr, 10))
-	}
-	for nr, a := range c.timeout {
-		if a.kind != 'm' {
-			ts = append(ts, fmt.Sprintf("%d:%d", nr, a.arg))
-		}
-	}
-	nosys := ""
-	if len(ws) == 0 { // an architecture whose calls are not listed here: the echo flag decides
-		nosys = "1"
-	}
-	return fmt.Sprintf("FN=%s NOSYS=%s WS=%q EP=%q TS=%q SEL=%q POL=%q probe %d", nonce, nosys, strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), nums(c.sel), nums(c.poll), pid)
-}
-
-func nums(m map[uint64]bool) string {
-	var out []string
-	for nr := range m {
-		out = append(out, strconv.FormatUint(nr, 10))
-	}
-	return strings.Join(out, " ")
-}
-
-// probeResult is what one probe found.
-type probeResult struct {
-	echoOff  bool
-	echoRead bool // the probe read the echo flag (stty)
-	fence    int  // the mark the probe wrote to the terminal, 0 for none, -1 for one it could not write
-	fg       agentpty.Foreground
-}
-
-// probeProc is one process of the foreground group as the probe saw it.
-type probeProc struct {
-	pid    int
-	state  byte
-	comm   string
-	sys    []uint64 // number and arguments; nil when not in a system call
-	hidden bool     // the kernel does not show its system call to us
-	ttyFDs map[uint64]bool
-	epoll  [][2]uint64 // descriptor, events
-	mem    []byte      // the timeout its call points at
-	set    []byte      // the select or poll descriptor set it waits on
-}
-
 // stateFresh is how long a probe's answer is reused: its echo flag for
 // EchoOff while no input, signal or resize came since, whatever the
 // output (the library asks on every chunk of output when it sends events,
@@ -276,7 +181,7 @@ const stateFresh = 10 * time.Millisecond
 
 // probe reads the terminal's state on the host, or reuses the last
 // probe's answer (see stateFresh), and keeps the answer.
-func (t stateTerminal) probe() probeResult {
+func (t stateTerminal) probe() remotestate.Result {
 	t.probeMu.Lock()
 	if t.lastOK && t.gen.Load() == t.lastGen && time.Since(t.lastAt) < stateFresh {
 		r := t.last
@@ -295,8 +200,8 @@ func (t stateTerminal) probe() probeResult {
 	r, ok := t.probeNow()
 	if ok {
 		t.probeMu.Lock()
-		if r.echoRead {
-			t.echo, t.echoAt, t.echoIn = r.echoOff, at, in
+		if r.EchoRead {
+			t.echo, t.echoAt, t.echoIn = r.EchoOff, at, in
 		}
 		t.last, t.lastGen, t.lastAt, t.lastOK = r, gen, at, true
 		t.probeMu.Unlock()
@@ -304,286 +209,17 @@ func (t stateTerminal) probe() probeResult {
 	return r
 }
 
-func (t stateTerminal) probeNow() (probeResult, bool) {
-	c, ok := archCalls[t.info.arch]
-	out, err := t.helperRun(context.Background(), probeLine(t.pid, t.nonce, c), false)
+func (t stateTerminal) probeNow() (remotestate.Result, bool) {
+	c, ok := remotestate.Archs[t.info.arch]
+	out, err := t.helperRun(context.Background(), fmt.Sprintf("FN=%s %s probe %d", t.nonce, remotestate.Vars(c), t.pid), false)
 	if err != nil {
-		return probeResult{}, false
+		return remotestate.Result{}, false
 	}
-	r := parseProbe(out, c, ok)
-	if r.fence < 0 || r.fence > 0 && !t.awaitFence(r.fence) {
-		r.fg.Waiting = false // what the program wrote did not all arrive: not known to wait
+	r := remotestate.Parse(out, c, ok)
+	if r.Fence < 0 || r.Fence > 0 && !t.awaitFence(r.Fence) {
+		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
 	return r, true
-}
-
-// parseProbe decides as the local library does: the foreground group's
-// leader first; a process running (R, D) means not waiting; a sleeping
-// one waits when its system call waits on the terminal, or, where the
-// kernel hides the call, when the terminal's echo is off (a password
-// prompt).
-func parseProbe(out []byte, c sysCalls, known bool) probeResult {
-	var p probeParse
-	for _, line := range strings.Split(string(out), "\n") {
-		kind, rest, _ := strings.Cut(line, " ")
-		if f := probeLines[kind]; f != nil {
-			f(&p, kind, rest)
-		}
-	}
-	return p.decide(c, known)
-}
-
-// probeParse is an answer read so far: the lines about the terminal, and
-// the processes of the foreground group, the last one (cur) taking the
-// lines about a process.
-type probeParse struct {
-	r      probeResult
-	procs  []*probeProc
-	cur    *probeProc
-	unread bool
-}
-
-// probeLines reads each kind of line of an answer (see helperFuncs).
-var probeLines = map[string]func(p *probeParse, kind, rest string){
-	"unread":  func(p *probeParse, _, _ string) { p.unread = true },
-	"fence":   func(p *probeParse, _, rest string) { p.r.fence, _ = strconv.Atoi(rest) },
-	"nofence": func(p *probeParse, _, _ string) { p.r.fence = -1 },
-	"stty":    func(p *probeParse, _, rest string) { p.r.echoOff, p.r.echoRead = sttyEchoOff(rest), true },
-	"p":       (*probeParse).process,
-	"s":       func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.syscall(rest) }) },
-	"f":       func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.ttyFDList(rest) }) },
-	"e":       func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.epollLine(rest) }) },
-	"m":       (*probeParse).memory,
-	"ms":      (*probeParse).memory,
-	"mp":      (*probeParse).memory,
-}
-
-// with applies f to the current process, if there is one.
-func (p *probeParse) with(f func(*probeProc)) {
-	if p.cur != nil {
-		f(p.cur)
-	}
-}
-
-// process reads "p PID STATE COMM", which starts a process's lines.
-func (p *probeParse) process(_, rest string) {
-	f := strings.SplitN(rest, " ", 3)
-	if len(f) < 3 || f[1] == "" {
-		p.cur = nil
-		return
-	}
-	pid, _ := strconv.Atoi(f[0])
-	p.cur = &probeProc{pid: pid, state: f[1][0], comm: f[2], ttyFDs: map[uint64]bool{}}
-	p.procs = append(p.procs, p.cur)
-}
-
-// memory reads "m HEX..." (a timeout), "ms" and "mp" (a select or poll
-// descriptor set) of the current process.
-func (p *probeParse) memory(kind, rest string) {
-	p.with(func(q *probeProc) {
-		b, _ := hex.DecodeString(strings.ReplaceAll(rest, " ", ""))
-		if kind == "m" {
-			q.mem = b
-		} else {
-			q.set = b
-		}
-	})
-}
-
-// syscall reads /proc/PID/syscall's line: empty where the kernel hides it.
-func (q *probeProc) syscall(rest string) {
-	w := strings.Fields(rest)
-	switch {
-	case len(w) == 0:
-		q.hidden = true
-	case len(w) >= 7:
-		for _, v := range w[:7] {
-			n, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), base(v), 64)
-			if err != nil {
-				q.hidden = true
-				break
-			}
-			q.sys = append(q.sys, n)
-		}
-	}
-}
-
-// ttyFDList reads the descriptors that are the terminal.
-func (q *probeProc) ttyFDList(rest string) {
-	for _, v := range strings.Fields(rest) {
-		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-			q.ttyFDs[n] = true
-		}
-	}
-}
-
-// epollLine reads "FD events: HEX ..." of what an epoll descriptor watches.
-func (q *probeProc) epollLine(rest string) {
-	w := strings.Fields(rest)
-	if len(w) >= 3 {
-		fd, err1 := strconv.ParseUint(w[0], 10, 64)
-		ev, err2 := strconv.ParseUint(w[2], 16, 32)
-		if err1 == nil && err2 == nil {
-			q.epoll = append(q.epoll, [2]uint64{fd, ev})
-		}
-	}
-}
-
-// decide finds the program that waits on the terminal, if one does and
-// none of the group runs.
-func (p *probeParse) decide(c sysCalls, known bool) probeResult {
-	r := p.r
-	running := false
-	for _, q := range p.procs {
-		if r.fg.Name == "" {
-			r.fg.Name, r.fg.PID = q.comm, q.pid
-		}
-		switch q.state {
-		case 'R', 'D':
-			running = true
-			continue
-		case 'S':
-		default:
-			continue
-		}
-		var w terminalWait
-		if q.hidden || !known {
-			w.on = r.echoOff // read by the probe for this case
-		} else {
-			w = q.onTerminal(c)
-		}
-		if w.on && !r.fg.Waiting {
-			r.fg.Name, r.fg.PID, r.fg.Waiting, r.fg.Quiet = q.comm, q.pid, true, w.quiet
-		}
-	}
-	r.fg.Waiting = r.fg.Waiting && !running
-	r.fg.Unread = p.unread
-	return r
-}
-
-func base(v string) int {
-	if strings.HasPrefix(v, "0x") {
-		return 16
-	}
-	return 10
-}
-
-// sttyEchoOff reads stty -a: echo off in line mode.
-func sttyEchoOff(s string) bool {
-	echo, icanon := false, false
-	for _, w := range strings.Fields(s) {
-		switch strings.TrimSuffix(w, ";") {
-		case "echo":
-			echo = true
-		case "icanon":
-			icanon = true
-		}
-	}
-	return icanon && !echo
-}
-
-// terminalWait is how a process waits on the terminal, if it does.
-type terminalWait struct {
-	on    bool          // blocked reading the terminal, or in select/poll/epoll for it
-	quiet time.Duration // how long output and input must have paused before that counts
-}
-
-// onTerminal tells whether the process's system call waits on the
-// terminal, and how, as the local library decides it: the descriptor
-// sets of select and poll and what epoll watches come from the host
-// (stdin stands for a set that cannot be read), a wait with a timeout
-// under shortestWait is a pause, and waitQuiet says how long a wait must
-// have been quiet to count.
-func (p *probeProc) onTerminal(c sysCalls) terminalWait {
-	if len(p.sys) < 7 {
-		return terminalWait{}
-	}
-	nr, arg := p.sys[0], p.sys[1:]
-	if c.read[nr] {
-		return terminalWait{on: p.ttyFDs[arg[0]]}
-	}
-	on, others := false, false
-	note := func(fd uint64) {
-		if p.ttyFDs[fd] {
-			on = true
-		} else {
-			others = true
-		}
-	}
-	switch {
-	case c.sel[nr]:
-		if arg[1] == 0 {
-			return terminalWait{}
-		}
-		if p.set == nil {
-			note(0)
-		}
-		for fd := uint64(0); fd < uint64(8*len(p.set)) && fd < arg[0]; fd++ {
-			if p.set[fd/8]&(1<<(fd%8)) != 0 {
-				note(fd)
-			}
-		}
-	case c.poll[nr]:
-		if p.set == nil {
-			note(0)
-		}
-		for i := 0; i+8 <= len(p.set); i += 8 {
-			fd := int32(uint32(p.set[i]) | uint32(p.set[i+1])<<8 | uint32(p.set[i+2])<<16 | uint32(p.set[i+3])<<24)
-			if events := uint16(p.set[i+4]) | uint16(p.set[i+5])<<8; events&1 != 0 && fd >= 0 { // POLLIN
-				note(uint64(fd))
-			}
-		}
-	case c.epoll[nr]:
-		for _, e := range p.epoll {
-			if e[1]&1 != 0 { // EPOLLIN
-				note(e[0])
-			}
-		}
-	default:
-		return terminalWait{}
-	}
-	if !on {
-		return terminalWait{}
-	}
-	d, finite := p.timeout(nr, arg, c)
-	if finite && d < termwait.Shortest {
-		return terminalWait{} // a pause in the program's work
-	}
-	return terminalWait{on: true, quiet: termwait.Quiet(others, d, finite)}
-}
-
-// timeout is the timeout the wait asked for; finite is false for none
-// (or one that cannot be read).
-func (p *probeProc) timeout(nr uint64, arg []uint64, c sysCalls) (d time.Duration, finite bool) {
-	a, ok := c.timeout[nr]
-	if !ok {
-		return 0, false
-	}
-	switch a.kind {
-	case 'm':
-		ms := int32(arg[a.arg])
-		if ms < 0 {
-			return 0, false
-		}
-		return time.Duration(ms) * time.Millisecond, true
-	default:
-		if arg[a.arg] == 0 || len(p.mem) < 16 {
-			return 0, false
-		}
-		unit := time.Nanosecond
-		if a.kind == 'u' {
-			unit = time.Microsecond
-		}
-		return time.Duration(le64(p.mem))*time.Second + time.Duration(le64(p.mem[8:]))*unit, true
-	}
-}
-
-func le64(b []byte) uint64 {
-	var v uint64
-	for i := 7; i >= 0; i-- {
-		v = v<<8 | uint64(b[i])
-	}
-	return v
 }
 
 // EchoOff reports the terminal in line mode without echo: a password
@@ -596,7 +232,7 @@ func (t stateTerminal) EchoOff() bool {
 	if fresh {
 		return echo
 	}
-	return t.probe().echoOff
+	return t.probe().EchoOff
 }
 
 // Foreground reports the foreground program, read on the host through
@@ -606,7 +242,7 @@ func (t stateTerminal) EchoOff() bool {
 // dd and od when the program waits in select with a timeout. The answer
 // serves EchoOff and Foreground for stateFresh while nothing that could
 // change it happens.
-func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().fg }
+func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }
 
 // OutputPending reports output on its way: taken off the channel and not
 // yet returned by Read, or returned while no later Read waits. Output the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -58,13 +59,13 @@ type terminal struct {
 	// input written, a signal sent, a resize; inGen all but the output.
 	gen, inGen atomic.Uint64
 
-	probeMu sync.Mutex  // guards the fields below
-	echo    bool        // the echo flag the last probe read
-	echoAt  time.Time   // when that probe began
-	echoIn  uint64      // inGen then
-	last    probeResult // the last probe's answer, when lastOK
-	lastGen uint64      // gen when it began
-	lastAt  time.Time   // when it began
+	probeMu sync.Mutex         // guards the fields below
+	echo    bool               // the echo flag the last probe read
+	echoAt  time.Time          // when that probe began
+	echoIn  uint64             // inGen then
+	last    remotestate.Result // the last probe's answer, when lastOK
+	lastGen uint64             // gen when it began
+	lastAt  time.Time          // when it began
 	lastOK  bool
 }
 
