@@ -80,9 +80,9 @@ type hostInfo struct {
 // what sessions say there.
 var noProc = false
 
-// noPerl makes the probe shell read the echo flag with stty and write its
-// marks from a subshell, as on a host without perl, for the tests of
-// that way.
+// noPerl makes the probe channel a shell alone, which reads the echo flag
+// with stty and writes its marks from a subshell, as on a host without
+// perl, for the tests of that way.
 var noPerl = false
 
 // acquire counts a terminal in and returns what the host offers, learnt

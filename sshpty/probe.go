@@ -54,18 +54,19 @@ func startHelper(c *ssh.Client) (*helper, error) {
 		s.Close()
 		return nil, err
 	}
-	// bash when there is one: its read -t 0 polls the terminal, which
-	// hands the line discipline what was typed, as the local poll does.
-	if err := s.Start(`if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`); err != nil {
+	// perl in front of bash where there are both (perlFront); else bash
+	// when there is one: its read -t 0 polls the terminal, which hands
+	// the line discipline what was typed, as the local poll does.
+	start := `if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`
+	if !noPerl {
+		start = `if command -v bash >/dev/null 2>&1 && command -v perl >/dev/null 2>&1; then exec perl -e ` + quote(perlFront) + `; fi; ` + start
+	}
+	if err := s.Start(start); err != nil {
 		s.Close()
 		return nil, err
 	}
 	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
-	funcs := helperFuncs + killFunc + "\n"
-	if noPerl {
-		funcs = "NOPERL=1\n" + funcs
-	}
-	if _, err := io.WriteString(in, funcs); err != nil {
+	if _, err := io.WriteString(in, helperFuncs+killFunc+"\n"); err != nil {
 		s.Close()
 		return nil, err
 	}

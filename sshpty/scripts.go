@@ -10,37 +10,43 @@ import "github.com/agentpty/agentpty/internal/remotestate"
 // starts. Each request is one line that sets Q to its number and calls
 // one of them; every line they print starts with Q, and "Q ." ends the
 // answer.
-const helperFuncs = remotestate.Funcs + `
+const helperFuncs = `
 exec 2>/dev/null
 trap '' PIPE
-# Where bash and perl are, one perl process answers the echo flag and
-# writes the probes' marks, without a process start per probe (stty's
-# costs milliseconds); elsewhere stty and a subshell do it.
-if [ -n "$BASH_VERSION" ] && [ -z "$NOPERL" ] && command -v perl >/dev/null 2>&1; then
-	read -r -d '' TIP <<'PERL'
-` + termiosPerl + `
-PERL
-	coproc TI { exec perl -e "$TIP"; }
-fi
-# With perl: the echo flag and the marks through it (see remotestate.Funcs).
-if [ -n "$TI_PID" ]; then
-	echoflag() {
-		if echo "e $D" >&"${TI[1]}" && read -r x <&"${TI[0]}"; then echo "$Q stty $x"; else echo "$Q stty" $(stty -a <"$D"); fi
-	}
-	fence() {
-		printf -v x '\033]6973;%s;f%s\007' "$FN" "$Q"
-		if echo "f $D $x" >&"${TI[1]}" && read -r x <&"${TI[0]}"; then
-			if [ "$x" = 1 ]; then echo "$Q fence $Q"; else echo "$Q nofence"; fi
-		else
-			{ printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } & echo "$Q fence $Q"
-		fi
-	}
-fi
+` + remotestate.Funcs + `
 sig() {
 	st $1 || return
 	set -- $1 $2 $R
 	if [ "$8" -gt 0 ] && kill -s $2 -- -$8; then echo "$Q sent"; elif kill -s $2 $1; then echo "$Q sent"; fi
 }
+`
+
+// perlFront is the probe channel's program where the host has perl and
+// bash: it answers probe requests itself (remotestate.Perl) and hands
+// every other line to a bash of its own, whose output goes straight to
+// the channel. A probe then wakes one process on the host, not a shell
+// and a stty (or a coprocess) in turn; answers come in any order, as
+// they do from the shell.
+const perlFront = remotestate.Perl + `
+my $rq = qr/^Q=(\d+); FN=(\S*) NOSYS=\S* WS="([^"]*)" EP="([^"]*)" TS="([^"]*)" SEL="([^"]*)" POL="([^"]*)" probe (\d+); echo "\$Q \."$/;
+pipe(my $r, my $w) or die;
+my $sh = fork;
+die unless defined $sh;
+if (!$sh) {
+	close $w;
+	open(STDIN, "<&", $r);
+	$SIG{CHLD} = "DEFAULT";
+	exec "bash", "--noprofile", "--norc";
+	POSIX::_exit(127);
+}
+close $r;
+select((select($w), $| = 1)[0]);
+$| = 1;
+while (my $l = <STDIN>) {
+	if ($l =~ $rq) { syswrite(STDOUT, answer($1, $2, $8, $3, $4, $5, $6, $7) . "$1 .\n"); next; }
+	print $w $l;
+}
+close $w;
 `
 
 // killsess ends every process of the session whose id is $1 (the
@@ -52,41 +58,6 @@ sig() {
 // since the start; then up to $4 centiseconds for the kernel. It prints
 // "gone", or "left" and the survivors.
 // It runs in the background of the probe shell, so that probes go on.
-// termiosPerl answers, a line each: "e TTY" with the terminal's line and
-// echo modes as stty words ("icanon -echo"), and "f TTY MARK" with 1 once
-// MARK is written to the terminal, 0 when it cannot take it now (output
-// stopped). A mark the terminal took in part is finished by a child, so
-// the answer never waits.
-const termiosPerl = `use POSIX;
-$| = 1;
-$SIG{CHLD} = "IGNORE";
-my $t = POSIX::Termios->new;
-while (my $l = <STDIN>) {
-	chomp $l;
-	my ($op, $d, $m) = split / /, $l, 3;
-	my $f;
-	if ($op eq "e") {
-		my $a = "";
-		if (sysopen($f, $d, O_RDONLY | O_NOCTTY | O_NONBLOCK) && defined $t->getattr(fileno $f)) {
-			my $lf = $t->getlflag;
-			$a = ($lf & ICANON ? "icanon" : "-icanon") . " " . ($lf & ECHO ? "echo" : "-echo");
-		}
-		print "$a\n";
-	} elsif ($op eq "f") {
-		my $n = 0;
-		if (sysopen($f, $d, O_WRONLY | O_NOCTTY | O_NONBLOCK)) {
-			$n = syswrite($f, $m) // 0;
-			if ($n > 0 && $n < length $m && !fork) {
-				sysopen($f, $d, O_WRONLY | O_NOCTTY);
-				syswrite($f, substr($m, $n));
-				POSIX::_exit(0);
-			}
-		}
-		print $n > 0 ? "1\n" : "0\n";
-	}
-	close $f if $f;
-}`
-
 const killFunc = `
 killsess() {
 S=$1 H=$2 G=$3 B=$4

@@ -172,7 +172,8 @@ func TestWriteSecretAtReadS(t *testing.T) {
 }
 
 // A host without perl: the probe shell reads the echo flag with stty and
-// writes its marks from a subshell, with the same answers.
+// writes its marks from a subshell, with the same answers (perl is in
+// front of the shell otherwise).
 func TestStateWithoutPerl(t *testing.T) {
 	_, c := connect(t)
 	for _, without := range []bool{false, true} {
@@ -182,7 +183,7 @@ func TestStateWithoutPerl(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := h.run(waitCtx(t), `echo "$Q ${TI_PID:+perl}"`, false)
+		out, err := h.run(waitCtx(t), `read -r c </proc/$PPID/comm; echo "$Q $c"`, false)
 		h.close()
 		if err != nil || strings.Contains(string(out), "perl") == without {
 			t.Fatalf("the probe shell with noPerl %v says %q (%v)", without, out, err)

@@ -63,6 +63,16 @@ func set(n ...uint64) map[uint64]bool {
 // Vars are the shell assignments that give Funcs' probe the system
 // calls of c: "NOSYS= WS=... EP=... TS=... SEL=... POL=...".
 func Vars(c Calls) string {
+	l := c.lists()
+	nosys := ""
+	if l[0] == "" { // an architecture whose calls are not listed here: the echo flag decides
+		nosys = "1"
+	}
+	return fmt.Sprintf("NOSYS=%s WS=%q EP=%q TS=%q SEL=%q POL=%q", nosys, l[0], l[1], l[2], l[3], l[4])
+}
+
+// lists are the values of Vars' WS, EP, TS, SEL and POL.
+func (c Calls) lists() [5]string {
 	var ws, ep, ts []string
 	for _, m := range []map[uint64]bool{c.read, c.sel, c.poll, c.epoll} {
 		for nr := range m {
@@ -77,11 +87,7 @@ func Vars(c Calls) string {
 			ts = append(ts, fmt.Sprintf("%d:%d", nr, a.arg))
 		}
 	}
-	nosys := ""
-	if len(ws) == 0 { // an architecture whose calls are not listed here: the echo flag decides
-		nosys = "1"
-	}
-	return fmt.Sprintf("NOSYS=%s WS=%q EP=%q TS=%q SEL=%q POL=%q", nosys, strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), nums(c.sel), nums(c.poll))
+	return [5]string{strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), nums(c.sel), nums(c.poll)}
 }
 
 func nums(m map[uint64]bool) string {
