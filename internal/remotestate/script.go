@@ -12,10 +12,10 @@ package remotestate
 // /proc/PID/mem (a select or poll timeout and descriptor set), and the
 // terminal's modes through stty.
 //
-// A script may define echoflag (print "$Q stty" and the modes of $D),
+// A script may define echoflag (print "$Q stty" and the modes of $D) and
 // fence (write a mark to $D that tells when the output before it has
-// arrived, and print "$Q fence N", or "$Q nofence" when it cannot) and
-// probe (see Perl) anew after these.
+// arrived, and print "$Q fence N", or "$Q nofence" when it cannot) anew
+// after these. Perl is the same collector in perl.
 const Funcs = `
 st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
 # bash's ## is slow on a long line: the same cut from the last ")".
@@ -57,8 +57,7 @@ tty() {
 	echo "$Q t $T $D"
 	[ -n "$D" ]
 }
-probe() { probe_sh "$@"; }
-probe_sh() {
+probe() {
 	W=
 	look1 $1
 	# A program that looks blocked on the terminal may have written output
