@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,7 @@ func (b *Backend) Close() error {
 type hostInfo struct {
 	linux bool   // /proc can be read: state, echo and containment by session
 	arch  string // uname -m, for the numbers of system calls
+	perl  bool   // perl fronts the probe channel: it watches (see startWatch)
 }
 
 // noProc makes every host look like one without /proc, for the tests of
@@ -97,14 +99,14 @@ func (b *Backend) acquire(name string) (*hostInfo, error) {
 		h, err := b.probeShell()
 		var out []byte
 		if err == nil {
-			out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
+			out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"; read -r c </proc/$PPID/comm; [ "$c" != perl ] || echo "$Q perl"`, false)
 		}
 		if err != nil {
 			b.release()
 			return nil, b.lostOr(name, err)
 		}
 		f := strings.Fields(string(out))
-		info = &hostInfo{linux: len(f) > 1 && f[len(f)-1] == "proc" && !noProc}
+		info = &hostInfo{linux: slices.Contains(f, "proc") && !noProc, perl: slices.Contains(f, "perl")}
 		if len(f) > 0 {
 			info.arch = f[0]
 		}
@@ -193,6 +195,7 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 	if info.linux {
 		t.held = true
 		if pid > 0 {
+			t.watchable = info.perl
 			return stateTerminal{t}, nil
 		}
 	}

@@ -181,46 +181,76 @@ func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte,
 const stateFresh = 10 * time.Millisecond
 
 // probe reads the terminal's state on the host, or reuses the last
-// probe's answer (see stateFresh), and keeps the answer.
+// probe's answer (see stateFresh) or that of the watch in flight since
+// the last input (see startWatch), and keeps the answer.
 func (t stateTerminal) probe() remotestate.Result {
-	t.probeMu.Lock()
-	if t.lastOK && t.gen.Load() == t.lastGen && time.Since(t.lastAt) < stateFresh {
-		r := t.last
-		t.probeMu.Unlock()
+	if r, ok := t.cached(); ok {
 		return r
 	}
-	t.probeMu.Unlock()
-	gen, in, at := t.gen.Load(), t.inGen.Load(), time.Now()
-	// Typed input travels on the session's channel, the probe on the
-	// probe shell's: a request on the session's channel, answered once the
-	// server has taken what came before it, keeps the probe from looking
-	// at the program before the input reached its terminal.
-	if t.typed.Swap(false) {
-		_, _ = t.sess.SendRequest("sync@agentpty", true, nil)
-	}
-	r, ok := t.probeNow()
-	if ok {
-		t.probeMu.Lock()
-		if r.EchoRead {
-			t.echo, t.echoAt, t.echoIn = r.EchoOff, at, in
+	if t.awaitWatch() {
+		if r, ok := t.cached(); ok {
+			return r
 		}
-		t.last, t.lastGen, t.lastAt, t.lastOK = r, gen, at, true
-		t.probeMu.Unlock()
+	}
+	gen, in, at := t.gen.Load(), t.inGen.Load(), time.Now()
+	t.syncTyped()
+	r, ok, _, _ := t.probeNow("probe")
+	if ok {
+		t.keep(r, gen, in, at)
 	}
 	return r
 }
 
-func (t stateTerminal) probeNow() (remotestate.Result, bool) {
-	c, ok := remotestate.Archs[t.info.arch]
-	out, err := t.helperRun(context.Background(), fmt.Sprintf("FN=%s %s probe %d", t.nonce, remotestate.Vars(c), t.pid), false)
-	if err != nil {
-		return remotestate.Result{}, false
+// cached is the last answer, while nothing that could change it happened
+// and for stateFresh at most.
+func (t *terminal) cached() (remotestate.Result, bool) {
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
+	if t.lastOK && t.gen.Load() == t.lastGen && t.inGen.Load() == t.lastIn && time.Since(t.lastAt) < stateFresh {
+		return t.last, true
 	}
-	r := remotestate.Parse(out, c, ok)
-	if r.Fence < 0 || r.Fence > 0 && !t.awaitFence(r.Fence) {
+	return remotestate.Result{}, false
+}
+
+// keep keeps r, an answer that holds while gen and inGen are gen and in.
+func (t *terminal) keep(r remotestate.Result, gen, in uint64, at time.Time) {
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
+	if r.EchoRead {
+		t.echo, t.echoAt, t.echoIn = r.EchoOff, at, in
+	}
+	t.last, t.lastGen, t.lastIn, t.lastAt, t.lastOK = r, gen, in, at, true
+}
+
+// syncTyped orders a probe after the input typed since the last one.
+// Typed input travels on the session's channel, the probe on the probe
+// channel: a request on the session's channel, answered once the server
+// has taken what came before it, keeps the probe from looking at the
+// program before the input reached its terminal.
+func (t *terminal) syncTyped() {
+	if t.typed.Swap(false) {
+		_, _ = t.sess.SendRequest("sync@agentpty", true, nil)
+	}
+}
+
+// probeNow asks the host (kind "probe", or "watch": see startWatch). gen
+// is gen just after the output before the answer's mark, exact when that
+// is known.
+func (t *terminal) probeNow(kind string) (r remotestate.Result, ok bool, gen uint64, exact bool) {
+	c, known := remotestate.Archs[t.info.arch]
+	out, err := t.helperRun(context.Background(), fmt.Sprintf("FN=%s %s %s %d", t.nonce, remotestate.Vars(c), kind, t.pid), false)
+	if err != nil {
+		return remotestate.Result{}, false, 0, false
+	}
+	r = remotestate.Parse(out, c, known)
+	arrived := false
+	if r.Fence > 0 {
+		arrived, gen, exact = t.awaitFence(r.Fence)
+	}
+	if r.Fence < 0 || r.Fence > 0 && !arrived {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
-	return r, true
+	return r, true, gen, exact
 }
 
 // EchoOff reports the terminal in line mode without echo: a password

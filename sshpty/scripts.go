@@ -28,7 +28,8 @@ sig() {
 // and a stty (or a coprocess) in turn; answers come in any order, as
 // they do from the shell.
 const perlFront = remotestate.Perl + `
-my $rq = qr/^Q=(\d+); FN=(\S*) NOSYS=\S* WS="([^"]*)" EP="([^"]*)" TS="([^"]*)" SEL="([^"]*)" POL="([^"]*)" probe (\d+); echo "\$Q \."$/;
+use Time::HiRes qw(time);
+my $rq = qr/^Q=(\d+); FN=(\S*) NOSYS=\S* WS="([^"]*)" EP="([^"]*)" TS="([^"]*)" SEL="([^"]*)" POL="([^"]*)" (probe|watch) (\d+); echo "\$Q \."$/;
 pipe(my $r, my $w) or die;
 my $sh = fork;
 die unless defined $sh;
@@ -41,13 +42,53 @@ if (!$sh) {
 }
 close $r;
 select((select($w), $| = 1)[0]);
-$| = 1;
-while (my $l = <STDIN>) {
-	if ($l =~ $rq) { syswrite(STDOUT, answer($1, $2, $8, $3, $4, $5, $6, $7) . "$1 .\n"); next; }
-	print $w $l;
+my ($buf, @watch, $rin) = ("");
+vec($rin, fileno(STDIN), 1) = 1;
+# A watch is answered once the group waits again (or after ` + watchBudget + ` s), looked
+# at every ` + watchFirst + ` s at first, then half as often again each time, up to every
+# ` + watchMost + ` s; nothing is looked at while none is pending.
+sub tick {
+	my ($q, $fn, $pid, $until, @lists) = @{$_[0]};
+	prepare($q, @lists);
+	observe($pid);
+	unless (settled() || time > $until) {
+		$_[0][9] = time + $_[0][10];
+		$_[0][10] = $_[0][10] * 1.5 > ` + watchMost + ` ? ` + watchMost + ` : $_[0][10] * 1.5;
+		return 0;
+	}
+	syswrite(STDOUT, finish($fn) . "$q .\n");
+	return 1;
+}
+while (1) {
+	my $rout = $rin;
+	my $next;
+	for (@watch) { $next = $_->[9] if !defined $next || $_->[9] < $next; }
+	my $n = select($rout, undef, undef, defined $next ? ($next > time ? $next - time : 0) : undef);
+	if ($n > 0) {
+		my $got = sysread(STDIN, $buf, 65536, length $buf);
+		last unless $got;
+		while ((my $i = index($buf, "\n")) >= 0) {
+			my $l = substr($buf, 0, $i + 1, "");
+			if ($l !~ $rq) { print $w $l; next; }
+			if ($8 eq "probe") { syswrite(STDOUT, answer($1, $2, $9, $3, $4, $5, $6, $7) . "$1 .\n"); next; }
+			my $x = [$1, $2, $9, time + ` + watchBudget + `, $3, $4, $5, $6, $7, 0, ` + watchFirst + `];
+			push @watch, $x unless tick($x);
+		}
+	}
+	my $now = time;
+	@watch = grep { $_->[9] > $now || !tick($_) } @watch;
 }
 close $w;
 `
+
+// A watch looks at the terminal's group watchFirst seconds after the
+// last look, then half as long again each time up to watchMost, and
+// answers after watchBudget whatever it sees.
+const (
+	watchFirst  = "0.00005"
+	watchMost   = "0.002"
+	watchBudget = "0.02"
+)
 
 // killsess ends every process of the session whose id is $1 (the
 // command's pid): its session and process group, and every process found

@@ -20,7 +20,11 @@ func TestStripFences(t *testing.T) {
 			data := append(carry, chunk...)
 			var got []byte
 			var n int
-			got, carry, n = stripFences(data, prefix, i+size >= len(in))
+			var at int
+			got, carry, n, at = stripFences(data, prefix, i+size >= len(in))
+			if size == len(in) && at != len(want)-1 {
+				t.Errorf("the last mark is at %d of the output; want %d", at, len(want)-1)
+			}
 			out.Write(got)
 			last = max(last, n)
 		}

@@ -182,3 +182,53 @@ func TestPIDIsTheCommand(t *testing.T) {
 	term.Close()
 	<-out.done
 }
+
+// A write is followed by a watch on the host that answers once the
+// program waits again: by the time its answer is in, the state is known
+// without a probe of its own, and it is the program's state after the
+// input (waiting again, echo as it is then). Without perl in front of
+// the probe channel there is no watch: the control.
+func TestWatchAnswersAfterTheInput(t *testing.T) {
+	_, c := connect(t)
+	for _, without := range []bool{false, true} {
+		noPerl = without
+		b := New(c)
+		term, out := startTerm(t, b, `echo ready; read x; echo "got $x"; read -s y; echo "got ${#y}"; read z`)
+		noPerl = false
+		out.waitFor(t, "ready")
+		st := term.(stateTerminal)
+		for _, step := range []struct {
+			input, output string
+			echoOff       bool
+		}{{"one\r", "got one", true}, {"two\r", "got 3", false}} {
+			if _, err := term.Write([]byte(step.input)); err != nil {
+				t.Fatal(err)
+			}
+			out.waitFor(t, step.output)
+			st.probeMu.Lock()
+			w := st.watching
+			st.probeMu.Unlock()
+			if w != nil {
+				<-w
+			}
+			// What cached would reuse, freshness aside (the machine may be slow).
+			st.probeMu.Lock()
+			r, ok := st.last, st.lastOK && st.lastGen == st.gen.Load() && st.lastIn == st.inGen.Load()
+			st.probeMu.Unlock()
+			if without {
+				if ok || w != nil {
+					t.Errorf("no perl: a watch ran (%v) or an answer is kept (%+v)", w != nil, r)
+				}
+				continue
+			}
+			if !ok || !r.Fg.Waiting || r.EchoOff != step.echoOff || r.Fg.Name != "bash" {
+				t.Errorf("after %q: the watch's answer is %+v (kept %v); want bash waiting, echo off %v", step.input, r, ok, step.echoOff)
+			}
+		}
+		if err := term.End(context.Background(), time.Second); err != nil {
+			t.Error(err)
+		}
+		term.Close()
+		<-out.done
+	}
+}

@@ -7,13 +7,15 @@ package remotestate
 // It defines answer(Q, FN, PID, WS, EP, TS, SEL, POL), which returns the
 // probe's lines, each after "Q " (the lists are those of Vars, their
 // items apart by spaces), and writes the fence's mark where the program
-// waits; a program that uses it adds its own loop. Its mark never blocks:
+// waits; and its steps: prepare(Q, lists), observe(PID), settled() (a
+// program of the group waits on the terminal, none runs and nothing typed
+// is unread) and finish(FN). A program that uses it adds its own loop. Its mark never blocks:
 // 0 written (output stopped) answers "nofence", and a mark taken in part
 // is finished by a child.
 const Perl = `use strict; use POSIX;
 $SIG{CHLD} = "IGNORE";
 my $t = POSIX::Termios->new;
-my ($Q, @o, %tab, $D, $T, $W, $dec);
+my ($Q, @o, %tab, $D, $T, $W, $dec, $run, $unread);
 sub rd { open(my $h, "<", $_[0]) or return undef; local $/; my $s = <$h>; close $h; return $s; }
 sub num { my $v = shift; return $v =~ /^0x/ ? hex($v) : $v + 0; }
 sub st {
@@ -52,7 +54,7 @@ sub look {
 	my $pid = shift;
 	my ($c, @f) = st($pid) or return 0;
 	push @o, "p $pid $f[0] $c";
-	if ($f[0] eq "R" || $f[0] eq "D") { $dec = 1; return 1; }
+	if ($f[0] eq "R" || $f[0] eq "D") { $dec = 1; $run = 1; return 1; }
 	return 1 unless $f[0] eq "S";
 	my $s = rd("/proc/$pid/syscall") // ""; chomp $s;
 	push @o, "s $s";
@@ -105,9 +107,9 @@ sub members {
 		return if $dec;
 	}
 }
-sub probe {
-	my ($pid, $fn) = @_;
-	($W, $dec, $D, $T) = (0, 0, "", 0);
+sub observe {
+	my ($pid) = @_;
+	($W, $dec, $run, $unread, $D, $T) = (0, 0, 0, 0, "", 0);
 	my ($c, @f) = st($pid);
 	unless (defined $c) { push @o, "gone"; return; }
 	my $n = $f[4]; $T = $f[5];
@@ -120,16 +122,15 @@ sub probe {
 	my $f;
 	if (sysopen($f, $D, O_RDONLY | O_NOCTTY | O_NONBLOCK)) {
 		my $r = ""; vec($r, fileno($f), 1) = 1;
-		push @o, "unread" if select($r, undef, undef, 0) > 0;
+		if (select($r, undef, undef, 0) > 0) { $unread = 1; push @o, "unread"; }
 		close $f;
 	}
 	return unless $T > 0;
 	look($T);
 	members() unless $dec;
-	if ($W) { push @o, mark($D, sprintf("\e]6973;%s;f%s\a", $fn, $Q)) ? "fence $Q" : "nofence"; }
 }
-sub answer {
-	my ($q, $fn, $pid, @lists) = @_;
+sub prepare {
+	my ($q, @lists) = @_;
 	$Q = $q; @o = (); %tab = ();
 	my @names = qw(WS EP TS SEL POL);
 	for my $i (0 .. 4) {
@@ -137,7 +138,17 @@ sub answer {
 			if ($names[$i] eq "TS") { my ($k, $a) = split /:/, $v; $tab{TS}{$k} = $a; } else { $tab{$names[$i]}{$v} = 1; }
 		}
 	}
-	probe($pid, $fn);
+}
+sub finish {
+	my ($fn) = @_;
+	if ($W) { push @o, mark($D, sprintf("\e]6973;%s;f%s\a", $fn, $Q)) ? "fence $Q" : "nofence"; }
 	return join("", map { "$Q $_\n" } @o);
+}
+sub settled { return $W && !$run && !$unread; }
+sub answer {
+	my ($q, $fn, $pid, @lists) = @_;
+	prepare($q, @lists);
+	observe($pid);
+	return finish($fn);
 }
 `
