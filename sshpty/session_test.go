@@ -168,44 +168,6 @@ func TestExitCodesSignalsAndResize(t *testing.T) {
 
 func TestWriteSecretAtReadS(t *testing.T) {
 	_, c := connect(t)
-	secretAtReadS(t, c)
-}
-
-// A host without perl: the probe shell reads the echo flag with stty and
-// writes its marks from a subshell, with the same answers (perl is in
-// front of the shell otherwise).
-func TestStateWithoutPerl(t *testing.T) {
-	_, c := connect(t)
-	for _, without := range []bool{false, true} {
-		noPerl = without
-		h, err := startHelper(c)
-		noPerl = false
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := h.run(waitCtx(t), `read -r c </proc/$PPID/comm; echo "$Q $c"`, false)
-		h.close()
-		if err != nil || strings.Contains(string(out), "perl") == without {
-			t.Fatalf("the probe shell with noPerl %v says %q (%v)", without, out, err)
-		}
-	}
-	noPerl = true
-	defer func() { noPerl = false }()
-	secretAtReadS(t, c)
-	m := newManager(t, c, agentpty.Options{})
-	res := mustStart(t, m, agentpty.StartRequest{Command: "read -p 'a> ' x; echo \"x=$x\"; read -p 'b> ' y", WaitUntil: agentpty.WaitUntilInput})
-	if res.State != agentpty.StateWaitingInput || res.InputHidden || !strings.HasSuffix(res.Output, "a> ") {
-		t.Fatalf("at read: %+v", res)
-	}
-	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "one", Submit: true, WaitUntil: agentpty.WaitUntilInput})
-	if w.State != agentpty.StateWaitingInput || !strings.Contains(w.Output, "x=one") || !strings.HasSuffix(w.Output, "b> ") {
-		t.Fatalf("at the second read: %+v", w)
-	}
-}
-
-// secretAtReadS types a secret at read -s over c, and is refused one once
-// the prompt echoes.
-func secretAtReadS(t *testing.T, c *ssh.Client) {
 	m := newManager(t, c, agentpty.Options{})
 	const secret = "hunter2-Zq9"
 	start := mustStart(t, m, agentpty.StartRequest{
