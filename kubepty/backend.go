@@ -18,6 +18,12 @@
 // shell and coreutils or busybox). Without them the session still runs;
 // its state is "running" and End reaches only what closing the stream
 // hangs up.
+//
+// The status channel has no signal field: a runtime reports a command a
+// signal ended as exit code 128+N. A session reports signal N where it
+// sent N to the command itself (Signal to a foreground group the command
+// leads, End's TERM, HUP and KILL), and the code otherwise: a signal from
+// elsewhere, or a program that chose that code, looks the same.
 package kubepty
 
 import (
