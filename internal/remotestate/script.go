@@ -83,10 +83,7 @@ look1() {
 				k=; { read -r k <"$c"; } 2>/dev/null
 				for y in $k; do
 					q="${q:+$q }$y"
-					st $y || continue
-					set -- $R
-					[ "$3" = "$T" ] || continue
-					look $y
+					member $y
 					[ -z "$DEC" ] || return
 				done
 			done
@@ -96,11 +93,14 @@ look1() {
 	for x in /proc/[0-9]*/stat; do
 		y=${x#/proc/}; y=${y%/stat}
 		[ "$y" = "$T" ] && continue
-		st $y || continue
-		set -- $R
-		[ "$3" = "$T" ] || continue
-		look $y
+		member $y
 		[ -z "$DEC" ] || return
 	done
+}
+# member looks at process $1 if it is of the foreground group $T.
+member() {
+	st $1 || return
+	set -- $1 $R
+	[ "$4" = "$T" ] && look $1
 }
 `
