@@ -10,7 +10,10 @@
 // Linux host has (sh, stty, kill): sessions get their state, input_hidden,
 // wait_until "input" and WriteSecret. Where /proc cannot be read the
 // terminal lacks that capability and the session says so (ErrUnsupported,
-// a state of running).
+// a state of running). Where the host has perl too, a perl process reads
+// the same (see perlFront): a probe then costs a round trip and no
+// process start, and after a write the host answers once the program
+// waits again.
 //
 // Nothing is copied to the remote side: commands start through a fixed
 // line run by the user's login shell, which prints the command's process
