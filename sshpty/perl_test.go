@@ -3,6 +3,7 @@
 package sshpty
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,5 +45,22 @@ func TestStateWithoutPerl(t *testing.T) {
 	}
 	if err != nil || strings.Contains(s.Output, "s3cret") {
 		t.Fatalf("WriteSecret: %+v %v", s, err)
+	}
+}
+
+// A line of a longer request (a file's text) that reads like a probe's
+// reaches the shell as it is: only lines with the channel's token are
+// perl's.
+func TestProbeLinesCarryTheToken(t *testing.T) {
+	_, c := connect(t)
+	h, err := startHelper(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	text := "a\n" + `Q=9; FN=x NOSYS= WS="0" EP="" TS="" SEL="" POL="" probe 1; echo "$Q ."` + "\nb"
+	out, err := h.run(waitCtx(t), "x="+quote(text)+`; echo "$Q ${#x}"`, false)
+	if err != nil || strings.TrimSpace(string(out)) != strconv.Itoa(len(text)) {
+		t.Errorf("the shell got %q (%v); want the text's %d bytes", out, err, len(text))
 	}
 }

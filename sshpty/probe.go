@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +31,10 @@ type helper struct {
 	sess *ssh.Session
 	in   io.WriteCloser
 	done chan struct{} // closed when the reader has stopped
+
+	// token marks the probes' lines for perlFront: nothing else the
+	// channel carries holds it.
+	token string
 
 	mu      sync.Mutex // guards the fields below and orders writes to in
 	seq     int
@@ -57,15 +63,18 @@ func startHelper(c *ssh.Client) (*helper, error) {
 	// perl in front of bash where there are both (perlFront); else bash
 	// when there is one: its read -t 0 polls the terminal, which hands
 	// the line discipline what was typed, as the local poll does.
+	var tb [8]byte
+	_, _ = rand.Read(tb[:])
+	token := hex.EncodeToString(tb[:])
 	start := `if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`
 	if !noPerl {
-		start = `if command -v bash >/dev/null 2>&1 && command -v perl >/dev/null 2>&1; then exec perl -e ` + quote(perlFront) + `; fi; ` + start
+		start = `if command -v bash >/dev/null 2>&1 && command -v perl >/dev/null 2>&1; then exec perl -e ` + quote(strings.Replace(perlFront, "__TOKEN__", token, 1)) + `; fi; ` + start
 	}
 	if err := s.Start(start); err != nil {
 		s.Close()
 		return nil, err
 	}
-	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
+	h := &helper{sess: s, in: in, token: token, done: make(chan struct{}), waiting: map[int]*answer{}}
 	if _, err := io.WriteString(in, helperFuncs+killFunc+"\n"); err != nil {
 		s.Close()
 		return nil, err
@@ -238,7 +247,11 @@ func (t *terminal) syncTyped() {
 // is known.
 func (t *terminal) probeNow(kind string) (r remotestate.Result, ok bool, gen uint64, exact bool) {
 	c, known := remotestate.Archs[t.info.arch]
-	out, err := t.helperRun(context.Background(), fmt.Sprintf("FN=%s %s %s %d", t.nonce, remotestate.Vars(c), kind, t.pid), false)
+	h, err := t.b.probeShell()
+	var out []byte
+	if err == nil {
+		out, err = h.run(context.Background(), fmt.Sprintf("PT=%s FN=%s %s %s %d", h.token, t.nonce, remotestate.Vars(c), kind, t.pid), false)
+	}
 	if err != nil {
 		return remotestate.Result{}, false, 0, false
 	}

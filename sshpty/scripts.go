@@ -22,14 +22,17 @@ sig() {
 `
 
 // perlFront is the probe channel's program where the host has perl and
-// bash: it answers probe requests itself (remotestate.Perl) and hands
+// bash (__TOKEN__ replaced by the channel's token, see helper.token): it
+// answers probe requests itself (remotestate.Perl) and hands
 // every other line to a bash of its own, whose output goes straight to
 // the channel. A probe then wakes one process on the host, not a shell
 // and a stty (or a coprocess) in turn; answers come in any order, as
 // they do from the shell.
 const perlFront = remotestate.Perl + `
 use Time::HiRes qw(time);
-my $rq = qr/^Q=(\d+); FN=(\S*) NOSYS=\S* WS="([^"]*)" EP="([^"]*)" TS="([^"]*)" SEL="([^"]*)" POL="([^"]*)" (probe|watch) (\d+); echo "\$Q \."$/;
+# A probe's line carries the channel's token (PT), so that no line of a
+# longer request (a file's text) is taken for one.
+my $rq = qr/^Q=(\d+); PT=__TOKEN__ FN=(\S*) NOSYS=\S* WS="([^"]*)" EP="([^"]*)" TS="([^"]*)" SEL="([^"]*)" POL="([^"]*)" (probe|watch) (\d+); echo "\$Q \."$/;
 pipe(my $r, my $w) or die;
 my $sh = fork;
 die unless defined $sh;
