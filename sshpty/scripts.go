@@ -81,6 +81,7 @@ while (1) {
 	my $now = time;
 	@watch = grep { $_->[9] > $now || !tick($_) } @watch;
 }
+print $w $buf;
 close $w;
 `
 
