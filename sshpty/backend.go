@@ -10,10 +10,10 @@
 // Linux host has (sh, stty, kill): sessions get their state, input_hidden,
 // wait_until "input" and WriteSecret. Where /proc cannot be read the
 // terminal lacks that capability and the session says so (ErrUnsupported,
-// a state of running). Where the host has perl too, a perl process reads
-// the same (see perlFront): a probe then costs a round trip and no
-// process start, and after a write the host answers once the program
-// waits again.
+// a state of running). The probe shell that reads it is one channel of
+// the connection, shared by its sessions: a probe costs a round trip and
+// the shell's builtins there, and a stty for the echo flag; one probe
+// serves a result's state, echo flag and input_hidden.
 //
 // Nothing is copied to the remote side: commands start through a fixed
 // line run by the user's login shell, which prints the command's process
@@ -78,17 +78,11 @@ func (b *Backend) Close() error {
 type hostInfo struct {
 	linux bool   // /proc can be read: state, echo and containment by session
 	arch  string // uname -m, for the numbers of system calls
-	perl  bool   // perl fronts the probe channel: it watches (see startWatch)
 }
 
 // noProc makes every host look like one without /proc, for the tests of
 // what sessions say there.
 var noProc = false
-
-// noPerl makes the probe channel a shell alone, which reads the echo flag
-// with stty and writes its marks from a subshell, as on a host without
-// perl, for the tests of that way.
-var noPerl = false
 
 // acquire counts a terminal in and returns what the host offers, learnt
 // once through the probe shell. A terminal on a host without /proc does
@@ -102,14 +96,14 @@ func (b *Backend) acquire(name string) (*hostInfo, error) {
 		h, err := b.probeShell()
 		var out []byte
 		if err == nil {
-			out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"; read -r c </proc/$PPID/comm; [ "$c" != perl ] || echo "$Q perl"`, false)
+			out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
 		}
 		if err != nil {
 			b.release()
 			return nil, b.lostOr(name, err)
 		}
 		f := strings.Fields(string(out))
-		info = &hostInfo{linux: slices.Contains(f, "proc") && !noProc, perl: slices.Contains(f, "perl")}
+		info = &hostInfo{linux: slices.Contains(f, "proc") && !noProc}
 		if len(f) > 0 {
 			info.arch = f[0]
 		}
@@ -198,7 +192,6 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 	if info.linux {
 		t.held = true
 		if pid > 0 {
-			t.watchable = info.perl
 			return stateTerminal{t}, nil
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,10 +30,6 @@ type helper struct {
 	in   io.WriteCloser
 	done chan struct{} // closed when the reader has stopped
 
-	// token marks the probes' lines for perlFront: nothing else the
-	// channel carries holds it.
-	token string
-
 	mu      sync.Mutex // guards the fields below and orders writes to in
 	seq     int
 	waiting map[int]*answer
@@ -60,21 +54,13 @@ func startHelper(c *ssh.Client) (*helper, error) {
 		s.Close()
 		return nil, err
 	}
-	// perl in front of bash where there are both (perlFront); else bash
-	// when there is one: its read -t 0 polls the terminal, which hands
-	// the line discipline what was typed, as the local poll does.
-	var tb [8]byte
-	_, _ = rand.Read(tb[:])
-	token := hex.EncodeToString(tb[:])
-	start := `if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`
-	if !noPerl {
-		start = `if command -v bash >/dev/null 2>&1 && command -v perl >/dev/null 2>&1; then exec perl -e ` + quote(strings.Replace(perlFront, "__TOKEN__", token, 1)) + `; fi; ` + start
-	}
-	if err := s.Start(start); err != nil {
+	// bash when there is one: its read -t 0 polls the terminal, which
+	// hands the line discipline what was typed, as the local poll does.
+	if err := s.Start(`if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`); err != nil {
 		s.Close()
 		return nil, err
 	}
-	h := &helper{sess: s, in: in, token: token, done: make(chan struct{}), waiting: map[int]*answer{}}
+	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
 	if _, err := io.WriteString(in, helperFuncs+killFunc+"\n"); err != nil {
 		s.Close()
 		return nil, err
@@ -183,27 +169,22 @@ func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte,
 // stateFresh is how long a probe's answer is reused: its echo flag for
 // EchoOff while no input, signal or resize came since, whatever the
 // output (the library asks on every chunk of output when it sends events,
-// and a round trip per chunk would throttle the output), the whole answer for EchoOff and Foreground while nothing
-// that could change it happened (output, input, a signal, a resize; see
-// terminal.gen). A result's state reads both in turn, and then the echo
-// flag again: one probe serves the three.
+// and a round trip per chunk would throttle the output); the whole
+// answer for EchoOff and Foreground while nothing that could change it
+// happened (output, input, a signal, a resize; see terminal.gen). A
+// result's state reads both in turn, and then the echo flag again: one
+// probe serves the three.
 const stateFresh = 10 * time.Millisecond
 
 // probe reads the terminal's state on the host, or reuses the last
-// probe's answer (see stateFresh) or that of the watch in flight since
-// the last input (see startWatch), and keeps the answer.
+// probe's answer (see stateFresh), and keeps the answer.
 func (t stateTerminal) probe() remotestate.Result {
 	if r, ok := t.cached(); ok {
 		return r
 	}
-	if t.awaitWatch() {
-		if r, ok := t.cached(); ok {
-			return r
-		}
-	}
 	gen, in, at := t.gen.Load(), t.inGen.Load(), time.Now()
 	t.syncTyped()
-	r, ok, _, _ := t.probeNow("probe")
+	r, ok := t.probeNow()
 	if ok {
 		t.keep(r, gen, in, at)
 	}
@@ -215,20 +196,21 @@ func (t stateTerminal) probe() remotestate.Result {
 func (t *terminal) cached() (remotestate.Result, bool) {
 	t.probeMu.Lock()
 	defer t.probeMu.Unlock()
-	if t.lastOK && t.gen.Load() == t.lastGen && t.inGen.Load() == t.lastIn && time.Since(t.lastAt) < stateFresh {
+	if t.lastOK && t.gen.Load() == t.lastGen && time.Since(t.lastAt) < stateFresh {
 		return t.last, true
 	}
 	return remotestate.Result{}, false
 }
 
-// keep keeps r, an answer that holds while gen and inGen are gen and in.
+// keep keeps r, the answer of a probe begun at at, while gen was gen and
+// inGen in.
 func (t *terminal) keep(r remotestate.Result, gen, in uint64, at time.Time) {
 	t.probeMu.Lock()
 	defer t.probeMu.Unlock()
 	if r.EchoRead {
 		t.echo, t.echoAt, t.echoIn = r.EchoOff, at, in
 	}
-	t.last, t.lastGen, t.lastIn, t.lastAt, t.lastOK = r, gen, in, at, true
+	t.last, t.lastGen, t.lastAt, t.lastOK = r, gen, at, true
 }
 
 // syncTyped orders a probe after the input typed since the last one.
@@ -242,28 +224,23 @@ func (t *terminal) syncTyped() {
 	}
 }
 
-// probeNow asks the host (kind "probe", or "watch": see startWatch). gen
-// is gen just after the output before the answer's mark, exact when that
-// is known.
-func (t *terminal) probeNow(kind string) (r remotestate.Result, ok bool, gen uint64, exact bool) {
+// probeNow runs remotestate's probe in the probe shell; false when the
+// shell did not answer.
+func (t *terminal) probeNow() (remotestate.Result, bool) {
 	c, known := remotestate.Archs[t.info.arch]
 	h, err := t.b.probeShell()
 	var out []byte
 	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("PT=%s FN=%s %s %s %d", h.token, t.nonce, remotestate.Vars(c), kind, t.pid), false)
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d", t.nonce, remotestate.Vars(c), t.pid), false)
 	}
 	if err != nil {
-		return remotestate.Result{}, false, 0, false
+		return remotestate.Result{}, false
 	}
-	r = remotestate.Parse(out, c, known)
-	arrived := false
-	if r.Fence > 0 {
-		arrived, gen, exact = t.awaitFence(r.Fence)
-	}
-	if r.Fence < 0 || r.Fence > 0 && !arrived {
+	r := remotestate.Parse(out, c, known)
+	if r.Fence > 0 && !t.awaitFence(r.Fence) {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
-	return r, true, gen, exact
+	return r, true
 }
 
 // EchoOff reports the terminal in line mode without echo: a password
@@ -281,9 +258,8 @@ func (t stateTerminal) EchoOff() bool {
 
 // Foreground reports the foreground program, read on the host through
 // the probe shell: one round trip on the connection's probe channel and a
-// few builtins of the shell there, plus the echo flag (a line to the
-// connection's perl process where the host has perl, else a stty) and a
-// dd and od when the program waits in select with a timeout. The answer
+// few builtins of the shell there, plus a stty for the echo flag and a dd
+// and od when the program waits in select or poll with a timeout. The answer
 // serves EchoOff and Foreground for stateFresh while nothing that could
 // change it happens.
 func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }

@@ -29,9 +29,6 @@ type terminal struct {
 	pid   int    // set by Start before the terminal is returned
 	nonce string // of the marks written into the terminal's output
 	held  bool   // it holds the backend's probe shell
-	// watchable: its state can be read and the probe channel watches
-	// (see startWatch).
-	watchable bool
 
 	pre []byte // read while looking for the process-id mark; the pump's once it runs
 
@@ -42,10 +39,8 @@ type terminal struct {
 	closed  bool       // Close was called
 	waiting bool       // Read waits for output: none is on its way here
 	// fenceSeen is the last mark a probe wrote to the terminal that the
-	// pump has taken out of the output (see stripFences), fenceGen gen
-	// just after the output before it.
+	// pump has taken out of the output (see stripFences).
 	fenceSeen int
-	fenceGen  uint64
 
 	wmu      sync.Mutex    // guards the fields below
 	deadline time.Time     // SetWriteDeadline's
@@ -69,14 +64,9 @@ type terminal struct {
 	echoAt  time.Time          // when that probe began
 	echoIn  uint64             // inGen then
 	last    remotestate.Result // the last probe's answer, when lastOK
-	lastGen uint64             // gen when it began (a watch's: at its mark)
-	lastIn  uint64             // inGen then
-	lastAt  time.Time          // when it began (a watch's: when it came)
+	lastGen uint64             // gen when it began
+	lastAt  time.Time          // when it began
 	lastOK  bool
-	// watching is closed when the watch in flight, begun at inGen
-	// watchIn, has answered; nil when none is.
-	watching chan struct{}
-	watchIn  uint64
 }
 
 func newTerminal(b *Backend, name string, sess *ssh.Session, in io.Writer, out io.Reader, info *hostInfo) *terminal {
@@ -109,19 +99,9 @@ func (t *terminal) pump() {
 		if len(carry) > 0 {
 			data = append(carry, data...)
 		}
-		var fence, at int
-		var fenceGen uint64
-		data, carry, fence, at = stripFences(data, prefix, err != nil)
-		switch {
-		case fence > 0: // gen at the mark: output before it, then after it
-			if at > 0 {
-				t.gen.Add(1)
-			}
-			fenceGen = t.gen.Load()
-			if len(data) > at {
-				t.gen.Add(1)
-			}
-		case len(data) > 0:
+		var fence int
+		data, carry, fence = stripFences(data, prefix, err != nil)
+		if len(data) > 0 {
 			t.gen.Add(1)
 		}
 		t.omu.Lock()
@@ -133,9 +113,7 @@ func (t *terminal) pump() {
 			if err != nil {
 				t.oerr = err
 			}
-			if fence > t.fenceSeen {
-				t.fenceSeen, t.fenceGen = fence, fenceGen
-			}
+			t.fenceSeen = max(t.fenceSeen, fence)
 			t.ocond.Broadcast()
 		}
 		t.omu.Unlock()
@@ -147,9 +125,9 @@ func (t *terminal) pump() {
 
 // stripFences takes the probes' marks (prefix, a number, BEL) out of
 // data and returns the rest, the tail that may be the start of a mark
-// (held for the next read, unless at the end), the last mark's number and
-// where in out it was.
-func stripFences(data, prefix []byte, end bool) (out, carry []byte, last, at int) {
+// (held for the next read, unless at the end), and the last mark's
+// number.
+func stripFences(data, prefix []byte, end bool) (out, carry []byte, last int) {
 	out = data[:0:0]
 	for {
 		i := bytes.Index(data, prefix)
@@ -159,26 +137,26 @@ func stripFences(data, prefix []byte, end bool) (out, carry []byte, last, at int
 		j := bytes.IndexByte(data[i+len(prefix):], '\a')
 		if j < 0 || j > 20 {
 			if j < 0 && !end && len(data)-i < len(prefix)+20 {
-				return append(out, data[:i]...), bytes.Clone(data[i:]), last, at
+				return append(out, data[:i]...), bytes.Clone(data[i:]), last
 			}
 			out = append(out, data[:i+1]...) // not a mark of ours after all
 			data = data[i+1:]
 			continue
 		}
-		out = append(out, data[:i]...)
-		if n, err := strconv.Atoi(string(data[i+len(prefix) : i+len(prefix)+j])); err == nil && n > last {
-			last, at = n, len(out)
+		if n, err := strconv.Atoi(string(data[i+len(prefix) : i+len(prefix)+j])); err == nil {
+			last = max(last, n)
 		}
+		out = append(out, data[:i]...)
 		data = data[i+len(prefix)+j+1:]
 	}
 	if !end { // a tail that may begin a mark waits for the rest
 		for k := min(len(prefix)-1, len(data)); k > 0; k-- {
 			if bytes.HasPrefix(prefix, data[len(data)-k:]) {
-				return append(out, data[:len(data)-k]...), bytes.Clone(data[len(data)-k:]), last, at
+				return append(out, data[:len(data)-k]...), bytes.Clone(data[len(data)-k:]), last
 			}
 		}
 	}
-	return append(out, data...), nil, last, at
+	return append(out, data...), nil, last
 }
 
 // fenceWait bounds the wait for a probe's mark: a terminal whose output
@@ -186,9 +164,8 @@ func stripFences(data, prefix []byte, end bool) (out, carry []byte, last, at int
 const fenceWait = 2 * time.Second
 
 // awaitFence waits until the pump has taken out mark n, and so everything
-// the program wrote before it; false when it did not come. gen is gen just
-// after that output, exact when n is the last mark taken out.
-func (t *terminal) awaitFence(n int) (ok bool, gen uint64, exact bool) {
+// the program wrote before it; false when it did not come.
+func (t *terminal) awaitFence(n int) bool {
 	timer := time.AfterFunc(fenceWait, func() {
 		t.omu.Lock()
 		t.ocond.Broadcast()
@@ -201,7 +178,7 @@ func (t *terminal) awaitFence(n int) (ok bool, gen uint64, exact bool) {
 	for t.fenceSeen < n && !t.closed && t.oerr == nil && time.Now().Before(deadline) {
 		t.ocond.Wait()
 	}
-	return t.fenceSeen >= n, t.fenceGen, t.fenceSeen == n
+	return t.fenceSeen >= n
 }
 
 // maxPre bounds what is read before the process-id mark: output the host
@@ -286,7 +263,6 @@ func (t *terminal) Write(p []byte) (int, error) {
 		written += len(chunk)
 		p = p[len(chunk):]
 	}
-	t.startWatch()
 	return written, nil
 }
 

@@ -28,7 +28,6 @@ func TestParse(t *testing.T) {
 		{"poll pausing 50 ms", head + "p 100 S vim\ns 7 0x7ffd 0x1 0x32 0x0 0x0 0x0 0x7ffe 0x7f01\nf 0\n" + pollSet, false, "vim", false, 0, false},
 		{"typed input unread", head + "unread\n" + readTTY, true, "cat", false, 0, true},
 		{"a leader waiting for its child that reads", head + "p 100 S bash\ns 61 0x0 0x0 0x0 0x0 0x0 0x0 0x7ffe 0x7f01\nf 0 1 2\n" + "p 101 S cat\ns 0 0x0 0x7f0000 0x20000 0x0 0x0 0x0 0x7ffe 0x7f01\nf 0\n", true, "cat", false, 0, false},
-		{"a mark it could not write", head + readTTY + "nofence\n", true, "cat", false, -1, false},
 		{"gone", "gone\n", false, "", false, 0, false},
 	}
 	for _, c := range cases {

@@ -14,8 +14,7 @@ package remotestate
 //
 // A script may define echoflag (print "$Q stty" and the modes of $D) and
 // fence (write a mark to $D that tells when the output before it has
-// arrived, and print "$Q fence N", or "$Q nofence" when it cannot) anew
-// after these. Perl is the same collector in perl.
+// arrived, and print "$Q fence N") anew after these.
 const Funcs = `
 st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
 # bash's ## is slow on a long line: the same cut from the last ")".
