@@ -376,7 +376,7 @@ func (t *terminal) Resize(cols, rows int) error {
 // Signal sends sig to the terminal's foreground process group: through
 // the probe shell (kill to the group /proc names) on a Linux host,
 // otherwise as a "signal" request, which OpenSSH (7.9 and later) delivers
-// to the command's own process group.
+// to the command's own process group, except on a root login.
 func (t *terminal) Signal(sig os.Signal) error {
 	name, ok := signalName(sig)
 	if !ok {
