@@ -32,7 +32,9 @@ func TestFuncsOnRealPrograms(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
 		python = "python3"
 	}
-	py := func(code string) []string { return []string{python, "-c", "import os, select, selectors, sys\n" + code} }
+	py := func(code string) []string {
+		return []string{python, "-c", "import os, select, selectors, sys\n" + code}
+	}
 	cases := []struct {
 		name             string
 		argv             []string
