@@ -19,6 +19,12 @@
 // its state is "running" and End reaches only what closing the stream
 // hangs up. Shell sessions (and pty-run) also need bash, mktemp, cat and
 // rm there: the Backend keeps their files in the container (see Files).
+//
+// The status channel has no signal field: a runtime reports a command a
+// signal ended as exit code 128+N. A session reports signal N where it
+// sent N to the command itself (Signal to a foreground group the command
+// leads, End's TERM, HUP and KILL), and the code otherwise: a signal from
+// elsewhere, or a program that chose that code, looks the same.
 package kubepty
 
 import (
@@ -57,6 +63,8 @@ type Backend struct {
 	// spdy is set once a WebSocket upgrade was refused: later execs go
 	// straight to SPDY instead of asking again.
 	spdy atomic.Bool
+	// arch is the container's uname -m, once a probe read it.
+	arch atomic.Pointer[string]
 }
 
 // lookupTimeout bounds New's GET of the pod when config sets no Timeout.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"k8s.io/client-go/tools/remotecommand"
 )
 
@@ -46,6 +47,9 @@ func (t *terminal) probe(ctx context.Context, action string, args ...string) ([]
 		return nil, fmt.Errorf("agentpty: %s: %s: probe %s: %w", t.name, t.b, action, err)
 	}
 	lines = lines[:len(lines)-1]
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "k ") // remotestate's lines
+	}
 	for _, l := range lines {
 		if f := strings.Fields(l); len(f) == 2 && f[0] == "leader" {
 			if pid, err := strconv.Atoi(f[1]); err == nil {
@@ -79,6 +83,9 @@ func (l *lockedBuffer) String() string {
 // one probe in the container; when ctx ends first, SIGKILL at once.
 func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	cs := func(d time.Duration) string { return strconv.FormatInt(int64(d/(10*time.Millisecond)), 10) }
+	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGKILL} {
+		t.sending(s)
+	}
 	lines, err := t.probe(ctx, "end", cs(min(hupDelay, grace)), cs(grace))
 	if ctx.Err() != nil {
 		kctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
@@ -107,138 +114,66 @@ func (t *terminal) Signal(sig os.Signal) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
+	t.sending(s) // before: the exit may arrive before the answer
 	lines, err := t.probe(ctx, "sig", name)
+	leader := false
+	for _, l := range lines {
+		leader = leader || l == "sent leader"
+	}
+	if !leader {
+		t.unsent(s)
+	}
 	if err != nil {
 		return err
 	}
 	for _, l := range lines {
-		if l == "sent" {
+		if strings.HasPrefix(l, "sent") {
 			return nil
 		}
 	}
 	return fmt.Errorf("%w: %s: %s: no process to signal", agentpty.ErrExited, t.name, t.b)
 }
 
-// snapshot is what one state probe learnt.
-type snapshot struct {
-	echoOff bool
-	fg      agentpty.Foreground
-}
-
-// state probes the terminal. A probe that fails (the container has no
-// shell, the connection is gone) reports nothing known: not waiting,
-// echo on.
-func (t *terminal) state() snapshot {
+// state probes the terminal with remotestate's probe. A probe that fails
+// (the container has no shell, the connection is gone) reports nothing
+// known: not waiting, echo on.
+func (t *terminal) state() remotestate.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	lines, err := t.probe(ctx, "state")
+	c, known := t.b.calls(ctx, t)
+	lines, err := t.probe(ctx, "state", remotestate.Vars(c))
 	if err != nil {
-		return snapshot{}
+		return remotestate.Result{}
 	}
-	return parseState(lines)
+	return remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
 }
 
 // EchoOff reports a terminal in line mode with echo off: a password prompt.
-func (t *terminal) EchoOff() bool { return t.state().echoOff }
+func (t *terminal) EchoOff() bool { return t.state().EchoOff }
 
 // Foreground reports the terminal's foreground program now.
-func (t *terminal) Foreground() agentpty.Foreground { return t.state().fg }
+func (t *terminal) Foreground() agentpty.Foreground { return t.state().Fg }
 
-// parseState reads the state action's answer: "stty ..." (stty -a),
-// "arch MACHINE", "fg PGID", and a "p PID STATE TTYFDS|SYSCALL|COMM" line
-// per process of the foreground group.
-func parseState(lines []string) snapshot {
-	var sn snapshot
-	calls := archCalls["x86_64"]
-	pgid, running := 0, false
-	var leaderName string
-	for _, l := range lines {
-		kind, rest, _ := strings.Cut(l, " ")
-		switch kind {
-		case "stty":
-			modes := " " + strings.Join(strings.Fields(strings.ReplaceAll(rest, ";", " ")), " ") + " "
-			sn.echoOff = strings.Contains(modes, " -echo ") && strings.Contains(modes, " icanon ")
-		case "arch":
-			if c, ok := archCalls[rest]; ok {
-				calls = c
-			}
-		case "fg":
-			pgid, _ = strconv.Atoi(rest)
-		case "p":
-			head, tail, _ := strings.Cut(rest, "|")
-			sys, comm, _ := strings.Cut(tail, "|")
-			f := strings.Fields(head)
-			if len(f) < 2 {
-				continue
-			}
-			pid, _ := strconv.Atoi(f[0])
-			if pid == pgid {
-				leaderName = comm
-			}
-			switch f[1] {
-			case "R", "D":
-				running = true
-			case "S":
-				if !sn.fg.Waiting && calls.waitsOnTTY(sys, f[2:]) {
-					sn.fg.Waiting, sn.fg.Name, sn.fg.PID = true, comm, pid
-				}
+// calls are the system calls of the container's architecture, learnt
+// with the backend's first state probe (uname -m); known is false for an
+// architecture remotestate does not list.
+func (b *Backend) calls(ctx context.Context, t *terminal) (c remotestate.Calls, known bool) {
+	arch := b.arch.Load()
+	if arch == nil {
+		lines, err := t.probe(ctx, "arch")
+		if err != nil {
+			return remotestate.Calls{}, false
+		}
+		for _, l := range lines {
+			if a, ok := strings.CutPrefix(l, "arch "); ok {
+				arch = &a
+				b.arch.Store(arch)
 			}
 		}
-	}
-	if running {
-		sn.fg.Waiting = false
-	}
-	if !sn.fg.Waiting && pgid > 0 {
-		sn.fg.Name, sn.fg.PID = leaderName, pgid
-	}
-	return sn
-}
-
-// sysCalls are an architecture's numbers of the system calls a program
-// waits for its terminal in: read (on the terminal's descriptor), and
-// select, poll and epoll (with the terminal among its descriptors).
-type sysCalls struct {
-	read, multi map[uint64]bool
-}
-
-var archCalls = map[string]sysCalls{
-	"x86_64":  {read: set(0, 19, 17), multi: set(23, 270, 7, 271, 232, 281, 441)},
-	"aarch64": {read: set(63, 65, 67), multi: set(72, 73, 22, 441)},
-}
-
-func set(n ...uint64) map[uint64]bool {
-	m := map[uint64]bool{}
-	for _, x := range n {
-		m[x] = true
-	}
-	return m
-}
-
-// waitsOnTTY reports a process blocked in sys (a /proc/PID/syscall line)
-// waiting for the terminal, which it holds on ttyFDs.
-func (c sysCalls) waitsOnTTY(sys string, ttyFDs []string) bool {
-	f := strings.Fields(sys)
-	if len(f) < 3 || len(ttyFDs) == 0 {
-		return false
-	}
-	nr, err := strconv.ParseUint(f[0], 10, 64)
-	if err != nil {
-		return false
-	}
-	if c.multi[nr] {
-		return true
-	}
-	if !c.read[nr] {
-		return false
-	}
-	fd, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
-	if err != nil {
-		return false
-	}
-	for _, t := range ttyFDs {
-		if t == strconv.FormatUint(fd, 10) {
-			return true
+		if arch == nil {
+			return remotestate.Calls{}, false
 		}
 	}
-	return false
+	c, known = remotestate.Archs[*arch]
+	return c, known
 }

@@ -1,5 +1,7 @@
 package kubepty
 
+import "github.com/agentpty/agentpty/internal/remotestate"
+
 // probeShell runs probeScript in bash where there is one: dash reads
 // files a byte at a time, which makes a walk through a busy /proc take
 // seconds; bash reads /proc's files whole.
@@ -7,19 +9,17 @@ const probeShell = `S=$1; shift; if command -v bash >/dev/null 2>&1; then exec b
 
 // probeScript is the POSIX sh the probes run in the container, with only
 // what any image with a shell has (sh's builtins, grep, stty, uname,
-// sleep, kill). Its arguments: the session's nonce, the leader's pid if
-// known (or "-"), the action and the action's arguments. It
-// reads what the local library reads from the kernel: /proc/PID/stat
-// (state, process group, session, terminal, the terminal's foreground
-// group), /proc/PID/syscall and /proc/PID/fd (a process
-// blocked reading the terminal), /proc/PID/environ (the nonce), and the
-// terminal's modes through stty. Functions read their arguments before
-// calling another (dash lets a callee's set -- reach its caller's). Every answer ends with a line ".", so
-// that an answer cut short by a lost connection is known as such.
-const probeScript = `
+// sleep, kill; dd and od for a select or poll's descriptors). Its
+// arguments: the session's nonce, the leader's pid if known (or "-"), the
+// action and the action's arguments. The state is remotestate's probe, as
+// sshpty reads it on an SSH host (see remotestate.Funcs); the command's
+// processes are found by the nonce in /proc/PID/environ. Functions read
+// their arguments before calling another (dash lets a callee's set --
+// reach its caller's). Every answer ends with a line ".", so that an
+// answer cut short by a lost connection is known as such.
+const probeScript = remotestate.Funcs + `
 N=$1 H=$2 A=$3 P1=$4 P2=$5
 exec 2>/dev/null
-st() { l=; read -r l <"/proc/$1/stat"; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
 carriers() { M=; for f in $(grep -l -a -F "AGENTPTY_ID=$N" /proc/[0-9]*/environ); do p=${f#/proc/}; M="$M ${p%/environ}"; done; }
 S=
 if [ "$H" != - ] && st $H; then set -- $R; [ "$1" != Z ] && grep -q -a -F "AGENTPTY_ID=$N" /proc/$H/environ && S=$H; fi
@@ -27,31 +27,20 @@ if [ -z "$S" ]; then
 	carriers
 	for p in $M; do st $p || continue; set -- $R; if [ "$4" = "$p" ] && [ "$1" != Z ]; then S=$p; echo "leader $p"; break; fi; done
 fi
+# state is remotestate's probe of the command's terminal, its lines
+# after "k ", without a fence: nothing takes marks out of this output.
 state() {
-	[ -n "$S" ] && st $S || { echo gone; return; }
-	set -- $R; T=$6; n=$5
-	ma=$(( (n >> 8) & 4095 )); mi=$(( (n & 255) | ((n >> 12) & 1048320) ))
-	D=/proc/$S/fd/0
-	if [ $ma -ge 136 ] && [ $ma -le 143 ] && [ -c /dev/pts/$(( (ma - 136) * 256 + mi )) ]; then D=/dev/pts/$(( (ma - 136) * 256 + mi )); fi
-	echo stty $(stty -a <"$D")
-	echo "arch $(uname -m)"
-	[ "$T" -gt 0 ] || return
-	echo "fg $T"
-	for d in /proc/[0-9]*; do
-		p=${d#/proc/}; st $p || continue; set -- $R
-		[ "$3" = "$T" ] || continue
-		s=; f=
-		if [ "$1" = S ]; then
-			read -r s <"$d/syscall"
-			for x in "$d"/fd/*; do [ "$x" -ef "$D" ] && f="$f ${x##*/}"; done
-		fi
-		echo "p $p $1 $f|$s|$C"
-	done
+	[ -n "$S" ] || { echo "k gone"; return; }
+	Q=k; eval "$P1"
+	probe $S
 }
+fence() { :; }
 sig() {
 	[ -n "$S" ] && st $S || { echo gone; return; }
 	set -- $R
-	if [ "$6" -gt 0 ] && kill -s $SIG -- -$6; then echo sent; elif kill -s $SIG $S; then echo sent; fi
+	# "sent leader" when the command itself got it: in the foreground group, or alone.
+	if [ "$6" -gt 0 ] && kill -s $SIG -- -$6; then if [ "$3" = "$6" ]; then echo sent leader; else echo sent; fi
+	elif kill -s $SIG $S; then echo sent leader; fi
 }
 now() { read -r u r </proc/uptime; u=${u%.*}${u#*.}; U=${u#0}; }
 scan() {
@@ -81,6 +70,7 @@ end() {
 }
 case $A in
 state) state;;
+arch) echo "arch $(uname -m)";;
 sig) SIG=$P1; sig;;
 end) end "$P1" "$P2";;
 esac

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agentpty/agentpty"
@@ -108,6 +109,7 @@ type terminal struct {
 	waitErr error
 
 	leader atomic.Pointer[leader] // the command's process, once a probe found it
+	sent   atomic.Uint64          // bit N: signal N was sent to the command (Signal, End)
 
 	closeOnce sync.Once
 }
@@ -182,7 +184,7 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 	case err == nil:
 		t.status = agentpty.ExitStatus{Code: 0}
 	case errors.As(err, &code):
-		t.status = agentpty.ExitStatus{Code: code.Code}
+		t.status = t.exitStatus(code.Code)
 	case t.ctx.Err() != nil:
 		t.waitErr = fmt.Errorf("agentpty: %s: %s: the terminal was closed before the command exited", t.name, t.b)
 	default:
@@ -201,6 +203,31 @@ func (t *terminal) exitConfirmed() bool {
 	defer cancel()
 	lines, err := t.probe(ctx, "state")
 	return err == nil && len(lines) > 0 && lines[len(lines)-1] == "gone"
+}
+
+// sending notes that sig is on its way to the command itself.
+func (t *terminal) sending(sig syscall.Signal) {
+	if sig > 0 && sig < 64 {
+		t.sent.Or(1 << sig)
+	}
+}
+
+// unsent takes back sending: the command was not among those sig reached.
+func (t *terminal) unsent(sig syscall.Signal) {
+	if sig > 0 && sig < 64 {
+		t.sent.And(^uint64(1 << sig))
+	}
+}
+
+// exitStatus is the status for code: a signal's death (see Wait) when the
+// session sent the command signal code-128.
+func (t *terminal) exitStatus(code int) agentpty.ExitStatus {
+	if n := syscall.Signal(code - 128); n > 0 && n < 64 && t.sent.Load()&(1<<n) != 0 {
+		if name := signalName(n); name != "" {
+			return agentpty.ExitStatus{Code: -1, Signal: name}
+		}
+	}
+	return agentpty.ExitStatus{Code: code}
 }
 
 // outWriter is the stream's stdout: it counts writes under way, which are
@@ -281,8 +308,12 @@ func (t *terminal) Resize(cols, rows int) error {
 }
 
 // Wait blocks until the stream ends: the exit code from the status
-// channel (a runtime reports a command a signal ended as 128 plus the
-// signal's number), or a LostError.
+// channel, or a LostError. The exec API has no signal field: a runtime
+// reports a command a signal ended as code 128 plus the signal's number.
+// Such a code is reported as the signal when the session sent that signal
+// to the command itself (Signal to a foreground group the command leads,
+// End's TERM, HUP and KILL), and as the code otherwise (a signal from
+// elsewhere, or a program that chose that code).
 func (t *terminal) Wait() (agentpty.ExitStatus, error) {
 	<-t.exited
 	return t.status, t.waitErr

@@ -10,7 +10,10 @@
 // Linux host has (sh, stty, kill): sessions get their state, input_hidden,
 // wait_until "input" and WriteSecret. Where /proc cannot be read the
 // terminal lacks that capability and the session says so (ErrUnsupported,
-// a state of running).
+// a state of running). The probe shell that reads it is one channel of
+// the connection, shared by its sessions: a probe costs a round trip and
+// the shell's builtins there, and a stty for the echo flag; one probe
+// serves a result's state, echo flag and input_hidden.
 //
 // Nothing is copied to the remote side: commands start through a fixed
 // line run by the user's login shell, which prints the command's process
@@ -29,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,7 +106,7 @@ func (b *Backend) acquire(name string) (*hostInfo, error) {
 			return nil, b.lostOr(name, err)
 		}
 		f := strings.Fields(string(out))
-		info = &hostInfo{linux: len(f) > 1 && f[len(f)-1] == "proc" && !noProc}
+		info = &hostInfo{linux: slices.Contains(f, "proc") && !noProc}
 		if len(f) > 0 {
 			info.arch = f[0]
 		}
@@ -174,32 +178,9 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 			}
 		}()
 	}
-	sess, err := b.client.NewSession()
+	sess, in, out, err := b.openSession(cmd, termName, line)
 	if err != nil {
-		return nil, b.lostOr(cmd.Name, err)
-	}
-	fail := func(err error) (agentpty.Terminal, error) {
-		sess.Close()
-		return nil, b.lostOr(cmd.Name, err)
-	}
-	// No modes: the pseudo-terminal keeps the kernel's defaults, as a
-	// local one does.
-	if err := sess.RequestPty(termName, cmd.Rows, cmd.Cols, ssh.TerminalModes{}); err != nil {
-		return fail(err)
-	}
-	in, err := sess.StdinPipe()
-	if err != nil {
-		return fail(err)
-	}
-	out, err := sess.StdoutPipe()
-	if err != nil {
-		return fail(err)
-	}
-	if _, err := sess.StderrPipe(); err != nil { // a pty has none; no copier for it
-		return fail(err)
-	}
-	if err := sess.Start(line); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	t := newTerminal(b, cmd.Name, sess, in, out, info)
 	t.nonce = nonce
@@ -218,6 +199,37 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 		}
 	}
 	return t, nil
+}
+
+// openSession opens a channel with a pseudo-terminal of cmd's size and
+// runs line there.
+func (b *Backend) openSession(cmd agentpty.Command, termName, line string) (*ssh.Session, io.WriteCloser, io.Reader, error) {
+	sess, err := b.client.NewSession()
+	if err != nil {
+		return nil, nil, nil, b.lostOr(cmd.Name, err)
+	}
+	// No modes: the pseudo-terminal keeps the kernel's defaults, as a
+	// local one does.
+	err = sess.RequestPty(termName, cmd.Rows, cmd.Cols, ssh.TerminalModes{})
+	var in io.WriteCloser
+	var out io.Reader
+	if err == nil {
+		in, err = sess.StdinPipe()
+	}
+	if err == nil {
+		out, err = sess.StdoutPipe()
+	}
+	if err == nil {
+		_, err = sess.StderrPipe() // a pty has none; no copier for it
+	}
+	if err == nil {
+		err = sess.Start(line)
+	}
+	if err != nil {
+		sess.Close()
+		return nil, nil, nil, b.lostOr(cmd.Name, err)
+	}
+	return sess, in, out, nil
 }
 
 // The command's process id reaches the terminal's reader as this private

@@ -50,49 +50,21 @@ func Dial(ctx context.Context, target string, cfg DialConfig) (*Backend, error) 
 	if err != nil {
 		return nil, fmt.Errorf("agentpty: ssh %s: %w", target, err)
 	}
-	var auth []ssh.AuthMethod
-	var agentConn net.Conn
-	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" && !cfg.NoAgent {
-		if c, err := net.Dial("unix", sock); err == nil {
-			agentConn = c
-			auth = append(auth, ssh.PublicKeysCallback(agent.NewClient(c).Signers))
-		}
-	}
-	if signers := keySigners(cfg.KeyFiles); len(signers) > 0 {
-		auth = append(auth, ssh.PublicKeys(signers...))
-	}
-	closeAgent := func() {
-		if agentConn != nil {
-			agentConn.Close()
-		}
-	}
+	auth, closeAgent := authMethods(cfg)
 	if len(auth) == 0 {
 		return nil, fmt.Errorf("agentpty: ssh %s: no ssh-agent and no key file to authenticate with", target)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		closeAgent()
-		return nil, fmt.Errorf("agentpty: ssh %s: %w", target, err)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	sc, chans, reqs, err := ssh.NewClientConn(conn, addr, &ssh.ClientConfig{
+	client, err := handshake(ctx, addr, &ssh.ClientConfig{
 		User:              userName,
 		Auth:              auth,
 		HostKeyCallback:   hostKey,
 		HostKeyAlgorithms: algos,
 	})
-	stop()
 	if err != nil {
-		conn.Close()
 		closeAgent()
 		return nil, fmt.Errorf("agentpty: ssh %s: %w", target, err)
 	}
-	_ = conn.SetDeadline(time.Time{})
-	b := New(ssh.NewClient(sc, chans, reqs))
+	b := New(client)
 	done := make(chan struct{})
 	go func() {
 		_ = b.client.Wait()
@@ -108,6 +80,47 @@ func Dial(ctx context.Context, target string, cfg DialConfig) (*Backend, error) 
 	}
 	b.stop = func() { b.client.Close(); <-done }
 	return b, nil
+}
+
+// authMethods are the agent's keys (unless cfg leaves it out), then the
+// key files'; closeAgent closes the connection to the agent.
+func authMethods(cfg DialConfig) (auth []ssh.AuthMethod, closeAgent func()) {
+	var agentConn net.Conn
+	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" && !cfg.NoAgent {
+		if c, err := net.Dial("unix", sock); err == nil {
+			agentConn = c
+			auth = append(auth, ssh.PublicKeysCallback(agent.NewClient(c).Signers))
+		}
+	}
+	if signers := keySigners(cfg.KeyFiles); len(signers) > 0 {
+		auth = append(auth, ssh.PublicKeys(signers...))
+	}
+	return auth, func() {
+		if agentConn != nil {
+			agentConn.Close()
+		}
+	}
+}
+
+// handshake dials addr and runs the SSH handshake, both bounded by ctx.
+func handshake(ctx context.Context, addr string, config *ssh.ClientConfig) (*ssh.Client, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	sc, chans, reqs, err := ssh.NewClientConn(conn, addr, config)
+	stop()
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return ssh.NewClient(sc, chans, reqs), nil
 }
 
 // keepAlive sends a keepalive request every interval and closes the

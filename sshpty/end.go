@@ -22,10 +22,10 @@ const killBound = 5 * time.Second
 // session and process group (background jobs, nohup, a subshell's child)
 // with TERM, HUP and KILL on the local library's schedule and names the
 // survivors; the connection carries nothing while it waits. Elsewhere the
-// "signal" requests OpenSSH honours (since 7.9) reach the command's
-// process group, and closing the channel hangs up the terminal. A lost
-// connection has already hung up the terminal on the host: nothing is
-// left to send.
+// "signal" requests OpenSSH honours (since 7.9, and not on a root login)
+// reach the command's process group, and closing the channel hangs up the
+// terminal. A lost connection has already hung up the terminal on the
+// host: nothing is left to send.
 func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	if t.pid > 0 && t.info.linux {
 		out, err := t.end(ctx, hupDelay, grace)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/termwait"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -167,394 +166,103 @@ func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte,
 	return h.run(ctx, call, bg)
 }
 
-// sysCalls are a host architecture's numbers of the system calls that
-// wait on descriptors: read (one descriptor), select and poll (sets in the
-// process's memory), epoll (what the epoll descriptor watches), and where
-// their timeouts are (argument index; ptr: a pointer to a timespec or
-// timeval; ms: milliseconds).
-type sysCalls struct {
-	read, sel, poll, epoll map[uint64]bool
-	timeout                map[uint64]timeoutArg
-}
+// stateFresh is how long a probe's answer is reused: its echo flag for
+// EchoOff while no input, signal or resize came since, whatever the
+// output (the library asks on every chunk of output when it sends events,
+// and a round trip per chunk would throttle the output); the whole
+// answer for EchoOff and Foreground while nothing that could change it
+// happened (output, input, a signal, a resize; see terminal.gen). A
+// result's state reads both in turn, and then the echo flag again: one
+// probe serves the three.
+const stateFresh = 10 * time.Millisecond
 
-type timeoutArg struct {
-	arg  int
-	kind byte // 's': struct timespec *, 'u': struct timeval *, 'm': int milliseconds
-}
-
-var archCalls = map[string]sysCalls{
-	"x86_64": {
-		read:  set(0, 19, 17),     // read, readv, pread64
-		sel:   set(23, 270),       // select, pselect6
-		poll:  set(7, 271),        // poll, ppoll
-		epoll: set(232, 281, 441), // epoll_wait, epoll_pwait, epoll_pwait2
-		timeout: map[uint64]timeoutArg{
-			23: {4, 'u'}, 270: {4, 's'}, 7: {2, 'm'}, 271: {2, 's'}, 232: {3, 'm'}, 281: {3, 'm'}, 441: {3, 's'},
-		},
-	},
-	"aarch64": {
-		read:    set(63, 65, 67),
-		sel:     set(72),
-		poll:    set(73),
-		epoll:   set(22, 441),
-		timeout: map[uint64]timeoutArg{72: {4, 's'}, 73: {2, 's'}, 22: {3, 'm'}, 441: {3, 's'}},
-	},
-}
-
-func set(n ...uint64) map[uint64]bool {
-	m := map[uint64]bool{}
-	for _, v := range n {
-		m[v] = true
+// probe reads the terminal's state on the host, or reuses the last
+// probe's answer (see stateFresh), and keeps the answer.
+func (t stateTerminal) probe() remotestate.Result {
+	if r, ok := t.cached(); ok {
+		return r
 	}
-	return m
+	gen, in, at := t.gen.Load(), t.inGen.Load(), time.Now()
+	t.syncTyped()
+	r, ok := t.probeNow()
+	if ok {
+		t.keep(r, gen, in, at)
+	}
+	return r
 }
 
-// probeLine is the probe shell's call for the command whose pid is pid.
-func probeLine(pid int, nonce string, c sysCalls) string {
-	var ws, ep, ts []string
-	for _, m := range []map[uint64]bool{c.read, c.sel, c.poll, c.epoll} {
-		for nr := range m {
-			ws = append(ws, strconv.FormatUint(nr, 10))
-		}
+// cached is the last answer, while nothing that could change it happened
+// and for stateFresh at most.
+func (t *terminal) cached() (remotestate.Result, bool) {
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
+	if t.lastOK && t.gen.Load() == t.lastGen && time.Since(t.lastAt) < stateFresh {
+		return t.last, true
 	}
-	for nr := range c.epoll {
-		ep = append(ep, strconv.FormatUint(nr, 10))
-	}
-	for nr, a := range c.timeout {
-		if a.kind != 'm' {
-			ts = append(ts, fmt.Sprintf("%d:%d", nr, a.arg))
-		}
-	}
-	nosys := ""
-	if len(ws) == 0 { // an architecture whose calls are not listed here: the echo flag decides
-		nosys = "1"
-	}
-	return fmt.Sprintf("FN=%s NOSYS=%s WS=%q EP=%q TS=%q SEL=%q POL=%q probe %d", nonce, nosys, strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), nums(c.sel), nums(c.poll), pid)
+	return remotestate.Result{}, false
 }
 
-func nums(m map[uint64]bool) string {
-	var out []string
-	for nr := range m {
-		out = append(out, strconv.FormatUint(nr, 10))
+// keep keeps r, the answer of a probe begun at at, while gen was gen and
+// inGen in.
+func (t *terminal) keep(r remotestate.Result, gen, in uint64, at time.Time) {
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
+	if r.EchoRead {
+		t.echo, t.echoAt, t.echoIn = r.EchoOff, at, in
 	}
-	return strings.Join(out, " ")
+	t.last, t.lastGen, t.lastAt, t.lastOK = r, gen, at, true
 }
 
-// probeResult is what one probe found.
-type probeResult struct {
-	echoOff  bool
-	echoRead bool // the probe read the echo flag (stty)
-	fence    int  // the mark the probe wrote to the terminal, 0 for none
-	fg       agentpty.Foreground
-}
-
-// probeProc is one process of the foreground group as the probe saw it.
-type probeProc struct {
-	pid    int
-	state  byte
-	comm   string
-	sys    []uint64 // number and arguments; nil when not in a system call
-	hidden bool     // the kernel does not show its system call to us
-	ttyFDs map[uint64]bool
-	epoll  [][2]uint64 // descriptor, events
-	mem    []byte      // the timeout its call points at
-	set    []byte      // the select or poll descriptor set it waits on
-}
-
-// echoFresh is how long an echo flag read by a probe answers EchoOff: the
-// library asks on every chunk of output when it sends events, and a round
-// trip per chunk would throttle the output.
-const echoFresh = 10 * time.Millisecond
-
-// probe reads the terminal's state on the host (all of it when full,
-// else the echo flag alone) and keeps the echo flag for EchoOff.
-func (t stateTerminal) probe(full bool) probeResult {
-	// Typed input travels on the session's channel, the probe on the
-	// probe shell's: a request on the session's channel, answered once the
-	// server has taken what came before it, keeps the probe from looking
-	// at the program before the input reached its terminal.
+// syncTyped orders a probe after the input typed since the last one.
+// Typed input travels on the session's channel, the probe on the probe
+// channel: a request on the session's channel, answered once the server
+// has taken what came before it, keeps the probe from looking at the
+// program before the input reached its terminal.
+func (t *terminal) syncTyped() {
 	if t.typed.Swap(false) {
 		_, _ = t.sess.SendRequest("sync@agentpty", true, nil)
 	}
-	var r probeResult
-	if full {
-		r = t.probeNow()
-	} else {
-		out, err := t.helperRun(context.Background(), fmt.Sprintf("echoof %d", t.pid), false)
-		if err == nil {
-			r = parseProbe(out, sysCalls{}, false)
-		}
-	}
-	if !full || r.echoRead {
-		t.probeMu.Lock()
-		t.echo, t.echoAt = r.echoOff, time.Now()
-		t.probeMu.Unlock()
-	}
-	return r
 }
 
-func (t stateTerminal) probeNow() probeResult {
-	c, ok := archCalls[t.info.arch]
-	out, err := t.helperRun(context.Background(), probeLine(t.pid, t.nonce, c), false)
+// probeNow runs remotestate's probe in the probe shell; false when the
+// shell did not answer.
+func (t *terminal) probeNow() (remotestate.Result, bool) {
+	c, known := remotestate.Archs[t.info.arch]
+	h, err := t.b.probeShell()
+	var out []byte
+	if err == nil {
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d", t.nonce, remotestate.Vars(c), t.pid), false)
+	}
 	if err != nil {
-		return probeResult{}
+		return remotestate.Result{}, false
 	}
-	r := parseProbe(out, c, ok)
-	if r.fence > 0 && !t.awaitFence(r.fence) {
-		r.fg.Waiting = false // what the program wrote did not all arrive: not known to wait
+	r := remotestate.Parse(out, c, known)
+	if r.Fence > 0 && !t.awaitFence(r.Fence) {
+		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
-	return r
-}
-
-// parseProbe decides as the local library does: the foreground group's
-// leader first; a process running (R, D) means not waiting; a sleeping
-// one waits when its system call waits on the terminal, or, where the
-// kernel hides the call, when the terminal's echo is off (a password
-// prompt).
-func parseProbe(out []byte, c sysCalls, known bool) probeResult {
-	var r probeResult
-	var procs []*probeProc
-	var cur *probeProc
-	unread := false
-	for _, line := range strings.Split(string(out), "\n") {
-		kind, rest, _ := strings.Cut(line, " ")
-		switch kind {
-		case "unread":
-			unread = true
-		case "fence":
-			r.fence, _ = strconv.Atoi(rest)
-		case "stty":
-			r.echoOff, r.echoRead = sttyEchoOff(rest), true
-		case "p":
-			f := strings.SplitN(rest, " ", 3)
-			if len(f) < 3 || f[1] == "" {
-				cur = nil
-				continue
-			}
-			pid, _ := strconv.Atoi(f[0])
-			cur = &probeProc{pid: pid, state: f[1][0], comm: f[2], ttyFDs: map[uint64]bool{}}
-			procs = append(procs, cur)
-		case "s":
-			if cur == nil {
-				continue
-			}
-			w := strings.Fields(rest)
-			switch {
-			case len(w) == 0:
-				cur.hidden = true
-			case len(w) >= 7:
-				for _, v := range w[:7] {
-					n, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), base(v), 64)
-					if err != nil {
-						cur.hidden = true
-						break
-					}
-					cur.sys = append(cur.sys, n)
-				}
-			}
-		case "f":
-			if cur != nil {
-				for _, v := range strings.Fields(rest) {
-					if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-						cur.ttyFDs[n] = true
-					}
-				}
-			}
-		case "e":
-			if cur != nil {
-				w := strings.Fields(rest) // "FD events: HEX ..."
-				if len(w) >= 3 {
-					fd, err1 := strconv.ParseUint(w[0], 10, 64)
-					ev, err2 := strconv.ParseUint(w[2], 16, 32)
-					if err1 == nil && err2 == nil {
-						cur.epoll = append(cur.epoll, [2]uint64{fd, ev})
-					}
-				}
-			}
-		case "m", "ms", "mp":
-			if cur != nil {
-				b, _ := hex.DecodeString(strings.ReplaceAll(rest, " ", ""))
-				if kind == "m" {
-					cur.mem = b
-				} else {
-					cur.set = b
-				}
-			}
-		}
-	}
-	running := false
-	for _, p := range procs {
-		if r.fg.Name == "" {
-			r.fg.Name, r.fg.PID = p.comm, p.pid
-		}
-		switch p.state {
-		case 'R', 'D':
-			running = true
-			continue
-		case 'S':
-		default:
-			continue
-		}
-		var w terminalWait
-		if p.hidden || !known {
-			w.on = r.echoOff // read by the probe for this case
-		} else {
-			w = p.onTerminal(c)
-		}
-		if w.on && !r.fg.Waiting {
-			r.fg.Name, r.fg.PID, r.fg.Waiting, r.fg.Quiet = p.comm, p.pid, true, w.quiet
-		}
-	}
-	r.fg.Waiting = r.fg.Waiting && !running
-	r.fg.Unread = unread
-	return r
-}
-
-func base(v string) int {
-	if strings.HasPrefix(v, "0x") {
-		return 16
-	}
-	return 10
-}
-
-// sttyEchoOff reads stty -a: echo off in line mode.
-func sttyEchoOff(s string) bool {
-	echo, icanon := false, false
-	for _, w := range strings.Fields(s) {
-		switch strings.TrimSuffix(w, ";") {
-		case "echo":
-			echo = true
-		case "icanon":
-			icanon = true
-		}
-	}
-	return icanon && !echo
-}
-
-// terminalWait is how a process waits on the terminal, if it does.
-type terminalWait struct {
-	on    bool          // blocked reading the terminal, or in select/poll/epoll for it
-	quiet time.Duration // how long output and input must have paused before that counts
-}
-
-// onTerminal tells whether the process's system call waits on the
-// terminal, and how, as the local library decides it: the descriptor
-// sets of select and poll and what epoll watches come from the host
-// (stdin stands for a set that cannot be read), a wait with a timeout
-// under shortestWait is a pause, and waitQuiet says how long a wait must
-// have been quiet to count.
-func (p *probeProc) onTerminal(c sysCalls) terminalWait {
-	if len(p.sys) < 7 {
-		return terminalWait{}
-	}
-	nr, arg := p.sys[0], p.sys[1:]
-	if c.read[nr] {
-		return terminalWait{on: p.ttyFDs[arg[0]]}
-	}
-	on, others := false, false
-	note := func(fd uint64) {
-		if p.ttyFDs[fd] {
-			on = true
-		} else {
-			others = true
-		}
-	}
-	switch {
-	case c.sel[nr]:
-		if arg[1] == 0 {
-			return terminalWait{}
-		}
-		if p.set == nil {
-			note(0)
-		}
-		for fd := uint64(0); fd < uint64(8*len(p.set)) && fd < arg[0]; fd++ {
-			if p.set[fd/8]&(1<<(fd%8)) != 0 {
-				note(fd)
-			}
-		}
-	case c.poll[nr]:
-		if p.set == nil {
-			note(0)
-		}
-		for i := 0; i+8 <= len(p.set); i += 8 {
-			fd := int32(uint32(p.set[i]) | uint32(p.set[i+1])<<8 | uint32(p.set[i+2])<<16 | uint32(p.set[i+3])<<24)
-			if events := uint16(p.set[i+4]) | uint16(p.set[i+5])<<8; events&1 != 0 && fd >= 0 { // POLLIN
-				note(uint64(fd))
-			}
-		}
-	case c.epoll[nr]:
-		for _, e := range p.epoll {
-			if e[1]&1 != 0 { // EPOLLIN
-				note(e[0])
-			}
-		}
-	default:
-		return terminalWait{}
-	}
-	if !on {
-		return terminalWait{}
-	}
-	d, finite := p.timeout(nr, arg, c)
-	if finite && d < termwait.Shortest {
-		return terminalWait{} // a pause in the program's work
-	}
-	return terminalWait{on: true, quiet: termwait.Quiet(others, d, finite)}
-}
-
-// timeout is the timeout the wait asked for; finite is false for none
-// (or one that cannot be read).
-func (p *probeProc) timeout(nr uint64, arg []uint64, c sysCalls) (d time.Duration, finite bool) {
-	a, ok := c.timeout[nr]
-	if !ok {
-		return 0, false
-	}
-	switch a.kind {
-	case 'm':
-		ms := int32(arg[a.arg])
-		if ms < 0 {
-			return 0, false
-		}
-		return time.Duration(ms) * time.Millisecond, true
-	default:
-		if arg[a.arg] == 0 || len(p.mem) < 16 {
-			return 0, false
-		}
-		unit := time.Nanosecond
-		if a.kind == 'u' {
-			unit = time.Microsecond
-		}
-		return time.Duration(le64(p.mem))*time.Second + time.Duration(le64(p.mem[8:]))*unit, true
-	}
-}
-
-func le64(b []byte) uint64 {
-	var v uint64
-	for i := 7; i >= 0; i-- {
-		v = v<<8 | uint64(b[i])
-	}
-	return v
+	return r, true
 }
 
 // EchoOff reports the terminal in line mode without echo: a password
-// prompt. It costs a round trip on the probe channel and one stty there,
-// unless a probe read the flag within echoFresh.
+// prompt. It costs a probe (see Foreground), unless one read the flag
+// within stateFresh.
 func (t stateTerminal) EchoOff() bool {
 	t.probeMu.Lock()
-	echo, fresh := t.echo, time.Since(t.echoAt) < echoFresh
+	echo, fresh := t.echo, time.Since(t.echoAt) < stateFresh && t.echoIn == t.inGen.Load()
 	t.probeMu.Unlock()
 	if fresh {
 		return echo
 	}
-	return t.probe(false).echoOff
+	return t.probe().EchoOff
 }
 
 // Foreground reports the foreground program, read on the host through
 // the probe shell: one round trip on the connection's probe channel and a
-// few builtins of the shell there (plus a stty where the kernel hides the
-// system call, and a dd and od when the program waits in select with a
-// timeout). Each call is a probe of its own: the library orders it after
-// what it checks before.
-func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe(true).fg }
+// few builtins of the shell there, plus a stty for the echo flag and a dd
+// and od when the program waits in select or poll with a timeout. The answer
+// serves EchoOff and Foreground for stateFresh while nothing that could
+// change it happens.
+func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }
 
 // OutputPending reports output on its way: taken off the channel and not
 // yet returned by Read, or returned while no later Read waits. Output the

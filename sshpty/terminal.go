@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -54,10 +55,18 @@ type terminal struct {
 	closedCh  chan struct{} // closed by Close
 
 	typed atomic.Bool // input was written since the last probe
+	// gen counts what could change the terminal's state: output read,
+	// input written, a signal sent, a resize; inGen all but the output.
+	gen, inGen atomic.Uint64
 
-	probeMu sync.Mutex // guards the fields below
-	echo    bool       // the echo flag the last probe read
-	echoAt  time.Time  // when
+	probeMu sync.Mutex         // guards the fields below
+	echo    bool               // the echo flag the last probe read
+	echoAt  time.Time          // when that probe began
+	echoIn  uint64             // inGen then
+	last    remotestate.Result // the last probe's answer, when lastOK
+	lastGen uint64             // gen when it began
+	lastAt  time.Time          // when it began
+	lastOK  bool
 }
 
 func newTerminal(b *Backend, name string, sess *ssh.Session, in io.Writer, out io.Reader, info *hostInfo) *terminal {
@@ -92,6 +101,9 @@ func (t *terminal) pump() {
 		}
 		var fence int
 		data, carry, fence = stripFences(data, prefix, err != nil)
+		if len(data) > 0 {
+			t.gen.Add(1)
+		}
 		t.omu.Lock()
 		for len(t.buf) >= pumpMax && !t.closed {
 			t.ocond.Wait()
@@ -278,6 +290,8 @@ func (t *terminal) writeChunk(p []byte) error {
 		close(done)
 	}()
 	t.typed.Store(true)
+	t.changed()
+	defer t.changed() // and once it went: a probe begun in between may have looked before it
 	if !t.await(done) {
 		return os.ErrDeadlineExceeded
 	}
@@ -333,6 +347,13 @@ func (t *terminal) writeErr(err error) error {
 	return err
 }
 
+// changed counts input, a signal or a resize: a probe's answer from
+// before it is not reused.
+func (t *terminal) changed() {
+	t.inGen.Add(1)
+	t.gen.Add(1)
+}
+
 // SetWriteDeadline bounds Write, as on an os.File.
 func (t *terminal) SetWriteDeadline(tm time.Time) error {
 	t.wmu.Lock()
@@ -345,6 +366,7 @@ func (t *terminal) SetWriteDeadline(tm time.Time) error {
 
 // Resize sends window-change; the host's kernel tells the command.
 func (t *terminal) Resize(cols, rows int) error {
+	defer t.changed()
 	if err := t.sess.WindowChange(rows, cols); err != nil {
 		return t.writeErr(err)
 	}
@@ -354,12 +376,13 @@ func (t *terminal) Resize(cols, rows int) error {
 // Signal sends sig to the terminal's foreground process group: through
 // the probe shell (kill to the group /proc names) on a Linux host,
 // otherwise as a "signal" request, which OpenSSH (7.9 and later) delivers
-// to the command's own process group.
+// to the command's own process group, except on a root login.
 func (t *terminal) Signal(sig os.Signal) error {
 	name, ok := signalName(sig)
 	if !ok {
 		return fmt.Errorf("%w: %s: signal %v has no name the host knows", agentpty.ErrInvalid, t.name, sig)
 	}
+	defer t.changed()
 	if t.held {
 		if out, err := t.helperRun(context.Background(), fmt.Sprintf("sig %d %s", t.pid, name), false); err == nil && bytes.Contains(out, []byte("sent")) {
 			return nil

@@ -1,0 +1,106 @@
+package remotestate
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/agentpty/agentpty/internal/testkit"
+)
+
+// Funcs' probe, run by bash on real programs under a pty and read by
+// Parse, decides as the local library does: a program reading its
+// terminal, a password prompt, select (with a timeout too), poll and
+// epoll on the terminal, and a pipeline whose reader is not the group's
+// leader wait for input; a busy loop and a program waiting on a pipe do
+// not.
+func TestFuncsOnRealPrograms(t *testing.T) {
+	testkit.Need(t, "bash", "python3")
+	calls, ok := Archs[strings.TrimSpace(run(t, "uname -m"))]
+	if !ok {
+		t.Skip("an architecture remotestate does not list")
+	}
+	fds := testkit.OpenFDs(t)
+	python := "/usr/bin/python3" // the interpreter itself, not a version manager's shim
+	if _, err := os.Stat(python); err != nil {
+		python = "python3"
+	}
+	py := func(code string) []string {
+		return []string{python, "-c", "import os, select, selectors, sys\n" + code}
+	}
+	cases := []struct {
+		name             string
+		argv             []string
+		waiting, echoOff bool
+	}{
+		{"read", []string{"cat"}, true, false},
+		{"read -s", []string{"bash", "-c", "read -s x"}, true, true},
+		{"select", py("select.select([sys.stdin], [], [])"), true, false},
+		{"select 9s", py("select.select([sys.stdin], [], [], 9)"), true, false},
+		{"poll", py("p = select.poll(); p.register(0, select.POLLIN); p.poll()"), true, false},
+		{"epoll", py("s = selectors.DefaultSelector(); s.register(sys.stdin, selectors.EVENT_READ); s.select()"), true, false},
+		{"pipeline", []string{"bash", "-c", "cat | cat"}, true, false},
+		{"running", []string{"bash", "-c", "while :; do :; done"}, false, false},
+		{"a pipe", py("r, w = os.pipe(); os.read(r, 1)"), false, false},
+	}
+	for _, c := range cases {
+		cmd := exec.Command(c.argv[0], c.argv[1:]...)
+		f, err := pty.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		// Settled: two probes alike, none of whose processes runs (but for
+		// the busy loop).
+		var r Result
+		var out string
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			a, b := probe(t, pid, calls), probe(t, pid, calls)
+			out = b
+			if a == b && (c.name == "running" || !strings.Contains(b, " R ")) || time.Now().After(deadline) {
+				break
+			}
+		}
+		r = Parse([]byte(out), calls, true)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		cmd.Wait()
+		f.Close()
+		if !r.EchoRead || r.Fg.Waiting != c.waiting || r.EchoOff != c.echoOff || r.Fg.Name == "" {
+			t.Errorf("%s: %+v; want waiting %v, echo off %v\n%s", c.name, r, c.waiting, c.echoOff, out)
+		}
+		if c.waiting && r.Fence == 0 {
+			t.Errorf("%s: no mark written to the terminal of a program that waits on it", c.name)
+		}
+	}
+	if now := testkit.OpenFDs(t); now > fds {
+		t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
+	}
+}
+
+// probe runs Funcs' probe of pid through bash and returns its lines
+// without the "1 " of the request, the mark it wrote to the terminal
+// aside.
+func probe(t *testing.T, pid int, c Calls) string {
+	out := run(t, "exec 2>/dev/null\n"+Funcs+fmt.Sprintf("\nQ=1 FN=x %s\nprobe %d\nwait\n", Vars(c), pid))
+	return strings.ReplaceAll("\n"+out, "\n1 ", "\n")[1:]
+}
+
+func run(t *testing.T, script string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "--noprofile", "--norc")
+	cmd.Stdin = strings.NewReader(script)
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bash: %v\n%s", err, errs.String())
+	}
+	return out.String()
+}

@@ -1,0 +1,105 @@
+package remotestate
+
+// Funcs are the shell functions that collect a terminal's state, in POSIX
+// sh with only what every Linux host has (the shell's builtins, stty, dd,
+// od): "probe PID" after the assignments of Vars (and FN, the nonce of
+// the fence's mark) prints the lines Parse reads, each after "$Q ". They
+// read what the local library reads from the kernel: /proc/PID/stat
+// (state, process group, session, terminal, the terminal's foreground
+// group), /proc/PID/syscall (the system call a sleeping process is
+// blocked in, and its arguments), /proc/PID/fd (which descriptors are the
+// terminal), /proc/PID/fdinfo (what an epoll descriptor watches),
+// /proc/PID/mem (a select or poll timeout and descriptor set), and the
+// terminal's modes through stty.
+//
+// A script may define echoflag (print "$Q stty" and the modes of $D) and
+// fence (write a mark to $D that tells when the output before it has
+// arrived, and print "$Q fence N") anew after these.
+const Funcs = `
+st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
+# bash's ## is slow on a long line: the same cut from the last ")".
+[ -z "$BASH_VERSION" ] || eval 'st() { l=; read -r l </proc/$1/stat || [ -n "$l" ] || return 1; sx=${l%)*}; C=${sx#*\(}; R=${l:${#sx}+2}; }'
+echoflag() { echo "$Q stty" $(stty -a <"$D"); }
+fence() { { printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } & echo "$Q fence $Q"; }
+look() {
+	st $1 || return 1
+	set -- $1 $R
+	echo "$Q p $1 $2 $C"
+	case $2 in R|D) DEC=1; return 0;; S) ;; *) return 0;; esac
+	s=; { read -r s </proc/$1/syscall; } 2>/dev/null
+	echo "$Q s $s"
+	if [ -z "$s" ]; then W=1; return 0; fi
+	f=; for x in /proc/$1/fd/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
+	echo "$Q f$f"
+	p=$1; set -- $s
+	[ $# -ge 7 ] || return 0
+	case " $WS " in *" $1 "*) [ -n "$f" ] && DEC=1 W=1;; esac
+	case " $EP " in *" $1 "*) while read -r k v r; do [ "$k" = tfd: ] && echo "$Q e $v $r"; done </proc/$p/fdinfo/$(($2));; esac
+	for sp in $TS; do
+		case $sp in "$1":*) eval "a=\${$((${sp#*:} + 2))}"; mem m $((a)) 16;; esac
+	done
+	# The descriptor set of a select (nfds, readfds) or a poll (fds, nfds).
+	case " $SEL " in *" $1 "*) n=$(($2)); [ $n -le 1024 ] || n=1024; mem ms $(($3)) $(((n + 7) / 8));; esac
+	case " $POL " in *" $1 "*) n=$(($3)); [ $n -le 1024 ] || n=1024; mem mp $(($2)) $((8 * n));; esac
+	return 0
+}
+mem() {
+	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
+}
+tty() {
+	st $1 || { echo "$Q gone"; return 1; }
+	set -- $R; n=$5; T=$6
+	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
+	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
+	# A container's /dev may lack it: the command's own descriptor then.
+	[ -z "$D" ] || [ -c "$D" ] || D=/proc/$1/fd/0
+	echo "$Q t $T $D"
+	[ -n "$D" ]
+}
+probe() {
+	W=
+	look1 $1
+	# A program that looks blocked on the terminal may have written output
+	# that is still on its way: a mark written to the terminal now comes
+	# after all of it, and the reader waits for it.
+	if [ -n "$W" ]; then fence; fi
+}
+look1() {
+	tty $1 || return
+	echoflag
+	if [ -n "$BASH_VERSION" ]; then read -t 0 <"$D" && echo "$Q unread"; fi
+	[ "$T" -gt 0 ] || return
+	DEC=
+	look $T
+	[ -z "$DEC" ] || return
+	# The group's other members, found below its leader (children files)
+	# rather than by reading all of /proc, which a shell does slowly.
+	if [ -e /proc/$T/task/$T/children ]; then
+		q=$T
+		while [ -n "$q" ]; do
+			x=${q%% *}; case $q in *" "*) q=${q#* };; *) q=;; esac
+			for c in /proc/$x/task/*/children; do
+				k=; { read -r k <"$c"; } 2>/dev/null
+				for y in $k; do
+					q="${q:+$q }$y"
+					member $y
+					[ -z "$DEC" ] || return
+				done
+			done
+		done
+		return
+	fi
+	for x in /proc/[0-9]*/stat; do
+		y=${x#/proc/}; y=${y%/stat}
+		[ "$y" = "$T" ] && continue
+		member $y
+		[ -z "$DEC" ] || return
+	done
+}
+# member looks at process $1 if it is of the foreground group $T.
+member() {
+	st $1 || return
+	set -- $1 $R
+	[ "$4" = "$T" ] && look $1
+}
+`

@@ -1,0 +1,32 @@
+package kubepty
+
+import (
+	"testing"
+
+	"github.com/agentpty/agentpty"
+)
+
+// An exit code 128+N is signal N when the session sent N to the command
+// itself, and a code otherwise.
+func TestSignalDeaths(t *testing.T) {
+	_, b := standin(t)
+	m := newManager(t, b, "4715")
+	// The same code chosen by the program is a code.
+	res := mustStart(t, m, agentpty.StartRequest{Command: "echo bye; exit 143", WaitMS: ptr(5000)})
+	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 143 || res.Signal != "" {
+		t.Errorf("exit 143: exited %v code %v signal %q", res.Exited, res.ExitCode, res.Signal)
+	}
+	// A signal that reached only the foreground job, not the command (a
+	// shell with job control), leaves the shell's own exit a code.
+	res = mustStart(t, m, agentpty.StartRequest{Command: "set -m; echo ready; sleep 4715; exit $?", WaitFor: "ready"})
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "TERM", WaitMS: ptr(5000)})
+	if !w.Exited || w.ExitCode == nil || *w.ExitCode != 143 || w.Signal != "" {
+		t.Errorf("the job's SIGTERM: exited %v code %v signal %q", w.Exited, w.ExitCode, w.Signal)
+	}
+	// Kill's TERM ends the command: the signal.
+	res = mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec sleep 4715", WaitFor: "ready"})
+	k, err := m.Kill(ctx10(t), res.ID)
+	if err != nil || k.ExitCode != nil || k.Signal != "SIGTERM" {
+		t.Errorf("Kill: code %v signal %q (%v)", k.ExitCode, k.Signal, err)
+	}
+}
