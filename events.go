@@ -12,6 +12,7 @@ type outputEvents struct {
 	outArmed atomic.Bool  // an output event is due
 	outLast  atomic.Int64 // when the last one was sent, unix ns
 	outTimer atomic.Pointer[time.Timer]
+	rendered atomic.Bool  // output has been rendered since the start
 	watched  atomic.Int32 // len(watchers), read without the lock
 	watchers []*watcher   // guarded by the manager's mu
 }
@@ -49,8 +50,10 @@ func WithEvents(ctx context.Context, f func(Event)) context.Context {
 }
 
 // watch sends s's output events to the function ctx carries (WithEvents),
-// if any, until the func it returns is called.
-func (s *Session) watch(ctx context.Context) func() {
+// if any, until the func it returns is called. A start's watcher also
+// hears the output rendered before it was added: the program may print
+// before the start's wait begins, and then print nothing more.
+func (s *Session) watch(ctx context.Context, start bool) func() {
 	f, _ := ctx.Value(eventsKey{}).(func(Event))
 	if f == nil {
 		return func() {}
@@ -61,6 +64,9 @@ func (s *Session) watch(ctx context.Context) func() {
 	s.ev.watchers = append(s.ev.watchers, w)
 	s.m.mu.Unlock()
 	s.ev.watched.Add(1)
+	if start && s.ev.rendered.Load() {
+		s.armOutput()
+	}
 	return func() {
 		w.active.Store(false)
 		s.ev.watched.Add(-1)
@@ -74,9 +80,18 @@ func (s *Session) watch(ctx context.Context) func() {
 // timer at a time, so it never blocks and costs nothing when no one
 // listens; the timer sends the event at most outputEvery after the last.
 func (s *Session) outputChanged() {
+	if !s.ev.rendered.Load() {
+		s.ev.rendered.Store(true)
+	}
 	if s.m.opts.OnEvent == nil && s.ev.watched.Load() == 0 {
 		return
 	}
+	s.armOutput()
+}
+
+// armOutput has an output event sent, unless one is already due: that one
+// takes the lines, and the watchers, as they are when it is sent.
+func (s *Session) armOutput() {
 	if !s.ev.outArmed.CompareAndSwap(false, true) {
 		return
 	}

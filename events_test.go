@@ -214,6 +214,27 @@ func TestWithEventsDuringACall(t *testing.T) {
 	log3.await(t, "during a run", outputWith(sh.ID, "ran-with-events"))
 }
 
+// A start's WithEvents function hears what the program printed before the
+// start's wait began, though it prints nothing after: the child runs, and
+// may print, before the start's wait adds the function. Here the wait
+// begins after "ready" was rendered, as it does when the start's goroutine
+// is late.
+func TestStartHearsOutputBeforeItsWait(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; exec sleep 300", WaitFor: "ready"})
+	s, err := m.lookup(ToolStart, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newEventLog()
+	leave, err := s.turn(WithEvents(context.Background(), log.add), ToolStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	log.await(t, "with ready", outputWith(res.ID, "ready"))
+}
+
 // A start whose context ends before it returns kills what it started and
 // frees its slot: no one else could learn its id.
 func TestCancelledStartKillsItsSession(t *testing.T) {
