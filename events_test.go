@@ -235,6 +235,39 @@ func TestStartHearsOutputBeforeItsWait(t *testing.T) {
 	log.await(t, "with ready", outputWith(res.ID, "ready"))
 }
 
+// A write's WithEvents function hears only output printed during the
+// write, not the lines an output event still due from before carries: a
+// silent wait's progress says only how long it has waited.
+func TestWriteHearsOnlyOutputDuringIt(t *testing.T) {
+	log := newEventLog()
+	m := newManager(t, Options{OnEvent: log.add})
+	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	s, err := m.lookup(ToolWrite, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := newEventLog()
+	leave, err := s.turn(WithEvents(context.Background(), seen.add), ToolWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	began := time.Now()
+	// An output event sent now, as one the start's output left due is,
+	// carries only "ready".
+	s.armOutput()
+	log.await(t, "sent during the write", func(e Event) bool { return e.Kind == EventOutput && !e.Time.Before(began) })
+	// Events come in order: once "killed" has come, so has anything queued
+	// for the write's function with that output event.
+	if _, err := m.Kill(context.Background(), res.ID); err != nil {
+		t.Fatal(err)
+	}
+	log.await(t, "killed", func(e Event) bool { return e.Kind == EventKilled })
+	if got := seen.snapshot(); len(got) > 0 {
+		t.Errorf("the write's function heard output printed before the write: %v", got)
+	}
+}
+
 // A start whose context ends before it returns kills what it started and
 // frees its slot: no one else could learn its id.
 func TestCancelledStartKillsItsSession(t *testing.T) {
