@@ -222,17 +222,26 @@ func TestWithEventsDuringACall(t *testing.T) {
 func TestStartHearsOutputBeforeItsWait(t *testing.T) {
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; exec sleep 300", WaitFor: "ready"})
-	s, err := m.lookup(ToolStart, res.ID)
+	log, _ := watchAs(t, m, res.ID, ToolStart)
+	log.await(t, "with ready", outputWith(res.ID, "ready"))
+}
+
+// watchAs begins a call of tool on session id with a WithEvents function,
+// as the tool's call does before its wait, and returns what the function
+// hears and the session. The call ends when the test does.
+func watchAs(t *testing.T, m *Manager, id, tool string) (*eventLog, *Session) {
+	t.Helper()
+	s, err := m.lookup(tool, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := newEventLog()
-	leave, err := s.turn(WithEvents(context.Background(), log.add), ToolStart)
+	leave, err := s.turn(WithEvents(context.Background(), log.add), tool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer leave()
-	log.await(t, "with ready", outputWith(res.ID, "ready"))
+	t.Cleanup(leave)
+	return log, s
 }
 
 // A write's WithEvents function hears only output printed during the
@@ -242,16 +251,7 @@ func TestWriteHearsOnlyOutputDuringIt(t *testing.T) {
 	log := newEventLog()
 	m := newManager(t, Options{OnEvent: log.add})
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
-	s, err := m.lookup(ToolWrite, res.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := newEventLog()
-	leave, err := s.turn(WithEvents(context.Background(), seen.add), ToolWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leave()
+	seen, s := watchAs(t, m, res.ID, ToolWrite)
 	began := time.Now()
 	// An output event sent now, as one the start's output left due is,
 	// carries only "ready".
