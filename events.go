@@ -3,6 +3,7 @@ package agentpty
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -33,7 +34,9 @@ type queued struct {
 // watcher is the event function of one call that waits on a session.
 type watcher struct {
 	f      func(Event)
-	active atomic.Bool // false once the call's wait has ended
+	mu     sync.Mutex // held while f runs, so the call's end waits for it
+	active bool       // false once the call's wait has ended; guarded by mu
+	last   []string   // the lines it heard last, or had before the call; guarded by the manager's mu
 }
 
 type eventsKey struct{}
@@ -41,28 +44,45 @@ type eventsKey struct{}
 // WithEvents returns a copy of ctx that makes a call given it (Start,
 // Write, Call) report the output events of the session it waits on to f,
 // while it waits, whether or not Options.OnEvent is set: a host's way to
-// show a tool call's progress. f is called as OnEvent is: in order, one
-// event at a time, without any lock held, from the library's goroutines,
-// and never once the call's wait has ended.
+// show a tool call's progress. An event reaches f only when its lines
+// differ from those f heard last, at first from those before the call (for
+// a Start, from none). f is called as OnEvent is: in order, one event at a
+// time, without any lock held, from the library's goroutines, and never
+// once the call's wait has ended: the call returns only after f has, so f
+// must not wait for the call.
 func WithEvents(ctx context.Context, f func(Event)) context.Context {
 	return context.WithValue(ctx, eventsKey{}, f)
 }
 
 // watch sends s's output events to the function ctx carries (WithEvents),
-// if any, until the func it returns is called.
-func (s *Session) watch(ctx context.Context) func() {
+// if any, until the func it returns is called: those whose lines differ
+// from the ones it heard last, at first from the lines before the call (a
+// newline or an escape sequence trailing them changes nothing to show). A
+// start's watcher hears the session's lines from the first, those
+// rendered before it was added too: the program may print before the
+// start's wait begins, and then print nothing more.
+func (s *Session) watch(ctx context.Context, start bool) func() {
 	f, _ := ctx.Value(eventsKey{}).(func(Event))
 	if f == nil {
 		return func() {}
 	}
-	w := &watcher{f: f}
-	w.active.Store(true)
+	// Taken before w is added: output rendered in between is news to it.
+	w := &watcher{f: f, active: true, last: s.Tail(outputLines)}
+	early := start && len(w.last) > 0
+	if start {
+		w.last = nil
+	}
 	s.m.mu.Lock()
 	s.ev.watchers = append(s.ev.watchers, w)
 	s.m.mu.Unlock()
 	s.ev.watched.Add(1)
+	if early {
+		s.armOutput()
+	}
 	return func() {
-		w.active.Store(false)
+		w.mu.Lock() // after f's event, if one is under way
+		w.active = false
+		w.mu.Unlock()
 		s.ev.watched.Add(-1)
 		s.m.mu.Lock()
 		s.ev.watchers = slices.DeleteFunc(s.ev.watchers, func(x *watcher) bool { return x == w })
@@ -77,6 +97,12 @@ func (s *Session) outputChanged() {
 	if s.m.opts.OnEvent == nil && s.ev.watched.Load() == 0 {
 		return
 	}
+	s.armOutput()
+}
+
+// armOutput has an output event sent, unless one is already due: that one
+// takes the lines, and the watchers, as they are when it is sent.
+func (s *Session) armOutput() {
 	if !s.ev.outArmed.CompareAndSwap(false, true) {
 		return
 	}
@@ -102,7 +128,10 @@ func (s *Session) emitOutput() {
 			start = m.enqueueOutput(queued{e: e}) || start
 		}
 		for _, w := range s.ev.watchers {
-			start = m.enqueueOutput(queued{e: e, to: w}) || start
+			if !slices.Equal(e.Lines, w.last) {
+				w.last = e.Lines
+				start = m.enqueueOutput(queued{e: e, to: w}) || start
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -141,7 +170,11 @@ func (m *Manager) hand(q queued) {
 	defer func() { _ = recover() }()
 	if q.to == nil {
 		m.opts.OnEvent(q.e)
-	} else if q.to.active.Load() {
-		q.to.f(q.e)
+	} else {
+		q.to.mu.Lock()
+		defer q.to.mu.Unlock()
+		if q.to.active {
+			q.to.f(q.e)
+		}
 	}
 }

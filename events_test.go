@@ -214,6 +214,60 @@ func TestWithEventsDuringACall(t *testing.T) {
 	log3.await(t, "during a run", outputWith(sh.ID, "ran-with-events"))
 }
 
+// A start's WithEvents function hears what the program printed before the
+// start's wait began, though it prints nothing after: the child runs, and
+// may print, before the start's wait adds the function. Here the wait
+// begins after "ready" was rendered, as it does when the start's goroutine
+// is late.
+func TestStartHearsOutputBeforeItsWait(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; exec sleep 300", WaitFor: "ready"})
+	log, _ := watchAs(t, m, res.ID, ToolStart)
+	log.await(t, "with ready", outputWith(res.ID, "ready"))
+}
+
+// watchAs begins a call of tool on session id with a WithEvents function,
+// as the tool's call does before its wait, and returns what the function
+// hears and the session. The call ends when the test does.
+func watchAs(t *testing.T, m *Manager, id, tool string) (*eventLog, *Session) {
+	t.Helper()
+	s, err := m.lookup(tool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newEventLog()
+	leave, err := s.turn(WithEvents(context.Background(), log.add), tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leave)
+	return log, s
+}
+
+// A write's WithEvents function hears only output printed during the
+// write, not the lines an output event still due from before carries: a
+// silent wait's progress says only how long it has waited.
+func TestWriteHearsOnlyOutputDuringIt(t *testing.T) {
+	log := newEventLog()
+	m := newManager(t, Options{OnEvent: log.add})
+	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	seen, s := watchAs(t, m, res.ID, ToolWrite)
+	began := time.Now()
+	// An output event sent now, as one the start's output left due is,
+	// carries only "ready".
+	s.armOutput()
+	log.await(t, "sent during the write", func(e Event) bool { return e.Kind == EventOutput && !e.Time.Before(began) })
+	// Events come in order: once "killed" has come, so has anything queued
+	// for the write's function with that output event.
+	if _, err := m.Kill(context.Background(), res.ID); err != nil {
+		t.Fatal(err)
+	}
+	log.await(t, "killed", func(e Event) bool { return e.Kind == EventKilled })
+	if got := seen.snapshot(); len(got) > 0 {
+		t.Errorf("the write's function heard output printed before the write: %v", got)
+	}
+}
+
 // A start whose context ends before it returns kills what it started and
 // frees its slot: no one else could learn its id.
 func TestCancelledStartKillsItsSession(t *testing.T) {

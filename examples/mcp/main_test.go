@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
@@ -498,13 +499,18 @@ func textOf(res *mcp.CallToolResult) string {
 }
 
 // connectInProcess serves the tools to the SDK's client over in-memory
-// transports, in this process. The server ends when the test does.
-func connectInProcess(t *testing.T, ctx context.Context, opts *mcp.ClientOptions) *mcp.ClientSession {
+// transports, in this process, through w if not nil. The server ends when
+// the test does.
+func connectInProcess(t *testing.T, ctx context.Context, opts *mcp.ClientOptions, w *wire) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	served := make(chan error, 1)
 	go func() { served <- run(ctx, agentpty.Options{}, st, io.Discard) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agentpty-test", Version: "v0.0.0"}, opts).Connect(ctx, ct, nil)
+	var client mcp.Transport = ct
+	if w != nil {
+		w.Transport, client = ct, w
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agentpty-test", Version: "v0.0.0"}, opts).Connect(ctx, client, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -519,22 +525,13 @@ func connectInProcess(t *testing.T, ctx context.Context, opts *mcp.ClientOptions
 
 // A call with a progress token whose wait is silent still gets a
 // notification at least every second, with the time elapsed and the
-// wait's total.
+// wait's total, and none after its result. Read off the wire: the client
+// hands notifications to its handler on a goroutine of their own, so one
+// sent before the result may reach the handler after the call returned.
 func TestProgressWhileSilent(t *testing.T) {
 	ctx := testCtx(t)
-	type note struct {
-		at time.Time
-		p  *mcp.ProgressNotificationParams
-	}
-	var mu sync.Mutex
-	var got []note
-	cs := connectInProcess(t, ctx, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			got = append(got, note{time.Now(), r.Params})
-			mu.Unlock()
-		},
-	})
+	w := &wire{}
+	cs := connectInProcess(t, ctx, nil, w)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-start", Arguments: map[string]any{"command": "echo ready; exec cat", "wait_for": "ready"}})
 	if err != nil || res.IsError {
 		t.Fatalf("pty-start: %v %s", err, textOf(res))
@@ -546,50 +543,113 @@ func TestProgressWhileSilent(t *testing.T) {
 
 	params := &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id.ID, "wait_for": "never printed", "wait_ms": 2500}}
 	params.SetProgressToken("silent")
-	began := time.Now()
 	res, err = cs.CallTool(ctx, params)
-	ended := time.Now()
 	if err != nil || res.IsError {
 		t.Fatalf("pty-write: %v %s", err, textOf(res))
 	}
-	mu.Lock()
-	notes := append([]note(nil), got...)
-	mu.Unlock()
-	if len(notes) < 2 {
-		t.Fatalf("%d progress notifications in a silent wait of 2.5 s, want one at least every second", len(notes))
-	}
-	prev, last := began, 0.0
-	for _, n := range notes {
-		if gap := n.at.Sub(prev); gap > time.Second {
-			t.Errorf("%v without a progress notification", gap)
-		}
-		if n.p.ProgressToken != "silent" || n.p.Total != 2.5 || n.p.Progress <= last || n.p.Progress > 3 ||
-			!strings.Contains(n.p.Message, "of 2.5 s") {
-			t.Errorf("progress %+v: want token silent, total 2.5, elapsed seconds increasing, and a message saying so", n.p)
-		}
-		prev, last = n.at, n.p.Progress
-	}
-	if gap := ended.Sub(prev); gap > time.Second {
-		t.Errorf("%v without a progress notification before the result", gap)
-	}
-
-	// No notification comes once the call has returned.
+	// The kill's result comes after anything the server sent before it.
 	kill, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-kill", Arguments: map[string]any{"id": id.ID}})
 	if err != nil || kill.IsError {
 		t.Fatalf("pty-kill: %v %s", err, textOf(kill))
 	}
-	mu.Lock()
-	after := len(got)
-	mu.Unlock()
-	if after != len(notes) {
-		t.Errorf("%d progress notifications after the call returned", after-len(notes))
+
+	var call jsonrpc.ID
+	var prev time.Time
+	answered, count, last := false, 0, 0.0
+	for _, m := range w.messages() {
+		switch msg := m.msg.(type) {
+		case *jsonrpc.Request:
+			switch {
+			case m.sent && msg.Method == "tools/call" && strings.Contains(string(msg.Params), `"progressToken":"silent"`):
+				call, prev = msg.ID, m.at
+			case !m.sent && msg.Method == "notifications/progress":
+				var p mcp.ProgressNotificationParams
+				if err := json.Unmarshal(msg.Params, &p); err != nil {
+					t.Fatalf("progress %s: %v", msg.Params, err)
+				}
+				if answered {
+					t.Errorf("progress %+v after the call's result", p)
+					continue
+				}
+				count++
+				if gap := m.at.Sub(prev); gap > time.Second {
+					t.Errorf("%v without a progress notification", gap)
+				}
+				if p.ProgressToken != "silent" || p.Total != 2.5 || p.Progress <= last || p.Progress > 3 || !strings.Contains(p.Message, "of 2.5 s") {
+					t.Errorf("progress %+v: want token silent, total 2.5, elapsed seconds increasing, and a message saying so", p)
+				}
+				prev, last = m.at, p.Progress
+			}
+		case *jsonrpc.Response:
+			if !m.sent && call.IsValid() && msg.ID == call {
+				answered = true
+				if gap := m.at.Sub(prev); gap > time.Second {
+					t.Errorf("%v without a progress notification before the result", gap)
+				}
+			}
+		}
 	}
+	if !answered || count < 2 {
+		t.Errorf("%d progress notifications in a silent wait of 2.5 s (answered: %v), want one at least every second", count, answered)
+	}
+}
+
+// wire is a client transport that records the messages sent and read, in
+// order, with when.
+type wire struct {
+	mcp.Transport
+	mu  sync.Mutex
+	log []wireMessage
+}
+
+type wireMessage struct {
+	at   time.Time
+	sent bool
+	msg  jsonrpc.Message
+}
+
+func (w *wire) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := w.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &wireConn{Connection: c, w: w}, nil
+}
+
+func (w *wire) add(sent bool, msg jsonrpc.Message) {
+	w.mu.Lock()
+	w.log = append(w.log, wireMessage{time.Now(), sent, msg})
+	w.mu.Unlock()
+}
+
+func (w *wire) messages() []wireMessage {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]wireMessage(nil), w.log...)
+}
+
+type wireConn struct {
+	mcp.Connection
+	w *wire
+}
+
+func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.w.add(false, msg)
+	}
+	return msg, err
+}
+
+func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.w.add(true, msg) // before: the answer may be read before Write returns
+	return c.Connection.Write(ctx, msg)
 }
 
 // Arguments that are not a JSON object are a tool error a model can read.
 func TestArgumentsArrayIsAnswered(t *testing.T) {
 	ctx := testCtx(t)
-	cs := connectInProcess(t, ctx, nil)
+	cs := connectInProcess(t, ctx, nil, nil)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-kill", Arguments: []any{"pty-1"}})
 	if err != nil {
 		t.Skipf("the SDK refuses the call itself: %v", err)

@@ -183,6 +183,11 @@ func awaitPage(t *testing.T, tab context.Context, expr, describe string) {
 	}
 }
 
+// readyCat says "ready" once the login profile has run: a start waits for
+// it, since a profile killed midway can leave a lock that stalls the
+// next login shells.
+const readyCat = "echo ready; exec cat"
+
 // listRows is the page's session list, one line per row.
 const listRows = `[...document.querySelectorAll('#list tr')].map(r => [...r.cells].map(c => c.textContent).join(' ')).join('\n')`
 
@@ -330,7 +335,7 @@ func TestWeb(t *testing.T) {
 		}
 
 		// The list follows the Manager: a new session appears, a killed one goes.
-		cat, err := srv.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5})
+		cat, err := srv.m.Start(ctx, agentpty.StartRequest{Command: readyCat, WaitFor: "ready", Cols: 40, Rows: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -468,7 +473,7 @@ func TestRefusals(t *testing.T) {
 	}
 
 	pub := startServer(t, config{addr: "0.0.0.0:0", public: true})
-	res, err := pub.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5})
+	res, err := pub.m.Start(ctx, agentpty.StartRequest{Command: readyCat, WaitFor: "ready", Cols: 40, Rows: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +509,7 @@ func TestRefusals(t *testing.T) {
 	}
 
 	loop := startServer(t, config{addr: "127.0.0.1:0"})
-	if _, err := loop.m.Start(ctx, agentpty.StartRequest{Command: "cat", Cols: 40, Rows: 5}); err != nil {
+	if _, err := loop.m.Start(ctx, agentpty.StartRequest{Command: readyCat, WaitFor: "ready", Cols: 40, Rows: 5}); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]int{
@@ -538,7 +543,7 @@ func TestRefusals(t *testing.T) {
 	_, first, err = c.Read(ctx)
 	c.Close(websocket.StatusNormalClosure, "")
 	var list listMessage
-	if err != nil || json.Unmarshal(first, &list) != nil || len(list.Sessions) != 1 || list.Sessions[0].Command != "cat" {
+	if err != nil || json.Unmarshal(first, &list) != nil || len(list.Sessions) != 1 || list.Sessions[0].Command != readyCat {
 		t.Errorf("the list WebSocket's first message: %q, %v", first, err)
 	}
 }
