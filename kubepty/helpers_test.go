@@ -194,13 +194,6 @@ func (s *screen) expect(t *testing.T, re string) string {
 	}
 }
 
-func (s *screen) write(t *testing.T, in string) {
-	t.Helper()
-	if _, err := s.term.Write([]byte(in)); err != nil {
-		t.Fatalf("Write %q: %v", in, err)
-	}
-}
-
 func (s *screen) wait(t *testing.T) (agentpty.ExitStatus, error) {
 	t.Helper()
 	done := make(chan struct{})

@@ -16,7 +16,6 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/proc"
-	"github.com/agentpty/agentpty/internal/testkit"
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 )
@@ -55,8 +54,6 @@ func newManager(t *testing.T, c *ssh.Client, opts agentpty.Options) *agentpty.Ma
 	})
 	return m
 }
-
-var need = testkit.Need
 
 func ms(n int) *int { return &n }
 

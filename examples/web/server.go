@@ -48,7 +48,7 @@ type server struct {
 // listen checks the address against the flags, binds it and makes the
 // manager whose sessions the page shows.
 func listen(c config) (*server, error) {
-	host, port, err := net.SplitHostPort(c.addr)
+	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --addr %q: %v", errUsage, c.addr, err)
 	}
@@ -72,7 +72,7 @@ func listen(c config) (*server, error) {
 		return nil, err
 	}
 	s.ln = smallSends{ln}
-	_, port, _ = net.SplitHostPort(s.ln.Addr().String())
+	_, port, _ := net.SplitHostPort(s.ln.Addr().String())
 	s.port = port
 	opts := c.options
 	if host := opts.OnEvent; host != nil {
