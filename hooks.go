@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"time"
 )
 
 // The host's Approver and Sandbox.Prepare are called only through these
@@ -41,6 +42,10 @@ func (m *Manager) approve(ctx context.Context, req ApprovalRequest) (err error) 
 	return nil
 }
 
+// approveReaderWait bounds how long a write under ApproveWrites waits for
+// a program to wait for input before it is judged.
+const approveReaderWait = time.Second
+
 // approveWrite asks the Approver, when Options.ApproveWrites is on, before
 // input is typed into s by tool. Every call that types input calls it
 // first; a denial types nothing.
@@ -49,11 +54,21 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 		return nil
 	}
 	// The program that would read the input now: Rules approve lines only
-	// for a shell at its prompt.
+	// for a shell at its prompt. A shell prints its prompt before it
+	// reads: one that has just printed it is given a moment.
 	fg := ""
 	if sr, ok := s.term.(StateReader); ok {
-		if rep := sr.Foreground(); rep.Waiting && !rep.Unread {
-			fg = rep.Name
+		waiting := func() bool {
+			rep := sr.Foreground()
+			if rep.Waiting && !rep.Unread {
+				fg = rep.Name
+			}
+			return fg != ""
+		}
+		if !waiting() {
+			if err := s.awaitCond(ctx, time.Now().Add(approveReaderWait), waiting); err != nil {
+				return err
+			}
 		}
 	}
 	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg})

@@ -255,3 +255,18 @@ func writeRules(t *testing.T, rules Rules, approveWrites bool) {
 		}
 	}
 }
+
+// TestApproveWritesWaitsForThePrompt: a shell prints its prompt before it
+// reads; a write typed as soon as the prompt shows is judged once the
+// shell reads, not refused because nothing read yet. Here the shell sleeps
+// between its prompt's text and the read, as a slow PROMPT_COMMAND does.
+func TestApproveWritesWaitsForThePrompt(t *testing.T) {
+	rules := Rules{Allow: []string{"bash --norc --noprofile", "echo *"}}
+	m := newManager(t, Options{Approver: rules, ApproveWrites: true,
+		Env: []string{"PROMPT_COMMAND=echo at-prompt; sleep 0.3", "PS1=$ "}})
+	res := mustStart(t, m, StartRequest{Command: "bash --norc --noprofile", WaitFor: "at-prompt"})
+	out, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "echo hi", Submit: true, WaitFor: "hi\n"})
+	if err != nil || !out.Matched {
+		t.Fatalf("a write typed while the shell was about to read: %+v %v; want it approved and run", out, err)
+	}
+}

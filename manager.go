@@ -135,6 +135,9 @@ type Options struct {
 	// ApproveWrites asks the Approver also before each pty-write that
 	// types input (Tool "pty-write", with ID and Input); a denied write
 	// types nothing. False means approving a start covers every write.
+	// The request names the program waiting for input (Foreground); a
+	// write first waits up to a second for one, as a shell that has just
+	// printed its prompt reads a moment later.
 	ApproveWrites bool
 	// Backend starts each session's command under a terminal; nil means a
 	// pseudo-terminal of this machine. With another Backend, Sandbox is

@@ -146,10 +146,10 @@ func TestSecretProgramsSudo(t *testing.T) {
 			`sudo -k -p "[sudo] pw: " id -un; echo "sudo exit $?"`,
 		WaitFor: "[sudo] pw: ",
 	})
-	if !strings.HasSuffix(start.ForegroundExe, "/sudo") {
-		t.Errorf("the result names %q at sudo's prompt", start.ForegroundExe)
+	// Once sudo reads: until then the shell that forked it may still run.
+	if at := awaitReader(t, m, start.ID); !strings.HasSuffix(at.ForegroundExe, "/sudo") {
+		t.Errorf("the result names %q at sudo's prompt", at.ForegroundExe)
 	}
-	awaitReader(t, m, start.ID)
 	res, err := m.WriteSecretWith(waitCtx(t), SecretRequest{ID: start.ID, Secret: []byte(secret), WaitFor: "sudo exit"})
 	if err != nil {
 		t.Fatal(err)
@@ -370,7 +370,7 @@ func awaitChildWait(pid int) bool {
 // awaitReader waits until the program at a password prompt reads: a
 // prompt is printed before the read that takes the password, and
 // SecretPrograms types only into a program reading now.
-func awaitReader(t *testing.T, m *Manager, id string) {
+func awaitReader(t *testing.T, m *Manager, id string) WriteResult {
 	t.Helper()
-	mustWrite(t, m, WriteRequest{ID: id, WaitUntil: "input"})
+	return mustWrite(t, m, WriteRequest{ID: id, WaitUntil: "input"})
 }
