@@ -54,9 +54,9 @@ func TestShellHostWithoutProc(t *testing.T) {
 	m := newManager(t, c, agentpty.Options{})
 	// Were it waiting for waiting_input, which never comes, it would wait
 	// all of wait_ms and the context would end first.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := m.Start(ctx, agentpty.StartRequest{Shell: true, WaitMS: ms(30000)})
+	res, err := m.Start(ctx, agentpty.StartRequest{Shell: true, WaitMS: ms(120000)})
 	if err != nil || res.State != agentpty.StateRunning || !strings.HasSuffix(res.Output, "$ ") && !strings.HasSuffix(res.Output, "# ") {
 		t.Fatalf("start: %+v %v; want the prompt, state running", res, err)
 	}
