@@ -107,10 +107,11 @@ func TestOneProbePerState(t *testing.T) {
 	}
 }
 
-// A probe of a program at rest starts no stty: the echo flag the shell
-// read last stands while nothing of the command ran. Once the program has
-// run (it read a line, then turned echo off for read -s), the probe that
-// sees it wait reads the flag anew.
+// A probe of a program at rest starts no process: the echo flag the
+// shell read last and the last mark written stand while nothing of the
+// command ran. Once the program has run (it read a line, then turned echo
+// off for read -s), the probe that sees it wait reads the flag anew and
+// writes a new mark.
 func TestProbeKeepsTheEchoFlag(t *testing.T) {
 	real, err := exec.LookPath("stty")
 	if err != nil {
@@ -151,9 +152,16 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 		}
 	}
 	n := starts()
+	mark := 0
 	for i := 0; i < 5; i++ {
-		if r, ok := st.probeNow(); !ok || !r.Fg.Waiting || r.EchoOff || !r.EchoRead {
+		r, ok := st.probeNow()
+		if !ok || !r.Fg.Waiting || r.EchoOff || !r.EchoRead || r.Fence == 0 {
 			t.Fatalf("at read: %+v", r)
+		}
+		if mark == 0 {
+			mark = r.Fence
+		} else if r.Fence != mark {
+			t.Errorf("probe %d of a program at rest wrote a new mark (%d after %d)", i+1, r.Fence, mark)
 		}
 	}
 	if got := starts() - n; got != 0 {
@@ -169,8 +177,8 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 			t.Fatal("bash never waited at read -s")
 		}
 	}
-	if !r.EchoOff {
-		t.Errorf("the first probe that sees read -s wait reads echo on: %+v", r)
+	if !r.EchoOff || r.Fence <= mark {
+		t.Errorf("the first probe that sees read -s wait reads echo on, or writes no new mark: %+v", r)
 	}
 	if starts() == n {
 		t.Error("the program ran and no stty read the flag anew")

@@ -83,7 +83,7 @@ mem() {
 	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
 }
 tty() {
-	st $1 || { echo "$Q gone"; unset EK$1 EW$1; return 1; }
+	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1; return 1; }
 	set -- $R; n=$5; T=$6
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
@@ -93,12 +93,17 @@ tty() {
 	[ -n "$D" ]
 }
 probe() {
-	W= P=$1
+	W= P=$1 K=
 	look1 $1
 	# A program that looks blocked on the terminal may have written output
 	# that is still on its way: a mark written to the terminal now comes
-	# after all of it, and the reader waits for it.
-	if [ -n "$W" ]; then fence; fi
+	# after all of it, and the reader waits for it. While nothing of the
+	# command ran since the last mark (K, see echoflag), nothing was written
+	# after it: that mark serves, and no subshell starts.
+	[ -n "$W" ] || return 0
+	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${FK$P-}\" ]"; then eval "echo \"\$Q fence \$FQ$P\""; return; fi
+	fence
+	[ -z "$K" ] || eval "FK$P=\$K FQ$P=\$Q"
 }
 look1() {
 	tty $1 || return
