@@ -262,9 +262,9 @@ func (t stateTerminal) EchoOff() bool {
 // the probe shell: one round trip on the connection's probe channel and a
 // few builtins of the shell there, plus a stty for the echo flag when a
 // process of the command ran since the shell last read it (see
-// remotestate.Funcs), a subshell that writes the mark when the program
-// looks blocked on its terminal, and a dd and od when it waits in select
-// or poll with a timeout. The answer
+// remotestate.Funcs), a subshell that writes a mark when the program
+// looks blocked on its terminal and ran since the last mark, and a dd and
+// od when it waits in select or poll with a timeout. The answer
 // serves EchoOff and Foreground for stateFresh while nothing that could
 // change it happens.
 func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }

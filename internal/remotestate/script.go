@@ -15,7 +15,7 @@ package remotestate
 // The echo flag costs a process start (stty), most of a probe's time: a
 // shell that runs probes one after another (sshpty's) keeps each
 // command's last flag and starts no stty while nothing that could have
-// changed it ran (see echoflag).
+// changed it ran (see echoflag); so too the fence's mark (see probe).
 //
 // A script may define echoflag (print "$Q stty" and the modes of $D),
 // runs (set K empty: no answer is kept) and fence (write a mark to $D
