@@ -19,8 +19,10 @@ import (
 
 // helper is a shell on the host that answers probes and runs kills: one
 // channel of the connection, shared by the backend's live terminals. A
-// probe then costs one round trip and the shell's builtins (plus stty,
-// and dd and od for a select timeout), not a channel and a process start
+// probe then costs one round trip and the shell's builtins (plus stty
+// when a process of the command ran since the last, since the shell keeps
+// each command's echo flag, and dd and od for a select timeout), not a
+// channel and a process start
 // each, which on a host whose login shell reads a heavy .bashrc (bash
 // does for commands sshd runs) is a second. Requests are numbered and
 // answered in any order: a kill runs in the background while probes go
@@ -258,8 +260,11 @@ func (t stateTerminal) EchoOff() bool {
 
 // Foreground reports the foreground program, read on the host through
 // the probe shell: one round trip on the connection's probe channel and a
-// few builtins of the shell there, plus a stty for the echo flag and a dd
-// and od when the program waits in select or poll with a timeout. The answer
+// few builtins of the shell there, plus a stty for the echo flag when a
+// process of the command ran since the shell last read it (see
+// remotestate.Funcs), a subshell that writes a mark when the program
+// looks blocked on its terminal and ran since the last mark, and a dd and
+// od when it waits in select or poll with a timeout. The answer
 // serves EchoOff and Foreground for stateFresh while nothing that could
 // change it happens.
 func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }

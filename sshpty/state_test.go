@@ -4,6 +4,10 @@ package sshpty
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,4 +105,86 @@ func TestOneProbePerState(t *testing.T) {
 	if err := term.End(context.Background(), time.Second); err != nil {
 		t.Error(err)
 	}
+}
+
+// A probe of a program at rest starts no process: the echo flag the
+// shell read last and the last mark written stand while nothing of the
+// command ran. Once the program has run (it read a line, then turned echo
+// off for read -s), the probe that sees it wait reads the flag anew and
+// writes a new mark.
+func TestProbeKeepsTheEchoFlag(t *testing.T) {
+	real, err := exec.LookPath("stty")
+	if err != nil {
+		t.Skip("no stty on this machine")
+	}
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `echo ready; read x; echo "got $x"; read -s y; echo done`)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	out.waitFor(t, "ready")
+	// The server is local: a stty first in the probe shell's PATH counts
+	// the starts.
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	wrapper := fmt.Sprintf("#!/bin/sh\necho >>%s\nexec %s \"$@\"\n", count, real)
+	if err := os.WriteFile(filepath.Join(dir, "stty"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err := b.probeShell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.run(waitCtx(t), "PATH="+dir+":$PATH; hash -r", false); err != nil {
+		t.Fatal(err)
+	}
+	starts := func() int {
+		b, _ := os.ReadFile(count)
+		return len(b)
+	}
+	st := term.(stateTerminal)
+	ctx := waitCtx(t)
+	for r, _ := st.probeNow(); !r.Fg.Waiting; r, _ = st.probeNow() {
+		if ctx.Err() != nil {
+			t.Fatal("bash never waited at read")
+		}
+	}
+	n := starts()
+	mark := 0
+	for i := 0; i < 5; i++ {
+		r, ok := st.probeNow()
+		if !ok || !r.Fg.Waiting || r.EchoOff || !r.EchoRead || r.Fence == 0 {
+			t.Fatalf("at read: %+v", r)
+		}
+		if mark == 0 {
+			mark = r.Fence
+		} else if r.Fence != mark {
+			t.Errorf("probe %d of a program at rest wrote a new mark (%d after %d)", i+1, r.Fence, mark)
+		}
+	}
+	if got := starts() - n; got != 0 {
+		t.Errorf("5 probes of a program at rest started stty %d times; want 0", got)
+	}
+	if _, err := term.Write([]byte("one\r")); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "got one")
+	r, _ := st.probeNow()
+	for ; !r.Fg.Waiting; r, _ = st.probeNow() {
+		if ctx.Err() != nil {
+			t.Fatal("bash never waited at read -s")
+		}
+	}
+	if !r.EchoOff || r.Fence <= mark {
+		t.Errorf("the first probe that sees read -s wait reads echo on, or writes no new mark: %+v", r)
+	}
+	if starts() == n {
+		t.Error("the program ran and no stty read the flag anew")
+	}
+	if _, err := term.Write([]byte("pw\r")); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "done")
 }

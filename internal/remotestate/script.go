@@ -12,14 +12,50 @@ package remotestate
 // /proc/PID/mem (a select or poll timeout and descriptor set), and the
 // terminal's modes through stty.
 //
-// A script may define echoflag (print "$Q stty" and the modes of $D) and
-// fence (write a mark to $D that tells when the output before it has
-// arrived, and print "$Q fence N") anew after these.
+// The echo flag costs a process start (stty), most of a probe's time: a
+// shell that runs probes one after another (sshpty's) keeps each
+// command's last flag and starts no stty while nothing that could have
+// changed it ran (see echoflag); so too the fence's mark (see probe).
+//
+// A script may define echoflag (print "$Q stty" and the modes of $D),
+// runs (set K empty: no answer is kept) and fence (write a mark to $D
+// that tells when the output before it has arrived, and print "$Q fence
+// N") anew after these.
 const Funcs = `
 st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
 # bash's ## is slow on a long line: the same cut from the last ")".
 [ -z "$BASH_VERSION" ] || eval 'st() { l=; read -r l </proc/$1/stat || [ -n "$l" ] || return 1; sx=${l%)*}; C=${sx#*\(}; R=${l:${#sx}+2}; }'
-echoflag() { echo "$Q stty" $(stty -a <"$D"); }
+# echoflag prints "$Q stty" and the modes of $D that matter ("icanon
+# -echo"). Modes change only when a process runs: while the foreground
+# group and the run time of every thread of the command $P and of every
+# process below it (runs) are what they were before this shell last ran
+# stty for $P, that stty's answer (EK$P, EW$P) stands.
+echoflag() {
+	runs $P
+	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${EK$P-}\" ]"; then eval "echo \"\$Q stty \$EW$P\""; return; fi
+	w=$(LC_ALL=C exec stty -a <"$D")
+	case " $w " in *[[:space:]]icanon[[:space:]]*) ic=icanon;; *) ic=-icanon;; esac
+	case " $w " in *[[:space:]]echo[[:space:]]*) ec=echo;; *) ec=-echo;; esac
+	echo "$Q stty $ic $ec"
+	[ -z "$w" ] || [ -z "$K" ] || eval "EK$P=\$K EW$P=\"\$ic \$ec\""
+}
+# runs sets K to the foreground group $T and the run time (schedstat) of
+# every thread of process $1 and of every process below it; empty where
+# the kernel keeps either out of /proc.
+runs() {
+	K=$T q=$1
+	[ -e /proc/$1/task/$1/children ] || { K=; return; }
+	while [ -n "$q" ]; do
+		x=${q%% *}; case $q in *" "*) q=${q#* };; *) q=;; esac
+		for d in /proc/$x/task/*; do
+			r=; { read -r r k <$d/schedstat; } 2>/dev/null
+			[ -n "$r" ] || { K=; return; }
+			K="$K $x:$r"
+			c=; { read -r c <$d/children; } 2>/dev/null
+			[ -z "$c" ] || q="${q:+$q }$c"
+		done
+	done
+}
 fence() { { printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } & echo "$Q fence $Q"; }
 look() {
 	st $1 || return 1
@@ -47,7 +83,7 @@ mem() {
 	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
 }
 tty() {
-	st $1 || { echo "$Q gone"; return 1; }
+	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1; return 1; }
 	set -- $R; n=$5; T=$6
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
@@ -57,12 +93,17 @@ tty() {
 	[ -n "$D" ]
 }
 probe() {
-	W=
+	W= P=$1 K=
 	look1 $1
 	# A program that looks blocked on the terminal may have written output
 	# that is still on its way: a mark written to the terminal now comes
-	# after all of it, and the reader waits for it.
-	if [ -n "$W" ]; then fence; fi
+	# after all of it, and the reader waits for it. While nothing of the
+	# command ran since the last mark (K, see echoflag), nothing was written
+	# after it: that mark serves, and no subshell starts.
+	[ -n "$W" ] || return 0
+	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${FK$P-}\" ]"; then eval "echo \"\$Q fence \$FQ$P\""; return; fi
+	fence
+	[ -z "$K" ] || eval "FK$P=\$K FQ$P=\$Q"
 }
 look1() {
 	tty $1 || return
