@@ -51,8 +51,12 @@ var transcript = []transcriptStep{
 	{run: "sleep 1; echo slept", lit: "slept\n%P", expect: "slept"},
 }
 
-// transcriptOptions give git its editor.
-var transcriptOptions = Options{Env: []string{"GIT_EDITOR=vim -u NONE -N -n", "GIT_CONFIG_NOSYSTEM=1"}}
+// transcriptOptions give git its editor: vim as installed (--clean loads
+// defaults.vim, ttimeoutlen 100 ms). Under -u NONE vim waits a whole
+// second after a lone Esc for more of a key, and wait_until "input" waits
+// with it (a person sees insert mode end only then), while the oracle's
+// literal is already on the screen.
+var transcriptOptions = Options{Env: []string{"GIT_EDITOR=vim --clean -n", "GIT_CONFIG_NOSYSTEM=1"}}
 
 // transcriptFigure is what one drive of the transcript took.
 type transcriptFigure struct {
