@@ -45,9 +45,11 @@ func (l *looker) look() bool {
 }
 
 // wake returns what wakes the call: the reader's release when park (the
-// call waits for its pattern only), else any change. Call with mu held.
+// call waits for its pattern only) and no other wait is parked (calls take
+// turns, but a wait outside them may look beside one), else any change.
+// Call with mu held.
 func (l *looker) wake(park bool) <-chan struct{} {
-	if park {
+	if park && l.s.match.want == nil {
 		l.parked = true
 		return l.s.parkMatch(l.want)
 	}

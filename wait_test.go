@@ -450,3 +450,39 @@ func TestWaitForInALongBatch(t *testing.T) {
 		t.Fatalf("the long line did not match: %q", w.Output)
 	}
 }
+
+// TestAwaitBesideAParkedCall: a wait outside the calls' turns (a look of
+// the host's own) beside a call parked on its pattern: each returns on its
+// own pattern, and the call's result is its own.
+func TestAwaitBesideAParkedCall(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
+	s, _ := m.Session(res.ID)
+	parked := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.match.tell = func(what string) {
+		if what == "parked" {
+			select {
+			case parked <- struct{}{}:
+			default:
+			}
+		}
+	}
+	s.mu.Unlock()
+	type outcome struct {
+		res WriteResult
+		err error
+	}
+	got := make(chan outcome, 1)
+	go func() {
+		w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: `sleep 0.2; echo FI""RST; sleep 0.5; echo SEC""OND`,
+			Submit: true, WaitFor: "SECOND"})
+		got <- outcome{w, err}
+	}()
+	<-parked
+	awaitUnread(t, s, "FIRST")
+	o := <-got
+	if o.err != nil || !o.res.Matched || !strings.Contains(o.res.Output, "SECOND") {
+		t.Fatalf("the parked call: %+v %v; want its own pattern matched", o.res, o.err)
+	}
+}
