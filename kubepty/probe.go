@@ -114,6 +114,8 @@ func (t *terminal) Signal(sig os.Signal) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
+	t.signalling.RLock()
+	defer t.signalling.RUnlock()
 	t.sending(s) // before: the exit may arrive before the answer
 	lines, err := t.probe(ctx, "sig", name)
 	leader := false

@@ -2,6 +2,7 @@ package kubepty
 
 import (
 	"testing"
+	"time"
 
 	"github.com/agentpty/agentpty"
 )
@@ -19,6 +20,16 @@ func TestSignalDeaths(t *testing.T) {
 	// A signal that reached only the foreground job, not the command (a
 	// shell with job control), leaves the shell's own exit a code.
 	res = mustStart(t, m, agentpty.StartRequest{Command: "set -m; echo ready; sleep 4715; exit $?", WaitFor: "ready"})
+	// The shell prints "ready" before sleep is in front: until then the
+	// signal would reach the shell.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if p := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitMS: ptr(0)}); p.Foreground == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sleep never came in front")
+		}
+	}
 	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "TERM", WaitMS: ptr(5000)})
 	if !w.Exited || w.ExitCode == nil || *w.ExitCode != 143 || w.Signal != "" {
 		t.Errorf("the job's SIGTERM: exited %v code %v signal %q", w.Exited, w.ExitCode, w.Signal)

@@ -110,6 +110,10 @@ type terminal struct {
 
 	leader atomic.Pointer[leader] // the command's process, once a probe found it
 	sent   atomic.Uint64          // bit N: signal N was sent to the command (Signal, End)
+	// signalling is read-held by a Signal until it knows whether the
+	// command was among those its signal reached: an exit that comes
+	// meanwhile is read once it does.
+	signalling sync.RWMutex
 
 	closeOnce sync.Once
 }
@@ -184,7 +188,9 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 	case err == nil:
 		t.status = agentpty.ExitStatus{Code: 0}
 	case errors.As(err, &code):
+		t.signalling.Lock()
 		t.status = t.exitStatus(code.Code)
+		t.signalling.Unlock()
 	case t.ctx.Err() != nil:
 		t.waitErr = fmt.Errorf("agentpty: %s: %s: the terminal was closed before the command exited", t.name, t.b)
 	default:
