@@ -253,4 +253,11 @@ func TestSSHFlag(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "key is unknown") {
 		t.Fatalf("a server whose host key is not known: %v %q", err, out)
 	}
+	// --sandbox confines programs here: with --ssh it is refused at once.
+	cmd = serverCmd("--ssh", srv.User+"@"+srv.Addr, "--sandbox")
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "cannot apply with --ssh") {
+		t.Fatalf("a server with --ssh and --sandbox: %v %q", err, stderr.String())
+	}
 }

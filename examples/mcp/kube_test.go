@@ -70,4 +70,11 @@ func TestKubeFlag(t *testing.T) {
 			t.Errorf("--kube %q: %v; want an error saying %q", spec, err, want)
 		}
 	}
+	cfg, err = parseFlags([]string{"--kube", "agents/sandbox-0", "--ssh", "user@127.0.0.1"}, io.Discard)
+	if err == nil {
+		_, err = cfg.options()
+	}
+	if err == nil || !strings.Contains(err.Error(), "--kube and --ssh") {
+		t.Errorf("--kube with --ssh: %v; want an error naming both", err)
+	}
 }
