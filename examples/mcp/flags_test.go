@@ -9,34 +9,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Each flag changes what it says, seen through the tools.
 func TestFlags(t *testing.T) {
 	in, out := t.TempDir(), t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port := testkit.Serve(t, func(net.Conn) {})
 	write := "touch " + in + "/f && echo wrote-in; touch " + out + "/f 2>/dev/null && echo wrote-out || echo refused-out; " +
 		"(echo > /dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo net-yes || echo net-no; echo end-of-test"
 	type step struct {

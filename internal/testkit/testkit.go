@@ -1,9 +1,11 @@
 // Package testkit holds what the tests of several packages share: the
 // check for a program a test needs, the descriptor count of the leak
-// checks, and the bench's paired measurements. It is for tests only.
+// checks, a local TCP server, and the bench's paired measurements. It
+// is for tests only.
 package testkit
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"sort"
@@ -35,6 +37,28 @@ func OpenFDs(t testing.TB) int {
 		t.Skipf("cannot count file descriptors: %v", err)
 	}
 	return len(ents)
+}
+
+// Serve listens on a free port of 127.0.0.1 until t ends, hands each
+// connection to serve and closes it after; it returns the port.
+func Serve(t testing.TB, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			serve(c)
+			_ = c.Close()
+		}
+	}()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
 // Paired is what Pairs measured: the median of the floor's runs, of the
