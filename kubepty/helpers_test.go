@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
@@ -100,20 +100,11 @@ func carriers(term agentpty.Terminal) []int {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && bytes.Contains(env, mark) && !zombie(pid) {
+		if err == nil && bytes.Contains(env, mark) && proc.Alive(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
-}
-
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	return strings.HasPrefix(s[strings.LastIndexByte(s, ')')+1:], " Z")
 }
 
 // screen reads a terminal's output as a session does, and lets a test

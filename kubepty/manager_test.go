@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
+	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
 
@@ -60,7 +61,7 @@ func withArg(arg string) []int {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || zombie(pid) {
+		if err != nil || !proc.Alive(pid) {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")

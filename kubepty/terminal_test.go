@@ -28,6 +28,10 @@ func TestExitCodes(t *testing.T) {
 		if spdyOnly && sp < 2 {
 			t.Errorf("SPDY carried %d execs; want the two sessions", sp)
 		}
+		// Once refused, the backend asks for WebSocket no more.
+		if r := srv.Refused.Load(); spdyOnly && r != 1 {
+			t.Errorf("WebSocket was asked for and refused %d times; want once, later execs going to SPDY directly", r)
+		}
 		if !spdyOnly && (ws < 2 || sp != 0) {
 			t.Errorf("WebSocket carried %d execs and SPDY %d; want every one over WebSocket", ws, sp)
 		}

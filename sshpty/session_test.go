@@ -5,8 +5,6 @@ package sshpty
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,37 +172,6 @@ func TestTwelveSessionsOverOneConnection(t *testing.T) {
 	}
 	// With the connection still open, nothing of the sessions is left.
 	goleak.VerifyNone(t, base)
-}
-
-// Approval runs on this machine before anything starts; a sandbox cannot
-// apply on the host, so a start with one is refused and nothing runs.
-func TestApprovalAndSandboxBeforeAnythingRuns(t *testing.T) {
-	_, c := connect(t)
-	mark := filepath.Join(t.TempDir(), "ran")
-	cmd := "touch " + mark
-	deny := agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
-		return errors.New("not this one")
-	})
-	m := newManager(t, c, agentpty.Options{Approver: deny})
-	if _, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: cmd, WaitMS: ms(500)}); !errors.Is(err, agentpty.ErrDenied) {
-		t.Errorf("a denied start: %v; want ErrDenied", err)
-	}
-	sb, err := agentpty.NewSandbox(agentpty.SandboxPolicy{})
-	if err == nil {
-		m2 := newManager(t, c, agentpty.Options{Sandbox: sb})
-		if _, err := m2.Start(waitCtx(t), agentpty.StartRequest{Command: cmd, WaitMS: ms(500)}); !errors.Is(err, agentpty.ErrUnsupported) {
-			t.Errorf("a sandboxed start over SSH: %v; want ErrUnsupported", err)
-		}
-	}
-	if _, err := os.Stat(mark); err == nil {
-		t.Error("the command ran")
-	}
-	// The control: allowed and unconfined, the same command runs there.
-	m3 := newManager(t, c, agentpty.Options{})
-	mustStart(t, m3, agentpty.StartRequest{Command: cmd + "; echo done", WaitFor: "done"})
-	if _, err := os.Stat(mark); err != nil {
-		t.Errorf("the allowed command did not run: %v", err)
-	}
 }
 
 // On a host whose /proc cannot be read the session says what it cannot

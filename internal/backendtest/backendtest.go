@@ -65,6 +65,7 @@ func code(p *int) int {
 
 // Cases are the Manager-level cases every backend runs, by name.
 var Cases = map[string]func(*testing.T, NewManager){
+	"ApprovalAndSandbox":   ApprovalAndSandbox,
 	"ShellRuns":            ShellRuns,
 	"ShellFiles":           ShellFiles,
 	"PythonREPL":           PythonREPL,

@@ -43,8 +43,9 @@ type Server struct {
 	mu   sync.Mutex
 	pods map[string]bool // "namespace/name"
 
-	// WebSocket and SPDY count the exec requests served over each.
-	WebSocket, SPDY atomic.Int64
+	// WebSocket and SPDY count the exec requests served over each;
+	// Refused counts the WebSocket ones SPDYOnly turned away.
+	WebSocket, SPDY, Refused atomic.Int64
 }
 
 // Option adjusts a Server.
@@ -199,6 +200,7 @@ func (s *Server) serveExec(w http.ResponseWriter, req *http.Request, ns, name st
 			}),
 			wsstream.IsWebSocketRequestWithStreamCloseProtocol)
 	} else if ws {
+		s.Refused.Add(1)
 		writeStatus(w, http.StatusBadRequest, "BadRequest", "websocket exec is not served", nil)
 		return
 	}
