@@ -257,14 +257,17 @@ func TestWriteHearsOnlyOutputDuringIt(t *testing.T) {
 	// carries only "ready".
 	s.armOutput()
 	log.await(t, "sent during the write", func(e Event) bool { return e.Kind == EventOutput && !e.Time.Before(began) })
-	// Events come in order: once "killed" has come, so has anything queued
-	// for the write's function with that output event.
-	if _, err := m.Kill(context.Background(), res.ID); err != nil {
+	// The control: output printed during the write reaches its function.
+	// Events come in order: once it has come, so has anything queued for
+	// the function with the event above.
+	if _, err := s.typeInput(context.Background(), []byte("during\n"), time.Now().Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	log.await(t, "killed", func(e Event) bool { return e.Kind == EventKilled })
-	if got := seen.snapshot(); len(got) > 0 {
-		t.Errorf("the write's function heard output printed before the write: %v", got)
+	seen.await(t, "with during", outputWith(res.ID, "during"))
+	for _, e := range seen.snapshot() {
+		if !outputWith(res.ID, "during")(e) {
+			t.Errorf("the write's function heard output printed before the write: %+v", e)
+		}
 	}
 }
 

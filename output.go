@@ -28,6 +28,13 @@ type output struct {
 	nonPlainEnd atomic.Int64
 }
 
+// end is the offset one past the newest byte read.
+func (o *output) end() int64 {
+	o.inMu.Lock()
+	defer o.inMu.Unlock()
+	return o.ring.end()
+}
+
 func newOutput(scrollback int) output {
 	return output{ring: newRing(scrollback), kick: make(chan struct{}, 1), progress: make(chan struct{}, 1),
 		readerDone: make(chan struct{}), processDone: make(chan struct{})}
@@ -118,9 +125,7 @@ func (s *Session) kickProcessor() {
 // to now; Wait returns once that much is rendered.
 func (s *Session) drainSeenAt() {
 	s.flushMask() // nothing more comes to complete a secret held back
-	s.out.inMu.Lock()
-	end := s.out.ring.end()
-	s.out.inMu.Unlock()
+	end := s.out.end()
 	s.mu.Lock()
 	if !s.text.drainSeen {
 		s.text.drainSeen, s.text.drainOff = true, end
@@ -142,9 +147,7 @@ func (s *Session) process() {
 			return
 		}
 		s.render()
-		s.out.inMu.Lock()
-		end := s.out.ring.end()
-		s.out.inMu.Unlock()
+		end := s.out.end()
 		if s.screenDue(end) {
 			s.syncScreen()
 		}

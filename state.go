@@ -115,9 +115,7 @@ func (s *Session) outputSettled(sr StateReader) bool {
 	if sr.OutputPending() || s.disp.queries.Load() || s.disp.answering.Load() > 0 {
 		return false // output on its way, or a query's answer owed to the program
 	}
-	s.out.inMu.Lock()
-	end := s.out.ring.end()
-	s.out.inMu.Unlock()
+	end := s.out.end()
 	return s.out.settled.Load() == end
 }
 

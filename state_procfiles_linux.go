@@ -138,28 +138,16 @@ func (p *procFiles) use(pid int, name string, flags int, slot *int, f func(fd in
 
 // read reads pid's file name into buf, as use does.
 func (p *procFiles) read(pid int, name string, slot *int, buf []byte) ([]byte, bool) {
-	if !p.keeps(pid) {
-		fd := openProc(pid, name, unix.O_RDONLY)
-		if fd < 0 {
-			return nil, false
-		}
-		n, err := unix.Pread(fd, buf, 0)
-		unix.Close(fd)
-		return buf[:max(n, 0)], err == nil && n > 0
+	n := 0
+	ok := p.use(pid, name, unix.O_RDONLY, slot, func(fd int) bool {
+		var err error
+		n, err = unix.Pread(fd, buf, 0)
+		return err == nil && n > 0
+	})
+	if !ok {
+		return nil, false
 	}
-	for range 2 {
-		if *slot < 0 {
-			if *slot = openProc(pid, name, unix.O_RDONLY); *slot < 0 {
-				return nil, false
-			}
-		}
-		if n, err := unix.Pread(*slot, buf, 0); err == nil && n > 0 {
-			return buf[:n], true
-		}
-		unix.Close(*slot)
-		*slot = -1
-	}
-	return nil, false
+	return buf[:n], true
 }
 
 // readStat is proc.ReadStat, through the kept file.

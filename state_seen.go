@@ -39,9 +39,7 @@ type stateStamp struct {
 // stamp is the stamp now; taken before a read, so that a change during
 // the read makes the read stale.
 func (s *Session) stamp() stateStamp {
-	s.out.inMu.Lock()
-	end := s.out.ring.end()
-	s.out.inMu.Unlock()
+	end := s.out.end()
 	st := stateStamp{gen: s.seen.gen.Load(), end: end, settled: s.out.settled.Load(), typed: s.typing.last.Load(),
 		parses: s.disp.parses.Load(), owing: int64(s.disp.answering.Load())}
 	if s.disp.queries.Load() {

@@ -191,9 +191,7 @@ func (s *Session) tapInputMark(kind byte, p []byte) {
 		return
 	}
 	data := s.maskInput(append([]byte(nil), p...))
-	s.out.inMu.Lock()
-	off := s.out.ring.end()
-	s.out.inMu.Unlock()
+	off := s.out.end()
 	s.mu.Lock()
 	s.mark(tapMark{off: off, kind: kind, data: data})
 	s.mu.Unlock()
