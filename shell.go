@@ -505,7 +505,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 	}
 	st := s.State()
 	w := s.collect(false, false)
-	w.state, w.inputHidden = st, st.InputHidden
+	w.state = st
 	return s.startResult(w), nil
 }
 
