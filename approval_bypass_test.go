@@ -391,13 +391,7 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 		return "for x in $'\\x24'; do for " + name + " in \"a[$x(rm -rf d)]\"; do ls; done; done"
 	}
 	planted := []string{"a[$(rm -rf d)]"}
-	for _, tc := range []struct {
-		name  string
-		rules agentpty.Rules
-		attack
-		write bool // judged as a pty-write's input, typed into an interactive shell
-		want  string
-	}{
+	runDeniedAttacks(t, []deniedAttack{
 		{"Comment", echo, attack{command: comment}, false, "a line continuation"},
 		{"CommentEscaped", echo, attack{command: "echo " + escaped}, false, "a line continuation"},
 		{"CommentDeny", echoDeny, attack{command: comment}, false, "a line continuation"},
@@ -430,7 +424,23 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 		{"XargsReplaceLong", echoDeny, attack{command: "echo rm -rf d | xargs --replace=X sh -c X"}, false,
 			"uses sh with X, whose options the rules cannot know"},
 		{"ShortOptionDeny", echoDeny, attack{command: "bash -O extglob -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
-	} {
+	})
+}
+
+// deniedAttack is an attack with the rules that must deny it: as a
+// start's command, or with write as a pty-write's input.
+type deniedAttack struct {
+	name  string
+	rules agentpty.Rules
+	attack
+	write bool // judged as a pty-write's input, typed into an interactive shell
+	want  string
+}
+
+// runDeniedAttacks runs checkDeniedAttack on each case in a subtest.
+func runDeniedAttacks(t *testing.T, cases []deniedAttack) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { checkDeniedAttack(t, tc.rules, tc.attack, tc.write, tc.want) })
 	}
 }

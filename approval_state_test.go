@@ -17,13 +17,7 @@ func TestApproveRulesShellState(t *testing.T) {
 	jobs := agentpty.Rules{Allow: []string{"echo *", "jobs *"}}
 	deny := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
 	history := "set -o history -H\necho \"/;rm -rf d #\" !#:1:t\n"
-	for _, tc := range []struct {
-		name  string
-		rules agentpty.Rules
-		attack
-		write bool // judged as a pty-write's input, typed into an interactive shell
-		want  string
-	}{
+	runDeniedAttacks(t, []deniedAttack{
 		{"HistoryScript", set, attack{command: history}, false, "uses set -o history, which changes how the shell reads what follows"},
 		{"HistoryShellC", agentpty.Rules{Allow: []string{"echo *", "set *", "bash -c *"}}, attack{command: "bash -c " + shellQuote(history)}, false,
 			"set -o history, which changes how the shell reads what follows"},
@@ -35,9 +29,7 @@ func TestApproveRulesShellState(t *testing.T) {
 		{"JobsX", jobs, attack{command: "jobs -x rm -rf d"}, false, `runs "rm -rf d", which matches no allow rule`},
 		{"RbashDeny", deny, attack{command: "rbash -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
 		{"JobsXDeny", deny, attack{command: "builtin jobs -x rm -rf d"}, false, `matches deny rule "rm *"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkDeniedAttack(t, tc.rules, tc.attack, tc.write, tc.want) })
-	}
+	})
 	// What the options leave modelled still passes.
 	for _, c := range []string{"set -euo pipefail", "set -- a -H", "shopt -s nullglob globstar", "shopt -p", "jobs -l", "jobs -x echo %1"} {
 		r := agentpty.Rules{Allow: []string{"echo *", "set *", "shopt *", "jobs *"}}

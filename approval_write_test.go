@@ -123,3 +123,27 @@ func TestApproveRulesWriteLinesForTheNextProgram(t *testing.T) {
 		m.Close()
 	}
 }
+
+// Rules approve a typed line only for a shell they read waiting at its
+// prompt (bash, sh, dash, ash; a path to one counts by its name): the
+// same line typed where another program, or none, waits is refused.
+func TestApproveRulesWriteForeground(t *testing.T) {
+	rules := Rules{Allow: []string{"echo *"}}
+	judge := func(fg string) error {
+		return rules.Approve(context.Background(), ApprovalRequest{Tool: ToolWrite, ID: "pty-1", Command: "bash", Input: "echo hi\r", Foreground: fg})
+	}
+	for _, fg := range []string{"bash", "sh", "dash", "ash", "/bin/bash"} {
+		if err := judge(fg); err != nil {
+			t.Errorf("typed into %s: %v", fg, err)
+		}
+	}
+	for fg, want := range map[string]string{
+		"zsh":     `"zsh", which is not a shell the rules read`,
+		"python3": `"python3", which is not a shell the rules read`,
+		"":        "a terminal where no program waits for input",
+	} {
+		if err := judge(fg); !isErr(err, ErrDenied) || !strings.Contains(err.Error(), want) {
+			t.Errorf("typed into %q: %v; want ErrDenied ...%s", fg, err, want)
+		}
+	}
+}

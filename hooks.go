@@ -57,18 +57,13 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	// for a shell at its prompt. A shell prints its prompt before it
 	// reads: one that has just printed it is given a moment.
 	fg := ""
-	if sr, ok := s.term.(StateReader); ok {
-		waiting := func() bool {
-			rep := sr.Foreground()
-			if rep.Waiting && !rep.Unread {
-				fg = rep.Name
-			}
-			return fg != ""
+	if _, ok := s.term.(StateReader); ok {
+		_, st, err := s.awaitInput(ctx, nil, time.Now().Add(approveReaderWait))
+		if err != nil {
+			return err
 		}
-		if !waiting() {
-			if err := s.awaitCond(ctx, time.Now().Add(approveReaderWait), waiting); err != nil {
-				return err
-			}
+		if st.State == StateWaitingInput {
+			fg = st.Foreground
 		}
 	}
 	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg})

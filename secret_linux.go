@@ -43,7 +43,11 @@ func fgProcs(master *os.File) []fgProc {
 		p.waiting = true
 		buf := make([]byte, 512)
 		for _, tid := range threads(pid) {
-			if ts, ok := proc.ReadStat(tid, buf); !ok || ts.State != 'S' {
+			ts, ok := st, true // the leader's stat was read with the group
+			if tid != pid {
+				ts, ok = proc.ReadStat(tid, buf)
+			}
+			if !ok || ts.State != 'S' {
 				p.waiting = false // running, stopped or gone: judged as it is
 				continue
 			}

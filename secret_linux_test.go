@@ -260,24 +260,33 @@ input("done> ")
 // list, shows it would get the secret.
 func TestSecretProgramsRefuseWaitingReader(t *testing.T) {
 	need(t, "python3")
-	const secret = "Waiting-Pw-77"
+	checkSecretThief(t, waitingThief, "password for root: ", "Waiting-Pw-77", "no program is reading", 1500)
+}
+
+// checkSecretThief starts command, which prompts with prompt and whose
+// main thread waits for a child, and types secret: without SecretPrograms
+// (the control) the thief must print it reversed; with {"sudo"} the write
+// must be ErrDenied holding denial, and the secret appear nowhere within
+// settleMS.
+func checkSecretThief(t *testing.T, command, prompt, secret, denial string, settleMS int) {
+	t.Helper()
 	ctx := waitCtx(t)
 	for _, list := range [][]string{nil, {"sudo"}} {
 		m := newManager(t, Options{SecretPrograms: list})
-		start := mustStart(t, m, StartRequest{Command: waitingThief, WaitFor: "password for root: "})
+		start := mustStart(t, m, StartRequest{Command: command, WaitFor: prompt})
 		s, _ := m.Session(start.ID)
 		if !awaitChildWait(s.PID()) {
-			t.Fatalf("the prompt's program is not waiting for its child: the test would not show the fault")
+			t.Fatalf("the thief's main thread is not waiting for its child: the test would not show the fault")
 		}
 		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitFor: "done> "})
 		switch {
 		case list == nil && (err != nil || !strings.Contains(res.Output, "rev "+reversed(secret))):
-			t.Fatalf("control: %+v %v; want the secret read once the child is gone", res, err)
-		case list != nil && (!isErr(err, ErrDenied) || !strings.Contains(err.Error(), "no program is reading")):
-			t.Errorf("with SecretPrograms: %v; want ErrDenied, no program reading", err)
+			t.Fatalf("control: %+v %v; want the secret read by the thief", res, err)
+		case list != nil && (!isErr(err, ErrDenied) || !strings.Contains(err.Error(), denial)):
+			t.Errorf("with SecretPrograms: %+v %v; want ErrDenied ...%s", res, err, denial)
 		}
 		if list != nil {
-			out := mustWrite(t, m, WriteRequest{ID: start.ID, WaitMS: ms(1500)})
+			out := mustWrite(t, m, WriteRequest{ID: start.ID, WaitMS: ms(settleMS)})
 			assertNoSecret(t, reversed(secret), map[string]string{"output": out.Output, "session": secretTrail(s)})
 		}
 		if _, err := m.Kill(ctx, start.ID); err != nil {

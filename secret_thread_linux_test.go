@@ -1,9 +1,6 @@
 package agentpty
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // threadThief reads the terminal on a second thread while its main thread
 // waits for sudo, its child: the main thread is all /proc/PID/stat and
@@ -32,30 +29,5 @@ func TestSecretProgramsRefuseReadingThread(t *testing.T) {
 	need(t, "python3")
 	const secret = "Thread-Pw-4242"
 	user := testUser(t, secret)
-	ctx := waitCtx(t)
-	for _, list := range [][]string{nil, {"sudo"}} {
-		m := newManager(t, Options{SecretPrograms: list})
-		start := mustStart(t, m, StartRequest{
-			Command: "setpriv --reuid=" + user + " --regid=" + user + " --init-groups -- " + threadThief,
-			WaitFor: "[sudo] pw: ",
-		})
-		s, _ := m.Session(start.ID)
-		if !awaitChildWait(s.PID()) {
-			t.Fatalf("the thief's main thread is not waiting for sudo: the test would not show the fault")
-		}
-		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitFor: "done> "})
-		switch {
-		case list == nil && (err != nil || !strings.Contains(res.Output, "rev "+reversed(secret))):
-			t.Fatalf("control: %+v %v; want the secret read by the thread", res, err)
-		case list != nil && (!isErr(err, ErrDenied) || !strings.Contains(err.Error(), "python3")):
-			t.Errorf("with SecretPrograms: %+v %v; want ErrDenied naming the thief", res, err)
-		}
-		if list != nil {
-			out := mustWrite(t, m, WriteRequest{ID: start.ID, WaitMS: ms(500)})
-			assertNoSecret(t, reversed(secret), map[string]string{"output": out.Output, "session": secretTrail(s)})
-		}
-		if _, err := m.Kill(ctx, start.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	checkSecretThief(t, "setpriv --reuid="+user+" --regid="+user+" --init-groups -- "+threadThief, "[sudo] pw: ", secret, "python3", 500)
 }

@@ -15,12 +15,7 @@ import (
 // files but change none of them, nor plant the next run's file. The
 // control: the same operations on a directory made alike beside it work.
 func TestShellSandboxKeepsCommandsReadOnly(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TMPDIR", root) // the private directory lands inside the root
-	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}})
+	root, sb := sandboxHoldingPrivDirs(t)
 	m := newManager(t, Options{Sandbox: sb})
 	id := startShell(t, m)
 	priv := m.priv.path
@@ -56,17 +51,25 @@ func TestShellSandboxKeepsCommandsReadOnly(t *testing.T) {
 	}
 }
 
+// sandboxHoldingPrivDirs returns a sandbox whose writable root, a new
+// directory, is where managers made from now on put their private
+// directories (TMPDIR).
+func sandboxHoldingPrivDirs(t *testing.T) (root string, sb Sandbox) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", root)
+	return root, newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}})
+}
+
 // TestSandboxKeptPathsOutliveStarts: managers sharing one sandbox start
 // and close at once, each with its private directory inside the writable
 // root: every start binds the directories kept at that moment, and none
 // fails because another manager's Close removed one of them meanwhile.
 func TestSandboxKeptPathsOutliveStarts(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TMPDIR", root) // the private directories land inside the root
-	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{root}})
+	_, sb := sandboxHoldingPrivDirs(t)
 	var wg sync.WaitGroup
 	for range 12 {
 		wg.Go(func() {

@@ -3,6 +3,7 @@ package agentpty
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -256,5 +257,23 @@ func TestShellSnapshotRemovedAtClose(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the snapshot directory %q is still there after Close: %v", dir, err)
+	}
+}
+
+// ShellSnapshot applies on this machine only: with another backend no
+// snapshot is made (the backend starts the command alone) and the start's
+// notice says so. The control, without ShellSnapshot, has no such notice.
+func TestShellSnapshotOtherBackend(t *testing.T) {
+	for _, snap := range []bool{false, true} {
+		t.Run(fmt.Sprint("ShellSnapshot=", snap), func(t *testing.T) {
+			m, b := memManager(t, Options{ShellSnapshot: snap})
+			res := mustStart(t, m, StartRequest{Command: "prog", WaitFor: "ready"})
+			if said := strings.Contains(res.Notice, "applies on this machine only"); said != snap {
+				t.Errorf("notice %q", res.Notice)
+			}
+			if n := b.starts.Load(); n != 1 {
+				t.Errorf("the backend started %d commands, want 1", n)
+			}
+		})
 	}
 }
