@@ -87,13 +87,14 @@ type readOnlyKeeper interface {
 // keepReadOnly makes the sandbox a readOnlyKeeper.
 //
 // A start binds the kept paths it read some time after reading them: a
-// release waits until every start that may have read its path has bound
-// it (or failed), so no start ever binds a path its manager's Close is
-// removing.
+// release waits until the starts that read its path have bound it (or
+// failed), so no start ever binds a path its manager's Close is removing.
+// Starts that did not read it, and other paths' releases, do not wait.
 type keptPaths struct {
-	keptMu  sync.Mutex
-	paths   []string     // one entry per keepReadOnly not yet released
-	binding sync.RWMutex // read-held by each start from hold to its done
+	keptMu sync.Mutex
+	paths  []string       // one entry per keepReadOnly not yet released
+	held   map[string]int // starts that read a path and have not bound it yet
+	let    *sync.Cond     // on keptMu: a start let go of its paths
 }
 
 func (k *keptPaths) keepReadOnly(path string) func() {
@@ -103,13 +104,13 @@ func (k *keptPaths) keepReadOnly(path string) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			// Starts that read the path have bound it once they let go.
-			k.binding.Lock()
-			defer k.binding.Unlock()
 			k.keptMu.Lock()
 			defer k.keptMu.Unlock()
 			if i := slices.Index(k.paths, path); i >= 0 {
 				k.paths = slices.Delete(k.paths, i, i+1)
+			}
+			for k.held[path] > 0 {
+				k.letGo().Wait()
 			}
 		})
 	}
@@ -118,8 +119,31 @@ func (k *keptPaths) keepReadOnly(path string) func() {
 // hold returns the paths kept now; the caller calls done once its child
 // has bound them or will not start.
 func (k *keptPaths) hold() (paths []string, done func()) {
-	k.binding.RLock()
 	k.keptMu.Lock()
 	defer k.keptMu.Unlock()
-	return slices.Clone(k.paths), k.binding.RUnlock
+	paths = slices.Clone(k.paths)
+	if k.held == nil {
+		k.held = make(map[string]int)
+	}
+	for _, p := range paths {
+		k.held[p]++
+	}
+	return paths, func() {
+		k.keptMu.Lock()
+		defer k.keptMu.Unlock()
+		for _, p := range paths {
+			if k.held[p]--; k.held[p] == 0 {
+				delete(k.held, p)
+			}
+		}
+		k.letGo().Broadcast()
+	}
+}
+
+// letGo is the condition a release waits on. Call with keptMu held.
+func (k *keptPaths) letGo() *sync.Cond {
+	if k.let == nil {
+		k.let = sync.NewCond(&k.keptMu)
+	}
+	return k.let
 }
