@@ -167,7 +167,7 @@ type ApprovalRequest struct {
 // hold no control character (a tab would complete the line into something
 // else) and no history expansion (! anywhere, ^ leading a line), and each
 // line's commands are judged as a start's are. A write is approved only
-// into a shell waiting at its prompt (ApprovalRequest.Foreground: bash, sh,
+// into a shell waiting at its prompt (ApprovalRequest.Foreground: bash, rbash, sh,
 // dash or ash) and only one line at a time: a pager, an editor or a REPL
 // reads typed text as keys of its own, and a program the first line
 // starts would read the next ones.
