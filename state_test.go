@@ -1,7 +1,6 @@
 package agentpty
 
 import (
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // noProfile runs commands without the login profile, which reads the
@@ -303,13 +300,24 @@ func TestWaitUntilInputAfterALoneEsc(t *testing.T) {
 // it, else the newest of the group, by the program's own name.
 func TestForegroundNamesTheProgram(t *testing.T) {
 	need(t, "git", "less")
-	// The connection stays open while cat reads it: until the session ends.
-	port := testkit.Serve(t, func(c net.Conn) {
-		_, _ = c.Write([]byte("hello from the socket\n"))
-		_, _ = io.Copy(io.Discard, c)
-	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = c.Write([]byte("hello from the socket\n"))
+		}
+	}()
 	repo := filepath.Join(t.TempDir(), "repo")
 	gitRepo(t, repo, 30)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	cases := []struct {
 		name, command, ready, state, fg string
 	}{
