@@ -72,7 +72,7 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 			err = fmt.Errorf("agentpty: %s: attach: read: %w", s.id, err)
 		}
 	case <-t.done:
-		if t.err != nil {
+		if t.err != nil && !personLeft(t.err) { // a write to a hung-up terminal: the person left
 			err = fmt.Errorf("agentpty: %s: attach: write: %w", s.id, t.err)
 		}
 	}
@@ -121,9 +121,7 @@ func (s *Session) attachInput(a *attachment, r io.Reader, done chan<- error) {
 			a.tap.poke()
 		}
 		if err != nil {
-			// The person left: end of input, rw closed, their terminal hung up.
-			left := errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EIO)
-			if left || (a.gone.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
+			if personLeft(err) || (a.gone.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
 				err = nil
 			}
 			done <- err
@@ -146,4 +144,11 @@ func (s *Session) leaveKeyboard(a *attachment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.keyboard = slices.DeleteFunc(s.keyboard, func(have *attachment) bool { return have == a })
+}
+
+// personLeft reports an error that says the attached person left: end of
+// input, their side closed, their terminal hung up (reads and writes both
+// fail with EIO then).
+func personLeft(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EIO)
 }
