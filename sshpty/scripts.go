@@ -14,6 +14,48 @@ const helperFuncs = `
 exec 2>/dev/null
 trap '' PIPE
 ` + remotestate.Funcs + `
+# Two shells of this one's wait, each on a fifo of its own, for the
+# process starts a probe after a run needs: one execs stty for the
+# terminal it is sent (sttystart, while the probe's builtins run), the
+# other writes a mark to it (fence). The probe then pays neither fork;
+# prefork, after each answer, replaces what was used. This shell keeps
+# each fifo open, so that a line sent before its reader opened it waits
+# there. Where bash is older than 5 or mktemp and mkfifo fail, stty and
+# the mark start as remotestate's functions start them.
+PD= SA= SB=
+if [ "${BASH_VERSINFO:-0}" -ge 5 ] && PD=$(mktemp -d) && mkfifo -m 600 "$PD/a" "$PD/b" && exec 6<>"$PD/a" 7<>"$PD/b"; then
+	trap 'kill $SA $SB; rm -rf "$PD"' EXIT
+else
+	[ -z "$PD" ] || rm -rf "$PD"; PD=
+fi
+prefork() {
+	[ -n "$PD" ] || return 0
+	if [ -z "$SA" ]; then eval 'exec 8< <(exec </dev/null; read -r q d <&6 && printf "%s " "$q" && LC_ALL=C exec stty -a <"$d")' && SA=$!; fi
+	if [ -z "$SB" ]; then { exec </dev/null >/dev/null; read -r d f q <&7 && printf '\033]6973;%s;f%s\007' "$f" "$q" >"$d"; } & SB=$!; fi
+}
+# nowait stops the waiting for good on this connection: a waiting shell
+# was lost (killed on the host), and a line it did not read would reach
+# the next one.
+nowait() { kill $SA $SB; SA= SB=; [ -z "$PD" ] || rm -rf "$PD"; PD=; exec 6<&- 7<&-; }
+sttystart() {
+	[ -n "$SA" ] || return 1
+	kill -0 $SA || { nowait; return 1; }
+	echo "$Q $D" >&6; SA=
+}
+# sttywait takes stty's answer, which the waiting shell begins with the
+# probe's number: any other answer is not this probe's.
+sttywait() {
+	w=; IFS= read -r -d '' w <&8; exec 8<&-
+	case $w in "$Q "*) w=${w#"$Q "};; *) w=; nowait;; esac
+}
+fence() {
+	[ -z "$SB" ] || kill -0 $SB || nowait
+	if [ -n "$SB" ]; then echo "$D $FN $Q" >&7; SB=
+	else { printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } &
+	fi
+	echo "$Q fence $Q"
+}
+prefork
 sig() {
 	st $1 || return
 	set -- $1 $2 $R

@@ -54,7 +54,8 @@ type terminal struct {
 	closeOnce sync.Once
 	closedCh  chan struct{} // closed by Close
 
-	typed atomic.Bool // input was written since the last probe
+	syncMu sync.Mutex
+	synced chan struct{} // closed when the server has taken the input written so far (see syncTyped); nil when none
 	// gen counts what could change the terminal's state: output read,
 	// input written, a signal sent, a resize; inGen all but the output.
 	gen, inGen atomic.Uint64
@@ -280,6 +281,10 @@ func (t *terminal) writeChunk(p []byte) error {
 	t.pending = done
 	t.wmu.Unlock()
 	var err error
+	synced := make(chan struct{})
+	t.syncMu.Lock()
+	t.synced = synced
+	t.syncMu.Unlock()
 	go func() {
 		_, err = t.in.Write(p)
 		t.wmu.Lock()
@@ -288,8 +293,9 @@ func (t *terminal) writeChunk(p []byte) error {
 		}
 		t.wmu.Unlock()
 		close(done)
+		t.sendSync(err == nil)
+		close(synced)
 	}()
-	t.typed.Store(true)
 	t.changed()
 	defer t.changed() // and once it went: a probe begun in between may have looked before it
 	if !t.await(done) {

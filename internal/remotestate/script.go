@@ -15,25 +15,42 @@ package remotestate
 // The echo flag costs a process start (stty), most of a probe's time: a
 // shell that runs probes one after another (sshpty's) keeps each
 // command's last flag and starts no stty while nothing that could have
-// changed it ran (see echoflag); so too the fence's mark (see probe).
+// changed it ran (see echostart); so too the fence's mark (see probe).
 //
-// A script may define echoflag (print "$Q stty" and the modes of $D),
-// runs (set K empty: no answer is kept) and fence (write a mark to $D
-// that tells when the output before it has arrived, and print "$Q fence
-// N") anew after these.
+// A script may define anew, after these: runs (set K empty: no answer is
+// kept), sttystart (start "stty -a <$D" in the background, or fail) with
+// sttywait (set w to what it printed, or empty: echoflag then runs stty)
+// and fence (write a mark to $D that tells when
+// the output before it has arrived, and print "$Q fence N").
 const Funcs = `
 st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
 # bash's ## is slow on a long line: the same cut from the last ")".
 [ -z "$BASH_VERSION" ] || eval 'st() { l=; read -r l </proc/$1/stat || [ -n "$l" ] || return 1; sx=${l%)*}; C=${sx#*\(}; R=${l:${#sx}+2}; }'
-# echoflag prints "$Q stty" and the modes of $D that matter ("icanon
-# -echo"). Modes change only when a process runs: while the foreground
-# group and the run time of every thread of the command $P and of every
-# process below it (runs) are what they were before this shell last ran
-# stty for $P, that stty's answer (EK$P, EW$P) stands.
-echoflag() {
+# echostart begins reading the modes of $D that matter ("icanon
+# -echo"); echoflag prints them as "$Q stty ...". Modes change only when
+# a process runs: while the foreground group and the run time of every
+# thread of the command $P and of every process below it (runs) are what
+# they were before this shell last ran stty for $P, that stty's answer
+# (EK$P, EW$P) stands. Otherwise sttystart may start stty in the
+# background, so that the probe's builtins run meanwhile, and sttywait
+# then sets w to what it printed; where it does not (this default),
+# echoflag runs stty.
+sttystart() { return 1; }
+echostart() {
 	runs $P
-	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${EK$P-}\" ]"; then eval "echo \"\$Q stty \$EW$P\""; return; fi
-	w=$(LC_ALL=C exec stty -a <"$D")
+	EB=
+	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${EK$P-}\" ]"; then EB=kept
+	elif sttystart; then EB=bg
+	fi
+}
+echoflag() {
+	w=
+	case $EB in
+	kept) eval "echo \"\$Q stty \$EW$P\""; return;;
+	bg) sttywait;;
+	esac
+	# A background stty that did not answer (its shell was killed): here.
+	[ -n "$w" ] || w=$(LC_ALL=C exec stty -a <"$D")
 	case " $w " in *[[:space:]]icanon[[:space:]]*) ic=icanon;; *) ic=-icanon;; esac
 	case " $w " in *[[:space:]]echo[[:space:]]*) ec=echo;; *) ec=-echo;; esac
 	echo "$Q stty $ic $ec"
@@ -93,26 +110,32 @@ tty() {
 	[ -n "$D" ]
 }
 probe() {
-	W= P=$1 K=
-	look1 $1
+	W= P=$1 K= EB=
+	look1 $1 || return 0
 	# A program that looks blocked on the terminal may have written output
 	# that is still on its way: a mark written to the terminal now comes
 	# after all of it, and the reader waits for it. While nothing of the
-	# command ran since the last mark (K, see echoflag), nothing was written
-	# after it: that mark serves, and no subshell starts.
-	[ -n "$W" ] || return 0
-	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${FK$P-}\" ]"; then eval "echo \"\$Q fence \$FQ$P\""; return; fi
-	fence
-	[ -z "$K" ] || eval "FK$P=\$K FQ$P=\$Q"
-}
-look1() {
-	tty $1 || return
+	# command ran since the last mark (K, see echostart), nothing was
+	# written after it: that mark serves, and no mark is written.
+	if [ -n "$W" ]; then
+		if [ -n "$K" ] && eval "[ \"\$K\" = \"\${FK$P-}\" ]"; then eval "echo \"\$Q fence \$FQ$P\""
+		else
+			fence
+			[ -z "$K" ] || eval "FK$P=\$K FQ$P=\$Q"
+		fi
+	fi
 	echoflag
+}
+# look1 finds the terminal, begins reading its modes, and looks at the
+# foreground group; false when the command is gone or has no terminal.
+look1() {
+	tty $1 || return 1
+	echostart
 	if [ -n "$BASH_VERSION" ]; then read -t 0 <"$D" && echo "$Q unread"; fi
-	[ "$T" -gt 0 ] || return
+	[ "$T" -gt 0 ] || return 0
 	DEC=
 	look $T
-	[ -z "$DEC" ] || return
+	[ -z "$DEC" ] || return 0
 	# The group's other members, found below its leader (children files)
 	# rather than by reading all of /proc, which a shell does slowly.
 	if [ -e /proc/$T/task/$T/children ]; then
@@ -124,17 +147,17 @@ look1() {
 				for y in $k; do
 					q="${q:+$q }$y"
 					member $y
-					[ -z "$DEC" ] || return
+					[ -z "$DEC" ] || return 0
 				done
 			done
 		done
-		return
+		return 0
 	fi
 	for x in /proc/[0-9]*/stat; do
 		y=${x#/proc/}; y=${y%/stat}
 		[ "$y" = "$T" ] && continue
 		member $y
-		[ -z "$DEC" ] || return
+		[ -z "$DEC" ] || return 0
 	done
 }
 # member looks at process $1 if it is of the foreground group $T.
