@@ -48,19 +48,18 @@ func parentOf(pid int) int {
 	return st.PPID
 }
 
-// gone waits, a bounded while, until pid has left this machine's process
-// table (its parent, the probe shell, reaps it) and dir is removed.
+// gone waits, a bounded while, until pid has ended on this machine (the
+// server is local) and dir is removed.
 func gone(t *testing.T, pid int, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, errPID := os.Stat(fmt.Sprintf("/proc/%d", pid))
 		_, errDir := os.Stat(dir)
-		if os.IsNotExist(errPID) && (dir == "" || os.IsNotExist(errDir)) {
+		if !alive(pid) && (dir == "" || os.IsNotExist(errDir)) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, process %d (%v) or directory %s (%v) is still there", pid, errPID, dir, errDir)
+			t.Fatalf("after 10 s, process %d (alive %v) or directory %s (%v) is still there", pid, alive(pid), dir, errDir)
 		}
 		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
 	}
@@ -109,6 +108,33 @@ func TestProbeWaitingShells(t *testing.T) {
 	<-out.done
 	gone(t, w2.stty, w2.dir)
 	gone(t, w2.mark, "")
+}
+
+// TestProbeShellKilled: when the probe shell is killed on the host, its
+// waiting shells end too and remove their fifos.
+func TestProbeShellKilled(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `echo ready; exec cat`)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	out.waitFor(t, "ready")
+	w := askWaiting(t, b)
+	if w.dir == "" || w.stty == 0 || w.mark == 0 {
+		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
+	}
+	t.Cleanup(func() { // what a failure left behind
+		syscall.Kill(w.stty, syscall.SIGKILL)
+		syscall.Kill(w.mark, syscall.SIGKILL)
+		os.RemoveAll(w.dir)
+	})
+	if err := syscall.Kill(w.sh, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, w.stty, w.dir)
+	gone(t, w.mark, "")
 }
 
 // TestProbeWaitingShellKilled: when a waiting shell is killed on the

@@ -30,8 +30,16 @@ else
 fi
 prefork() {
 	[ -n "$PD" ] || return 0
-	if [ -z "$SA" ]; then eval 'exec 8< <(exec </dev/null; read -r q d <&6 && printf "%s " "$q" && LC_ALL=C exec stty -a <"$d")' && SA=$!; fi
-	if [ -z "$SB" ]; then { exec </dev/null >/dev/null; read -r d f q <&7 && printf '\033]6973;%s;f%s\007' "$f" "$q" >"$d"; } & SB=$!; fi
+	if [ -z "$SA" ]; then eval 'exec 8< <(waiting a; printf "%s " "$q"; LC_ALL=C exec stty -a <"$d")' && SA=$!; fi
+	if [ -z "$SB" ]; then { exec >/dev/null; waiting b; printf '\033]6973;%s;f%s\007' "$f" "$q" >"$d"; } & SB=$!; fi
+}
+# waiting, in a waiting shell, reads its line from fifo $1 (q and d, and
+# f for the mark). It closes what it inherited of the fifos, so that
+# when this shell ends, killed or not, nothing holds them open for
+# writing: the read ends, and the waiting shell with it, removing them.
+waiting() {
+	exec </dev/null 6<&- 7<&-
+	read -r q d f <"$PD/$1" || { rm -rf "$PD"; exit; }
 }
 # nowait stops the waiting for good on this connection: a waiting shell
 # was lost (killed on the host), and a line it did not read would reach
@@ -50,8 +58,8 @@ sttywait() {
 }
 fence() {
 	[ -z "$SB" ] || kill -0 $SB || nowait
-	if [ -n "$SB" ]; then echo "$D $FN $Q" >&7; SB=
-	else { printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } &
+	if [ -n "$SB" ]; then echo "$Q $D $FN" >&7; SB=
+	else { exec 6<&- 7<&-; printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } &
 	fi
 	echo "$Q fence $Q"
 }
