@@ -126,8 +126,11 @@ func TestProbeShellKilled(t *testing.T) {
 		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
 	}
 	t.Cleanup(func() { // what a failure left behind
-		syscall.Kill(w.stty, syscall.SIGKILL)
-		syscall.Kill(w.mark, syscall.SIGKILL)
+		for _, pid := range []int{w.stty, w.mark} {
+			if alive(pid) && parentOf(pid) == 1 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 		os.RemoveAll(w.dir)
 	})
 	if err := syscall.Kill(w.sh, syscall.SIGKILL); err != nil {
