@@ -18,7 +18,7 @@ type matcher struct {
 	hit         bool              // the reader found it, and released the call
 	wake        chan struct{}     // a token when the call is released (1-buffered, made once)
 	text, kinds []byte            // a waitSpec's buffers, kept between calls (see looker)
-	tell        func(what string) // tests: told, under mu, "parked" at a park and "kept" when a look found nothing
+	tell        func(what string) // tests: told, under mu, "parked" at a park, "kept" when the reader's look found nothing, "beside" when a wait looks beside a parked call
 }
 
 // looker is a call's looks for its pattern in the settled text (await),
@@ -49,9 +49,13 @@ func (l *looker) look() bool {
 // turns, but a wait outside them may look beside one), else any change.
 // Call with mu held.
 func (l *looker) wake(park bool) <-chan struct{} {
-	if park && l.s.match.want == nil {
+	m := &l.s.match
+	if park && m.want == nil {
 		l.parked = true
 		return l.s.parkMatch(l.want)
+	}
+	if park && m.tell != nil {
+		m.tell("beside")
 	}
 	return l.s.changes()
 }

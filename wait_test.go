@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -453,36 +454,81 @@ func TestWaitForInALongBatch(t *testing.T) {
 
 // TestAwaitBesideAParkedCall: a wait outside the calls' turns (a look of
 // the host's own) beside a call parked on its pattern: each returns on its
-// own pattern, and the call's result is its own.
+// own pattern, and the call's result is its own. The program prints each
+// pattern only when the test types a line, once the hooks say the call is
+// parked and the wait has looked beside it.
 func TestAwaitBesideAParkedCall(t *testing.T) {
 	m := newManager(t, Options{})
-	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; read b; echo FI''RST; read c; echo SEC''OND; read d", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
-	parked := make(chan struct{}, 1)
+	told := make(chan string, 16)
 	s.mu.Lock()
 	s.match.tell = func(what string) {
-		if what == "parked" {
-			select {
-			case parked <- struct{}{}:
-			default:
-			}
+		if what == "kept" {
+			return
+		}
+		select {
+		case told <- what:
+		default:
 		}
 	}
 	s.mu.Unlock()
+	ctx := waitCtx(t)
 	type outcome struct {
 		res WriteResult
 		err error
 	}
 	got := make(chan outcome, 1)
 	go func() {
-		w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: `sleep 0.2; echo FI""RST; sleep 0.5; echo SEC""OND`,
-			Submit: true, WaitFor: "SECOND"})
+		w, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "a", Submit: true, WaitFor: "SECOND"})
 		got <- outcome{w, err}
 	}()
-	<-parked
-	awaitUnread(t, s, "FIRST")
+	hook := func() string {
+		select {
+		case what := <-told:
+			return what
+		case o := <-got:
+			t.Fatalf("the call returned before its pattern was printed: %+v %v", o.res, o.err)
+		case <-ctx.Done():
+			t.Fatal("the hooks were never told")
+		}
+		return ""
+	}
+	if what := hook(); what != "parked" {
+		t.Fatalf("the call was told %q; want parked", what)
+	}
+	first := make(chan error, 1)
+	go func() {
+		matched, err := s.await(ctx, literalWait("FIRST"), time.Now().Add(maxWait), false)
+		if err == nil && !matched {
+			err = errors.New("not matched")
+		}
+		first <- err
+	}()
+	// The wait's look found nothing: it waits beside the call ("beside"),
+	// or, were it to take the call's place, parks in it ("parked").
+	hook()
+	if err := s.Send("b\r"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatalf("the wait beside the call: %v", err)
+		}
+	case o := <-got:
+		t.Fatalf("the parked call returned on the wait's pattern: %+v %v", o.res, o.err)
+	}
+	select {
+	case o := <-got:
+		t.Fatalf("the parked call returned with the wait: %+v %v", o.res, o.err)
+	default:
+	}
+	if err := s.Send("c\r"); err != nil {
+		t.Fatal(err)
+	}
 	o := <-got
-	if o.err != nil || !o.res.Matched || !strings.Contains(o.res.Output, "SECOND") {
+	if o.err != nil || !o.res.Matched || !strings.Contains(o.res.Output, "FIRST\n") || !strings.HasSuffix(o.res.Output, "SECOND") {
 		t.Fatalf("the parked call: %+v %v; want its own pattern matched", o.res, o.err)
 	}
 }
