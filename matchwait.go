@@ -14,7 +14,8 @@ const readerLooks = 1 << 10
 // the call's input and output that does not match then cost no wake-up of
 // the call and no switch between goroutines. Guarded by Session.mu.
 type matcher struct {
-	want        *waitSpec         // the pattern looked for; nil while no call is parked
+	want        *waitSpec         // the parked pattern; nil while no call is parked, and kept until the call itself ends the park
+	released    bool              // the reader has released the call and no longer looks: no other call may park before the released one has looked
 	hit         bool              // the reader found it, and released the call
 	wake        chan struct{}     // a token when the call is released (1-buffered, made once)
 	text, kinds []byte            // a waitSpec's buffers, kept between calls (see looker)
@@ -89,7 +90,7 @@ func (s *Session) parkMatch(want *waitSpec) <-chan struct{} {
 	case <-m.wake: // the token of an earlier park that ended otherwise
 	default:
 	}
-	m.want, m.hit = want, false
+	m.want, m.hit, m.released = want, false, false
 	if m.tell != nil {
 		m.tell("parked")
 	}
@@ -97,10 +98,11 @@ func (s *Session) parkMatch(want *waitSpec) <-chan struct{} {
 }
 
 // unparkMatch ends a park, whether the reader released it or not, and
-// reports whether the reader found the match. Call with mu held.
+// reports whether the reader found the match. Only the parked call calls
+// it. Call with mu held.
 func (s *Session) unparkMatch() bool {
 	hit := s.match.hit
-	s.match.want, s.match.hit = nil, false
+	s.match.want, s.match.hit, s.match.released = nil, false, false
 	return hit
 }
 
@@ -108,10 +110,10 @@ func (s *Session) unparkMatch() bool {
 // its match. Call with mu held.
 func (s *Session) releaseMatch(hit bool) {
 	m := &s.match
-	if m.want == nil {
+	if m.want == nil || m.released {
 		return
 	}
-	m.want, m.hit = nil, hit
+	m.released, m.hit = true, hit
 	select {
 	case m.wake <- struct{}{}:
 	default:
@@ -124,7 +126,7 @@ func (s *Session) releaseMatch(hit bool) {
 // the call's. Call with mu held.
 func (s *Session) lookForMatch(n int) {
 	m := &s.match
-	if m.want == nil {
+	if m.want == nil || m.released {
 		return
 	}
 	st := s.text.settle

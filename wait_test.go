@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -208,7 +209,9 @@ func TestCallsTakeTurns(t *testing.T) {
 			mu.Unlock()
 		}()
 	}
-	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; sleep 0.5; echo A-DONE`, Submit: true, WaitFor: "A-DONE"})
+	// A holds its turn until the test types a line, once the others have
+	// queued behind it; then 0.5 s more.
+	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; read; sleep 0.5; echo A-DONE`, Submit: true, WaitFor: "A-DONE"})
 	awaitUnread(t, s, "A-START") // A has its turn
 	// B's fixed wait starts with its turn: counted from its arrival, it
 	// would end before its command does.
@@ -228,12 +231,15 @@ func TestCallsTakeTurns(t *testing.T) {
 	if err := <-done; !isErr(err, context.Canceled) {
 		t.Fatalf("a call that gave up waiting for its turn: %v", err)
 	}
+	if err := s.Send("\r"); err != nil {
+		t.Fatal(err)
+	}
 	wg.Wait()
 	if len(order) != 3 || order[0].name != "A" || order[1].name != "B" || order[2].name != "C" {
 		t.Fatalf("calls did not return in arrival order: %+v", order)
 	}
 	for _, o := range order {
-		if o.err != nil || !strings.Contains(o.res.Output, o.name+"-DONE") {
+		if o.err != nil || !strings.Contains(o.res.Output, o.name+"-DONE") || o.res.Matched != (o.name != "B") {
 			t.Fatalf("%s: %+v, %v", o.name, o.res, o.err)
 		}
 		for _, other := range []string{"A", "B", "C", "NEVER"} {
@@ -357,6 +363,57 @@ func TestFloodHoldsNoCall(t *testing.T) {
 		_, err := m.Kill(waitCtx(t), id)
 		return err
 	})
+}
+
+// A call beside a wait parked on its own pattern: the reader releases the
+// wait as the call looks, and the call then parks in its place; the wait
+// collects its own match and leaves the call's park alone, and the call
+// matches its pattern when it comes. Round after round, as each is a race
+// between the two waking.
+func TestCallBesideAParkedWait(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: `echo ready; while read a; do echo FI""RST-$a; read b; echo SEC""OND-$a; done`, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	parked := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.match.tell = func(what string) {
+		if what == "parked" {
+			select {
+			case parked <- struct{}{}:
+			default:
+			}
+		}
+	}
+	s.mu.Unlock()
+	ctx := waitCtx(t)
+	for i := range 20 {
+		first := make(chan bool, 1)
+		go func() {
+			matched, err := s.await(ctx, literalWait(fmt.Sprintf("FIRST-%d", i)), time.Now().Add(10*time.Second), false)
+			first <- matched && err == nil
+		}()
+		<-parked // the wait parked: nothing else waits on the session
+		got := make(chan WriteResult, 1)
+		go func() {
+			w, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: strconv.Itoa(i), Submit: true, WaitFor: fmt.Sprintf("SECOND-%d", i), WaitMS: ms(5000)})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- w
+		}()
+		if !<-first {
+			t.Fatalf("round %d: the wait did not match its own pattern", i)
+		}
+		if err := s.Send("b\r"); err != nil {
+			t.Fatal(err)
+		}
+		if w := <-got; !w.Matched {
+			t.Fatalf("round %d: the call did not match its pattern: %+v", i, w)
+		}
+		for len(parked) > 0 { // the call's own parks: it has returned, nothing parks now
+			<-parked
+		}
+	}
 }
 
 // The reader looks for a parked call's pattern itself: output that does
