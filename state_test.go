@@ -332,7 +332,11 @@ func TestForegroundNamesTheProgram(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := mustStart(t, m, StartRequest{Command: c.command, Rows: 24, WaitFor: c.ready})
-			w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput, WaitMS: ms(600)})
+			var wait *int // a program that waits is waited for; one that runs, for 600 ms
+			if c.state == StateRunning {
+				wait = ms(600)
+			}
+			w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput, WaitMS: wait})
 			if w.State != c.state || w.Foreground != c.fg {
 				t.Errorf("state %q foreground %q, want %q %q", w.State, w.Foreground, c.state, c.fg)
 			}

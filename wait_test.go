@@ -60,7 +60,7 @@ func TestWaitForSkipsAPromptLineEcho(t *testing.T) {
 	writeLines(t, file, 3000, "line %d")
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "less " + file, Rows: 32, WaitFor: "line 31"})
-	w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "/line 1500", WaitFor: "line 1500", WaitMS: ms(300)})
+	w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "/line 1500", WaitFor: "line 1500", WaitUntil: WaitUntilInput})
 	if err != nil || w.Matched || !strings.HasSuffix(w.Output, "\n/line 1500") {
 		t.Fatalf("wait_for matched the search prompt's echo: %+v, %v", w, err)
 	}
