@@ -14,12 +14,12 @@ const readerLooks = 1 << 10
 // the call's input and output that does not match then cost no wake-up of
 // the call and no switch between goroutines. Guarded by Session.mu.
 type matcher struct {
-	want        *waitSpec         // the parked pattern; nil while no call is parked, and kept until the call itself ends the park
-	released    bool              // the reader has released the call and no longer looks: no other call may park before the released one has looked
+	want        *waitSpec         // the parked pattern, until its call ends the park; nil while none is parked
+	released    bool              // the reader released the call and stopped looking; the park stays the call's until it looks
 	hit         bool              // the reader found it, and released the call
 	wake        chan struct{}     // a token when the call is released (1-buffered, made once)
 	text, kinds []byte            // a waitSpec's buffers, kept between calls (see looker)
-	tell        func(what string) // tests: told, under mu, "parked" at a park, "kept" when the reader's look found nothing, "beside" when a wait looks beside a parked call
+	tell        func(what string) // tests: told, under mu, "parked" at a park, "kept" when the reader's look found nothing, "beside" when a wait looks beside a park
 }
 
 // looker is a call's looks for its pattern in the settled text (await),
