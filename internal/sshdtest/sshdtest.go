@@ -259,6 +259,21 @@ func (s *Server) Kill() {
 	})
 }
 
+// Freeze stops (SIGSTOP) every per-connection server, as a host that
+// stops answering while its kernel still acknowledges the TCP segments;
+// thaw lets them go on (SIGCONT).
+func (s *Server) Freeze() (thaw func()) {
+	pids := s.servers()[1:]
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	return func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+}
+
 // Stop ends the server (as Kill).
 func (s *Server) Stop() { s.Kill() }
 
