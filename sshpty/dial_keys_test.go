@@ -18,7 +18,6 @@ import (
 	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
@@ -48,8 +47,7 @@ func TestDialKeyOrder(t *testing.T) {
 	}
 	kr := agent.NewKeyring()
 	serveAgent(t, kr)
-	ignore := goleak.IgnoreCurrent()
-	fds := openFDs(t)
+	leaks := noLeaks(t)
 
 	files := func(names ...string) {
 		for _, n := range []string{"ed25519", "ecdsa", "rsa"} {
@@ -121,10 +119,7 @@ func TestDialKeyOrder(t *testing.T) {
 			t.Errorf("%s: %q; want logged-in-with-%s", tc.name, got, tc.want)
 		}
 	}
-	goleak.VerifyNone(t, ignore)
-	if now := openFDs(t); now > fds {
-		t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
-	}
+	leaks()
 }
 
 // newKey makes a private key of kind ed25519, ecdsa or rsa.

@@ -87,8 +87,7 @@ func TestParseTarget(t *testing.T) {
 func TestKeepAliveClosesASilentConnection(t *testing.T) {
 	const every = 300 * time.Millisecond
 	srv := sshdtest.Start(t)
-	ignore := goleak.IgnoreCurrent()
-	fds := openFDs(t)
+	leaks := noLeaks(t)
 	b, err := Dial(context.Background(), srv.User+"@"+srv.Addr, DialConfig{KnownHosts: []string{srv.KnownHosts}, KeyFiles: []string{srv.KeyFile}, NoAgent: true, KeepAlive: every})
 	if err != nil {
 		t.Fatalf("Dial: %v\n%s", err, srv.Log())
@@ -140,8 +139,5 @@ func TestKeepAliveClosesASilentConnection(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	goleak.VerifyNone(t, ignore)
-	if now := openFDs(t); now > fds {
-		t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
-	}
+	leaks()
 }
