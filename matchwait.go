@@ -14,11 +14,12 @@ const readerLooks = 1 << 10
 // the call's input and output that does not match then cost no wake-up of
 // the call and no switch between goroutines. Guarded by Session.mu.
 type matcher struct {
-	want        *waitSpec         // the pattern looked for; nil while no call is parked
+	want        *waitSpec         // the parked pattern, until its call ends the park; nil while none is parked
+	released    bool              // the reader released the call and stopped looking; the park stays the call's until it looks
 	hit         bool              // the reader found it, and released the call
 	wake        chan struct{}     // a token when the call is released (1-buffered, made once)
 	text, kinds []byte            // a waitSpec's buffers, kept between calls (see looker)
-	tell        func(what string) // tests: told, under mu, "parked" at a park and "kept" when a look found nothing
+	tell        func(what string) // tests: told, under mu, "parked" at a park, "kept" when the reader's look found nothing, "beside" when a wait looks beside a park
 }
 
 // looker is a call's looks for its pattern in the settled text (await),
@@ -49,9 +50,13 @@ func (l *looker) look() bool {
 // turns, but a wait outside them may look beside one), else any change.
 // Call with mu held.
 func (l *looker) wake(park bool) <-chan struct{} {
-	if park && l.s.match.want == nil {
+	m := &l.s.match
+	if park && m.want == nil {
 		l.parked = true
 		return l.s.parkMatch(l.want)
+	}
+	if park && m.tell != nil {
+		m.tell("beside")
 	}
 	return l.s.changes()
 }
@@ -85,7 +90,7 @@ func (s *Session) parkMatch(want *waitSpec) <-chan struct{} {
 	case <-m.wake: // the token of an earlier park that ended otherwise
 	default:
 	}
-	m.want, m.hit = want, false
+	m.want, m.hit, m.released = want, false, false
 	if m.tell != nil {
 		m.tell("parked")
 	}
@@ -93,10 +98,11 @@ func (s *Session) parkMatch(want *waitSpec) <-chan struct{} {
 }
 
 // unparkMatch ends a park, whether the reader released it or not, and
-// reports whether the reader found the match. Call with mu held.
+// reports whether the reader found the match. Only the parked call calls
+// it. Call with mu held.
 func (s *Session) unparkMatch() bool {
 	hit := s.match.hit
-	s.match.want, s.match.hit = nil, false
+	s.match.want, s.match.hit, s.match.released = nil, false, false
 	return hit
 }
 
@@ -104,10 +110,10 @@ func (s *Session) unparkMatch() bool {
 // its match. Call with mu held.
 func (s *Session) releaseMatch(hit bool) {
 	m := &s.match
-	if m.want == nil {
+	if m.want == nil || m.released {
 		return
 	}
-	m.want, m.hit = nil, hit
+	m.released, m.hit = true, hit
 	select {
 	case m.wake <- struct{}{}:
 	default:
@@ -120,7 +126,7 @@ func (s *Session) releaseMatch(hit bool) {
 // the call's. Call with mu held.
 func (s *Session) lookForMatch(n int) {
 	m := &s.match
-	if m.want == nil {
+	if m.want == nil || m.released {
 		return
 	}
 	st := s.text.settle

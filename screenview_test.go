@@ -40,7 +40,7 @@ func TestScreenDiffShowsAMenuHighlightMoving(t *testing.T) {
 		t.Fatalf("highlight %+v covers %q in row %q", first, got, lines[first.Row])
 	}
 
-	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\e[B`, Screen: ScreenDiff, WaitMS: ms(500)})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\e[B`, Screen: ScreenDiff, WaitUntil: WaitUntilInput})
 	if len(w.Highlights) != 1 || w.Highlights[0].Text != "beta  second item" || w.Highlights[0].Row != first.Row+1 {
 		t.Fatalf("after arrow down: highlights %+v", w.Highlights)
 	}
@@ -57,7 +57,7 @@ func TestScreenDiffShowsAMenuHighlightMoving(t *testing.T) {
 	// selected item highlighted, listed after the button that changed,
 	// and each diff is the buttons' row.
 	for _, button := range []string{"<Ok>", "<Cancel>"} {
-		tab := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\t`, Screen: ScreenDiff, WaitMS: ms(400)})
+		tab := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\t`, Screen: ScreenDiff, WaitUntil: WaitUntilInput})
 		if texts := highlightTexts(tab.Highlights); texts != button+"|beta  second item" || !strings.Contains(tab.Output, "@@ -17 +17 @@ highlighted: \""+button+"\"\n ") ||
 			strings.Count(tab.Output, "@@") != 2 {
 			t.Fatalf("Tab should focus %s: highlights %+v, diff\n%s", button, tab.Highlights, tab.Output)
@@ -76,13 +76,13 @@ func TestHighlightsInADialogMenu(t *testing.T) {
 	m := newManager(t, Options{})
 	st := mustStart(t, m, StartRequest{Command: "dialog --menu 'Pick one' 15 50 4 alpha 'first item' beta 'second item'; echo rc=$?",
 		Cols: 80, Rows: 24, WaitFor: "Cancel"})
-	w := mustWrite(t, m, WriteRequest{ID: st.ID, Screen: ScreenFull, WaitMS: ms(300)})
+	w := mustWrite(t, m, WriteRequest{ID: st.ID, Screen: ScreenFull, WaitUntil: WaitUntilInput})
 	if got := highlightTexts(w.Highlights); got != "alpha|first item|<  OK  >" {
 		t.Fatalf("dialog's highlights at start: %q\n%s", got, w.Output)
 	}
 	// The item has stayed as the first read listed it while the focus
 	// moved: like a fixture, it is not listed again.
-	w = mustWrite(t, m, WriteRequest{ID: st.ID, Input: `\t`, Screen: ScreenDiff, WaitMS: ms(300)})
+	w = mustWrite(t, m, WriteRequest{ID: st.ID, Input: `\t`, Screen: ScreenDiff, WaitUntil: WaitUntilInput})
 	if got := highlightTexts(w.Highlights); got != "<Cancel>" || !strings.Contains(w.Output, `highlighted: "<Cancel>"`) {
 		t.Fatalf("after Tab: %q\n%s", got, w.Output)
 	}
@@ -149,16 +149,16 @@ func TestScreenModesInVim(t *testing.T) {
 		t.Fatalf("vim's full screen at start: %q %v", res.Output, res.Cursor)
 	}
 	// Once vim has drawn its screen, the cursor is back on the file's start.
-	if w := mustWrite(t, m, WriteRequest{ID: res.ID, Screen: ScreenFull, WaitMS: ms(300)}); !strings.HasSuffix(w.Output, "2L, 11B") || *w.Cursor != (Cursor{0, 0}) {
+	if w := mustWrite(t, m, WriteRequest{ID: res.ID, Screen: ScreenFull, WaitUntil: WaitUntilInput}); !strings.HasSuffix(w.Output, "2L, 11B") || *w.Cursor != (Cursor{0, 0}) {
 		t.Fatalf("vim's full screen and cursor: %q %v", w.Output, w.Cursor)
 	}
-	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "j$", Screen: ScreenDiff, WaitMS: ms(400)})
+	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "j$", Screen: ScreenDiff, WaitUntil: WaitUntilInput})
 	want := "--- screen before, cursor at row 1 col 1\n+++ screen after, cursor at row 2 col 4"
 	if w.Output != want || *w.Cursor != (Cursor{1, 3}) {
 		t.Fatalf("a cursor move is a diff of its header alone: %q, cursor %v", w.Output, w.Cursor)
 	}
-	mustWrite(t, m, WriteRequest{ID: res.ID, Input: `a!\e`, WaitMS: ms(500)})
-	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: "x", Screen: ScreenDiff, WaitMS: ms(400)})
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: `a!\e`, WaitUntil: WaitUntilInput})
+	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: "x", Screen: ScreenDiff, WaitUntil: WaitUntilInput})
 	want = "--- screen before, cursor at row 2 col 5\n+++ screen after, cursor at row 2 col 4\n@@ -2 +2 @@\n-beta!\n+beta"
 	if w.Output != want || *w.Cursor != (Cursor{1, 3}) {
 		t.Fatalf("one changed row is one small hunk: %q, cursor %v", w.Output, w.Cursor)
@@ -167,7 +167,7 @@ func TestScreenModesInVim(t *testing.T) {
 	if w.Output != "" {
 		t.Fatalf("nothing changed is an empty diff: %q", w.Output)
 	}
-	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `:set hlsearch\r/alpha\r`, Screen: ScreenFull, WaitMS: ms(500)})
+	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `:set hlsearch\r/alpha\r`, Screen: ScreenFull, WaitUntil: WaitUntilInput})
 	if !strings.HasPrefix(w.Output, "alpha\nbeta\n~") || *w.Cursor != (Cursor{0, 0}) {
 		t.Fatalf("full screen after a search: %q, cursor %v", w.Output, w.Cursor)
 	}

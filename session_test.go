@@ -87,7 +87,8 @@ func TestInterruptBothSpellings(t *testing.T) {
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
 	for _, ctrlC := range []string{`\x03`, "\x03"} {
-		mustWrite(t, m, WriteRequest{ID: res.ID, Input: "sleep 30", Submit: true, WaitMS: ms(100)})
+		// The child prints once it holds the terminal, so the Ctrl-C reaches it, not bash.
+		mustWrite(t, m, WriteRequest{ID: res.ID, Input: `sh -c 'echo in""-front; exec sleep 30'`, Submit: true, WaitFor: "in-front"})
 		mustWrite(t, m, WriteRequest{ID: res.ID, Input: ctrlC, WaitFor: "$ "})
 		w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "echo status=$?", Submit: true, WaitFor: "status=1"})
 		if !strings.Contains(w.Output, "status=130") {

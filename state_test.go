@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -331,7 +332,11 @@ func TestForegroundNamesTheProgram(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := mustStart(t, m, StartRequest{Command: c.command, Rows: 24, WaitFor: c.ready})
-			w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput, WaitMS: ms(600)})
+			var wait *int // a program that waits is waited for; one that runs, for 600 ms
+			if c.state == StateRunning {
+				wait = ms(600)
+			}
+			w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput, WaitMS: wait})
 			if w.State != c.state || w.Foreground != c.fg {
 				t.Errorf("state %q foreground %q, want %q %q", w.State, w.Foreground, c.state, c.fg)
 			}
@@ -389,5 +394,52 @@ func TestStateReadAgainOnlyAfterAChange(t *testing.T) {
 		if reads() != n+1 {
 			t.Fatalf("after %s the state was not read again", c.name)
 		}
+	}
+}
+
+// A state that counts only after a quiet pause (a program that waits on
+// the terminal and on something else) depends on time as well as on what
+// the library sees, so it is read from the kernel every time; a wait on
+// the terminal alone is reused while nothing changes.
+func TestStateAfterAQuietPauseIsNotReused(t *testing.T) {
+	need(t, "python3")
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux's kernel shows what else a wait on the terminal waits on")
+	}
+	saved := stateFresh
+	t.Cleanup(func() { stateFresh = saved })
+	m := newManager(t, noProfile)
+	for _, c := range []struct {
+		name, fds string
+		again     int // kernel reads by the second of two reads with nothing between
+	}{
+		{"the terminal alone", "0", 0},
+		{"the terminal and a pipe", "0, r", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stateFresh = saved
+			py := `import os, select; r, w = os.pipe(); print("ready", flush=True); select.select([` + c.fds + `], [], [])`
+			res := mustStart(t, m, StartRequest{Command: "exec python3 -c '" + py + "'", WaitFor: "ready"})
+			s, _ := m.Session(res.ID)
+			w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput})
+			if w.State != StateWaitingInput || w.Foreground != "python3" {
+				t.Fatalf("python3 does not wait in its select: %+v", w)
+			}
+			stateFresh = time.Hour // here only a change or a timed state ends the reuse
+			first := s.State()
+			s.seen.mu.Lock()
+			n := s.seen.reads
+			s.seen.mu.Unlock()
+			again := s.State()
+			s.seen.mu.Lock()
+			reads := s.seen.reads - n
+			s.seen.mu.Unlock()
+			if first.State != StateWaitingInput || again != first || reads != c.again {
+				t.Fatalf("states %+v then %+v; the second read the kernel %d times, want %d", first, again, reads, c.again)
+			}
+			if _, err := m.Kill(waitCtx(t), res.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

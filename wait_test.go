@@ -2,9 +2,11 @@ package agentpty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +60,7 @@ func TestWaitForSkipsAPromptLineEcho(t *testing.T) {
 	writeLines(t, file, 3000, "line %d")
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "less " + file, Rows: 32, WaitFor: "line 31"})
-	w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "/line 1500", WaitFor: "line 1500", WaitMS: ms(300)})
+	w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "/line 1500", WaitFor: "line 1500", WaitUntil: WaitUntilInput})
 	if err != nil || w.Matched || !strings.HasSuffix(w.Output, "\n/line 1500") {
 		t.Fatalf("wait_for matched the search prompt's echo: %+v, %v", w, err)
 	}
@@ -207,7 +209,9 @@ func TestCallsTakeTurns(t *testing.T) {
 			mu.Unlock()
 		}()
 	}
-	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; sleep 0.5; echo A-DONE`, Submit: true, WaitFor: "A-DONE"})
+	// A holds its turn until the test types a line, once the others have
+	// queued behind it; then 0.5 s more.
+	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; read; sleep 0.5; echo A-DONE`, Submit: true, WaitFor: "A-DONE"})
 	awaitUnread(t, s, "A-START") // A has its turn
 	// B's fixed wait starts with its turn: counted from its arrival, it
 	// would end before its command does.
@@ -227,12 +231,15 @@ func TestCallsTakeTurns(t *testing.T) {
 	if err := <-done; !isErr(err, context.Canceled) {
 		t.Fatalf("a call that gave up waiting for its turn: %v", err)
 	}
+	if err := s.Send("\r"); err != nil {
+		t.Fatal(err)
+	}
 	wg.Wait()
 	if len(order) != 3 || order[0].name != "A" || order[1].name != "B" || order[2].name != "C" {
 		t.Fatalf("calls did not return in arrival order: %+v", order)
 	}
 	for _, o := range order {
-		if o.err != nil || !strings.Contains(o.res.Output, o.name+"-DONE") {
+		if o.err != nil || !strings.Contains(o.res.Output, o.name+"-DONE") || o.res.Matched != (o.name != "B") {
 			t.Fatalf("%s: %+v, %v", o.name, o.res, o.err)
 		}
 		for _, other := range []string{"A", "B", "C", "NEVER"} {
@@ -358,6 +365,57 @@ func TestFloodHoldsNoCall(t *testing.T) {
 	})
 }
 
+// A call beside a wait parked on its own pattern: the reader releases the
+// wait as the call looks, and the call then parks in its place; the wait
+// collects its own match and leaves the call's park alone, and the call
+// matches its pattern when it comes. Round after round, as each is a race
+// between the two waking.
+func TestCallBesideAParkedWait(t *testing.T) {
+	m := newManager(t, Options{})
+	res := mustStart(t, m, StartRequest{Command: `echo ready; while read a; do echo FI""RST-$a; read b; echo SEC""OND-$a; done`, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	parked := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.match.tell = func(what string) {
+		if what == "parked" {
+			select {
+			case parked <- struct{}{}:
+			default:
+			}
+		}
+	}
+	s.mu.Unlock()
+	ctx := waitCtx(t)
+	for i := range 20 {
+		first := make(chan bool, 1)
+		go func() {
+			matched, err := s.await(ctx, literalWait(fmt.Sprintf("FIRST-%d", i)), time.Now().Add(10*time.Second), false)
+			first <- matched && err == nil
+		}()
+		<-parked // the wait parked: nothing else waits on the session
+		got := make(chan WriteResult, 1)
+		go func() {
+			w, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: strconv.Itoa(i), Submit: true, WaitFor: fmt.Sprintf("SECOND-%d", i), WaitMS: ms(5000)})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- w
+		}()
+		if !<-first {
+			t.Fatalf("round %d: the wait did not match its own pattern", i)
+		}
+		if err := s.Send("b\r"); err != nil {
+			t.Fatal(err)
+		}
+		if w := <-got; !w.Matched {
+			t.Fatalf("round %d: the call did not match its pattern: %+v", i, w)
+		}
+		for len(parked) > 0 { // the call's own parks: it has returned, nothing parks now
+			<-parked
+		}
+	}
+}
+
 // The reader looks for a parked call's pattern itself: output that does
 // not match, the echo of the call's input among it, leaves the call
 // parked, and the program's own answer releases it with a match.
@@ -453,36 +511,81 @@ func TestWaitForInALongBatch(t *testing.T) {
 
 // TestAwaitBesideAParkedCall: a wait outside the calls' turns (a look of
 // the host's own) beside a call parked on its pattern: each returns on its
-// own pattern, and the call's result is its own.
+// own pattern, and the call's result is its own. The program prints each
+// pattern only when the test types a line, once the hooks say the call is
+// parked and the wait has looked beside it.
 func TestAwaitBesideAParkedCall(t *testing.T) {
 	m := newManager(t, Options{})
-	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; read b; echo FI''RST; read c; echo SEC''OND; read d", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
-	parked := make(chan struct{}, 1)
+	told := make(chan string, 16)
 	s.mu.Lock()
 	s.match.tell = func(what string) {
-		if what == "parked" {
-			select {
-			case parked <- struct{}{}:
-			default:
-			}
+		if what == "kept" {
+			return
+		}
+		select {
+		case told <- what:
+		default:
 		}
 	}
 	s.mu.Unlock()
+	ctx := waitCtx(t)
 	type outcome struct {
 		res WriteResult
 		err error
 	}
 	got := make(chan outcome, 1)
 	go func() {
-		w, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: `sleep 0.2; echo FI""RST; sleep 0.5; echo SEC""OND`,
-			Submit: true, WaitFor: "SECOND"})
+		w, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "a", Submit: true, WaitFor: "SECOND"})
 		got <- outcome{w, err}
 	}()
-	<-parked
-	awaitUnread(t, s, "FIRST")
+	hook := func() string {
+		select {
+		case what := <-told:
+			return what
+		case o := <-got:
+			t.Fatalf("the call returned before its pattern was printed: %+v %v", o.res, o.err)
+		case <-ctx.Done():
+			t.Fatal("the hooks were never told")
+		}
+		return ""
+	}
+	if what := hook(); what != "parked" {
+		t.Fatalf("the call was told %q; want parked", what)
+	}
+	first := make(chan error, 1)
+	go func() {
+		matched, err := s.await(ctx, literalWait("FIRST"), time.Now().Add(maxWait), false)
+		if err == nil && !matched {
+			err = errors.New("not matched")
+		}
+		first <- err
+	}()
+	// The wait's look found nothing: it waits beside the call ("beside"),
+	// or, were it to take the call's place, parks in it ("parked").
+	hook()
+	if err := s.Send("b\r"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatalf("the wait beside the call: %v", err)
+		}
+	case o := <-got:
+		t.Fatalf("the parked call returned on the wait's pattern: %+v %v", o.res, o.err)
+	}
+	select {
+	case o := <-got:
+		t.Fatalf("the parked call returned with the wait: %+v %v", o.res, o.err)
+	default:
+	}
+	if err := s.Send("c\r"); err != nil {
+		t.Fatal(err)
+	}
 	o := <-got
-	if o.err != nil || !o.res.Matched || !strings.Contains(o.res.Output, "SECOND") {
+	if o.err != nil || !o.res.Matched || !strings.Contains(o.res.Output, "FIRST\n") || !strings.HasSuffix(o.res.Output, "SECOND") {
 		t.Fatalf("the parked call: %+v %v; want its own pattern matched", o.res, o.err)
 	}
 }

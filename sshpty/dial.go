@@ -83,17 +83,27 @@ func Dial(ctx context.Context, target string, cfg DialConfig) (*Backend, error) 
 }
 
 // authMethods are the agent's keys (unless cfg leaves it out), then the
-// key files'; closeAgent closes the connection to the agent.
+// key files'; closeAgent closes the connection to the agent. They are one
+// method: the client tries a method name once, so the files' keys in a
+// second "publickey" method would never be offered after the agent's
+// were refused (or when the agent holds none).
 func authMethods(cfg DialConfig) (auth []ssh.AuthMethod, closeAgent func()) {
 	var agentConn net.Conn
+	var ag agent.ExtendedAgent
 	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" && !cfg.NoAgent {
 		if c, err := net.Dial("unix", sock); err == nil {
-			agentConn = c
-			auth = append(auth, ssh.PublicKeysCallback(agent.NewClient(c).Signers))
+			agentConn, ag = c, agent.NewClient(c)
 		}
 	}
-	if signers := keySigners(cfg.KeyFiles); len(signers) > 0 {
-		auth = append(auth, ssh.PublicKeys(signers...))
+	files := keySigners(cfg.KeyFiles)
+	if ag != nil || len(files) > 0 {
+		auth = append(auth, ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
+			var signers []ssh.Signer
+			if ag != nil {
+				signers, _ = ag.Signers() // an agent that fails leaves the files
+			}
+			return append(signers, files...), nil
+		}))
 	}
 	return auth, func() {
 		if agentConn != nil {

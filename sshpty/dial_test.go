@@ -4,13 +4,17 @@ package sshpty
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/sshdtest"
 )
 
@@ -74,4 +78,66 @@ func TestParseTarget(t *testing.T) {
 	if _, _, err := parseTarget("erin@"); err == nil {
 		t.Error("parseTarget(\"erin@\") succeeded")
 	}
+}
+
+// A connection whose server stops answering (its per-connection processes
+// stopped: the kernel still acknowledges, nothing replies) is closed once
+// a keepalive goes unanswered for an interval, and its session ends as a
+// lost connection, without waiting for TCP to give up.
+func TestKeepAliveClosesASilentConnection(t *testing.T) {
+	const every = 300 * time.Millisecond
+	srv := sshdtest.Start(t)
+	leaks := noLeaks(t)
+	b, err := Dial(context.Background(), srv.User+"@"+srv.Addr, DialConfig{KnownHosts: []string{srv.KnownHosts}, KeyFiles: []string{srv.KeyFile}, NoAgent: true, KeepAlive: every})
+	if err != nil {
+		t.Fatalf("Dial: %v\n%s", err, srv.Log())
+	}
+	term, out := startTerm(t, b, "echo ready; exec cat")
+	out.waitFor(t, "ready")
+	pid := term.PID()
+	waited := make(chan error, 1)
+	go func() {
+		_, err := term.Wait()
+		waited <- err
+	}()
+	thaw := srv.Freeze()
+	frozen := time.Now()
+	t.Cleanup(func() {
+		// Let the server go on: it finds the connection closed and hangs
+		// up the terminal, which ends the command.
+		b.Close()
+		term.Close()
+		thaw()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		tr := proc.NewTracker(pid)
+		defer tr.Close()
+		if err := tr.WaitGone(ctx); err != nil {
+			t.Errorf("the command's processes outlived the hang-up: %v", err)
+		}
+		noneLeft(t, pid)
+	})
+	select {
+	case err := <-waited:
+		took := time.Since(frozen)
+		var lost *LostError
+		if !errors.As(err, &lost) || !errors.Is(err, agentpty.ErrClosed) || !strings.Contains(err.Error(), "the connection is lost") || !strings.Contains(err.Error(), srv.Addr) {
+			t.Errorf("Wait after the server stopped answering: %v; want a LostError naming %s", err, srv.Addr)
+		}
+		if took < every {
+			t.Errorf("the session ended %v after the server stopped answering, before a keepalive could go unanswered for %v", took, every)
+		}
+		t.Logf("the session ended %v after the server stopped answering (keepalive every %v)", took, every)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the session still runs 10s after its server stopped answering (keepalive every %v)", every)
+	}
+	<-out.done
+	if _, err := term.Write([]byte("x")); err == nil {
+		t.Error("Write after the connection was closed succeeded")
+	}
+	term.Close()
+	if err := b.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	leaks()
 }

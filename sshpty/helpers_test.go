@@ -25,20 +25,30 @@ import (
 func connect(t *testing.T) (*sshdtest.Server, *ssh.Client) {
 	t.Helper()
 	srv := sshdtest.Start(t)
-	ignore := goleak.IgnoreCurrent()
-	fds := openFDs(t)
+	leaks := noLeaks(t)
 	c, err := srv.Dial()
 	if err != nil {
 		t.Fatalf("dial %s: %v\n%s", srv.Addr, err, srv.Log())
 	}
 	t.Cleanup(func() {
 		c.Close()
+		leaks()
+	})
+	return srv, c
+}
+
+// noLeaks notes the goroutines and descriptors open now; the function it
+// returns fails t when more are left.
+func noLeaks(t *testing.T) func() {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	fds := openFDs(t)
+	return func() {
 		goleak.VerifyNone(t, ignore)
 		if now := openFDs(t); now > fds {
 			t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
 		}
-	})
-	return srv, c
+	}
 }
 
 var openFDs = testkit.OpenFDs

@@ -66,7 +66,7 @@ var (
 func TestExitSignal(t *testing.T) {
 	_, c := connect(t)
 	m := newManager(t, c, agentpty.Options{})
-	res := mustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; kill -s USR1 $$", WaitMS: ms(5000)})
+	res := mustStart(t, m, agentpty.StartRequest{Command: "kill -s USR1 $$", WaitMS: ms(5000)})
 	if !res.Exited || res.Signal != "SIGUSR1" || res.State != agentpty.StateExited {
 		t.Errorf("killed by USR1: %+v", res)
 	}

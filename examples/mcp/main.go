@@ -75,9 +75,6 @@ func (c config) remote(ctx context.Context, opts *agentpty.Options) (func(), err
 	if c.ssh == "" {
 		return func() {}, nil
 	}
-	if opts.Sandbox != nil {
-		return nil, errors.New("--sandbox confines programs on this machine; it cannot apply with --ssh")
-	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	b, err := sshpty.Dial(dctx, c.ssh, sshpty.DialConfig{})
@@ -207,17 +204,28 @@ func (c config) options() (agentpty.Options, error) {
 			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
 		})
 	}
+	sandboxed := c.sandbox || len(c.writable) > 0 || !c.net
+	remote := ""
+	switch {
+	case c.kube != "" && c.ssh != "":
+		return opts, errors.New("--kube and --ssh: sessions run in one place")
+	case c.kube != "":
+		remote = "--kube"
+	case c.ssh != "":
+		remote = "--ssh"
+	}
+	// Refused at launch: a remote backend refuses a sandbox at every start.
+	if sandboxed && remote != "" {
+		return opts, fmt.Errorf("--sandbox confines programs on this machine; it cannot apply with %s", remote)
+	}
 	if c.kube != "" {
-		if c.ssh != "" {
-			return opts, errors.New("--kube and --ssh: sessions run in one place")
-		}
 		b, err := kubeBackend(c.kube)
 		if err != nil {
 			return opts, err
 		}
 		opts.Backend, opts.ShellSnapshot = b, false
 	}
-	if c.sandbox || len(c.writable) > 0 || !c.net {
+	if sandboxed {
 		sb, err := agentpty.NewSandbox(agentpty.SandboxPolicy{WritableRoots: c.writable, AllowNetwork: c.net})
 		if err != nil {
 			return opts, fmt.Errorf("--sandbox: %w", err)

@@ -45,6 +45,9 @@ type Server struct {
 	KeyFile string
 	// KnownHosts is a known_hosts file that lists the server's host key.
 	KnownHosts string
+	// AuthorizedKeys is the authorized_keys file the server reads at each
+	// login: a test may rewrite it to let other keys in.
+	AuthorizedKeys string
 	// Signer is the client's key.
 	Signer ssh.Signer
 	// HostKey is the server's public host key.
@@ -89,7 +92,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 }
 
 func start(dir string, opts Options) (*Server, error) {
-	s := &Server{Dir: dir, User: opts.PasswordUser, password: opts.PasswordUser != "", KeyFile: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts"), logs: make(chan struct{})}
+	s := &Server{Dir: dir, User: opts.PasswordUser, password: opts.PasswordUser != "", KeyFile: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts"), AuthorizedKeys: filepath.Join(dir, "authorized_keys"), logs: make(chan struct{})}
 	if s.User == "" {
 		u, err := user.Current()
 		if err != nil {
@@ -138,7 +141,7 @@ func (s *Server) makeKeys(hostKey string) error {
 		return err
 	}
 	s.HostKey = hostPub
-	return os.WriteFile(filepath.Join(s.Dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600)
+	return os.WriteFile(s.AuthorizedKeys, ssh.MarshalAuthorizedKey(clientPub), 0o600)
 }
 
 // config is the server's sshd_config.
@@ -162,7 +165,7 @@ MaxStartups 100
 ClientAliveInterval 0
 Subsystem sftp internal-sftp
 LogLevel INFO
-`, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys")) + auth
+`, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), s.AuthorizedKeys) + auth
 }
 
 // launch runs sshd in the foreground (-D), its log (-e) kept for failure
@@ -254,6 +257,21 @@ func (s *Server) Kill() {
 		_ = s.cmd.Wait()
 		<-s.logs
 	})
+}
+
+// Freeze stops (SIGSTOP) every per-connection server, as a host that
+// stops answering while its kernel still acknowledges the TCP segments;
+// thaw lets them go on (SIGCONT).
+func (s *Server) Freeze() (thaw func()) {
+	pids := s.servers()[1:]
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	return func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
 }
 
 // Stop ends the server (as Kill).

@@ -1,0 +1,85 @@
+//go:build linux
+
+package sshpty
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty"
+)
+
+// Kill's schedule on the host: SIGTERM (and SIGCONT) first, SIGHUP 200 ms
+// later, or at once when all that is left ignores TERM, and SIGKILL once
+// KillGrace has passed. The command logs when each signal reaches it; it
+// survives TERM and HUP, so only SIGKILL ends it. Where TERM is ignored
+// it cannot be seen, and the SIGCONT sent with it marks its time.
+func TestKillSchedule(t *testing.T) {
+	const grace = time.Second
+	_, c := connect(t)
+	m := newManager(t, c, agentpty.Options{KillGrace: grace})
+	dir := t.TempDir()
+	logged := func(sig, log string) string {
+		return `trap 'echo "` + sig + ` $EPOCHREALTIME" >>` + log + `' ` + sig + `; `
+	}
+	for _, tc := range []struct {
+		name   string
+		traps  string
+		first  string        // the signal that marks TERM's sending
+		minHUP time.Duration // HUP's least delay after it
+		maxHUP time.Duration // and its most
+	}{
+		{"TERM caught", logged("TERM", "LOG") + logged("HUP", "LOG"), "TERM", 150 * time.Millisecond, grace - 200*time.Millisecond},
+		{"TERM ignored", `trap '' TERM; ` + logged("CONT", "LOG") + logged("HUP", "LOG"), "CONT", 0, 120 * time.Millisecond},
+	} {
+		log := filepath.Join(dir, strconv.Itoa(len(tc.name))+tc.first)
+		script := strings.ReplaceAll(tc.traps, "LOG", log) + `echo ready; while :; do read -r x || sleep 1; done`
+		res := mustStart(t, m, agentpty.StartRequest{Command: script, WaitFor: "ready"})
+		begin := time.Now()
+		k, err := m.Kill(waitCtx(t), res.ID)
+		took := time.Since(begin)
+		if err != nil || k.Signal != "SIGKILL" {
+			t.Errorf("%s: Kill: %+v %v; want killed by SIGKILL (the command survives TERM and HUP)", tc.name, k, err)
+		}
+		if took < grace || took > grace+5*time.Second {
+			t.Errorf("%s: Kill took %v; want SIGKILL once the %v grace has passed", tc.name, took, grace)
+		}
+		at := signalTimes(t, log)
+		first, hup := at[tc.first], at["HUP"]
+		if first.IsZero() || hup.IsZero() {
+			t.Errorf("%s: the command logged %v; want %s and HUP", tc.name, at, tc.first)
+			continue
+		}
+		gap := hup.Sub(first)
+		t.Logf("%s: %s %v after Kill began, HUP %v after it, Kill done after %v", tc.name, tc.first, first.Sub(begin), gap, took)
+		if first.Before(begin) || gap < tc.minHUP || gap > tc.maxHUP {
+			t.Errorf("%s: HUP came %v after %s; want between %v and %v", tc.name, gap, tc.first, tc.minHUP, tc.maxHUP)
+		}
+	}
+}
+
+// signalTimes reads a log of "SIGNAL EPOCHREALTIME" lines: when each
+// signal first arrived.
+func signalTimes(t *testing.T, log string) map[string]time.Time {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Errorf("the command's signal log: %v", err)
+	}
+	at := map[string]time.Time{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		sec, err := strconv.ParseFloat(f[1], 64)
+		if _, seen := at[f[0]]; err == nil && !seen {
+			at[f[0]] = time.UnixMicro(int64(sec * 1e6))
+		}
+	}
+	return at
+}
