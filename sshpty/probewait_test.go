@@ -5,6 +5,7 @@ package sshpty
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,21 +49,45 @@ func parentOf(pid int) int {
 	return st.PPID
 }
 
+// waiters counts the probe shell's children that wait on its stty fifo
+// and on its mark fifo.
+func waiters(w waiting) (stty, mark int) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || parentOf(pid) != w.sh {
+			continue
+		}
+		switch l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", pid)); l {
+		case w.dir + "/a":
+			stty++
+		case w.dir + "/b":
+			mark++
+		}
+	}
+	return stty, mark
+}
+
+// settle waits, a bounded while, for ok.
+func settle(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s, not %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
+	}
+}
+
 // gone waits, a bounded while, until pid has ended on this machine (the
 // server is local) and dir is removed.
 func gone(t *testing.T, pid int, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, errDir := os.Stat(dir)
-		if !alive(pid) && (dir == "" || os.IsNotExist(errDir)) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, process %d (alive %v) or directory %s (%v) is still there", pid, alive(pid), dir, errDir)
-		}
-		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
-	}
+	settle(t, func() bool {
+		_, err := os.Stat(dir)
+		return !alive(pid) && (dir == "" || os.IsNotExist(err))
+	}, fmt.Sprintf("gone: process %d and directory %q", pid, dir))
 }
 
 // TestProbeWaitingShells: a probe after the program ran starts neither
@@ -98,8 +123,11 @@ func TestProbeWaitingShells(t *testing.T) {
 	if w2.stty == w.stty || w2.mark == w.mark || w2.stty == 0 || w2.mark == 0 {
 		t.Errorf("the waiting shells were not used and replaced: before %+v, after %+v", w, w2)
 	}
+	// The used shells end; one of each kind waits (a mark's shell that
+	// had not opened its fifo yet may leave its line to the next one,
+	// and wait in its place).
 	gone(t, w.stty, "")
-	gone(t, w.mark, "")
+	settle(t, func() bool { a, m := waiters(w2); return a == 1 && m == 1 }, "one waiting shell of each kind")
 	if _, err := term.Write([]byte("pw\r")); err != nil {
 		t.Fatal(err)
 	}
