@@ -216,28 +216,9 @@ func (t *terminal) keep(r remotestate.Result, gen, in uint64, at time.Time) {
 	t.last, t.lastGen, t.lastAt, t.lastOK = r, gen, at, true
 }
 
-// syncTyped orders a probe after the input typed before it. Typed input
-// travels on the session's channel, the probe on the probe channel: a
-// request on the session's channel, answered once the server has taken
-// what came before it, keeps the probe from looking at the program
-// before the input reached its terminal. Each write sends one as soon as
-// its bytes are out (sendSync), so that the answer is usually back by the
-// time a probe asks.
-func (t *terminal) syncTyped() {
-	t.syncMu.Lock()
-	synced := t.synced
-	t.syncMu.Unlock()
-	if synced != nil {
-		<-synced
-	}
-}
-
-// sendSync sends the request syncTyped waits for, when the write went out.
-func (t *terminal) sendSync(wrote bool) {
-	if wrote {
-		_, _ = t.sess.SendRequest("sync@agentpty", true, nil)
-	}
-}
+// syncTyped orders a probe after the input written before it (see
+// syncer).
+func (t *terminal) syncTyped() { t.order.wait() }
 
 // probeNow runs remotestate's probe in the probe shell; false when the
 // shell did not answer.

@@ -3,9 +3,10 @@
 package sshpty
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,11 +17,13 @@ import (
 )
 
 // waiting is what the probe shell says of its waiting shells (see
-// helperFuncs): the fifos' directory, the pid of the shell that waits to
-// exec stty and of the one that waits to write a mark, and its own pid.
+// helperFuncs): whether it keeps them, the pid of the shell that waits to
+// exec stty and of the one that waits to write a mark, its own pid, and
+// how often a probe started stty or the mark itself.
 type waiting struct {
-	dir            string
-	stty, mark, sh int
+	on                       bool
+	stty, mark, sh           int
+	sttyStarted, markStarted int
 }
 
 func askWaiting(t *testing.T, b *Backend) waiting {
@@ -29,17 +32,16 @@ func askWaiting(t *testing.T, b *Backend) waiting {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.run(waitCtx(t), `echo "$Q w ${PD:--} ${SA:-0} ${SB:-0} $$"`, false)
+	out, err := h.run(waitCtx(t), `echo "$Q w ${PW:-0} ${SA:-0} ${SB:-0} $$ ${EF:-0} ${MF:-0}"`, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var w waiting
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "w %s %d %d %d", &w.dir, &w.stty, &w.mark, &w.sh); err != nil {
+	var on int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "w %d %d %d %d %d %d", &on, &w.stty, &w.mark, &w.sh, &w.sttyStarted, &w.markStarted); err != nil {
 		t.Fatalf("the probe shell said %q: %v", out, err)
 	}
-	if w.dir == "-" {
-		w.dir = ""
-	}
+	w.on = on == 1
 	return w
 }
 
@@ -49,51 +51,23 @@ func parentOf(pid int) int {
 	return st.PPID
 }
 
-// waiters counts the probe shell's children that wait on its stty fifo
-// and on its mark fifo.
-func waiters(w waiting) (stty, mark int) {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || parentOf(pid) != w.sh {
-			continue
-		}
-		switch l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", pid)); l {
-		case w.dir + "/a":
-			stty++
-		case w.dir + "/b":
-			mark++
-		}
-	}
-	return stty, mark
-}
-
-// settle waits, a bounded while, for ok.
-func settle(t *testing.T, ok func() bool, what string) {
+// gone waits, a bounded while, until pid has ended on this machine (the
+// server is local).
+func gone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
+	for alive(pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, not %s", what)
+			t.Fatalf("after 10 s, process %d is still there", pid)
 		}
 		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
 	}
 }
 
-// gone waits, a bounded while, until pid has ended on this machine (the
-// server is local) and dir is removed.
-func gone(t *testing.T, pid int, dir string) {
-	t.Helper()
-	settle(t, func() bool {
-		_, err := os.Stat(dir)
-		return !alive(pid) && (dir == "" || os.IsNotExist(err))
-	}, fmt.Sprintf("gone: process %d and directory %q", pid, dir))
-}
-
 // TestProbeWaitingShells: a probe after the program ran starts neither
 // stty nor the mark's writer itself; shells forked beforehand wait for
-// them, and new ones replace them. When the probe shell ends, so do they,
-// and their fifos go.
+// them, and new ones replace them. The fifo's name is gone from the host
+// at once; when the probe shell ends, so do the waiting shells.
 func TestProbeWaitingShells(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
@@ -101,13 +75,16 @@ func TestProbeWaitingShells(t *testing.T) {
 	out.waitFor(t, "ready")
 	fence, _ := waitRead(t, term, "read")
 	w := askWaiting(t, b)
-	if w.dir == "" || w.stty == 0 || w.mark == 0 {
+	if !w.on || w.stty == 0 || w.mark == 0 {
 		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
 	}
 	for _, pid := range []int{w.stty, w.mark} {
 		if p := parentOf(pid); p != w.sh {
 			t.Fatalf("waiting shell %d has parent %d, not the probe shell %d", pid, p, w.sh)
 		}
+	}
+	if fifo, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/6", w.sh)); !strings.HasSuffix(fifo, " (deleted)") {
+		t.Errorf("the probe shell's fifo %q still has a name on the host", fifo)
 	}
 	// bash runs, then waits at read -s: the waiting shells read the flag
 	// and write the mark, and new ones wait.
@@ -123,23 +100,23 @@ func TestProbeWaitingShells(t *testing.T) {
 	if w2.stty == w.stty || w2.mark == w.mark || w2.stty == 0 || w2.mark == 0 {
 		t.Errorf("the waiting shells were not used and replaced: before %+v, after %+v", w, w2)
 	}
-	// The used shells end; one of each kind waits (a mark's shell that
-	// had not opened its fifo yet may leave its line to the next one,
-	// and wait in its place).
-	gone(t, w.stty, "")
-	settle(t, func() bool { a, m := waiters(w2); return a == 1 && m == 1 }, "one waiting shell of each kind")
+	if w2.sttyStarted != 0 || w2.markStarted != 0 {
+		t.Errorf("probes started stty %d times and the mark %d times themselves; want 0", w2.sttyStarted, w2.markStarted)
+	}
+	gone(t, w.stty)
+	gone(t, w.mark)
 	if _, err := term.Write([]byte("pw\r")); err != nil {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "got2 pw")
 	term.Close()
 	<-out.done
-	gone(t, w2.stty, w2.dir)
-	gone(t, w2.mark, "")
+	gone(t, w2.stty)
+	gone(t, w2.mark)
 }
 
 // TestProbeShellKilled: when the probe shell is killed on the host, its
-// waiting shells end too and remove their fifos.
+// waiting shells end too.
 func TestProbeShellKilled(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
@@ -150,7 +127,7 @@ func TestProbeShellKilled(t *testing.T) {
 	}()
 	out.waitFor(t, "ready")
 	w := askWaiting(t, b)
-	if w.dir == "" || w.stty == 0 || w.mark == 0 {
+	if !w.on || w.stty == 0 || w.mark == 0 {
 		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
 	}
 	t.Cleanup(func() { // what a failure left behind
@@ -159,13 +136,12 @@ func TestProbeShellKilled(t *testing.T) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-		os.RemoveAll(w.dir)
 	})
 	if err := syscall.Kill(w.sh, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	gone(t, w.stty, w.dir)
-	gone(t, w.mark, "")
+	gone(t, w.stty)
+	gone(t, w.mark)
 }
 
 // TestProbeWaitingShellKilled: when a waiting shell is killed on the
@@ -197,7 +173,7 @@ func TestProbeWaitingShellKilled(t *testing.T) {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			gone(t, pid, "")
+			gone(t, pid)
 			if _, err := term.Write([]byte("pw\r")); err != nil {
 				t.Fatal(err)
 			}
@@ -206,15 +182,55 @@ func TestProbeWaitingShellKilled(t *testing.T) {
 			if off || next <= fence {
 				t.Errorf("at read after the %s shell was killed: echo off %v, mark %d after %d; want echo on and a new mark", which, off, next, fence)
 			}
-			if w2 := askWaiting(t, b); w2.dir != "" || w2.stty != 0 || w2.mark != 0 {
+			w2 := askWaiting(t, b)
+			if w2.on || w2.stty != 0 || w2.mark != 0 {
 				t.Errorf("the waiting went on after the %s shell was lost: %+v", which, w2)
 			}
-			gone(t, 0, w.dir)
+			if started := map[string]int{"stty": w2.sttyStarted, "mark": w2.markStarted}[which]; started == 0 {
+				t.Errorf("the probe did not start %s itself: %+v", which, w2)
+			}
+			for _, pid := range []int{w.stty, w.mark} {
+				gone(t, pid)
+			}
 			if _, err := term.Write([]byte("end\r")); err != nil {
 				t.Fatal(err)
 			}
 			out.waitFor(t, "done end")
 		})
+	}
+}
+
+// TestProbeAfterABlockedWrite: a write the program does not read times
+// out with its bytes still on the way; a probe after it answers at once
+// instead of waiting for them.
+func TestProbeAfterABlockedWrite(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `stty raw -echo; echo ready; exec sleep 30`)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	out.waitFor(t, "ready")
+	if err := term.(interface{ SetWriteDeadline(time.Time) error }).SetWriteDeadline(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := term.Write(bytes.Repeat([]byte("x"), 8<<20)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("writing 8 MiB that nothing reads: %v, want the deadline", err)
+	}
+	st := term.(stateTerminal)
+	done := make(chan agentpty.Foreground, 1)
+	go func() {
+		st.EchoOff()
+		done <- st.Foreground()
+	}()
+	select {
+	case fg := <-done:
+		if fg.Name != "sleep" {
+			t.Errorf("the foreground is %q, want sleep", fg.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a probe did not answer within 10 s of a write that timed out")
 	}
 }
 

@@ -14,37 +14,39 @@ const helperFuncs = `
 exec 2>/dev/null
 trap '' PIPE
 ` + remotestate.Funcs + `
-# Two shells of this one's wait, each on a fifo of its own, for the
-# process starts a probe after a run needs: one execs stty for the
-# terminal it is sent (sttystart, while the probe's builtins run), the
-# other writes a mark to it (fence). The probe then pays neither fork;
-# prefork, after each answer, replaces what was used. This shell keeps
-# each fifo open, so that a line sent before its reader opened it waits
-# there. Where bash is older than 5 or mktemp and mkfifo fail, stty and
-# the mark start as remotestate's functions start them.
-PD= SA= SB=
-if [ "${BASH_VERSINFO:-0}" -ge 5 ] && PD=$(mktemp -d) && mkfifo -m 600 "$PD/a" "$PD/b" && exec 6<>"$PD/a" 7<>"$PD/b"; then
-	trap 'kill $SA $SB; rm -rf "$PD"' EXIT
-else
-	[ -z "$PD" ] || rm -rf "$PD"; PD=
-fi
+# Two shells of this one's wait for the process starts a probe after a
+# run needs: one execs stty for the terminal it is sent (sttystart, while
+# the probe's builtins run), the other writes a mark to it (fence). The
+# probe then pays neither fork; prefork, after each answer, replaces what
+# was used. The stty shell reads its line from a fifo this shell holds
+# open (its name removed at once), the mark's shell from a pipe of its
+# own; each closes what it inherits of the other's, so that when this
+# shell ends, killed or not, their reads end, and so do they. Where bash
+# is older than 5, or mktemp, mkfifo or /dev/fd fail, stty and the mark
+# start as remotestate's functions start them; EF and MF count those
+# (the tests read them).
+PW= SA= SB= d=
+if [ "${BASH_VERSINFO:-0}" -ge 5 ] && d=$(mktemp -d) && mkfifo -m 600 "$d/a" && exec 6<>"$d/a"; then PW=1; fi
+[ -z "$d" ] || rm -rf "$d"
+trap 'kill $SA $SB' EXIT
 prefork() {
-	[ -n "$PD" ] || return 0
-	if [ -z "$SA" ]; then eval 'exec 8< <(waiting a; printf "%s " "$q"; LC_ALL=C exec stty -a <"$d")' && SA=$!; fi
-	if [ -z "$SB" ]; then { exec >/dev/null; waiting b; printf '\033]6973;%s;f%s\007' "$f" "$q" >"$d"; } & SB=$!; fi
-}
-# waiting, in a waiting shell, reads its line from fifo $1 (q and d, and
-# f for the mark). It closes what it inherited of the fifos, so that
-# when this shell ends, killed or not, nothing holds them open for
-# writing: the read ends, and the waiting shell with it, removing them.
-waiting() {
-	exec </dev/null 6<&- 7<&-
-	read -r q d f <"$PD/$1" || { rm -rf "$PD"; exit; }
+	[ -n "$PW" ] || return 0
+	o=$!
+	if [ -z "$SA" ]; then
+		if eval 'exec 8< <(exec </dev/fd/6 6<&- 7>&-; read -r q d && printf "%s " "$q" && LC_ALL=C exec stty -a <"$d")'; then SA=$!
+		else [ "$!" = "$o" ] || kill $!; nowait; return 0
+		fi
+	fi
+	o=$!
+	if [ -z "$SB" ]; then
+		if eval 'exec 7> >(exec >/dev/null 6<&- 8<&-; read -r q d f && printf "\033]6973;%s;f%s\007" "$f" "$q" >"$d")'; then SB=$!
+		else [ "$!" = "$o" ] || kill $!; nowait
+		fi
+	fi
 }
 # nowait stops the waiting for good on this connection: a waiting shell
-# was lost (killed on the host), and a line it did not read would reach
-# the next one.
-nowait() { kill $SA $SB; SA= SB=; [ -z "$PD" ] || rm -rf "$PD"; PD=; exec 6<&- 7<&-; }
+# was lost (killed on the host), or could not start.
+nowait() { kill $SA $SB; SA= SB= PW=; exec 6<&- 7>&- 8<&-; }
 sttystart() {
 	[ -n "$SA" ] || return 1
 	kill -0 $SA || { nowait; return 1; }
@@ -57,9 +59,11 @@ sttywait() {
 	case $w in "$Q "*) w=${w#"$Q "};; *) w=; nowait;; esac
 }
 fence() {
-	[ -z "$SB" ] || kill -0 $SB || nowait
-	if [ -n "$SB" ]; then echo "$Q $D $FN" >&7; SB=
-	else { exec 6<&- 7<&-; printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } &
+	if [ -n "$SB" ] && kill -0 $SB && echo "$Q $D $FN" >&7; then exec 7>&-; SB=
+	else
+		[ -z "$PW" ] || nowait
+		MF=$((${MF:-0} + 1))
+		{ exec 6<&- 7>&- 8<&-; printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } &
 	fi
 	echo "$Q fence $Q"
 }

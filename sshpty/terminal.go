@@ -54,8 +54,7 @@ type terminal struct {
 	closeOnce sync.Once
 	closedCh  chan struct{} // closed by Close
 
-	syncMu sync.Mutex
-	synced chan struct{} // closed when the server has taken the input written so far (see syncTyped); nil when none
+	order syncer // orders a probe after the input written before it
 	// gen counts what could change the terminal's state: output read,
 	// input written, a signal sent, a resize; inGen all but the output.
 	gen, inGen atomic.Uint64
@@ -281,10 +280,6 @@ func (t *terminal) writeChunk(p []byte) error {
 	t.pending = done
 	t.wmu.Unlock()
 	var err error
-	synced := make(chan struct{})
-	t.syncMu.Lock()
-	t.synced = synced
-	t.syncMu.Unlock()
 	go func() {
 		_, err = t.in.Write(p)
 		t.wmu.Lock()
@@ -292,9 +287,10 @@ func (t *terminal) writeChunk(p []byte) error {
 			t.pending = nil
 		}
 		t.wmu.Unlock()
+		if err == nil {
+			t.order.wrote(t.sess)
+		}
 		close(done)
-		t.sendSync(err == nil)
-		close(synced)
 	}()
 	t.changed()
 	defer t.changed() // and once it went: a probe begun in between may have looked before it

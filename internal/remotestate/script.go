@@ -19,7 +19,8 @@ package remotestate
 //
 // A script may define anew, after these: runs (set K empty: no answer is
 // kept), sttystart (start "stty -a <$D" in the background, or fail) with
-// sttywait (set w to what it printed, or empty: echoflag then runs stty)
+// sttywait (set w to what it printed, or empty: echoflag then runs stty,
+// as it does without them, and counts it in EF)
 // and fence (write a mark to $D that tells when
 // the output before it has arrived, and print "$Q fence N").
 const Funcs = `
@@ -49,8 +50,9 @@ echoflag() {
 	kept) eval "echo \"\$Q stty \$EW$P\""; return;;
 	bg) sttywait;;
 	esac
-	# A background stty that did not answer (its shell was killed): here.
-	[ -n "$w" ] || w=$(LC_ALL=C exec stty -a <"$D")
+	# Here when none ran in the background, or it did not answer (its
+	# shell was killed); EF counts these.
+	[ -n "$w" ] || { EF=$((${EF:-0} + 1)); w=$(LC_ALL=C exec stty -a <"$D"); }
 	case " $w " in *[[:space:]]icanon[[:space:]]*) ic=icanon;; *) ic=-icanon;; esac
 	case " $w " in *[[:space:]]echo[[:space:]]*) ec=echo;; *) ec=-echo;; esac
 	echo "$Q stty $ic $ec"
