@@ -227,7 +227,7 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 	h, err := t.b.probeShell()
 	var out []byte
 	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d", t.nonce, remotestate.Vars(c), t.pid), false)
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remotestate.Vars(c), t.pid, t.ranHint()), false)
 	}
 	if err != nil {
 		return remotestate.Result{}, false
@@ -237,6 +237,18 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
 	return r, true
+}
+
+// ranHint is 1 when output, input, a signal or a resize came since the
+// last probe began: the command has likely run, and the probe shell
+// starts stty for it first thing (see remotestate.Funcs).
+func (t *terminal) ranHint() int {
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
+	if t.lastOK && t.gen.Load() == t.lastGen {
+		return 0
+	}
+	return 1
 }
 
 // EchoOff reports the terminal in line mode without echo: a password

@@ -39,7 +39,7 @@ st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C
 sttystart() { return 1; }
 echostart() {
 	runs $P
-	EB=
+	[ -z "$EB" ] || return 0 # begun by probe
 	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${EK$P-}\" ]"; then EB=kept
 	elif sttystart; then EB=bg
 	fi
@@ -102,18 +102,22 @@ mem() {
 	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
 }
 tty() {
-	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1; return 1; }
-	set -- $R; n=$5; T=$6
+	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1 DV$1; return 1; }
+	tp=$1; set -- $R; n=$5; T=$6
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
 	# A container's /dev may lack it: the command's own descriptor then.
 	[ -z "$D" ] || [ -c "$D" ] || D=/proc/$1/fd/0
 	echo "$Q t $T $D"
-	[ -n "$D" ]
+	[ -n "$D" ] && eval "DV$tp=\$D"
 }
+# "probe PID 1" says that the command has likely run since the last
+# probe (output or input came): stty for its terminal, when this shell
+# knows it, starts before anything else.
 probe() {
 	W= P=$1 K= EB=
-	look1 $1 || return 0
+	if [ "$2" = 1 ] && eval "D=\${DV$1-}" && [ -n "$D" ] && sttystart; then EB=bg; fi
+	look1 $1 || { [ "$EB" != bg ] || exec 8<&-; return 0; }
 	# A program that looks blocked on the terminal may have written output
 	# that is still on its way: a mark written to the terminal now comes
 	# after all of it, and the reader waits for it. While nothing of the
