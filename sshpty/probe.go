@@ -243,9 +243,8 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 // last probe began: the command has likely run, and the probe shell
 // starts stty for it first thing (see remotestate.Funcs).
 func (t *terminal) ranHint() int {
-	t.probeMu.Lock()
-	defer t.probeMu.Unlock()
-	if t.lastOK && t.gen.Load() == t.lastGen {
+	g := t.gen.Load()
+	if t.probedGen.Swap(g) == g {
 		return 0
 	}
 	return 1
