@@ -6,14 +6,20 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/remotestate"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // waiting is what the probe shell says of its waiting shells (see
@@ -248,5 +254,56 @@ func waitRead(t *testing.T, term agentpty.Terminal, what string) (fence int, ech
 		if ctx.Err() != nil {
 			t.Fatalf("the program never waited at %s", what)
 		}
+	}
+}
+
+// TestProbeShellUnderSh: where the host has no bash (or one older than
+// 5), the probe shell is sh; the helper's functions parse there, keep no
+// waiting shells, and a probe starts stty and the mark itself.
+func TestProbeShellUnderSh(t *testing.T) {
+	testkit.Need(t, "dash", "cat")
+	arch, err := exec.Command("uname", "-m").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, ok := remotestate.Archs[strings.TrimSpace(string(arch))]
+	if !ok {
+		t.Skip("an architecture remotestate does not list")
+	}
+	cmd := exec.Command("cat")
+	f, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+	}()
+	go io.Copy(io.Discard, f) // the marks the probe writes
+	script := helperFuncs + killFunc + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remotestate.Vars(calls), cmd.Process.Pid)
+	ctx := waitCtx(t)
+	for {
+		sh := exec.CommandContext(ctx, "dash")
+		sh.Stdin = strings.NewReader(script)
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatalf("dash: %v\n%s", err, out)
+		}
+		lines := strings.ReplaceAll("\n"+string(out), "\n1 ", "\n")[1:]
+		r := remotestate.Parse([]byte(lines), calls, true)
+		if !r.Fg.Waiting {
+			if ctx.Err() != nil {
+				t.Fatalf("cat never waited:\n%s", lines)
+			}
+			continue // cat has not reached its read yet
+		}
+		if !r.EchoRead || r.EchoOff || r.Fence != 1 {
+			t.Errorf("under sh: %+v\n%s", r, lines)
+		}
+		if !strings.Contains(lines, "w 0 1 1\n") {
+			t.Errorf("under sh the probe shell kept waiting shells, or did not start stty and the mark itself:\n%s", lines)
+		}
+		return
 	}
 }

@@ -15,15 +15,22 @@ import (
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
-// Funcs' probe, run by bash on real programs under a pty and read by
-// Parse, decides as the local library does: a program reading its
+// Funcs' probe, run by bash and by dash (a host whose only shell is a
+// POSIX sh) on real programs under a pty and read by Parse, decides as
+// the local library does: a program reading its
 // terminal, a password prompt, select (with a timeout too), poll and
 // epoll on the terminal, and a pipeline whose reader is not the group's
 // leader wait for input; a busy loop and a program waiting on a pipe do
 // not.
 func TestFuncsOnRealPrograms(t *testing.T) {
-	testkit.Need(t, "bash", "python3")
-	calls, ok := Archs[strings.TrimSpace(run(t, "uname -m"))]
+	for _, shell := range []string{"bash", "dash"} {
+		t.Run(shell, func(t *testing.T) { funcsOnRealPrograms(t, shell) })
+	}
+}
+
+func funcsOnRealPrograms(t *testing.T, shell string) {
+	testkit.Need(t, shell, "bash", "python3")
+	calls, ok := Archs[strings.TrimSpace(run(t, shell, "uname -m"))]
 	if !ok {
 		t.Skip("an architecture remotestate does not list")
 	}
@@ -63,7 +70,7 @@ func TestFuncsOnRealPrograms(t *testing.T) {
 		var out string
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			a, b := probe(t, pid, calls), probe(t, pid, calls)
+			a, b := probe(t, shell, pid, calls), probe(t, shell, pid, calls)
 			out = b
 			if a == b && (c.name == "running" || !strings.Contains(b, " R ")) || time.Now().After(deadline) {
 				break
@@ -85,22 +92,25 @@ func TestFuncsOnRealPrograms(t *testing.T) {
 	}
 }
 
-// probe runs Funcs' probe of pid through bash and returns its lines
+// probe runs Funcs' probe of pid through shell and returns its lines
 // without the "1 " of the request, the mark it wrote to the terminal
 // aside.
-func probe(t *testing.T, pid int, c Calls) string {
-	out := run(t, "exec 2>/dev/null\n"+Funcs+fmt.Sprintf("\nQ=1 FN=x %s\nprobe %d\nwait\n", Vars(c), pid))
+func probe(t *testing.T, shell string, pid int, c Calls) string {
+	out := run(t, shell, "exec 2>/dev/null\n"+Funcs+fmt.Sprintf("\nQ=1 FN=x %s\nprobe %d\nwait\n", Vars(c), pid))
 	return strings.ReplaceAll("\n"+out, "\n1 ", "\n")[1:]
 }
 
-func run(t *testing.T, script string) string {
+func run(t *testing.T, shell, script string) string {
 	t.Helper()
-	cmd := exec.Command("bash", "--noprofile", "--norc")
+	cmd := exec.Command(shell)
+	if shell == "bash" {
+		cmd.Args = append(cmd.Args, "--noprofile", "--norc")
+	}
 	cmd.Stdin = strings.NewReader(script)
 	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errs
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("bash: %v\n%s", err, errs.String())
+		t.Fatalf("%s: %v\n%s", shell, err, errs.String())
 	}
 	return out.String()
 }
