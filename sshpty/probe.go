@@ -118,7 +118,8 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 	// prefork (see helperFuncs) once the answer is out.
 	line := fmt.Sprintf("Q=%d; %s; echo \"$Q .\"; prefork\n", n, call)
 	if bg {
-		line = fmt.Sprintf("{ Q=%d; %s; echo \"$Q .\"; } &\n", n, call)
+		// Not holding the waiting shells' fifo and pipes (see helperFuncs).
+		line = fmt.Sprintf("{ exec 6<&- 7>&- 8<&-; Q=%d; %s; echo \"$Q .\"; } &\n", n, call)
 	}
 	a := &answer{done: make(chan struct{})}
 	h.waiting[n] = a
@@ -227,7 +228,7 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 	h, err := t.b.probeShell()
 	var out []byte
 	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remotestate.Vars(c), t.pid, t.ranHint()), false)
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d", t.nonce, remotestate.Vars(c), t.pid), false)
 	}
 	if err != nil {
 		return remotestate.Result{}, false
@@ -237,17 +238,6 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
 	return r, true
-}
-
-// ranHint is 1 when output, input, a signal or a resize came since the
-// last probe began: the command has likely run, and the probe shell
-// starts stty for it first thing (see remotestate.Funcs).
-func (t *terminal) ranHint() int {
-	g := t.gen.Load()
-	if t.probedGen.Swap(g) == g {
-		return 0
-	}
-	return 1
 }
 
 // EchoOff reports the terminal in line mode without echo: a password

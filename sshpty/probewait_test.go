@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,7 +123,8 @@ func TestProbeWaitingShells(t *testing.T) {
 }
 
 // TestProbeShellKilled: when the probe shell is killed on the host, its
-// waiting shells end too.
+// waiting shells end too, even while a request runs in its background
+// (a kill does), which holds none of their pipes.
 func TestProbeShellKilled(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
@@ -143,11 +145,51 @@ func TestProbeShellKilled(t *testing.T) {
 			}
 		}
 	})
+	h, err := b.probeShell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := make(chan struct{})
+	go func() {
+		defer close(bg)
+		h.run(waitCtx(t), "echo \"$Q started\"; sleep 3", true) // answers only when the shell ends
+	}()
+	settle(t, func() bool { return len(children(w.sh)) > 2 }, "the background request started")
 	if err := syscall.Kill(w.sh, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	gone(t, w.stty)
-	gone(t, w.mark)
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(w.stty) || alive(w.mark) {
+		if time.Now().After(deadline) {
+			t.Fatalf("2 s after the probe shell was killed, a waiting shell lives on beside its background request (%d %v, %d %v)", w.stty, alive(w.stty), w.mark, alive(w.mark))
+		}
+		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
+	}
+	<-bg
+}
+
+// children are the processes on this machine whose parent is pid.
+func children(pid int) []int {
+	var kids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if k, err := strconv.Atoi(e.Name()); err == nil && parentOf(k) == pid {
+			kids = append(kids, k)
+		}
+	}
+	return kids
+}
+
+// settle waits, a bounded while, for ok.
+func settle(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s, not %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
+	}
 }
 
 // TestProbeWaitingShellKilled: when a waiting shell is killed on the
@@ -306,4 +348,40 @@ func TestProbeShellUnderSh(t *testing.T) {
 		}
 		return
 	}
+}
+
+// TestProbeSeesEchoTurnedOff: a program that reads a line, works a little
+// and then reads with echo off is seen at its second read with echo off,
+// by the first probe that sees it wait and by every probe after it. The
+// command has 400 threads, so that each look at its run times takes long
+// enough for the program to move while a probe looks (a probe that read
+// the modes before the look at the run times saw echo on there, and kept
+// it).
+func TestProbeSeesEchoTurnedOff(t *testing.T) {
+	testkit.Need(t, "python3")
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `python3 -c "import threading,time,subprocess; [threading.Thread(target=time.sleep,args=(60,),daemon=True).start() for _ in range(400)]; print('ready',flush=True); subprocess.call(['bash','--norc','-c','read x; for i in {1..3000}; do :; done; read -s y; echo done'])"`)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	out.waitFor(t, "ready")
+	waitRead(t, term, "read")
+	if _, err := term.Write([]byte("a\r")); err != nil {
+		t.Fatal(err)
+	}
+	if _, off := waitRead(t, term, "read -s"); !off {
+		t.Error("the first probe that sees read -s wait says echo on")
+	}
+	st := term.(stateTerminal)
+	for i := 0; i < 3; i++ {
+		if r, _ := st.probeNow(); !r.Fg.Waiting || !r.EchoOff {
+			t.Errorf("probe %d at read -s: waiting %v, echo off %v", i+1, r.Fg.Waiting, r.EchoOff)
+		}
+	}
+	if _, err := term.Write([]byte("b\r")); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "done")
 }

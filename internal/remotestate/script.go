@@ -39,7 +39,6 @@ st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C
 sttystart() { return 1; }
 echostart() {
 	runs $P
-	[ -z "$EB" ] || return 0 # begun by probe
 	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${EK$P-}\" ]"; then EB=kept
 	elif sttystart; then EB=bg
 	fi
@@ -56,7 +55,6 @@ echoflag() {
 	case " $w " in *[[:space:]]icanon[[:space:]]*) ic=icanon;; *) ic=-icanon;; esac
 	case " $w " in *[[:space:]]echo[[:space:]]*) ec=echo;; *) ec=-echo;; esac
 	echo "$Q stty $ic $ec"
-	[ -z "$w" ] || [ -z "$K" ] || eval "EK$P=\$K EW$P=\"\$ic \$ec\""
 }
 # runs sets K to the foreground group $T and the run time (schedstat) of
 # every thread of process $1 and of every process below it; empty where
@@ -102,22 +100,18 @@ mem() {
 	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
 }
 tty() {
-	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1 DV$1; return 1; }
-	tp=$1; set -- $R; n=$5; T=$6
+	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1; return 1; }
+	set -- $R; n=$5; T=$6
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
 	# A container's /dev may lack it: the command's own descriptor then.
 	[ -z "$D" ] || [ -c "$D" ] || D=/proc/$1/fd/0
 	echo "$Q t $T $D"
-	[ -n "$D" ] && eval "DV$tp=\$D"
+	[ -n "$D" ]
 }
-# "probe PID 1" says that the command has likely run since the last
-# probe (output or input came): stty for its terminal, when this shell
-# knows it, starts before anything else.
 probe() {
-	W= P=$1 K= EB=
-	if [ "$2" = 1 ] && eval "D=\${DV$1-}" && [ -n "$D" ] && sttystart; then EB=bg; fi
-	look1 $1 || { [ "$EB" != bg ] || exec 8<&-; return 0; }
+	W= P=$1 K= EB= NM=
+	look1 $1 || return 0
 	# A program that looks blocked on the terminal may have written output
 	# that is still on its way: a mark written to the terminal now comes
 	# after all of it, and the reader waits for it. While nothing of the
@@ -125,12 +119,19 @@ probe() {
 	# written after it: that mark serves, and no mark is written.
 	if [ -n "$W" ]; then
 		if [ -n "$K" ] && eval "[ \"\$K\" = \"\${FK$P-}\" ]"; then eval "echo \"\$Q fence \$FQ$P\""
-		else
-			fence
-			[ -z "$K" ] || eval "FK$P=\$K FQ$P=\$Q"
+		else fence; NM=1
 		fi
 	fi
 	echoflag
+	# The modes, the look and the mark belong together only if nothing of
+	# the command ran meanwhile (a read that turns the echo off, then
+	# waits): otherwise the program is not known to wait ("moved"), and
+	# nothing is kept for the next probe.
+	K1=$K; runs $P
+	if [ "$K" != "$K1" ]; then echo "$Q moved"; return 0; fi
+	[ -n "$K" ] || return 0
+	[ "$EB" = kept ] || [ -z "$w" ] || eval "EK$P=\$K EW$P=\"\$ic \$ec\""
+	[ -z "$NM" ] || eval "FK$P=\$K FQ$P=\$Q"
 }
 # look1 finds the terminal, begins reading its modes, and looks at the
 # foreground group; false when the command is gone or has no terminal.
