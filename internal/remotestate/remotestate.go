@@ -140,13 +140,11 @@ type probeParse struct {
 	procs  []*probeProc
 	cur    *probeProc
 	unread bool
-	moved  bool // the command ran while the probe looked
 }
 
 // probeLines reads each kind of line of an answer (see Funcs).
 var probeLines = map[string]func(p *probeParse, kind, rest string){
 	"unread": func(p *probeParse, _, _ string) { p.unread = true },
-	"moved":  func(p *probeParse, _, _ string) { p.moved = true },
 	"fence":  func(p *probeParse, _, rest string) { p.r.Fence, _ = strconv.Atoi(rest) },
 	"stty":   func(p *probeParse, _, rest string) { p.r.EchoOff, p.r.EchoRead = EchoOffWords(rest), true },
 	"p":      (*probeParse).process,
@@ -256,7 +254,7 @@ func (p *probeParse) decide(c Calls, known bool) Result {
 			r.Fg.Name, r.Fg.PID, r.Fg.Waiting, r.Fg.Quiet = q.comm, q.pid, true, w.quiet
 		}
 	}
-	r.Fg.Waiting = r.Fg.Waiting && !running && !p.moved
+	r.Fg.Waiting = r.Fg.Waiting && !running
 	r.Fg.Unread = p.unread
 	return r
 }

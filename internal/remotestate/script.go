@@ -123,12 +123,8 @@ probe() {
 		fi
 	fi
 	echoflag
-	# The modes, the look and the mark belong together only if nothing of
-	# the command ran meanwhile (a read that turns the echo off, then
-	# waits): otherwise the program is not known to wait ("moved"), and
-	# nothing is kept for the next probe.
-	K1=$K; runs $P
-	if [ "$K" != "$K1" ]; then echo "$Q moved"; return 0; fi
+	# Kept under K, read before both: a later run of the command changes K.
+	# (Read before K, the modes could be older than K says, and stand.)
 	[ -n "$K" ] || return 0
 	[ "$EB" = kept ] || [ -z "$w" ] || eval "EK$P=\$K EW$P=\"\$ic \$ec\""
 	[ -z "$NM" ] || eval "FK$P=\$K FQ$P=\$Q"
