@@ -228,7 +228,7 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 	h, err := t.b.probeShell()
 	var out []byte
 	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d", t.nonce, remotestate.Vars(c), t.pid), false)
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remotestate.Vars(c), t.pid, t.ranHint()), false)
 	}
 	if err != nil {
 		return remotestate.Result{}, false
@@ -238,6 +238,18 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
 	return r, true
+}
+
+// ranHint is 1 when output, input, a signal or a resize came since the
+// last probe began: the command has likely run, and the probe shell
+// starts stty for it as soon as it has read its run times (see
+// remotestate.Funcs).
+func (t *terminal) ranHint() int {
+	g := t.gen.Load()
+	if t.probedGen.Swap(g) == g {
+		return 0
+	}
+	return 1
 }
 
 // EchoOff reports the terminal in line mode without echo: a password

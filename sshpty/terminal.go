@@ -58,6 +58,7 @@ type terminal struct {
 	// gen counts what could change the terminal's state: output read,
 	// input written, a signal sent, a resize; inGen all but the output.
 	gen, inGen atomic.Uint64
+	probedGen  atomic.Uint64 // gen when the last probe began (see ranHint)
 
 	probeMu sync.Mutex         // guards the fields below
 	echo    bool               // the echo flag the last probe read

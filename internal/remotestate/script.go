@@ -37,8 +37,13 @@ st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C
 # then sets w to what it printed; where it does not (this default),
 # echoflag runs stty.
 sttystart() { return 1; }
+sttywait() { w=; }
 echostart() {
 	runs $P
+	if [ "$EB" = bg ]; then
+		[ "$D" != "$HD" ] || return 0
+		sttywait; EB= KH= # begun for a terminal the command no longer has
+	fi
 	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${EK$P-}\" ]"; then EB=kept
 	elif sttystart; then EB=bg
 	fi
@@ -100,18 +105,26 @@ mem() {
 	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
 }
 tty() {
-	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1; return 1; }
-	set -- $R; n=$5; T=$6
+	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1 DV$1 TV$1; return 1; }
+	tp=$1; set -- $R; n=$5; T=$6
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
 	# A container's /dev may lack it: the command's own descriptor then.
 	[ -z "$D" ] || [ -c "$D" ] || D=/proc/$1/fd/0
 	echo "$Q t $T $D"
-	[ -n "$D" ]
+	[ -n "$D" ] && eval "DV$tp=\$D TV$tp=\$T"
 }
+# "probe PID 1" says that the command has likely run since the last
+# probe (output or input came): stty then starts as soon as the run times
+# are read (KH), for the terminal and the foreground group the last probe
+# found (echostart starts it again if the terminal changed).
 probe() {
-	W= P=$1 K= EB= NM=
-	look1 $1 || return 0
+	W= P=$1 K= EB= NM= KH=
+	if [ "$2" = 1 ] && eval "D=\${DV$1-} T=\${TV$1-}" && [ -n "$D" ] && [ -n "$T" ]; then
+		runs $P; KH=$K HD=$D
+		if sttystart; then EB=bg; else KH=; fi
+	fi
+	look1 $1 || { [ "$EB" != bg ] || sttywait; return 0; }
 	# A program that looks blocked on the terminal may have written output
 	# that is still on its way: a mark written to the terminal now comes
 	# after all of it, and the reader waits for it. While nothing of the
@@ -123,10 +136,11 @@ probe() {
 		fi
 	fi
 	echoflag
-	# Kept under K, read before both: a later run of the command changes K.
-	# (Read before K, the modes could be older than K says, and stand.)
+	# Kept under the run times read before either began (KH for modes the
+	# hint started), so that a later run of the command changes them.
+	# (Modes read before the run times could be older than they say.)
 	[ -n "$K" ] || return 0
-	[ "$EB" = kept ] || [ -z "$w" ] || eval "EK$P=\$K EW$P=\"\$ic \$ec\""
+	[ "$EB" = kept ] || [ -z "$w" ] || eval "EK$P=\${KH:-\$K} EW$P=\"\$ic \$ec\""
 	[ -z "$NM" ] || eval "FK$P=\$K FQ$P=\$Q"
 }
 # look1 finds the terminal, begins reading its modes, and looks at the
