@@ -423,15 +423,7 @@ func TestWaitForReaderLooks(t *testing.T) {
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; read b; echo not-yet; read c; echo second-$((1+1)); read d", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
-	told := make(chan string, 16)
-	s.mu.Lock()
-	s.match.tell = func(what string) {
-		select {
-		case told <- what:
-		default:
-		}
-	}
-	s.mu.Unlock()
+	told := hearMatcher(s, "")
 	ctx := waitCtx(t)
 	results := make(chan WriteResult, 1)
 	go func() {
@@ -518,18 +510,7 @@ func TestAwaitBesideAParkedCall(t *testing.T) {
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; read b; echo FI''RST; read c; echo SEC''OND; read d", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
-	told := make(chan string, 16)
-	s.mu.Lock()
-	s.match.tell = func(what string) {
-		if what == "kept" {
-			return
-		}
-		select {
-		case told <- what:
-		default:
-		}
-	}
-	s.mu.Unlock()
+	told := hearMatcher(s, "kept")
 	ctx := waitCtx(t)
 	type outcome struct {
 		res WriteResult
@@ -588,4 +569,22 @@ func TestAwaitBesideAParkedCall(t *testing.T) {
 	if o.err != nil || !o.res.Matched || !strings.Contains(o.res.Output, "FIRST\n") || !strings.HasSuffix(o.res.Output, "SECOND") {
 		t.Fatalf("the parked call: %+v %v; want its own pattern matched", o.res, o.err)
 	}
+}
+
+// hearMatcher hands what s's matcher tells its test hook (but skip) to
+// the channel it returns, never holding up the reader.
+func hearMatcher(s *Session, skip string) <-chan string {
+	told := make(chan string, 16)
+	s.mu.Lock()
+	s.match.tell = func(what string) {
+		if what == skip {
+			return
+		}
+		select {
+		case told <- what:
+		default:
+		}
+	}
+	s.mu.Unlock()
+	return told
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,13 +61,7 @@ func parentOf(pid int) int {
 // server is local).
 func gone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, process %d is still there", pid)
-		}
-		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
-	}
+	within(t, 10*time.Second, func() bool { return !alive(pid) }, fmt.Sprintf("process %d gone", pid))
 }
 
 // TestProbeWaitingShells: a probe after the program ran starts neither
@@ -152,43 +145,37 @@ func TestProbeShellKilled(t *testing.T) {
 	bg := make(chan struct{})
 	go func() {
 		defer close(bg)
-		h.run(waitCtx(t), "echo \"$Q started\"; sleep 3", true) // answers only when the shell ends
+		h.run(waitCtx(t), "sleep 3", true) // answers only when the shell ends
 	}()
-	settle(t, func() bool { return len(children(w.sh)) > 2 }, "the background request started")
+	within(t, 10*time.Second, func() bool { return len(children(w.sh)) > 2 }, "the background request started")
 	if err := syscall.Kill(w.sh, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for alive(w.stty) || alive(w.mark) {
-		if time.Now().After(deadline) {
-			t.Fatalf("2 s after the probe shell was killed, a waiting shell lives on beside its background request (%d %v, %d %v)", w.stty, alive(w.stty), w.mark, alive(w.mark))
-		}
-		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
-	}
+	within(t, 2*time.Second, func() bool { return !alive(w.stty) && !alive(w.mark) },
+		"the waiting shells gone while the background request (3 s) still holds the probe shell's other descriptors")
 	<-bg
 }
 
 // children are the processes on this machine whose parent is pid.
 func children(pid int) []int {
 	var kids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if k, err := strconv.Atoi(e.Name()); err == nil && parentOf(k) == pid {
+	for _, k := range proc.Pids() {
+		if parentOf(k) == pid {
 			kids = append(kids, k)
 		}
 	}
 	return kids
 }
 
-// settle waits, a bounded while, for ok.
-func settle(t *testing.T, ok func() bool, what string) {
+// within waits up to d for ok, polling the host's process table.
+func within(t *testing.T, d time.Duration, ok func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(d)
 	for !ok() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, not %s", what)
+			t.Fatalf("after %v, not %s", d, what)
 		}
-		time.Sleep(10 * time.Millisecond) // a bounded poll of the host's process table
+		time.Sleep(10 * time.Millisecond) // a bounded poll
 	}
 }
 
