@@ -187,7 +187,7 @@ func (t stateTerminal) probe() remotestate.Result {
 		return r
 	}
 	gen, in, at := t.gen.Load(), t.inGen.Load(), time.Now()
-	t.syncTyped()
+	t.order.wait() // after the input written before it reached the terminal
 	r, ok := t.probeNow()
 	if ok {
 		t.keep(r, gen, in, at)
@@ -216,10 +216,6 @@ func (t *terminal) keep(r remotestate.Result, gen, in uint64, at time.Time) {
 	}
 	t.last, t.lastGen, t.lastAt, t.lastOK = r, gen, at, true
 }
-
-// syncTyped orders a probe after the input written before it (see
-// syncer).
-func (t *terminal) syncTyped() { t.order.wait() }
 
 // probeNow runs remotestate's probe in the probe shell; false when the
 // shell did not answer.

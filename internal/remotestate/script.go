@@ -37,7 +37,6 @@ st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C
 # then sets w to what it printed; where it does not (this default),
 # echoflag runs stty.
 sttystart() { return 1; }
-sttywait() { w=; }
 echostart() {
 	runs $P
 	if [ "$EB" = bg ]; then
