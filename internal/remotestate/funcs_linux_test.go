@@ -22,14 +22,27 @@ import (
 // epoll on the terminal, and a pipeline whose reader is not the group's
 // leader wait for input; a busy loop and a program waiting on a pipe do
 // not.
+//
+// In a mount namespace whose /dev/pts is empty (a container's /dev may
+// lack the terminal's node), the probe reads the terminal through the
+// command's own descriptor, and decides the same.
 func TestFuncsOnRealPrograms(t *testing.T) {
-	for _, shell := range []string{"bash", "dash"} {
-		t.Run(shell, func(t *testing.T) { funcsOnRealPrograms(t, shell) })
+	for _, shell := range [][]string{{"bash", "--noprofile", "--norc"}, {"dash"}, noPTSNode} {
+		t.Run(shell[0], func(t *testing.T) {
+			testkit.Need(t, shell[0])
+			if shell[0] == noPTSNode[0] && os.Geteuid() != 0 {
+				t.Skip("hiding /dev/pts in a mount namespace needs root")
+			}
+			funcsOnRealPrograms(t, shell)
+		})
 	}
 }
 
-func funcsOnRealPrograms(t *testing.T, shell string) {
-	testkit.Need(t, shell, "bash", "python3")
+// noPTSNode is bash in a mount namespace with an empty /dev/pts.
+var noPTSNode = []string{"unshare", "-m", "sh", "-c", "mount -t tmpfs none /dev/pts && exec bash --noprofile --norc"}
+
+func funcsOnRealPrograms(t *testing.T, shell []string) {
+	testkit.Need(t, "bash", "python3")
 	calls, ok := Archs[strings.TrimSpace(run(t, shell, "uname -m"))]
 	if !ok {
 		t.Skip("an architecture remotestate does not list")
@@ -86,6 +99,9 @@ func funcsOnRealPrograms(t *testing.T, shell string) {
 		if c.waiting && r.Fence == 0 {
 			t.Errorf("%s: no mark written to the terminal of a program that waits on it", c.name)
 		}
+		if dev := fmt.Sprintf(" /proc/%d/fd/0\n", pid); shell[0] == noPTSNode[0] && !strings.Contains(out, dev) {
+			t.Errorf("%s: with /dev/pts empty the terminal is not read through%s%s", c.name, dev, out)
+		}
 	}
 	if now := testkit.OpenFDs(t); now > fds {
 		t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
@@ -95,17 +111,14 @@ func funcsOnRealPrograms(t *testing.T, shell string) {
 // probe runs Funcs' probe of pid through shell and returns its lines
 // without the "1 " of the request, the mark it wrote to the terminal
 // aside.
-func probe(t *testing.T, shell string, pid int, c Calls) string {
+func probe(t *testing.T, shell []string, pid int, c Calls) string {
 	out := run(t, shell, "exec 2>/dev/null\n"+Funcs+fmt.Sprintf("\nQ=1 FN=x %s\nprobe %d\nwait\n", Vars(c), pid))
 	return strings.ReplaceAll("\n"+out, "\n1 ", "\n")[1:]
 }
 
-func run(t *testing.T, shell, script string) string {
+func run(t *testing.T, shell []string, script string) string {
 	t.Helper()
-	cmd := exec.Command(shell)
-	if shell == "bash" {
-		cmd.Args = append(cmd.Args, "--noprofile", "--norc")
-	}
+	cmd := exec.Command(shell[0], shell[1:]...)
 	cmd.Stdin = strings.NewReader(script)
 	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errs

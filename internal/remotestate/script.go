@@ -109,7 +109,7 @@ tty() {
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
 	# A container's /dev may lack it: the command's own descriptor then.
-	[ -z "$D" ] || [ -c "$D" ] || D=/proc/$1/fd/0
+	[ -z "$D" ] || [ -c "$D" ] || D=/proc/$tp/fd/0
 	echo "$Q t $T $D"
 	[ -n "$D" ] && eval "DV$tp=\$D TV$tp=\$T"
 }
