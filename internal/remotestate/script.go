@@ -38,10 +38,12 @@ st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C
 # echoflag runs stty.
 sttystart() { return 1; }
 echostart() {
-	runs $P
+	# The run times the hint read serve while the foreground group is the
+	# one it read them with.
+	if [ -n "$KH" ] && [ "$T" = "$HT" ]; then K=$KH; else runs $P; fi
 	if [ "$EB" = bg ]; then
 		[ "$D" != "$HD" ] || return 0
-		sttywait; EB= KH= # begun for a terminal the command no longer has
+		sttywait; EB= # begun for a terminal the command no longer has
 	fi
 	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${EK$P-}\" ]"; then EB=kept
 	elif sttystart; then EB=bg
@@ -88,9 +90,12 @@ look() {
 	if [ -z "$s" ]; then W=1; return 0; fi
 	f=; for x in /proc/$1/fd/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
 	echo "$Q f$f"
+	# Without the terminal among its descriptors it cannot wait on it: its
+	# memory is not read.
+	[ -n "$f" ] || return 0
 	p=$1; set -- $s
 	[ $# -ge 7 ] || return 0
-	case " $WS " in *" $1 "*) [ -n "$f" ] && DEC=1 W=1;; esac
+	case " $WS " in *" $1 "*) DEC=1 W=1;; esac
 	case " $EP " in *" $1 "*) while read -r k v r; do [ "$k" = tfd: ] && echo "$Q e $v $r"; done </proc/$p/fdinfo/$(($2));; esac
 	for sp in $TS; do
 		case $sp in "$1":*) eval "a=\${$((${sp#*:} + 2))}"; mem m $((a)) 16;; esac
@@ -120,8 +125,8 @@ tty() {
 probe() {
 	W= P=$1 K= EB= NM= KH=
 	if [ "$2" = 1 ] && eval "D=\${DV$1-} T=\${TV$1-}" && [ -n "$D" ] && [ -n "$T" ]; then
-		runs $P; KH=$K HD=$D
-		if sttystart; then EB=bg; else KH=; fi
+		runs $P; KH=$K HT=$T HD=$D
+		if sttystart; then EB=bg; fi
 	fi
 	look1 $1 || { [ "$EB" != bg ] || sttywait; return 0; }
 	# A program that looks blocked on the terminal may have written output
