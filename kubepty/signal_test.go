@@ -40,4 +40,15 @@ func TestSignalDeaths(t *testing.T) {
 	if err != nil || k.ExitCode != nil || k.Signal != "SIGTERM" {
 		t.Errorf("Kill: code %v signal %q (%v)", k.ExitCode, k.Signal, err)
 	}
+	// Kill's HUP and KILL are the session's too: a command that ignores
+	// TERM (an ignored signal stays ignored across exec) dies of HUP, one
+	// that ignores both of KILL. A short grace keeps the KILL quick.
+	mk := newManagerOpts(t, agentpty.Options{Backend: b, KillGrace: 500 * time.Millisecond}, false, "4716")
+	for _, c := range []struct{ traps, want string }{{"TERM", "SIGHUP"}, {"TERM HUP", "SIGKILL"}} {
+		res = mustStart(t, mk, agentpty.StartRequest{Command: "trap '' " + c.traps + "; echo ready; exec sleep 4716", WaitFor: "ready"})
+		k, err := mk.Kill(ctx10(t), res.ID)
+		if err != nil || k.ExitCode != nil || k.Signal != c.want {
+			t.Errorf("Kill ignoring %s: code %v signal %q (%v), want %s", c.traps, k.ExitCode, k.Signal, err, c.want)
+		}
+	}
 }
