@@ -29,8 +29,8 @@ type shellFiles interface {
 	write(ctx context.Context, path, text string) error
 	// removeRun removes a run file whose command has been read.
 	removeRun(path string)
-	// removeAll removes the session's directory.
-	removeAll(dir string)
+	// removeAll removes the session's directory; ctx bounds a backend's.
+	removeAll(ctx context.Context, dir string)
 }
 
 // localFiles keeps a shell session's files in the manager's private
@@ -47,7 +47,7 @@ func (l localFiles) mkdir(_ context.Context, name string) (string, error) {
 
 func (localFiles) write(_ context.Context, path, text string) error { return writeNew(path, text) }
 func (localFiles) removeRun(path string)                            { os.Remove(path) }
-func (localFiles) removeAll(dir string)                             { os.RemoveAll(dir) }
+func (localFiles) removeAll(_ context.Context, dir string)          { os.RemoveAll(dir) }
 
 // remoteFileTimeout bounds each file operation on the backend's machine,
 // so a connection that stopped answering cannot hold a run, a Kill or
@@ -81,8 +81,8 @@ func (r remoteFiles) write(ctx context.Context, path, text string) error {
 // ends: removing each would add a round trip to every run.
 func (remoteFiles) removeRun(string) {}
 
-func (r remoteFiles) removeAll(dir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), remoteFileTimeout)
+func (r remoteFiles) removeAll(ctx context.Context, dir string) {
+	ctx, cancel := context.WithTimeout(ctx, remoteFileTimeout)
 	defer cancel()
 	_ = r.f.RemoveAll(ctx, dir) // best effort: a lost connection took the session with it
 }
@@ -152,15 +152,16 @@ func (sh *shell) done(path string, ended bool) {
 	sh.stale = append(sh.stale, path)
 }
 
-// remove deletes the session's directory; nil does nothing.
-func (sh *shell) remove() {
+// remove deletes the session's directory, within ctx on another machine;
+// nil does nothing.
+func (sh *shell) remove(ctx context.Context) {
 	if sh == nil {
 		return
 	}
 	sh.files.Lock()
 	defer sh.files.Unlock()
 	if sh.dir != "" {
-		sh.fs.removeAll(sh.dir)
+		sh.fs.removeAll(ctx, sh.dir)
 		sh.dir, sh.stale = "", nil
 	}
 }

@@ -164,7 +164,7 @@ func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *s
 	env = sessionEnv(historyEnv(req.Shell, filepath.Join(priv, pythonStartupName), m.opts.Env, req.Env), m.opts.Env, req.Env, env)
 	term, err := localBackend{m}.Start(context.Background(), Command{Argv: argv, Env: env, Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)})
 	if err != nil {
-		sh.remove()
+		sh.remove(context.Background())
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	return newSession(m, num, req, cols, rows, term, sh), nil
@@ -277,7 +277,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	}
 	// The shell has exited: nothing reads its files any more. Before the
 	// terminal closes, so a backend's files go over what it still holds.
-	s.sh.remove()
+	s.sh.remove(ctx)
 	s.typing.mu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.term.Close()
 	s.typing.mu.Unlock()

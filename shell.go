@@ -122,11 +122,11 @@ func newShell(ctx context.Context, fs shellFiles, num int, snapshot string) (*sh
 	sh.dir = dir
 	// The path is typed: it must hold nothing readline acts on.
 	if !utf8.ValidString(dir) || strings.ContainsFunc(dir, func(r rune) bool { return r < ' ' || r >= 0x7f && r < 0xa0 }) {
-		sh.remove()
+		sh.remove(ctx)
 		return nil, errorf(ErrInvalid, "%s: the temporary directory %q holds a control character or invalid UTF-8, which cannot be typed", ToolStart, dir)
 	}
 	if err := fs.write(ctx, sh.rc(), sh.rcText(snapshot)); err != nil {
-		sh.remove()
+		sh.remove(ctx)
 		return nil, err
 	}
 	return sh, nil

@@ -62,7 +62,7 @@ func startRemote(m *Manager, num int, req StartRequest, cols, rows int) (*Sessio
 	cmd := Command{Argv: argv, Env: env, Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)}
 	term, err := m.opts.Backend.Start(context.Background(), cmd)
 	if err != nil {
-		sh.remove()
+		sh.remove(context.Background())
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	return newSession(m, num, req, cols, rows, term, sh), nil

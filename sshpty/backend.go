@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentpty/agentpty"
 	"golang.org/x/crypto/ssh"
@@ -121,10 +122,28 @@ func (b *Backend) acquire(name string) (*hostInfo, error) {
 	return info, nil
 }
 
-// alive reports whether the connection still carries requests.
+// aliveWait bounds alive's question: a server that does not answer
+// within it (stopped, or its host gone silent) counts as lost, so that
+// Kill and the errors that ask never hang on it.
+const aliveWait = 2 * time.Second
+
+// alive reports whether the connection still carries requests. The
+// request's goroutine outlives a silent server until the connection
+// answers or closes.
 func (b *Backend) alive() bool {
-	_, _, err := b.client.SendRequest("keepalive@openssh.com", true, nil)
-	return err == nil
+	answered := make(chan error, 1)
+	go func() {
+		_, _, err := b.client.SendRequest("keepalive@openssh.com", true, nil)
+		answered <- err
+	}()
+	tm := time.NewTimer(aliveWait)
+	defer tm.Stop()
+	select {
+	case err := <-answered:
+		return err == nil
+	case <-tm.C:
+		return false
+	}
 }
 
 // lostOr names err as a lost connection when it is one.

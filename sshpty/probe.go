@@ -155,10 +155,17 @@ func (h *helper) err() error {
 }
 
 // close ends the shell (and a kill it runs in the background: the
-// session it ends is being closed too) and waits for the reader.
+// session it ends is being closed too) and waits for the reader, for
+// aliveWait at most: a server that stopped answering never closes the
+// channel, and the reader then ends with the connection.
 func (h *helper) close() {
 	h.sess.Close()
-	<-h.done
+	tm := time.NewTimer(aliveWait)
+	defer tm.Stop()
+	select {
+	case <-h.done:
+	case <-tm.C:
+	}
 }
 
 // helperRun runs call in the backend's probe shell.

@@ -39,7 +39,7 @@ prefork() {
 	fi
 	o=$!
 	if [ -z "$SB" ]; then
-		if eval 'exec 7> >(exec >/dev/null 6<&- 8<&-; read -r q d f && printf "\033]6973;%s;f%s\007" "$f" "$q" >"$d")'; then SB=$!
+		if eval 'exec 7> >(exec >/dev/null 6<&- 8<&-; read -r q d f && mark "$f" "$q" "$d")'; then SB=$!
 		else [ "$!" = "$o" ] || kill $!; nowait
 		fi
 	fi
@@ -63,7 +63,7 @@ fence() {
 	else
 		[ -z "$PW" ] || nowait
 		MF=$((${MF:-0} + 1))
-		{ exec 6<&- 7>&- 8<&-; printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } &
+		{ exec 6<&- 7>&- 8<&-; mark "$FN" "$Q" "$D"; } &
 	fi
 	echo "$Q fence $Q"
 }

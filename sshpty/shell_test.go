@@ -70,3 +70,26 @@ func TestShellHostWithoutProc(t *testing.T) {
 		t.Errorf("exit 2: %+v", r)
 	}
 }
+
+// Kill of a shell session on a server that stopped answering returns: the
+// question whether the connection lives and the wait for the probe
+// shell's reader are bounded (aliveWait each), and the removal of the
+// session's files ends with Kill's context instead of waiting out its own
+// 10 s. What is left: the context (2 s), the SIGKILL attempt's bound (2 ×
+// killBound), 2 × aliveWait. Before, it hung.
+func TestShellKillFrozenServer(t *testing.T) {
+	srv, c := connect(t)
+	m := newManager(t, c, agentpty.Options{})
+	res := backendtest.StartShell(t, m)
+	backendtest.MustRun(t, m, res.ID, "true")
+	thaw := srv.Freeze()
+	defer thaw()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := m.Kill(ctx, res.ID)
+	if took, most := time.Since(began), 2*time.Second+2*killBound+2*aliveWait+3*time.Second; took > most {
+		t.Errorf("Kill with a 2 s context on a frozen server took %v, more than %v (%v)", took, most, err)
+	}
+	thaw()
+}

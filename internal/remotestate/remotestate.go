@@ -61,27 +61,16 @@ func set(n ...uint64) map[uint64]bool {
 }
 
 // Vars are the shell assignments that give Funcs' probe the system
-// calls of c: "NOSYS= WS=... EP=... TS=... SEL=... POL=...".
+// calls of c: "WS=... EP=... TS=... SEL=... POL=...".
 func Vars(c Calls) string {
-	var ws, ep, ts []string
-	for _, m := range []map[uint64]bool{c.read, c.sel, c.poll, c.epoll} {
-		for nr := range m {
-			ws = append(ws, strconv.FormatUint(nr, 10))
-		}
-	}
-	for nr := range c.epoll {
-		ep = append(ep, strconv.FormatUint(nr, 10))
-	}
+	var ts []string
 	for nr, a := range c.timeout {
 		if a.kind != 'm' {
 			ts = append(ts, fmt.Sprintf("%d:%d", nr, a.arg))
 		}
 	}
-	nosys := ""
-	if len(ws) == 0 { // an architecture whose calls are not listed here: the echo flag decides
-		nosys = "1"
-	}
-	return fmt.Sprintf("NOSYS=%s WS=%q EP=%q TS=%q SEL=%q POL=%q", nosys, strings.Join(ws, " "), strings.Join(ep, " "), strings.Join(ts, " "), nums(c.sel), nums(c.poll))
+	ws := strings.Join([]string{nums(c.read), nums(c.sel), nums(c.poll), nums(c.epoll)}, " ")
+	return fmt.Sprintf("WS=%q EP=%q TS=%q SEL=%q POL=%q", ws, nums(c.epoll), strings.Join(ts, " "), nums(c.sel), nums(c.poll))
 }
 
 func nums(m map[uint64]bool) string {

@@ -79,7 +79,9 @@ runs() {
 		done
 	done
 }
-fence() { { printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } & echo "$Q fence $Q"; }
+# mark writes the mark of nonce $1 and number $2 to terminal $3.
+mark() { printf '\033]6973;%s;f%s\007' "$1" "$2" >"$3"; }
+fence() { { mark "$FN" "$Q" "$D"; } & echo "$Q fence $Q"; }
 look() {
 	st $1 || return 1
 	set -- $1 $R
