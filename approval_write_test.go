@@ -125,14 +125,14 @@ func TestApproveRulesWriteLinesForTheNextProgram(t *testing.T) {
 }
 
 // Rules approve a typed line only for a shell they read waiting at its
-// prompt (bash, sh, dash, ash; a path to one counts by its name): the
+// prompt (bash, rbash, sh, dash, ash; a path to one counts by its name): the
 // same line typed where another program, or none, waits is refused.
 func TestApproveRulesWriteForeground(t *testing.T) {
 	rules := Rules{Allow: []string{"echo *"}}
 	judge := func(fg string) error {
 		return rules.Approve(context.Background(), ApprovalRequest{Tool: ToolWrite, ID: "pty-1", Command: "bash", Input: "echo hi\r", Foreground: fg})
 	}
-	for _, fg := range []string{"bash", "sh", "dash", "ash", "/bin/bash"} {
+	for _, fg := range []string{"bash", "rbash", "sh", "dash", "ash", "/bin/bash", "/usr/bin/rbash"} {
 		if err := judge(fg); err != nil {
 			t.Errorf("typed into %s: %v", fg, err)
 		}

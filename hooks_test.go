@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // childPIDs lists the host's own children, to show a failed start left no
@@ -268,5 +269,24 @@ func TestApproveWritesWaitsForThePrompt(t *testing.T) {
 	out, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "echo hi", Submit: true, WaitFor: "hi\n"})
 	if err != nil || !out.Matched {
 		t.Fatalf("a write typed while the shell was about to read: %+v %v; want it approved and run", out, err)
+	}
+}
+
+// TestApproveWritesWaitsOnlyASecond: the wait for a reader is bounded: a
+// write typed into a program that never waits for input (a busy loop) is
+// judged after about approveReaderWait, with no program reading it, so the
+// rules refuse it.
+func TestApproveWritesWaitsOnlyASecond(t *testing.T) {
+	const loop = "echo looping; while :; do :; done"
+	m := newManager(t, Options{Approver: Rules{Allow: []string{loop, "echo *"}}, ApproveWrites: true})
+	res := mustStart(t, m, StartRequest{Command: loop, WaitFor: "looping"})
+	begin := time.Now()
+	_, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "echo hi", Submit: true})
+	took := time.Since(begin)
+	if want := "a terminal where no program waits for input"; !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), want) {
+		t.Errorf("a write into a busy loop: %v; want ErrDenied ...%s", err, want)
+	}
+	if took < 900*time.Millisecond || took >= 5*time.Second {
+		t.Errorf("a write into a busy loop was judged after %v; want about %v", took, approveReaderWait)
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 func (l *eventLog) String() string { return fmt.Sprintf("%+v", l.snapshot()) }
@@ -196,21 +197,9 @@ func testUser(t *testing.T, password string) string {
 	}
 	need(t, "useradd", "userdel", "chpasswd", "sudo")
 	name := "aptytest" + strconv.Itoa(os.Getpid()%100000)
-	run := func(cmd string, stdin string, args ...string) {
-		t.Helper()
-		c := exec.Command(cmd, args...)
-		c.Stdin = strings.NewReader(stdin)
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v: %s", cmd, args, err, out)
-		}
-	}
-	run("useradd", "", "-M", "-d", "/tmp", "-s", "/bin/bash", name)
+	testkit.LoginUser(t, name, password)
 	sudoers := "/etc/sudoers.d/" + name
-	t.Cleanup(func() {
-		os.Remove(sudoers)
-		_ = exec.Command("userdel", "-f", name).Run()
-	})
-	run("chpasswd", name+":"+password+"\n")
+	t.Cleanup(func() { os.Remove(sudoers) })
 	if err := os.WriteFile(sudoers, []byte(name+" ALL=(ALL) ALL\nDefaults:"+name+" lecture=never\n"), 0o440); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ package sshpty
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,16 +118,6 @@ func loginUser(t *testing.T) (name, password string) {
 	t.Helper()
 	name = "aptyssh" + strconv.Itoa(os.Getpid()%100000)
 	password = "pw-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	run := func(stdin string, args ...string) {
-		t.Helper()
-		c := exec.Command(args[0], args[1:]...)
-		c.Stdin = strings.NewReader(stdin)
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-	}
-	run("", "useradd", "-M", "-d", "/tmp", "-s", "/bin/bash", name)
-	t.Cleanup(func() { _ = exec.Command("userdel", "-f", name).Run() })
-	run(name+":"+password+"\n", "chpasswd")
+	testkit.LoginUser(t, name, password)
 	return name, password
 }

@@ -1,7 +1,7 @@
 // Package testkit holds what the tests of several packages share: the
-// check for a program a test needs, the descriptor count of the leak
-// checks, a local TCP server, and the bench's paired measurements. It
-// is for tests only.
+// check for a program a test needs, a throwaway login user, the
+// descriptor count of the leak checks, a local TCP server, and the
+// bench's paired measurements. It is for tests only.
 package testkit
 
 import (
@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,6 +27,24 @@ func Need(t testing.TB, programs ...string) {
 			t.Skipf("%s is not installed", p)
 		}
 	}
+}
+
+// LoginUser adds the user name, who is not root, with password, no home
+// of its own (/tmp) and bash as its shell; it is removed when t ends.
+// Adding users needs root.
+func LoginUser(t testing.TB, name, password string) {
+	t.Helper()
+	run := func(stdin string, args ...string) {
+		t.Helper()
+		c := exec.Command(args[0], args[1:]...)
+		c.Stdin = strings.NewReader(stdin)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	run("", "useradd", "-M", "-d", "/tmp", "-s", "/bin/bash", name)
+	t.Cleanup(func() { _ = exec.Command("userdel", "-f", name).Run() })
+	run(name+":"+password+"\n", "chpasswd")
 }
 
 // OpenFDs counts this process's open file descriptors (skipping t where
