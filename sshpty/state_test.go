@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // The probe channel is the login's shell and nothing else on the host
@@ -113,9 +114,10 @@ func TestOneProbePerState(t *testing.T) {
 // off for read -s), the probe that sees it wait reads the flag anew and
 // writes a new mark.
 func TestProbeKeepsTheEchoFlag(t *testing.T) {
+	testkit.Need(t, "stty")
 	real, err := exec.LookPath("stty")
 	if err != nil {
-		t.Skip("no stty on this machine")
+		t.Fatal(err)
 	}
 	_, c := connect(t)
 	b := New(c)
