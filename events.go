@@ -67,10 +67,11 @@ func (s *Session) watch(ctx context.Context, start bool) func() {
 		return func() {}
 	}
 	// Taken before w is added: output rendered in between is news to it.
-	w := &watcher{f: f, active: true, last: s.Tail(outputLines)}
-	early := start && len(w.last) > 0
-	if start {
-		w.last = nil
+	w := &watcher{f: f, active: true}
+	last := s.Tail(outputLines)
+	early := start && len(last) > 0
+	if !start {
+		w.last = last
 	}
 	s.m.mu.Lock()
 	s.ev.watchers = append(s.ev.watchers, w)

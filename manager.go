@@ -517,15 +517,16 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if err := checkWaitUntil(ToolWrite, req.ID, req.WaitUntil); err != nil {
 		return WriteResult{}, err
 	}
-	v, err := writeView(req)
+	who := ToolWrite + " " + req.ID // names the call in its errors
+	v, err := writeView(who, req)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	want, err := newWaitSpec(ToolWrite+" "+req.ID, req.WaitFor, req.WaitForRegex)
+	want, err := newWaitSpec(who, req.WaitFor, req.WaitForRegex)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	keys, err := parseKeys(ToolWrite+" "+req.ID, req.Keys)
+	keys, err := parseKeys(who, req.Keys)
 	if err != nil {
 		return WriteResult{}, err
 	}

@@ -110,7 +110,7 @@ func (k *keptPaths) keepReadOnly(path string) func() {
 				k.paths = slices.Delete(k.paths, i, i+1)
 			}
 			for k.held[path] > 0 {
-				k.letGo().Wait()
+				k.let.Wait() // held is not empty: hold made let
 			}
 		})
 	}
@@ -123,7 +123,7 @@ func (k *keptPaths) hold() (paths []string, done func()) {
 	defer k.keptMu.Unlock()
 	paths = slices.Clone(k.paths)
 	if k.held == nil {
-		k.held = make(map[string]int)
+		k.held, k.let = make(map[string]int), sync.NewCond(&k.keptMu)
 	}
 	for _, p := range paths {
 		k.held[p]++
@@ -136,14 +136,6 @@ func (k *keptPaths) hold() (paths []string, done func()) {
 				delete(k.held, p)
 			}
 		}
-		k.letGo().Broadcast()
+		k.let.Broadcast()
 	}
-}
-
-// letGo is the condition a release waits on. Call with keptMu held.
-func (k *keptPaths) letGo() *sync.Cond {
-	if k.let == nil {
-		k.let = sync.NewCond(&k.keptMu)
-	}
-	return k.let
 }

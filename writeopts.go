@@ -19,17 +19,15 @@ type callView struct {
 }
 
 // writeView checks a write's screen, signal and size arguments before
-// anything reaches the session, so a bad one leaves it untouched.
-func writeView(req WriteRequest) (callView, error) {
+// anything reaches the session, so a bad one leaves it untouched; who
+// names the call in the errors.
+func writeView(who string, req WriteRequest) (callView, error) {
 	v := callView{screen: req.Screen, peek: req.Peek, cols: req.Cols, rows: req.Rows, waitUntil: req.WaitUntil}
-	if req.Screen != "" || req.Cols != 0 || req.Rows != 0 { // the defaults pass: their name is not built
-		who := ToolWrite + " " + req.ID
-		if err := checkScreen(who, req.Screen); err != nil {
-			return v, err
-		}
-		if err := checkSize(who, req.Cols, req.Rows); err != nil {
-			return v, err
-		}
+	if err := checkScreen(who, req.Screen); err != nil {
+		return v, err
+	}
+	if err := checkSize(who, req.Cols, req.Rows); err != nil {
+		return v, err
 	}
 	if req.SendSignal != "" {
 		sig, ok := parseSignal(req.SendSignal)
