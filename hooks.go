@@ -42,9 +42,17 @@ func (m *Manager) approve(ctx context.Context, req ApprovalRequest) (err error) 
 	return nil
 }
 
-// approveReaderWait bounds how long a write under ApproveWrites waits for
-// a program to wait for input before it is judged.
+// approveReaderWait bounds how long a write under ApproveWrites, or a
+// secret, waits for a program to wait for input before it is judged.
 const approveReaderWait = time.Second
+
+// awaitReader gives a program that has just printed its prompt a moment
+// to read (it prints before it reads), up to approveReaderWait, and
+// returns the state it saw last.
+func (s *Session) awaitReader(ctx context.Context) (TerminalState, error) {
+	_, st, err := s.awaitInput(ctx, nil, time.Now().Add(approveReaderWait))
+	return st, err
+}
 
 // approveWrite asks the Approver, when Options.ApproveWrites is on, before
 // input is typed into s by tool. Every call that types input calls it
@@ -58,7 +66,7 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	// reads: one that has just printed it is given a moment.
 	fg := ""
 	if _, ok := s.term.(StateReader); ok {
-		_, st, err := s.awaitInput(ctx, nil, time.Now().Add(approveReaderWait))
+		st, err := s.awaitReader(ctx)
 		if err != nil {
 			return err
 		}

@@ -95,6 +95,11 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	if _, ok := s.term.(StateReader); !ok {
 		return WriteResult{}, errorf(ErrUnsupported, "%s %s: this session's terminal cannot tell whether it echoes; a secret is typed only where it can", op, id)
 	}
+	// A prompt seen in the output may be printed before its program turns
+	// echo off and reads: the checks below are made once it reads.
+	if _, err := s.awaitReader(ctx); err != nil {
+		return WriteResult{}, err
+	}
 	if !s.echoOff() {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
 	}

@@ -110,6 +110,18 @@ func TestWriteSecretReadS(t *testing.T) {
 	}
 }
 
+// A program that prints its prompt before it turns echo off and reads (as
+// sudo does) is given a moment: a secret typed as soon as the prompt shows
+// waits for the read rather than being refused for the echo still on.
+func TestWriteSecretWaitsForTheRead(t *testing.T) {
+	m := newManager(t, Options{})
+	start := mustStart(t, m, StartRequest{Command: `printf 'Password: '; sleep 0.3; read -s pw; echo; echo "got ${#pw}"; read -p 'next> ' x`, WaitFor: "Password: "})
+	res, err := m.WriteSecretWith(waitCtx(t), SecretRequest{ID: start.ID, Secret: []byte("Quick-Pw-13"), WaitFor: "next> "})
+	if err != nil || !strings.Contains(res.Output, "got 11") {
+		t.Fatalf("a secret typed as the prompt showed: %+v %v", res, err)
+	}
+}
+
 // The masker holds back what may be the start of a secret, whatever the
 // chunks the output came in, and masks a secret echoed across a pause.
 func TestMaskerEveryChunkSize(t *testing.T) {
