@@ -128,46 +128,77 @@ type Session struct {
 	ev     outputEvents // output events and the watchers of this session (events.go)
 }
 
-// startSession starts the child under a new terminal. On failure nothing
-// is left behind.
+// startSession starts the child under a new terminal: this machine's, or
+// Options.Backend's. On failure nothing is left behind.
 // from, when set, says how to run the command instead of the login shell
-// (a snapshot of it, see Options.ShellSnapshot).
+// (a snapshot of it, see Options.ShellSnapshot); only this machine has one.
 func startSession(m *Manager, num int, req StartRequest, cols, rows int, from *snapshotStart) (*Session, error) {
-	if m.opts.Backend != nil {
-		return startRemote(m, num, req, cols, rows)
-	}
-	if req.Cwd != "" {
-		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
-			return nil, errorf(ErrInvalid, "%s: cwd %q is not a directory", ToolStart, req.Cwd)
-		}
+	place, err := startPlace(m, req)
+	if err != nil {
+		return nil, err
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
 	var env []string
 	var sh *shell
-	// Made before the child, so a sandbox keeps it read-only from the first.
-	priv, err := m.priv.get(m.opts.Sandbox)
-	if err != nil {
-		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
-	}
 	if req.Shell {
 		snapshot := ""
 		if from != nil {
 			snapshot = from.path
 		}
-		if sh, err = newShell(context.Background(), localFiles{priv}, num, snapshot); err != nil {
-			return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+		if sh, err = newShell(context.Background(), place.files, num, snapshot); err != nil {
+			return nil, fmt.Errorf("agentpty: %s %q: the shell session's files: %w", ToolStart, req.Command, err)
 		}
 		argv = sh.argv()
 	} else if from != nil {
 		argv, env = from.argv, from.env
 	}
-	env = sessionEnv(historyEnv(req.Shell, filepath.Join(priv, pythonStartupName), m.opts.Env, req.Env), m.opts.Env, req.Env, env)
-	term, err := localBackend{m}.Start(context.Background(), Command{Argv: argv, Env: env, Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)})
+	env = sessionEnv(historyEnv(req.Shell, place.pythonStartup, m.opts.Env, req.Env), m.opts.Env, req.Env, env)
+	term, err := place.backend.Start(context.Background(), Command{Argv: argv, Env: env, Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)})
 	if err != nil {
 		sh.remove(context.Background())
 		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
 	}
 	return newSession(m, num, req, cols, rows, term, sh), nil
+}
+
+// place is where a session runs: the backend that starts it, where its
+// shell session's files go, and its Python startup file ("" for none).
+type place struct {
+	backend       Backend
+	files         shellFiles // nil where the backend has none
+	pythonStartup string
+}
+
+// startPlace says where req runs. What only this machine can give (a
+// sandbox, the login shell's snapshot) is refused for a backend before
+// anything runs; a shell session's files go where the backend runs its
+// commands, through its Files.
+func startPlace(m *Manager, req StartRequest) (place, error) {
+	if b := m.opts.Backend; b != nil {
+		if m.opts.Sandbox != nil {
+			return place{}, errorf(ErrUnsupported, "%s %q: Options.Sandbox confines commands on this machine; the backend cannot apply it", ToolStart, req.Command)
+		}
+		fs, ok := b.(Files)
+		if req.Shell && !ok {
+			return place{}, errorf(ErrUnsupported, "%s: shell sessions need files where the shell runs, and the backend %s has no Files", ToolStart, backendName(b))
+		}
+		p := place{backend: b}
+		if ok {
+			p.files = remoteFiles{fs, backendName(b)}
+		}
+		return p, nil
+	}
+	if req.Cwd != "" {
+		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
+			return place{}, errorf(ErrInvalid, "%s: cwd %q is not a directory", ToolStart, req.Cwd)
+		}
+	}
+	// Made before the child, so a sandbox keeps it read-only from the first.
+	priv, err := m.priv.get(m.opts.Sandbox)
+	if err != nil {
+		return place{}, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
+	}
+	return place{backend: localBackend{m}, files: localFiles{priv}, pythonStartup: filepath.Join(priv, pythonStartupName)}, nil
 }
 
 // newSession coordinates the parts of a session whose command runs under

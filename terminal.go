@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,37 +34,6 @@ func sessionEnv(extra ...[]string) []string {
 		env = append(env, e...)
 	}
 	return env
-}
-
-// startRemote starts a session through Options.Backend. What only this
-// machine can give (a sandbox, the login shell's snapshot) is refused
-// before anything runs; a shell session's files go where the backend runs
-// its commands, through its Files.
-func startRemote(m *Manager, num int, req StartRequest, cols, rows int) (*Session, error) {
-	if m.opts.Sandbox != nil {
-		return nil, errorf(ErrUnsupported, "%s %q: Options.Sandbox confines commands on this machine; the backend cannot apply it", ToolStart, req.Command)
-	}
-	argv := append(append([]string(nil), m.opts.Shell...), req.Command)
-	var sh *shell
-	if req.Shell {
-		fs, ok := m.opts.Backend.(Files)
-		if !ok {
-			return nil, errorf(ErrUnsupported, "%s: shell sessions need files where the shell runs, and the backend %s has no Files", ToolStart, backendName(m.opts.Backend))
-		}
-		var err error
-		if sh, err = newShell(context.Background(), remoteFiles{fs, backendName(m.opts.Backend)}, num, ""); err != nil {
-			return nil, fmt.Errorf("agentpty: %s %q: the shell session's files: %w", ToolStart, req.Command, err)
-		}
-		argv = sh.argv()
-	}
-	env := sessionEnv(historyEnv(req.Shell, "", m.opts.Env, req.Env), m.opts.Env, req.Env)
-	cmd := Command{Argv: argv, Env: env, Dir: req.Cwd, Cols: cols, Rows: rows, Name: "pty-" + strconv.Itoa(num)}
-	term, err := m.opts.Backend.Start(context.Background(), cmd)
-	if err != nil {
-		sh.remove(context.Background())
-		return nil, fmt.Errorf("agentpty: %s %q: %w", ToolStart, req.Command, err)
-	}
-	return newSession(m, num, req, cols, rows, term, sh), nil
 }
 
 // errExitDrained is what Read returns, once, when the output the command
