@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,4 +190,62 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "done")
+}
+
+// A resize or a signal ends the reuse of a probe's answer, as input does:
+// Foreground and EchoOff within stateFresh of a probe ask the host again
+// after either. The control, the same reads with nothing in between, is
+// answered from the last probe.
+func TestResizeAndSignalEndTheReuse(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `trap '' USR1; echo ready; read x; echo "got $x"`)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	out.waitFor(t, "ready")
+	waitRead(t, term, "read")
+	st := term.(stateTerminal)
+	lastAt := func() time.Time {
+		st.probeMu.Lock()
+		defer st.probeMu.Unlock()
+		return st.lastAt
+	}
+	reads := map[string]func(){"Foreground": func() { st.Foreground() }, "EchoOff": func() { st.EchoOff() }}
+	for _, tc := range []struct {
+		name string
+		act  func() error
+	}{
+		{"nothing", func() error { return nil }},
+		{"resize", func() error { return term.Resize(100, 30) }},
+		{"signal", func() error { return term.Signal(syscall.SIGUSR1) }},
+	} {
+		for what, read := range reads {
+			seen := false
+			for try := 0; try < 20 && !seen; try++ {
+				st.changed() // the next read probes
+				st.Foreground()
+				at := lastAt()
+				if err := tc.act(); err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				read()
+				if time.Since(at) >= stateFresh {
+					continue // too slow here to tell a reuse from its end
+				}
+				seen = true
+				if probed, want := lastAt() != at, tc.name != "nothing"; probed != want {
+					t.Errorf("%s after %s, within %v of a probe: probed anew %v, want %v", what, tc.name, stateFresh, probed, want)
+				}
+			}
+			if !seen {
+				t.Fatalf("%s after %s: no try took less than %v on this machine", what, tc.name, stateFresh)
+			}
+		}
+	}
+	if _, err := term.Write([]byte("x\r")); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "got x")
 }
