@@ -372,3 +372,70 @@ func TestProbeSeesEchoTurnedOff(t *testing.T) {
 	}
 	out.waitFor(t, "done")
 }
+
+// movesTerminal reads a line on its terminal, then leaves it for a new
+// one with echo off (it leads its session: TIOCNOTTY, then TIOCSCTTY on
+// a pty of its own) and reads there.
+const movesTerminal = `exec /usr/bin/python3 -c '
+import fcntl, os, signal, sys, termios
+signal.signal(signal.SIGHUP, signal.SIG_IGN) # TIOCNOTTY hangs up the old one
+sys.stdin.readline()
+fcntl.ioctl(0, termios.TIOCNOTTY)
+m, s = os.openpty()
+fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+a = termios.tcgetattr(s)
+a[3] &= ~termios.ECHO
+termios.tcsetattr(s, termios.TCSANOW, a)
+print("moved", flush=True)
+os.read(s, 1)
+'`
+
+// TestProbeHintFollowsANewTerminal: the hint (output or input since the
+// last probe) starts stty for the terminal the last probe found; when the
+// command has another terminal by then, the probe drops that stty's
+// answer and reads the new terminal's modes. The command reads a line
+// with echo on, then moves to a terminal of its own with echo off: the
+// first probe after the move says echo off.
+func TestProbeHintFollowsANewTerminal(t *testing.T) {
+	testkit.Need(t, "/usr/bin/python3")
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, movesTerminal)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	if _, off := waitRead(t, term, "the first read"); off {
+		t.Fatal("echo off at the first read")
+	}
+	device := func() string {
+		h, err := b.probeShell()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := h.run(waitCtx(t), fmt.Sprintf(`eval "echo \"\$Q \${DV%d-}\""`, term.PID()), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	before := device()
+	if w := askWaiting(t, b); !w.on || w.stty == 0 {
+		t.Fatalf("no shell waits to exec stty: the hint's path is not taken: %+v", w)
+	}
+	if _, err := term.Write([]byte("go\r")); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "moved")
+	st := term.(stateTerminal)
+	r, ok := st.probeNow() // with the hint: input and output came since the last
+
+	if after := device(); after == before || !strings.HasPrefix(after, "/dev/pts/") {
+		t.Fatalf("the command's terminal is %q after the move, %q before: the test proves nothing", after, before)
+	}
+	if !ok || !r.EchoRead || !r.EchoOff {
+		t.Errorf("the first probe after the move to a terminal with echo off: %+v (ok %v); want echo off", r, ok)
+	}
+	// (It is not seen waiting: the probe's mark goes to the new terminal,
+	// which only the command reads.)
+}
