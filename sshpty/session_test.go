@@ -14,6 +14,7 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/sshdtest"
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 )
@@ -176,11 +177,27 @@ func TestTwelveSessionsOverOneConnection(t *testing.T) {
 
 // On a host whose /proc cannot be read the session says what it cannot
 // know: state running, wait_until "input" and WriteSecret refused with
-// ErrUnsupported, never a guess.
+// ErrUnsupported, never a guess. Once on a host taken to lack /proc
+// (noProc), once on a login whose /proc is truly absent.
 func TestHostWithoutProc(t *testing.T) {
-	noProc = true
-	defer func() { noProc = false }()
-	_, c := connect(t)
+	for _, tc := range []struct {
+		name    string
+		noProc  bool
+		connect func(*testing.T) (*sshdtest.Server, *ssh.Client)
+	}{
+		{"taken to lack /proc", true, connect},
+		{"/proc absent", false, connectRootWithoutProc},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noProc = tc.noProc
+			defer func() { noProc = false }()
+			_, c := tc.connect(t)
+			hostWithoutProc(t, c)
+		})
+	}
+}
+
+func hostWithoutProc(t *testing.T, c *ssh.Client) {
 	m := newManager(t, c, agentpty.Options{})
 	res := mustStart(t, m, agentpty.StartRequest{Command: `read -s -p 'Password: ' pw; echo "got ${#pw}"`, WaitFor: "Password: "})
 	if res.State != agentpty.StateRunning || res.InputHidden || res.Foreground != "" {

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // stubborn is a session that leaves processes everywhere a kill must
@@ -194,35 +197,34 @@ func TestPIDIsTheCommand(t *testing.T) {
 // privilege separation"): Signal reports no failure yet delivers nothing,
 // End waits out the grace and killBound and says the command outlived
 // SIGKILL, and closing the channel hangs the terminal up, which ends the
-// command and leaves the job that ignores SIGHUP running.
+// command and leaves the job that ignores SIGHUP running. The root login
+// runs once on a host taken to lack /proc (noProc), once with /proc truly
+// absent from what it runs (connectRootWithoutProc).
 func TestSignalRequestsWithoutProc(t *testing.T) {
 	const grace = 300 * time.Millisecond
 	const script = `trap 'echo got-int' INT; (trap '' HUP INT; echo "job=$BASHPID."; exec sleep 1005) & echo ready; while :; do read -r x && echo "read $x"; done`
-	for _, root := range []bool{true, false} {
-		name := "root"
-		if !root {
-			name = "user, the control"
-		}
-		t.Run(name, func(t *testing.T) {
-			noProc = true
+	for _, tc := range []struct {
+		name    string
+		root    bool
+		noProc  bool
+		connect func(*testing.T) (*sshdtest.Server, *ssh.Client)
+	}{
+		{"root", true, true, connectRoot},
+		{"root, /proc absent", true, false, connectRootWithoutProc},
+		{"user, the control", false, true, connectUser},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := tc.root
+			noProc = tc.noProc
 			defer func() { noProc = false }()
-			var srv *sshdtest.Server
-			var c *ssh.Client
-			if root {
-				if os.Geteuid() != 0 {
-					t.Skip("a root login needs the tests to run as root")
-				}
-				srv, c = connect(t)
-			} else {
-				srv, c = connectUser(t)
-			}
+			srv, c := tc.connect(t)
 			term, out := startTerm(t, New(c), script)
 			defer func() {
 				term.Close()
 				<-out.done
 			}()
 			if _, ok := term.(agentpty.StateReader); ok {
-				t.Fatal("the terminal reads state on a host taken to lack /proc")
+				t.Fatal("the terminal reads state on a host without /proc")
 			}
 			out.waitFor(t, "ready")
 			out.waitFor(t, ".") // the job's traps are set
@@ -276,4 +278,50 @@ func TestSignalRequestsWithoutProc(t *testing.T) {
 			}
 		})
 	}
+}
+
+// connectRoot is connect for a root login.
+func connectRoot(t *testing.T) (*sshdtest.Server, *ssh.Client) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a root login needs the tests to run as root")
+	}
+	return connect(t)
+}
+
+// connectRootWithoutProc logs in, with the server's client key, as a user
+// with root's id (made for t) whose login shell runs what it is given in
+// a mount namespace without /proc (no password: "*", which is not a locked
+// account): a host whose root has no /proc, for the commands and the
+// probe shell alike.
+func connectRootWithoutProc(t *testing.T) (*sshdtest.Server, *ssh.Client) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a root login and a mount namespace need the tests to run as root")
+	}
+	testkit.Need(t, "useradd", "userdel", "unshare", "umount")
+	home := t.TempDir()
+	shell := filepath.Join(home, "noproc-sh")
+	script := "#!/bin/sh\nexec unshare -m /bin/sh -c 'umount -l /proc && exec /bin/bash \"$@\"' sh \"$@\"\n"
+	if err := os.WriteFile(shell, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := "aptynp" + strconv.Itoa(os.Getpid()%100000)
+	if out, err := exec.Command("useradd", "-p", "*", "-o", "-u", "0", "-g", "0", "-N", "-M", "-d", home, "-s", shell, name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("userdel", "-f", name).Run() })
+	srv := sshdtest.Start(t)
+	leaks := noLeaks(t)
+	cfg := srv.ClientConfig()
+	cfg.User = name
+	c, err := ssh.Dial("tcp", srv.Addr, cfg)
+	if err != nil {
+		t.Fatalf("dial %s as %s: %v\n%s", srv.Addr, name, err, srv.Log())
+	}
+	t.Cleanup(func() {
+		c.Close()
+		leaks()
+	})
+	return srv, c
 }
