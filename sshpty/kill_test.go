@@ -3,6 +3,7 @@
 package sshpty
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,4 +83,48 @@ func signalTimes(t *testing.T, log string) map[string]time.Time {
 		}
 	}
 	return at
+}
+
+// A kill runs in the probe shell's background: while it waits out one
+// session's grace, a probe of another session on the connection answers.
+func TestProbeDuringAKill(t *testing.T) {
+	const grace = 3 * time.Second
+	_, c := connect(t)
+	b := New(c)
+	victim, vout := startTerm(t, b, `trap 'echo term-seen' TERM; trap '' HUP; echo ready; while :; do sleep 0.05; done`)
+	other, oout := startTerm(t, b, `echo ready; read x; echo "got $x"`)
+	defer func() {
+		for _, p := range []struct {
+			term agentpty.Terminal
+			out  *pump
+		}{{victim, vout}, {other, oout}} {
+			p.term.Close()
+			<-p.out.done
+		}
+	}()
+	vout.waitFor(t, "ready")
+	oout.waitFor(t, "ready")
+	waitRead(t, other, "read")
+	ended := make(chan error, 1)
+	go func() { ended <- victim.End(context.Background(), grace) }()
+	vout.waitFor(t, "term-seen") // the kill has begun, and waits for SIGKILL's time
+	r, ok := other.(stateTerminal).probeNow()
+	// The host's process table, not the order of two goroutines, says
+	// whether the kill was still under way: SIGKILL comes after the grace.
+	if !alive(victim.PID()) {
+		t.Fatal("the killed session was gone before the probe of the other answered: the probe waited for the kill")
+	}
+	if !ok || !r.Fg.Waiting {
+		t.Errorf("the probe during the kill: %+v %v; want the other session waiting at read", r, ok)
+	}
+	if err := <-ended; err != nil {
+		t.Errorf("End: %v", err)
+	}
+	if st, _ := victim.Wait(); st.Signal != "SIGKILL" {
+		t.Errorf("the victim ended %+v; want SIGKILL", st)
+	}
+	if _, err := other.Write([]byte("x\r")); err != nil {
+		t.Fatal(err)
+	}
+	oout.waitFor(t, "got x")
 }
