@@ -72,6 +72,7 @@ var Cases = map[string]func(*testing.T, NewManager){
 	"VimScreenAndDiff":     VimScreenAndDiff,
 	"WriteSecret":          WriteSecret,
 	"ExitCodeResizeSignal": ExitCodeResizeSignal,
+	"SignalForeground":     SignalForeground,
 }
 
 // Run runs every case as a subtest on the managers on returns, called

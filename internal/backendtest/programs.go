@@ -152,3 +152,16 @@ func ExitCodeResizeSignal(t *testing.T, newManager NewManager) {
 		t.Errorf("Kill: %v", err)
 	}
 }
+
+// SignalForeground: send_signal goes to the terminal's foreground process
+// group. The command turns job control on and runs a job, which gets a
+// group of its own and the terminal: the job's trap sees SIGINT, and the
+// command's own trap does not.
+func SignalForeground(t *testing.T, newManager NewManager) {
+	m := newManager(t, agentpty.Options{})
+	res := MustStart(t, m, agentpty.StartRequest{Command: `set -m; trap 'echo command-int' INT; sh -c 'trap "echo job-int; exit 3" INT; echo job-ready; while :; do sleep 0.05; done'; echo "job-exit $?"; read x`, WaitFor: "job-ready"})
+	w := MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "SIGINT", WaitFor: "job-exit"})
+	if !strings.Contains(w.Output, "job-int") || !strings.Contains(w.Output, "job-exit 3") || strings.Contains(w.Output, "command-int") {
+		t.Errorf("SIGINT with a job in the foreground: %q; want the job's trap only", w.Output)
+	}
+}
