@@ -40,6 +40,11 @@ func TestShellNeedsFiles(t *testing.T) {
 	backendtest.ShellNeedsFiles(t, b, managers(b))
 }
 
+func TestShellFileCalls(t *testing.T) {
+	_, b := standin(t)
+	backendtest.ShellFileCalls(t, b, managers(b))
+}
+
 func TestShellLostConnection(t *testing.T) {
 	srv, b := standin(t)
 	t.Cleanup(heartbeatsEnd)

@@ -33,6 +33,11 @@ func TestShellNeedsFiles(t *testing.T) {
 	backendtest.ShellNeedsFiles(t, New(c), managersOver(c))
 }
 
+func TestShellFileCalls(t *testing.T) {
+	_, c := connect(t)
+	backendtest.ShellFileCalls(t, New(c), managersOver(c))
+}
+
 func TestShellLostConnection(t *testing.T) {
 	srv, c := connect(t)
 	backendtest.ShellLostConnection(t, managersOver(c), srv.Kill)
