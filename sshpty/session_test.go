@@ -213,3 +213,32 @@ func hostWithoutProc(t *testing.T, c *ssh.Client) {
 	// /proc, is TestWriteSecretAtReadS: input_hidden and waiting_input.)
 	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got 5"})
 }
+
+// With OpenSSH's default MaxSessions (10 channels per connection) and the
+// probe shell holding one, a connection carries 9 sessions: the tenth
+// start fails at once, naming the session, and leaves the others running.
+func TestMaxSessionsDefault(t *testing.T) {
+	srv := sshdtest.StartWith(t, sshdtest.Options{MaxSessions: 10})
+	leaks := noLeaks(t)
+	c, err := srv.Dial()
+	if err != nil {
+		t.Fatalf("dial %s: %v\n%s", srv.Addr, err, srv.Log())
+	}
+	t.Cleanup(func() {
+		c.Close()
+		leaks()
+	})
+	m := newManager(t, c, agentpty.Options{})
+	var ids []string
+	for i := 0; i < 9; i++ {
+		ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"}).ID)
+	}
+	_, err = m.Start(waitCtx(t), agentpty.StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"})
+	t.Logf("the tenth start: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "pty-10") {
+		t.Errorf("the tenth session on a connection of 10 channels: %v; want an error naming pty-10", err)
+	}
+	for _, id := range ids {
+		mustWrite(t, m, agentpty.WriteRequest{ID: id, Input: "still-" + id, Submit: true, WaitFor: "still-" + id})
+	}
+}
