@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -197,5 +198,41 @@ func heartbeatsEnd() {
 	buf := make([]byte, 1<<20)
 	for time.Now().Before(deadline) && strings.Contains(string(buf[:runtime.Stack(buf, true)]), "remotecommand.(*heartbeat).start") {
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Where the container lacks what the probe needs (here grep, by which it
+// finds the session's processes), the state is running and input_hidden
+// false, even at a password prompt; the bytes still work. The control,
+// the same prompt in a container with grep, waits for input with echo
+// off.
+func TestProbeWithoutGrep(t *testing.T) {
+	noGrep := t.TempDir()
+	for _, dir := range []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.Name() != "grep" {
+				_ = os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(noGrep, e.Name())) // the first dir's wins
+			}
+		}
+	}
+	for _, withGrep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "grep, the control", false: "no grep"}[withGrep], func(t *testing.T) {
+			var opts []kubetest.Option
+			if !withGrep {
+				opts = append(opts, kubetest.Path(noGrep))
+			}
+			_, b := standin(t, opts...)
+			m := newManager(t, b)
+			res := mustStart(t, m, agentpty.StartRequest{Command: `command -v grep || echo no-grep; read -s -p 'Password: ' pw; echo "got ${#pw}"`, WaitFor: "Password: "})
+			if strings.Contains(res.Output, "no-grep") == withGrep {
+				t.Fatalf("grep in the container: %v; the command says %q", withGrep, res.Output)
+			}
+			w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput, WaitMS: ptr(3000)})
+			if waits := w.State == agentpty.StateWaitingInput && w.InputHidden; waits != withGrep || !waits && w.State != agentpty.StateRunning {
+				t.Errorf("grep in the container: %v: state %q input_hidden %v", withGrep, w.State, w.InputHidden)
+			}
+			mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got 5"})
+		})
 	}
 }

@@ -39,6 +39,7 @@ type Server struct {
 	conns     connSet // the API server's connections, hijacked ones too
 	nodeConns connSet // the node's: the API server's streams to it
 	spdyOnly  bool
+	path      string // the containers' PATH, when not the default
 
 	mu   sync.Mutex
 	pods map[string]bool // "namespace/name"
@@ -56,6 +57,11 @@ type Option func(*Server)
 // back to SPDY.
 func SPDYOnly() Option { return func(s *Server) { s.spdyOnly = true } }
 
+// Path sets the PATH of the commands run in the containers: a directory
+// holding some of this machine's programs stands for an image that has
+// only those.
+func Path(path string) Option { return func(s *Server) { s.path = path } }
+
 // Pod adds the pod namespace/name (a container of any name) to the server.
 func Pod(namespace, name string) Option {
 	return func(s *Server) { s.pods[namespace+"/"+name] = true }
@@ -68,6 +74,9 @@ func NewServer(opts ...Option) *Server {
 		o(s)
 	}
 	s.runtime = &node{env: defaultEnv()}
+	if s.path != "" {
+		s.runtime.env[0] = "PATH=" + s.path
+	}
 	s.node = httptest.NewUnstartedServer(s.runtime)
 	s.node.Listener = &trackingListener{Listener: s.node.Listener, set: &s.nodeConns}
 	s.node.Start()
