@@ -16,6 +16,7 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
 
@@ -234,5 +235,30 @@ func TestProbeWithoutGrep(t *testing.T) {
 			}
 			mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got 5"})
 		})
+	}
+}
+
+// What outlives SIGKILL is named: a job frozen in a cgroup v1 freezer
+// (SIGKILL waits there for the thaw) makes Kill say which process
+// survived; thawed, it dies of the SIGKILL it was sent.
+func TestKillNamesSurvivors(t *testing.T) {
+	_, b := standin(t)
+	m := newManager(t, b, "4714")
+	res := mustStart(t, m, agentpty.StartRequest{Command: `sleep 4714 & echo "job=$!."; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
+	job, _ := strconv.Atoi(strings.SplitN(strings.SplitN(res.Output, "job=", 2)[1], ".", 2)[0])
+	if job <= 0 {
+		t.Fatalf("no job in %q", res.Output)
+	}
+	thaw := testkit.Freeze(t, job)
+	_, err := m.Kill(ctx10(t), res.ID)
+	if err == nil || !strings.Contains(err.Error(), "survived SIGKILL") || !strings.Contains(err.Error(), " "+strconv.Itoa(job)) {
+		t.Errorf("Kill with job %d frozen: %v; want it named as surviving SIGKILL", job, err)
+	}
+	thaw()
+	for deadline := time.Now().Add(10 * time.Second); len(withArg("4714")) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the thawed job outlived its SIGKILL")
+		}
+		time.Sleep(10 * time.Millisecond) // a bounded poll of this machine's processes
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Kill's schedule on the host: SIGTERM (and SIGCONT) first, SIGHUP 200 ms
@@ -127,4 +128,30 @@ func TestProbeDuringAKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	oout.waitFor(t, "got x")
+}
+
+// What outlives SIGKILL is named: a job frozen in a cgroup v1 freezer
+// (SIGKILL waits there for the thaw) makes End say, after killBound,
+// which process survived; thawed, it dies of the SIGKILL it was sent.
+func TestEndNamesSurvivors(t *testing.T) {
+	_, c := connect(t)
+	term, out := startTerm(t, New(c), `sleep 1007 & echo "job=$!."; echo ready; while :; do sleep 0.05; done`)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	out.waitFor(t, "ready")
+	job, _ := strconv.Atoi(strings.SplitN(strings.SplitN(out.String(), "job=", 2)[1], ".", 2)[0])
+	if job <= 0 {
+		t.Fatalf("no job in %q", out.String())
+	}
+	thaw := testkit.Freeze(t, job)
+	began := time.Now()
+	err := term.End(context.Background(), 300*time.Millisecond)
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), "survived SIGKILL") || !strings.Contains(err.Error(), "["+strconv.Itoa(job)+"]") || took < killBound {
+		t.Errorf("End with job %d frozen: %v after %v; want it named as surviving SIGKILL for %v", job, err, took, killBound)
+	}
+	thaw()
+	gone(t, job)
 }
