@@ -5,6 +5,7 @@ package sshpty
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 )
@@ -42,7 +44,9 @@ func newManager(t *testing.T, c *ssh.Client, opts agentpty.Options) *agentpty.Ma
 	t.Cleanup(func() {
 		var pids []int
 		for _, info := range m.List() {
-			pids = append(pids, info.PID)
+			if info.PID > 0 { // 0: the host never said
+				pids = append(pids, info.PID)
+			}
 		}
 		if err := m.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -240,5 +244,30 @@ func TestMaxSessionsDefault(t *testing.T) {
 	}
 	for _, id := range ids {
 		mustWrite(t, m, agentpty.WriteRequest{ID: id, Input: "still-" + id, Submit: true, WaitFor: "still-" + id})
+	}
+}
+
+// The line that starts a command is POSIX sh: a login shell that is dash
+// runs it, with the session's variables (quotes, spaces, a newline and a
+// dollar sign in a value), its working directory and the command's pid
+// and exit code as under bash.
+func TestDashLoginShell(t *testing.T) {
+	testkit.Need(t, "dash")
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c := connectUserWith(t, dash)
+	const value = "it's a \"value\"\nwith $HOME and `x`"
+	m := newManager(t, c, agentpty.Options{Env: []string{"AGENTPTY_V=" + value}})
+	res := mustStart(t, m, agentpty.StartRequest{Command: `printf '[%s]\n' "$AGENTPTY_V"; echo "dir=$PWD"; echo "me=$$"; read -r p </proc/$PPID/comm; echo "parent=$p"; exit 3`, Cwd: "/usr", WaitMS: ms(10000)})
+	s, _ := m.Session(res.ID)
+	for _, want := range []string{"[" + value + "]", "dir=/usr", "me=" + strconv.Itoa(s.PID()), "parent=sshd"} {
+		if !strings.Contains(res.Output, want) {
+			t.Errorf("under a dash login: %q lacks %q", res.Output, want)
+		}
+	}
+	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 3 {
+		t.Errorf("exit 3 under a dash login: %+v", res)
 	}
 }

@@ -5,6 +5,7 @@ package sshpty
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,8 +91,20 @@ func TestHiddenSyscallFallsBackToTheEchoFlag(t *testing.T) {
 // by password.
 func connectUser(t *testing.T) (*sshdtest.Server, *ssh.Client) {
 	t.Helper()
-	testkit.Need(t, "useradd", "userdel", "chpasswd")
+	return connectUserWith(t, "")
+}
+
+// connectUserWith is connectUser for a user whose login shell is shell
+// ("": bash).
+func connectUserWith(t *testing.T, shell string) (*sshdtest.Server, *ssh.Client) {
+	t.Helper()
+	testkit.Need(t, "useradd", "userdel", "chpasswd", "usermod")
 	name, password := loginUser(t)
+	if shell != "" {
+		if out, err := exec.Command("usermod", "-s", shell, name).CombinedOutput(); err != nil {
+			t.Fatalf("usermod -s %s: %v\n%s", shell, err, out)
+		}
+	}
 	srv := sshdtest.StartWith(t, sshdtest.Options{PasswordUser: name})
 	leaks := noLeaks(t)
 	cfg := srv.ClientConfig()
