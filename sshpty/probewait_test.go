@@ -439,3 +439,32 @@ func TestProbeHintFollowsANewTerminal(t *testing.T) {
 	// (It is not seen waiting: the probe's mark goes to the new terminal,
 	// which only the command reads.)
 }
+
+// TestProbeShellLifetime: the probe shell starts with the first session
+// of a connection, serves every later one, and ends with the last.
+func TestProbeShellLifetime(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	b.mu.Lock()
+	before := b.helper
+	b.mu.Unlock()
+	if before != nil {
+		t.Fatal("a probe shell runs before any session")
+	}
+	first, fout := startTerm(t, b, `echo ready; exec cat`)
+	fout.waitFor(t, "ready")
+	sh := askWaiting(t, b).sh
+	second, sout := startTerm(t, b, `echo ready; exec cat`)
+	sout.waitFor(t, "ready")
+	if again := askWaiting(t, b).sh; again != sh {
+		t.Errorf("the second session has probe shell %d, the first %d; want one for both", again, sh)
+	}
+	first.Close()
+	<-fout.done
+	if !alive(sh) || askWaiting(t, b).sh != sh {
+		t.Error("the probe shell ended, or changed, while a session still runs")
+	}
+	second.Close()
+	<-sout.done
+	gone(t, sh)
+}
