@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
@@ -249,4 +250,65 @@ func TestInputResizeSignalEndTheReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "got ")
+}
+
+// The echo flag is kept while no process of the command runs, so a change
+// made meanwhile by a process outside the command's tree (stty from
+// elsewhere) is seen once one of the command's processes runs: at once
+// for a program blocked reading the terminal (the change of modes wakes
+// it), and for one that sleeps elsewhere (pause) only once it runs (a
+// signal's handler, by send_signal), as the README says.
+func TestEchoChangedFromOutside(t *testing.T) {
+	testkit.Need(t, "stty", "/usr/bin/python3")
+	_, c := connect(t)
+	b := New(c)
+	for _, tc := range []struct {
+		name, script string
+		seenAtOnce   bool
+	}{
+		{"reading", `trap 'echo ran' USR1; echo "on $(tty) ready"; while :; do read x; done`, true},
+		{"paused", `echo "on $(tty) ready"; exec /usr/bin/python3 -c '
+import signal
+signal.signal(signal.SIGUSR1, lambda *a: print("ran", flush=True))
+while True: signal.pause()
+'`, false},
+	} {
+		term, out := startTerm(t, b, tc.script)
+		out.waitFor(t, "ready")
+		dev := strings.Fields(strings.SplitN(out.String(), "on ", 2)[1])[0]
+		st := term.(stateTerminal)
+		// At rest: two probes alike, the second from the kept flag.
+		ctx := waitCtx(t)
+		for a, b := probeTwice(st); a != b; a, b = probeTwice(st) {
+			if ctx.Err() != nil {
+				t.Fatalf("%s: the program never came to rest", tc.name)
+			}
+		}
+		if r, _ := st.probeNow(); r.EchoOff {
+			t.Fatalf("%s: echo off before the change", tc.name)
+		}
+		// The server is local: the terminal is this machine's.
+		if msg, err := exec.Command("sh", "-c", "stty -echo <"+dev).CombinedOutput(); err != nil {
+			t.Fatalf("stty -echo <%s: %v %s", dev, err, msg)
+		}
+		if r, _ := st.probeNow(); r.EchoOff != tc.seenAtOnce {
+			t.Errorf("%s: after stty -echo from outside, before a signal: echo off %v; want %v", tc.name, r.EchoOff, tc.seenAtOnce)
+		}
+		if err := term.Signal(syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		out.waitFor(t, "ran")
+		if r, _ := st.probeNow(); !r.EchoOff {
+			t.Errorf("%s: echo still on once the command ran after stty -echo from outside", tc.name)
+		}
+		term.Close()
+		<-out.done
+	}
+}
+
+// probeTwice is two probes' answers, one after the other.
+func probeTwice(st stateTerminal) (a, b remotestate.Result) {
+	a, _ = st.probeNow()
+	b, _ = st.probeNow()
+	return a, b
 }
