@@ -72,6 +72,7 @@ var Cases = map[string]func(*testing.T, NewManager){
 	"VimScreenAndDiff":     VimScreenAndDiff,
 	"WriteSecret":          WriteSecret,
 	"ExitCodeResizeSignal": ExitCodeResizeSignal,
+	"KillContext":          KillContext,
 	"SignalForeground":     SignalForeground,
 }
 

@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"context"
 	"errors"
 	"math/big"
 	"os"
@@ -163,5 +164,24 @@ func SignalForeground(t *testing.T, newManager NewManager) {
 	w := MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "SIGINT", WaitFor: "job-exit"})
 	if !strings.Contains(w.Output, "job-int") || !strings.Contains(w.Output, "job-exit 3") || strings.Contains(w.Output, "command-int") {
 		t.Errorf("SIGINT with a job in the foreground: %q; want the job's trap only", w.Output)
+	}
+}
+
+// KillContext: a Kill whose context ends before KillGrace has passed
+// sends SIGKILL then, rather than waiting out the grace: a command that
+// ignores TERM and HUP is gone soon after the context's end.
+func KillContext(t *testing.T, newManager NewManager) {
+	const grace = 20 * time.Second
+	m := newManager(t, agentpty.Options{KillGrace: grace})
+	res := MustStart(t, m, agentpty.StartRequest{Command: `trap '' TERM HUP; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := m.Kill(ctx, res.ID)
+	st, werr := s.Wait(Ctx(t))
+	took := time.Since(began)
+	if took > grace/2 || werr != nil || st.Signal != "SIGKILL" {
+		t.Errorf("Kill with a 1 s context and a %v grace: %v after %v; the command ended %+v %v after it; want SIGKILL soon after the context's end", grace, err, took, st, werr)
 	}
 }
