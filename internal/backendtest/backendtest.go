@@ -73,6 +73,7 @@ var Cases = map[string]func(*testing.T, NewManager){
 	"WriteSecret":          WriteSecret,
 	"ExitCodeResizeSignal": ExitCodeResizeSignal,
 	"KillContext":          KillContext,
+	"PIDAndCwd":            PIDAndCwd,
 	"SignalForeground":     SignalForeground,
 }
 

@@ -185,3 +185,15 @@ func KillContext(t *testing.T, newManager NewManager) {
 		t.Errorf("Kill with a 1 s context and a %v grace: %v after %v; the command ended %+v %v after it; want SIGKILL soon after the context's end", grace, err, took, st, werr)
 	}
 }
+
+// PIDAndCwd: the session's pid is the command's own (the line that
+// starts it execs it) and the command runs in the request's cwd.
+func PIDAndCwd(t *testing.T, newManager NewManager) {
+	m := newManager(t, agentpty.Options{})
+	dir := t.TempDir() // the far side is this machine
+	res := MustStart(t, m, agentpty.StartRequest{Command: `echo "me=$$ dir=$PWD end"; read x`, Cwd: dir, WaitFor: " end"})
+	s, _ := m.Session(res.ID)
+	if want := "me=" + strconv.Itoa(s.PID()) + " dir=" + dir + " end"; s.PID() <= 0 || !strings.Contains(res.Output, want) {
+		t.Errorf("the command says %q; want %q", res.Output, want)
+	}
+}
