@@ -137,16 +137,20 @@ func WriteSecret(t *testing.T, newManager NewManager) {
 	}
 }
 
-// ExitCodeResizeSignal: an exit code, a resize that reaches the program
-// as SIGWINCH with the new size, and send_signal to a trap.
+// ExitCodeResizeSignal: an exit code, the size asked for at start, a
+// resize that reaches the program as SIGWINCH with the new size, and
+// send_signal to a trap.
 func ExitCodeResizeSignal(t *testing.T, newManager NewManager) {
 	m := newManager(t, agentpty.Options{})
 	res := MustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; echo bye; exit 42", WaitMS: ms(5000)})
 	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 42 || !strings.Contains(res.Output, "bye") {
 		t.Errorf("exit 42: %+v", res)
 	}
-	res = MustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; trap 'echo term-seen' TERM; echo ready; while :; do read -t 1 x; done`,
-		Cols: 80, Rows: 24, WaitFor: "ready"})
+	res = MustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; trap 'echo term-seen' TERM; echo "start $(stty size) ready"; while :; do read -t 1 x; done`,
+		Cols: 83, Rows: 21, WaitFor: "ready"})
+	if !strings.Contains(res.Output, "start 21 83 ready") {
+		t.Errorf("the terminal's size at start: %q; want 21 rows, 83 columns", res.Output)
+	}
 	MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Cols: 91, Rows: 13, WaitFor: "size 13 91"})
 	MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "SIGTERM", WaitFor: "term-seen"})
 	if _, err := m.Kill(Ctx(t), res.ID); err != nil {
