@@ -468,3 +468,72 @@ func TestProbeShellLifetime(t *testing.T) {
 	<-sout.done
 	gone(t, sh)
 }
+
+// TestProbeOnAStoppedTerminal: a terminal whose output is stopped
+// (Ctrl-S) holds back the probe's mark, but not the probe shell: the
+// probe answers once fenceWait has passed, not knowing the program to
+// wait, and a probe of another session on the connection answers at
+// once. Once output goes on (Ctrl-Q), the program is seen waiting again.
+func TestProbeOnAStoppedTerminal(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	stopped, sout := startTerm(t, b, `echo ready; while :; do read -t 0.2 x && echo "got $x"; done`)
+	other, oout := startTerm(t, b, `echo ready; read y; echo "got $y"`)
+	defer func() {
+		for _, p := range []struct {
+			term agentpty.Terminal
+			out  *pump
+		}{{stopped, sout}, {other, oout}} {
+			p.term.Close()
+			<-p.out.done
+		}
+	}()
+	sout.waitFor(t, "ready")
+	oout.waitFor(t, "ready")
+	before, _ := waitRead(t, stopped, "read -t")
+	waitRead(t, other, "read")
+	if _, err := stopped.Write([]byte("\x13")); err != nil { // Ctrl-S
+		t.Fatal(err)
+	}
+	// Until a probe writes a new mark (bash runs every 0.2 s: the last
+	// mark stands only while it did not), which the stopped terminal
+	// holds back.
+	ctx := waitCtx(t)
+	for {
+		answered := make(chan remotestate.Result, 1)
+		go func() {
+			r, _ := stopped.(stateTerminal).probeNow()
+			answered <- r
+		}()
+		var r remotestate.Result
+		select {
+		case r = <-answered:
+		case <-time.After(fenceWait + 5*time.Second):
+			t.Fatalf("the probe of a stopped terminal did not answer within %v", fenceWait+5*time.Second)
+		}
+		if r.Fence > before {
+			if r.Fg.Waiting {
+				t.Errorf("a program whose terminal's output is stopped is seen waiting: %+v", r)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no probe wrote a new mark")
+		}
+	}
+	began := time.Now()
+	if r, ok := other.(stateTerminal).probeNow(); !ok || !r.Fg.Waiting {
+		t.Errorf("the other session while one terminal is stopped: %+v %v; want waiting at read", r, ok)
+	}
+	if took := time.Since(began); took > fenceWait/2 {
+		t.Errorf("the other session's probe took %v while one terminal is stopped", took)
+	}
+	if _, err := stopped.Write([]byte("\x11")); err != nil { // Ctrl-Q
+		t.Fatal(err)
+	}
+	waitRead(t, stopped, "read -t, output going on")
+	if _, err := other.Write([]byte("y\r")); err != nil {
+		t.Fatal(err)
+	}
+	oout.waitFor(t, "got y")
+}
