@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -311,4 +312,58 @@ func probeTwice(st stateTerminal) (a, b remotestate.Result) {
 	a, _ = st.probeNow()
 	b, _ = st.probeNow()
 	return a, b
+}
+
+// Output still on its way counts: a program that prints a flood and then
+// reads is seen waiting only once the flood has arrived here (the
+// probe's mark, written to the terminal after it, comes behind it). The
+// flood is read slowly, so that much of it is still on the connection
+// when the program reaches its read.
+func TestWaitingAfterAFlood(t *testing.T) {
+	_, c := connect(t)
+	term, err := New(c).Start(context.Background(), agentpty.Command{Argv: []string{"bash", "-c", `head -c 4000000 /dev/zero | tr '\0' x; echo; echo END-OF-FLOOD; read x`}, Env: []string{"TERM=xterm"}, Cols: 80, Rows: 24, Name: "pty-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []byte
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		for {
+			n, err := term.Read(b)
+			mu.Lock()
+			got = append(got, b[:n]...)
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+			time.Sleep(time.Millisecond) // a slow reader, not a wait for anything: 4 KB a millisecond
+		}
+	}()
+	defer func() {
+		term.Close()
+		<-done
+	}()
+	st := term.(stateTerminal)
+	ctx := waitCtx(t)
+	for {
+		r, _ := st.probeNow()
+		if r.Fg.Waiting {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the program never waited at its read")
+		}
+	}
+	st.omu.Lock()
+	arrived := string(st.buf)
+	st.omu.Unlock()
+	mu.Lock()
+	arrived = string(got) + arrived
+	mu.Unlock()
+	if !strings.Contains(arrived, "END-OF-FLOOD") {
+		t.Errorf("the program was seen waiting with %d bytes of its output here, without its last line", len(arrived))
+	}
 }
