@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,15 +209,7 @@ func heartbeatsEnd() {
 // the same prompt in a container with grep, waits for input with echo
 // off.
 func TestProbeWithoutGrep(t *testing.T) {
-	noGrep := t.TempDir()
-	for _, dir := range []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if e.Name() != "grep" {
-				_ = os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(noGrep, e.Name())) // the first dir's wins
-			}
-		}
-	}
+	noGrep := pathWithout(t, "grep")
 	for _, withGrep := range []bool{true, false} {
 		t.Run(map[bool]string{true: "grep, the control", false: "no grep"}[withGrep], func(t *testing.T) {
 			var opts []kubetest.Option
@@ -261,4 +254,33 @@ func TestKillNamesSurvivors(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // a bounded poll of this machine's processes
 	}
+}
+
+// pathWithout is a directory of links to this machine's programs but
+// names: a container's PATH whose image lacks them.
+func pathWithout(t *testing.T, names ...string) string {
+	dir := t.TempDir()
+	for _, bin := range []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
+		ents, _ := os.ReadDir(bin)
+		for _, e := range ents {
+			if !slices.Contains(names, e.Name()) {
+				_ = os.Symlink(filepath.Join(bin, e.Name()), filepath.Join(dir, e.Name())) // the first directory's wins
+			}
+		}
+	}
+	return dir
+}
+
+// In a container without bash the probe runs under sh (dash here) and
+// reads the same state: a prompt read with echo off waits for input, with
+// input hidden.
+func TestProbeWithoutBash(t *testing.T) {
+	need(t, "dash")
+	_, b := standin(t, kubetest.Path(pathWithout(t, "bash")))
+	m := newManagerOpts(t, agentpty.Options{Backend: b, Shell: []string{"sh", "-c"}}, false)
+	res := mustStart(t, m, agentpty.StartRequest{Command: `command -v bash || echo no-bash; stty -echo; printf 'Password: '; read x; stty echo; echo "got $x"`, WaitUntil: agentpty.WaitUntilInput})
+	if !strings.Contains(res.Output, "no-bash") || res.State != agentpty.StateWaitingInput || !res.InputHidden {
+		t.Errorf("a prompt with echo off in a container without bash: state %q input_hidden %v, output %q; want waiting_input, hidden", res.State, res.InputHidden, res.Output)
+	}
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got typed"})
 }
