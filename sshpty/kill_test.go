@@ -94,15 +94,8 @@ func TestProbeDuringAKill(t *testing.T) {
 	b := New(c)
 	victim, vout := startTerm(t, b, `trap 'echo term-seen' TERM; trap '' HUP; echo ready; while :; do sleep 0.05; done`)
 	other, oout := startTerm(t, b, `echo ready; read x; echo "got $x"`)
-	defer func() {
-		for _, p := range []struct {
-			term agentpty.Terminal
-			out  *pump
-		}{{victim, vout}, {other, oout}} {
-			p.term.Close()
-			<-p.out.done
-		}
-	}()
+	defer closeTerm(other, oout)
+	defer closeTerm(victim, vout)
 	vout.waitFor(t, "ready")
 	oout.waitFor(t, "ready")
 	waitRead(t, other, "read")

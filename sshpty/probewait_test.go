@@ -479,15 +479,8 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 	b := New(c)
 	stopped, sout := startTerm(t, b, `echo ready; while :; do read -t 0.2 x && echo "got $x"; done`)
 	other, oout := startTerm(t, b, `echo ready; read y; echo "got $y"`)
-	defer func() {
-		for _, p := range []struct {
-			term agentpty.Terminal
-			out  *pump
-		}{{stopped, sout}, {other, oout}} {
-			p.term.Close()
-			<-p.out.done
-		}
-	}()
+	defer closeTerm(other, oout)
+	defer closeTerm(stopped, sout)
 	sout.waitFor(t, "ready")
 	oout.waitFor(t, "ready")
 	before, _ := waitRead(t, stopped, "read -t")

@@ -223,21 +223,13 @@ func hostWithoutProc(t *testing.T, c *ssh.Client) {
 // start fails at once, naming the session, and leaves the others running.
 func TestMaxSessionsDefault(t *testing.T) {
 	srv := sshdtest.StartWith(t, sshdtest.Options{MaxSessions: 10})
-	leaks := noLeaks(t)
-	c, err := srv.Dial()
-	if err != nil {
-		t.Fatalf("dial %s: %v\n%s", srv.Addr, err, srv.Log())
-	}
-	t.Cleanup(func() {
-		c.Close()
-		leaks()
-	})
+	c := dial(t, srv, srv.ClientConfig())
 	m := newManager(t, c, agentpty.Options{})
 	var ids []string
 	for i := 0; i < 9; i++ {
 		ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"}).ID)
 	}
-	_, err = m.Start(waitCtx(t), agentpty.StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"})
+	_, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"})
 	t.Logf("the tenth start: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "pty-10") {
 		t.Errorf("the tenth session on a connection of 10 channels: %v; want an error naming pty-10", err)

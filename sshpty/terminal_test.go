@@ -312,16 +312,7 @@ func connectRootWithoutProc(t *testing.T) (*sshdtest.Server, *ssh.Client) {
 	}
 	t.Cleanup(func() { _ = exec.Command("userdel", "-f", name).Run() })
 	srv := sshdtest.Start(t)
-	leaks := noLeaks(t)
 	cfg := srv.ClientConfig()
 	cfg.User = name
-	c, err := ssh.Dial("tcp", srv.Addr, cfg)
-	if err != nil {
-		t.Fatalf("dial %s as %s: %v\n%s", srv.Addr, name, err, srv.Log())
-	}
-	t.Cleanup(func() {
-		c.Close()
-		leaks()
-	})
-	return srv, c
+	return srv, dial(t, srv, cfg)
 }

@@ -106,18 +106,9 @@ func connectUserWith(t *testing.T, shell string) (*sshdtest.Server, *ssh.Client)
 		}
 	}
 	srv := sshdtest.StartWith(t, sshdtest.Options{PasswordUser: name})
-	leaks := noLeaks(t)
 	cfg := srv.ClientConfig()
 	cfg.Auth = []ssh.AuthMethod{ssh.Password(password)}
-	c, err := ssh.Dial("tcp", srv.Addr, cfg)
-	if err != nil {
-		t.Fatalf("dial %s as %s: %v\n%s", srv.Addr, name, err, srv.Log())
-	}
-	t.Cleanup(func() {
-		c.Close()
-		leaks()
-	})
-	return srv, c
+	return srv, dial(t, srv, cfg)
 }
 
 // syscallNr is the number of the system call pid is in (read as root).
