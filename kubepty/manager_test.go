@@ -214,7 +214,7 @@ func TestProbeWithoutGrep(t *testing.T) {
 		t.Run(map[bool]string{true: "grep, the control", false: "no grep"}[withGrep], func(t *testing.T) {
 			var opts []kubetest.Option
 			if !withGrep {
-				opts = append(opts, kubetest.Path(noGrep))
+				opts = append(opts, kubetest.Env("PATH="+noGrep))
 			}
 			_, b := standin(t, opts...)
 			m := newManager(t, b)
@@ -276,7 +276,7 @@ func pathWithout(t *testing.T, names ...string) string {
 // input hidden.
 func TestProbeWithoutBash(t *testing.T) {
 	need(t, "dash")
-	_, b := standin(t, kubetest.Path(pathWithout(t, "bash")))
+	_, b := standin(t, kubetest.Env("PATH="+pathWithout(t, "bash")))
 	m := newManagerOpts(t, agentpty.Options{Backend: b, Shell: []string{"sh", "-c"}}, false)
 	res := mustStart(t, m, agentpty.StartRequest{Command: `command -v bash || echo no-bash; stty -echo; printf 'Password: '; read x; stty echo; echo "got $x"`, WaitUntil: agentpty.WaitUntilInput})
 	if !strings.Contains(res.Output, "no-bash") || res.State != agentpty.StateWaitingInput || !res.InputHidden {

@@ -51,6 +51,13 @@ func TestShellLostConnection(t *testing.T) {
 	backendtest.ShellLostConnection(t, managers(b), srv.Kill)
 }
 
+// A session's directory goes under the container's $TMPDIR.
+func TestFilesUnderTMPDIR(t *testing.T) {
+	tmp := t.TempDir()
+	_, b := standin(t, kubetest.Env("TMPDIR="+tmp))
+	backendtest.FilesUnderTMPDIR(t, b, tmp)
+}
+
 // A session's files land in the container, through an exec of sh each.
 func TestFiles(t *testing.T) {
 	_, b := standin(t)

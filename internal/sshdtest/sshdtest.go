@@ -71,6 +71,9 @@ type Options struct {
 	// connection; 0 means 200, more than any test opens (OpenSSH's own
 	// default is 10).
 	MaxSessions int
+	// SetEnv are variables ("NAME=value") the server sets for every
+	// login (sshd_config's SetEnv).
+	SetEnv []string
 }
 
 // Start starts a server for t that lets the user running the tests in
@@ -157,6 +160,9 @@ func (s *Server) config(port int, hostKey string, opts Options) string {
 	maxSessions := opts.MaxSessions
 	if maxSessions == 0 {
 		maxSessions = 200
+	}
+	if len(opts.SetEnv) > 0 {
+		auth += "SetEnv " + strings.Join(opts.SetEnv, " ") + "\n"
 	}
 	return fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1

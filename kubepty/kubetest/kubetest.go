@@ -39,7 +39,7 @@ type Server struct {
 	conns     connSet // the API server's connections, hijacked ones too
 	nodeConns connSet // the node's: the API server's streams to it
 	spdyOnly  bool
-	path      string // the containers' PATH, when not the default
+	env       []string // the containers' variables beside the defaults
 
 	mu   sync.Mutex
 	pods map[string]bool // "namespace/name"
@@ -57,10 +57,10 @@ type Option func(*Server)
 // back to SPDY.
 func SPDYOnly() Option { return func(s *Server) { s.spdyOnly = true } }
 
-// Path sets the PATH of the commands run in the containers: a directory
-// holding some of this machine's programs stands for an image that has
-// only those.
-func Path(path string) Option { return func(s *Server) { s.path = path } }
+// Env sets variables ("NAME=value") of the commands run in the
+// containers, over the defaults: a PATH of a directory holding some of
+// this machine's programs stands for an image that has only those.
+func Env(kv ...string) Option { return func(s *Server) { s.env = append(s.env, kv...) } }
 
 // Pod adds the pod namespace/name (a container of any name) to the server.
 func Pod(namespace, name string) Option {
@@ -73,10 +73,7 @@ func NewServer(opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.runtime = &node{env: defaultEnv()}
-	if s.path != "" {
-		s.runtime.env[0] = "PATH=" + s.path
-	}
+	s.runtime = &node{env: append(defaultEnv(), s.env...)} // exec.Cmd takes the last of a name
 	s.node = httptest.NewUnstartedServer(s.runtime)
 	s.node.Listener = &trackingListener{Listener: s.node.Listener, set: &s.nodeConns}
 	s.node.Start()
