@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
 
@@ -198,4 +201,86 @@ func heartbeatsEnd() {
 	for time.Now().Before(deadline) && strings.Contains(string(buf[:runtime.Stack(buf, true)]), "remotecommand.(*heartbeat).start") {
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Where the container lacks what the probe needs (here grep, by which it
+// finds the session's processes), the state is running and input_hidden
+// false, even at a password prompt; the bytes still work. The control,
+// the same prompt in a container with grep, waits for input with echo
+// off.
+func TestProbeWithoutGrep(t *testing.T) {
+	noGrep := pathWithout(t, "grep")
+	for _, withGrep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "grep, the control", false: "no grep"}[withGrep], func(t *testing.T) {
+			var opts []kubetest.Option
+			if !withGrep {
+				opts = append(opts, kubetest.Env("PATH="+noGrep))
+			}
+			_, b := standin(t, opts...)
+			m := newManager(t, b)
+			res := mustStart(t, m, agentpty.StartRequest{Command: `command -v grep || echo no-grep; read -s -p 'Password: ' pw; echo "got ${#pw}"`, WaitFor: "Password: "})
+			if strings.Contains(res.Output, "no-grep") == withGrep {
+				t.Fatalf("grep in the container: %v; the command says %q", withGrep, res.Output)
+			}
+			w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput, WaitMS: ptr(3000)})
+			if waits := w.State == agentpty.StateWaitingInput && w.InputHidden; waits != withGrep || !waits && w.State != agentpty.StateRunning {
+				t.Errorf("grep in the container: %v: state %q input_hidden %v", withGrep, w.State, w.InputHidden)
+			}
+			mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got 5"})
+		})
+	}
+}
+
+// What outlives SIGKILL is named: a job frozen in a cgroup v1 freezer
+// (SIGKILL waits there for the thaw) makes Kill say which process
+// survived; thawed, it dies of the SIGKILL it was sent.
+func TestKillNamesSurvivors(t *testing.T) {
+	_, b := standin(t)
+	m := newManager(t, b, "4714")
+	res := mustStart(t, m, agentpty.StartRequest{Command: `sleep 4714 & echo "job=$!."; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
+	job, _ := strconv.Atoi(strings.SplitN(strings.SplitN(res.Output, "job=", 2)[1], ".", 2)[0])
+	if job <= 0 {
+		t.Fatalf("no job in %q", res.Output)
+	}
+	thaw := testkit.Freeze(t, job)
+	_, err := m.Kill(ctx10(t), res.ID)
+	if err == nil || !strings.Contains(err.Error(), "survived SIGKILL") || !strings.Contains(err.Error(), " "+strconv.Itoa(job)) {
+		t.Errorf("Kill with job %d frozen: %v; want it named as surviving SIGKILL", job, err)
+	}
+	thaw()
+	for deadline := time.Now().Add(10 * time.Second); len(withArg("4714")) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the thawed job outlived its SIGKILL")
+		}
+		time.Sleep(10 * time.Millisecond) // a bounded poll of this machine's processes
+	}
+}
+
+// pathWithout is a directory of links to this machine's programs but
+// names: a container's PATH whose image lacks them.
+func pathWithout(t *testing.T, names ...string) string {
+	dir := t.TempDir()
+	for _, bin := range []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
+		ents, _ := os.ReadDir(bin)
+		for _, e := range ents {
+			if !slices.Contains(names, e.Name()) {
+				_ = os.Symlink(filepath.Join(bin, e.Name()), filepath.Join(dir, e.Name())) // the first directory's wins
+			}
+		}
+	}
+	return dir
+}
+
+// In a container without bash the probe runs under sh (dash here) and
+// reads the same state: a prompt read with echo off waits for input, with
+// input hidden.
+func TestProbeWithoutBash(t *testing.T) {
+	need(t, "dash")
+	_, b := standin(t, kubetest.Env("PATH="+pathWithout(t, "bash")))
+	m := newManagerOpts(t, agentpty.Options{Backend: b, Shell: []string{"sh", "-c"}}, false)
+	res := mustStart(t, m, agentpty.StartRequest{Command: `command -v bash || echo no-bash; stty -echo; printf 'Password: '; read x; stty echo; echo "got $x"`, WaitUntil: agentpty.WaitUntilInput})
+	if !strings.Contains(res.Output, "no-bash") || res.State != agentpty.StateWaitingInput || !res.InputHidden {
+		t.Errorf("a prompt with echo off in a container without bash: state %q input_hidden %v, output %q; want waiting_input, hidden", res.State, res.InputHidden, res.Output)
+	}
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got typed"})
 }

@@ -40,10 +40,22 @@ func TestShellNeedsFiles(t *testing.T) {
 	backendtest.ShellNeedsFiles(t, b, managers(b))
 }
 
+func TestShellFileCalls(t *testing.T) {
+	_, b := standin(t)
+	backendtest.ShellFileCalls(t, b, managers(b))
+}
+
 func TestShellLostConnection(t *testing.T) {
 	srv, b := standin(t)
 	t.Cleanup(heartbeatsEnd)
 	backendtest.ShellLostConnection(t, managers(b), srv.Kill)
+}
+
+// A session's directory goes under the container's $TMPDIR.
+func TestFilesUnderTMPDIR(t *testing.T) {
+	tmp := t.TempDir()
+	_, b := standin(t, kubetest.Env("TMPDIR="+tmp))
+	backendtest.FilesUnderTMPDIR(t, b, tmp)
 }
 
 // A session's files land in the container, through an exec of sh each.

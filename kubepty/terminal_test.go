@@ -3,6 +3,10 @@ package kubepty
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,3 +97,28 @@ func TestMissingPod(t *testing.T) {
 }
 
 func itoa(n int) string { return string(rune('0' + n)) }
+
+// kubectl exec works against the stand-in, over WebSocket and over SPDY
+// where WebSocket is refused: the stand-in answers as an API server does.
+func TestKubectlExec(t *testing.T) {
+	need(t, "kubectl")
+	bothProtocols(t, func(t *testing.T, spdyOnly bool, srv *kubetest.Server, _ *Backend) {
+		ws, sp := srv.WebSocket.Load(), srv.SPDY.Load()
+		cfg := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(cfg, []byte(srv.Kubeconfig(testNS)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := exec.CommandContext(ctx, "kubectl", "--kubeconfig", cfg, "exec", "-i", testPod, "--", "sh", "-c", `read x; echo "got $x"; exit 3`)
+		c.Stdin = strings.NewReader("hi\n")
+		out, err := c.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(out), "got hi") {
+			t.Errorf("kubectl exec: %v, %q; want got hi and exit code 3", err, out)
+		}
+		if carried := map[bool]int64{false: srv.WebSocket.Load() - ws, true: srv.SPDY.Load() - sp}[spdyOnly]; carried != 1 {
+			t.Errorf("the protocol under test (SPDY only: %v) carried %d execs; want kubectl's", spdyOnly, carried)
+		}
+	})
+}

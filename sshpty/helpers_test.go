@@ -25,16 +25,29 @@ import (
 func connect(t *testing.T) (*sshdtest.Server, *ssh.Client) {
 	t.Helper()
 	srv := sshdtest.Start(t)
+	return srv, dial(t, srv, srv.ClientConfig())
+}
+
+// dial connects to srv with cfg. When t ends the client is closed, and
+// then no goroutine, descriptor or process of the test may be left.
+func dial(t *testing.T, srv *sshdtest.Server, cfg *ssh.ClientConfig) *ssh.Client {
+	t.Helper()
 	leaks := noLeaks(t)
-	c, err := srv.Dial()
+	c, err := ssh.Dial("tcp", srv.Addr, cfg)
 	if err != nil {
-		t.Fatalf("dial %s: %v\n%s", srv.Addr, err, srv.Log())
+		t.Fatalf("dial %s as %s: %v\n%s", srv.Addr, cfg.User, err, srv.Log())
 	}
 	t.Cleanup(func() {
 		c.Close()
 		leaks()
 	})
-	return srv, c
+	return c
+}
+
+// closeTerm closes term and waits for its pump to end.
+func closeTerm(term agentpty.Terminal, out *pump) {
+	term.Close()
+	<-out.done
 }
 
 // noLeaks notes the goroutines and descriptors open now; the function it

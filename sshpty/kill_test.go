@@ -3,6 +3,7 @@
 package sshpty
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Kill's schedule on the host: SIGTERM (and SIGCONT) first, SIGHUP 200 ms
@@ -82,4 +84,67 @@ func signalTimes(t *testing.T, log string) map[string]time.Time {
 		}
 	}
 	return at
+}
+
+// A kill runs in the probe shell's background: while it waits out one
+// session's grace, a probe of another session on the connection answers.
+func TestProbeDuringAKill(t *testing.T) {
+	const grace = 3 * time.Second
+	_, c := connect(t)
+	b := New(c)
+	victim, vout := startTerm(t, b, `trap 'echo term-seen' TERM; trap '' HUP; echo ready; while :; do sleep 0.05; done`)
+	other, oout := startTerm(t, b, `echo ready; read x; echo "got $x"`)
+	defer closeTerm(other, oout)
+	defer closeTerm(victim, vout)
+	vout.waitFor(t, "ready")
+	oout.waitFor(t, "ready")
+	waitRead(t, other, "read")
+	ended := make(chan error, 1)
+	go func() { ended <- victim.End(context.Background(), grace) }()
+	vout.waitFor(t, "term-seen") // the kill has begun, and waits for SIGKILL's time
+	r, ok := other.(stateTerminal).probeNow()
+	// The host's process table, not the order of two goroutines, says
+	// whether the kill was still under way: SIGKILL comes after the grace.
+	if !alive(victim.PID()) {
+		t.Fatal("the killed session was gone before the probe of the other answered: the probe waited for the kill")
+	}
+	if !ok || !r.Fg.Waiting {
+		t.Errorf("the probe during the kill: %+v %v; want the other session waiting at read", r, ok)
+	}
+	if err := <-ended; err != nil {
+		t.Errorf("End: %v", err)
+	}
+	if st, _ := victim.Wait(); st.Signal != "SIGKILL" {
+		t.Errorf("the victim ended %+v; want SIGKILL", st)
+	}
+	if _, err := other.Write([]byte("x\r")); err != nil {
+		t.Fatal(err)
+	}
+	oout.waitFor(t, "got x")
+}
+
+// What outlives SIGKILL is named: a job frozen in a cgroup v1 freezer
+// (SIGKILL waits there for the thaw) makes End say, after killBound,
+// which process survived; thawed, it dies of the SIGKILL it was sent.
+func TestEndNamesSurvivors(t *testing.T) {
+	_, c := connect(t)
+	term, out := startTerm(t, New(c), `sleep 1007 & echo "job=$!."; echo ready; while :; do sleep 0.05; done`)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	out.waitFor(t, "ready")
+	job, _ := strconv.Atoi(strings.SplitN(strings.SplitN(out.String(), "job=", 2)[1], ".", 2)[0])
+	if job <= 0 {
+		t.Fatalf("no job in %q", out.String())
+	}
+	thaw := testkit.Freeze(t, job)
+	began := time.Now()
+	err := term.End(context.Background(), 300*time.Millisecond)
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), "survived SIGKILL") || !strings.Contains(err.Error(), "["+strconv.Itoa(job)+"]") || took < killBound {
+		t.Errorf("End with job %d frozen: %v after %v; want it named as surviving SIGKILL for %v", job, err, took, killBound)
+	}
+	thaw()
+	gone(t, job)
 }

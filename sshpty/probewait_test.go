@@ -372,3 +372,161 @@ func TestProbeSeesEchoTurnedOff(t *testing.T) {
 	}
 	out.waitFor(t, "done")
 }
+
+// movesTerminal reads a line on its terminal, then leaves it for a new
+// one with echo off (it leads its session: TIOCNOTTY, then TIOCSCTTY on
+// a pty of its own) and reads there.
+const movesTerminal = `exec /usr/bin/python3 -c '
+import fcntl, os, signal, sys, termios
+signal.signal(signal.SIGHUP, signal.SIG_IGN) # TIOCNOTTY hangs up the old one
+sys.stdin.readline()
+fcntl.ioctl(0, termios.TIOCNOTTY)
+m, s = os.openpty()
+fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+a = termios.tcgetattr(s)
+a[3] &= ~termios.ECHO
+termios.tcsetattr(s, termios.TCSANOW, a)
+print("moved", flush=True)
+os.read(s, 1)
+'`
+
+// TestProbeHintFollowsANewTerminal: the hint (output or input since the
+// last probe) starts stty for the terminal the last probe found; when the
+// command has another terminal by then, the probe drops that stty's
+// answer and reads the new terminal's modes. The command reads a line
+// with echo on, then moves to a terminal of its own with echo off: the
+// first probe after the move says echo off.
+func TestProbeHintFollowsANewTerminal(t *testing.T) {
+	testkit.Need(t, "/usr/bin/python3")
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, movesTerminal)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	if _, off := waitRead(t, term, "the first read"); off {
+		t.Fatal("echo off at the first read")
+	}
+	device := func() string {
+		h, err := b.probeShell()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := h.run(waitCtx(t), fmt.Sprintf(`eval "echo \"\$Q \${DV%d-}\""`, term.PID()), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	before := device()
+	if w := askWaiting(t, b); !w.on || w.stty == 0 {
+		t.Fatalf("no shell waits to exec stty: the hint's path is not taken: %+v", w)
+	}
+	if _, err := term.Write([]byte("go\r")); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "moved")
+	st := term.(stateTerminal)
+	r, ok := st.probeNow() // with the hint: input and output came since the last
+
+	if after := device(); after == before || !strings.HasPrefix(after, "/dev/pts/") {
+		t.Fatalf("the command's terminal is %q after the move, %q before: the test proves nothing", after, before)
+	}
+	if !ok || !r.EchoRead || !r.EchoOff {
+		t.Errorf("the first probe after the move to a terminal with echo off: %+v (ok %v); want echo off", r, ok)
+	}
+	// (It is not seen waiting: the probe's mark goes to the new terminal,
+	// which only the command reads.)
+}
+
+// TestProbeShellLifetime: the probe shell starts with the first session
+// of a connection, serves every later one, and ends with the last.
+func TestProbeShellLifetime(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	b.mu.Lock()
+	before := b.helper
+	b.mu.Unlock()
+	if before != nil {
+		t.Fatal("a probe shell runs before any session")
+	}
+	first, fout := startTerm(t, b, `echo ready; exec cat`)
+	fout.waitFor(t, "ready")
+	sh := askWaiting(t, b).sh
+	second, sout := startTerm(t, b, `echo ready; exec cat`)
+	sout.waitFor(t, "ready")
+	if again := askWaiting(t, b).sh; again != sh {
+		t.Errorf("the second session has probe shell %d, the first %d; want one for both", again, sh)
+	}
+	first.Close()
+	<-fout.done
+	if !alive(sh) || askWaiting(t, b).sh != sh {
+		t.Error("the probe shell ended, or changed, while a session still runs")
+	}
+	second.Close()
+	<-sout.done
+	gone(t, sh)
+}
+
+// TestProbeOnAStoppedTerminal: a terminal whose output is stopped
+// (Ctrl-S) holds back the probe's mark, but not the probe shell: the
+// probe answers once fenceWait has passed, not knowing the program to
+// wait, and a probe of another session on the connection answers at
+// once. Once output goes on (Ctrl-Q), the program is seen waiting again.
+func TestProbeOnAStoppedTerminal(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	stopped, sout := startTerm(t, b, `echo ready; while :; do read -t 0.2 x && echo "got $x"; done`)
+	other, oout := startTerm(t, b, `echo ready; read y; echo "got $y"`)
+	defer closeTerm(other, oout)
+	defer closeTerm(stopped, sout)
+	sout.waitFor(t, "ready")
+	oout.waitFor(t, "ready")
+	before, _ := waitRead(t, stopped, "read -t")
+	waitRead(t, other, "read")
+	if _, err := stopped.Write([]byte("\x13")); err != nil { // Ctrl-S
+		t.Fatal(err)
+	}
+	// Until a probe writes a new mark (bash runs every 0.2 s: the last
+	// mark stands only while it did not), which the stopped terminal
+	// holds back.
+	ctx := waitCtx(t)
+	for {
+		answered := make(chan remotestate.Result, 1)
+		go func() {
+			r, _ := stopped.(stateTerminal).probeNow()
+			answered <- r
+		}()
+		var r remotestate.Result
+		select {
+		case r = <-answered:
+		case <-time.After(fenceWait + 5*time.Second):
+			t.Fatalf("the probe of a stopped terminal did not answer within %v", fenceWait+5*time.Second)
+		}
+		if r.Fence > before {
+			if r.Fg.Waiting {
+				t.Errorf("a program whose terminal's output is stopped is seen waiting: %+v", r)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no probe wrote a new mark")
+		}
+	}
+	began := time.Now()
+	if r, ok := other.(stateTerminal).probeNow(); !ok || !r.Fg.Waiting {
+		t.Errorf("the other session while one terminal is stopped: %+v %v; want waiting at read", r, ok)
+	}
+	if took := time.Since(began); took > fenceWait/2 {
+		t.Errorf("the other session's probe took %v while one terminal is stopped", took)
+	}
+	if _, err := stopped.Write([]byte("\x11")); err != nil { // Ctrl-Q
+		t.Fatal(err)
+	}
+	waitRead(t, stopped, "read -t, output going on")
+	if _, err := other.Write([]byte("y\r")); err != nil {
+		t.Fatal(err)
+	}
+	oout.waitFor(t, "got y")
+}

@@ -5,6 +5,7 @@ package sshpty
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 )
@@ -41,7 +44,9 @@ func newManager(t *testing.T, c *ssh.Client, opts agentpty.Options) *agentpty.Ma
 	t.Cleanup(func() {
 		var pids []int
 		for _, info := range m.List() {
-			pids = append(pids, info.PID)
+			if info.PID > 0 { // 0: the host never said
+				pids = append(pids, info.PID)
+			}
 		}
 		if err := m.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -176,11 +181,27 @@ func TestTwelveSessionsOverOneConnection(t *testing.T) {
 
 // On a host whose /proc cannot be read the session says what it cannot
 // know: state running, wait_until "input" and WriteSecret refused with
-// ErrUnsupported, never a guess.
+// ErrUnsupported, never a guess. Once on a host taken to lack /proc
+// (noProc), once on a login whose /proc is truly absent.
 func TestHostWithoutProc(t *testing.T) {
-	noProc = true
-	defer func() { noProc = false }()
-	_, c := connect(t)
+	for _, tc := range []struct {
+		name    string
+		noProc  bool
+		connect func(*testing.T) (*sshdtest.Server, *ssh.Client)
+	}{
+		{"taken to lack /proc", true, connect},
+		{"/proc absent", false, connectRootWithoutProc},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noProc = tc.noProc
+			defer func() { noProc = false }()
+			_, c := tc.connect(t)
+			hostWithoutProc(t, c)
+		})
+	}
+}
+
+func hostWithoutProc(t *testing.T, c *ssh.Client) {
 	m := newManager(t, c, agentpty.Options{})
 	res := mustStart(t, m, agentpty.StartRequest{Command: `read -s -p 'Password: ' pw; echo "got ${#pw}"`, WaitFor: "Password: "})
 	if res.State != agentpty.StateRunning || res.InputHidden || res.Foreground != "" {
@@ -195,4 +216,50 @@ func TestHostWithoutProc(t *testing.T) {
 	// The bytes still work. (The control, the same prompt on a host with
 	// /proc, is TestWriteSecretAtReadS: input_hidden and waiting_input.)
 	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got 5"})
+}
+
+// With OpenSSH's default MaxSessions (10 channels per connection) and the
+// probe shell holding one, a connection carries 9 sessions: the tenth
+// start fails at once, naming the session, and leaves the others running.
+func TestMaxSessionsDefault(t *testing.T) {
+	srv := sshdtest.StartWith(t, sshdtest.Options{MaxSessions: 10})
+	c := dial(t, srv, srv.ClientConfig())
+	m := newManager(t, c, agentpty.Options{})
+	var ids []string
+	for i := 0; i < 9; i++ {
+		ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"}).ID)
+	}
+	_, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"})
+	t.Logf("the tenth start: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "pty-10") {
+		t.Errorf("the tenth session on a connection of 10 channels: %v; want an error naming pty-10", err)
+	}
+	for _, id := range ids {
+		mustWrite(t, m, agentpty.WriteRequest{ID: id, Input: "still-" + id, Submit: true, WaitFor: "still-" + id})
+	}
+}
+
+// The line that starts a command is POSIX sh: a login shell that is dash
+// runs it, with the session's variables (quotes, spaces, a newline and a
+// dollar sign in a value), its working directory and the command's pid
+// and exit code as under bash.
+func TestDashLoginShell(t *testing.T) {
+	testkit.Need(t, "dash")
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c := connectUserWith(t, dash)
+	const value = "it's a \"value\"\nwith $HOME and `x`"
+	m := newManager(t, c, agentpty.Options{Env: []string{"AGENTPTY_V=" + value}})
+	res := mustStart(t, m, agentpty.StartRequest{Command: `printf '[%s]\n' "$AGENTPTY_V"; echo "dir=$PWD"; echo "me=$$"; read -r p </proc/$PPID/comm; echo "parent=$p"; exit 3`, Cwd: "/usr", WaitMS: ms(10000)})
+	s, _ := m.Session(res.ID)
+	for _, want := range []string{"[" + value + "]", "dir=/usr", "me=" + strconv.Itoa(s.PID()), "parent=sshd"} {
+		if !strings.Contains(res.Output, want) {
+			t.Errorf("under a dash login: %q lacks %q", res.Output, want)
+		}
+	}
+	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 3 {
+		t.Errorf("exit 3 under a dash login: %+v", res)
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
+	"github.com/agentpty/agentpty/internal/sshdtest"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -33,6 +34,11 @@ func TestShellNeedsFiles(t *testing.T) {
 	backendtest.ShellNeedsFiles(t, New(c), managersOver(c))
 }
 
+func TestShellFileCalls(t *testing.T) {
+	_, c := connect(t)
+	backendtest.ShellFileCalls(t, New(c), managersOver(c))
+}
+
 func TestShellLostConnection(t *testing.T) {
 	srv, c := connect(t)
 	backendtest.ShellLostConnection(t, managersOver(c), srv.Kill)
@@ -42,6 +48,13 @@ func TestShellLostConnection(t *testing.T) {
 func TestFiles(t *testing.T) {
 	_, c := connect(t)
 	backendtest.Files(t, New(c))
+}
+
+// A session's directory goes under the host's $TMPDIR.
+func TestFilesUnderTMPDIR(t *testing.T) {
+	tmp := t.TempDir()
+	srv := sshdtest.StartWith(t, sshdtest.Options{SetEnv: []string{"TMPDIR=" + tmp}})
+	backendtest.FilesUnderTMPDIR(t, New(dial(t, srv, srv.ClientConfig())), tmp)
 }
 
 // On a host without /proc a shell session follows its prompt by the

@@ -9,10 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
@@ -189,4 +192,178 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "done")
+}
+
+// Input, a resize or a signal ends the reuse of a probe's answer:
+// Foreground and EchoOff within stateFresh of a probe ask the host again
+// after any of them. The control, the same reads with nothing in between,
+// is answered from the last probe.
+func TestInputResizeSignalEndTheReuse(t *testing.T) {
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `trap '' USR1; echo ready; read x; echo "got $x"`)
+	defer func() {
+		term.Close()
+		<-out.done
+	}()
+	out.waitFor(t, "ready")
+	waitRead(t, term, "read")
+	st := term.(stateTerminal)
+	lastAt := func() time.Time {
+		st.probeMu.Lock()
+		defer st.probeMu.Unlock()
+		return st.lastAt
+	}
+	reads := map[string]func(){"Foreground": func() { st.Foreground() }, "EchoOff": func() { st.EchoOff() }}
+	for _, tc := range []struct {
+		name string
+		act  func() error
+	}{
+		{"nothing", func() error { return nil }},
+		{"input", func() error { _, err := term.Write([]byte("y")); return err }},
+		{"resize", func() error { return term.Resize(100, 30) }},
+		{"signal", func() error { return term.Signal(syscall.SIGUSR1) }},
+	} {
+		for what, read := range reads {
+			seen := false
+			for try := 0; try < 20 && !seen; try++ {
+				st.changed() // the next read probes
+				st.Foreground()
+				at := lastAt()
+				if err := tc.act(); err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				read()
+				if time.Since(at) >= stateFresh {
+					continue // too slow here to tell a reuse from its end
+				}
+				seen = true
+				if probed, want := lastAt() != at, tc.name != "nothing"; probed != want {
+					t.Errorf("%s after %s, within %v of a probe: probed anew %v, want %v", what, tc.name, stateFresh, probed, want)
+				}
+			}
+			if !seen {
+				t.Fatalf("%s after %s: no try took less than %v on this machine", what, tc.name, stateFresh)
+			}
+		}
+	}
+	if _, err := term.Write([]byte("x\r")); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "got ")
+}
+
+// The echo flag is kept while no process of the command runs, so a change
+// made meanwhile by a process outside the command's tree (stty from
+// elsewhere) is seen once one of the command's processes runs: at once
+// for a program blocked reading the terminal (the change of modes wakes
+// it), and for one that sleeps elsewhere (pause) only once it runs (a
+// signal's handler, by send_signal), as the README says.
+func TestEchoChangedFromOutside(t *testing.T) {
+	testkit.Need(t, "stty", "/usr/bin/python3")
+	_, c := connect(t)
+	b := New(c)
+	for _, tc := range []struct {
+		name, script string
+		seenAtOnce   bool
+	}{
+		{"reading", `trap 'echo ran' USR1; echo "on $(tty) ready"; while :; do read x; done`, true},
+		{"paused", `echo "on $(tty) ready"; exec /usr/bin/python3 -c '
+import signal
+signal.signal(signal.SIGUSR1, lambda *a: print("ran", flush=True))
+while True: signal.pause()
+'`, false},
+	} {
+		term, out := startTerm(t, b, tc.script)
+		out.waitFor(t, "ready")
+		dev := strings.Fields(strings.SplitN(out.String(), "on ", 2)[1])[0]
+		st := term.(stateTerminal)
+		// At rest: two probes alike, the second from the kept flag.
+		ctx := waitCtx(t)
+		for a, b := probeTwice(st); a != b; a, b = probeTwice(st) {
+			if ctx.Err() != nil {
+				t.Fatalf("%s: the program never came to rest", tc.name)
+			}
+		}
+		if r, _ := st.probeNow(); r.EchoOff {
+			t.Fatalf("%s: echo off before the change", tc.name)
+		}
+		// The server is local: the terminal is this machine's.
+		if msg, err := exec.Command("sh", "-c", "stty -echo <"+dev).CombinedOutput(); err != nil {
+			t.Fatalf("stty -echo <%s: %v %s", dev, err, msg)
+		}
+		if r, _ := st.probeNow(); r.EchoOff != tc.seenAtOnce {
+			t.Errorf("%s: after stty -echo from outside, before a signal: echo off %v; want %v", tc.name, r.EchoOff, tc.seenAtOnce)
+		}
+		if err := term.Signal(syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		out.waitFor(t, "ran")
+		if r, _ := st.probeNow(); !r.EchoOff {
+			t.Errorf("%s: echo still on once the command ran after stty -echo from outside", tc.name)
+		}
+		term.Close()
+		<-out.done
+	}
+}
+
+// probeTwice is two probes' answers, one after the other.
+func probeTwice(st stateTerminal) (a, b remotestate.Result) {
+	a, _ = st.probeNow()
+	b, _ = st.probeNow()
+	return a, b
+}
+
+// Output still on its way counts: a program that prints a flood and then
+// reads is seen waiting only once the flood has arrived here (the
+// probe's mark, written to the terminal after it, comes behind it). The
+// flood is read slowly, so that much of it is still on the connection
+// when the program reaches its read.
+func TestWaitingAfterAFlood(t *testing.T) {
+	_, c := connect(t)
+	term, err := New(c).Start(context.Background(), agentpty.Command{Argv: []string{"bash", "-c", `head -c 4000000 /dev/zero | tr '\0' x; echo; echo END-OF-FLOOD; read x`}, Env: []string{"TERM=xterm"}, Cols: 80, Rows: 24, Name: "pty-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []byte
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		for {
+			n, err := term.Read(b)
+			mu.Lock()
+			got = append(got, b[:n]...)
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+			time.Sleep(time.Millisecond) // a slow reader, not a wait for anything: 4 KB a millisecond
+		}
+	}()
+	defer func() {
+		term.Close()
+		<-done
+	}()
+	st := term.(stateTerminal)
+	ctx := waitCtx(t)
+	for {
+		r, _ := st.probeNow()
+		if r.Fg.Waiting {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the program never waited at its read")
+		}
+	}
+	st.omu.Lock()
+	arrived := string(st.buf)
+	st.omu.Unlock()
+	mu.Lock()
+	arrived = string(got) + arrived
+	mu.Unlock()
+	if !strings.Contains(arrived, "END-OF-FLOOD") {
+		t.Errorf("the program was seen waiting with %d bytes of its output here, without its last line", len(arrived))
+	}
 }

@@ -5,14 +5,21 @@ package sshpty
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // stubborn is a session that leaves processes everywhere a kill must
@@ -181,4 +188,131 @@ func TestPIDIsTheCommand(t *testing.T) {
 	term.Wait()
 	term.Close()
 	<-out.done
+}
+
+// On a host without /proc, signals and End go as "signal" requests, which
+// OpenSSH honours for a login that is not root: SIGINT reaches the
+// command's trap, and End's SIGTERM its process group, a background job
+// included. On a root login it refuses them ("session signalling requires
+// privilege separation"): Signal reports no failure yet delivers nothing,
+// End waits out the grace and killBound and says the command outlived
+// SIGKILL, and closing the channel hangs the terminal up, which ends the
+// command and leaves the job that ignores SIGHUP running. The root login
+// runs once on a host taken to lack /proc (noProc), once with /proc truly
+// absent from what it runs (connectRootWithoutProc).
+func TestSignalRequestsWithoutProc(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	const script = `trap 'echo got-int' INT; (trap '' HUP INT; echo "job=$BASHPID."; exec sleep 1005) & echo ready; while :; do read -r x && echo "read $x"; done`
+	for _, tc := range []struct {
+		name    string
+		root    bool
+		noProc  bool
+		connect func(*testing.T) (*sshdtest.Server, *ssh.Client)
+	}{
+		{"root", true, true, connectRoot},
+		{"root, /proc absent", true, false, connectRootWithoutProc},
+		{"user, the control", false, true, connectUser},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := tc.root
+			noProc = tc.noProc
+			defer func() { noProc = false }()
+			srv, c := tc.connect(t)
+			term, out := startTerm(t, New(c), script)
+			defer func() {
+				term.Close()
+				<-out.done
+			}()
+			if _, ok := term.(agentpty.StateReader); ok {
+				t.Fatal("the terminal reads state on a host without /proc")
+			}
+			out.waitFor(t, "ready")
+			out.waitFor(t, ".") // the job's traps are set
+			f := strings.SplitN(strings.SplitN(out.String(), "job=", 2)[1], ".", 2)
+			bg, _ := strconv.Atoi(f[0])
+			pid := term.PID()
+			if bg <= 0 || pid <= 0 {
+				t.Fatalf("the command %d and its job %d", pid, bg)
+			}
+			defer syscall.Kill(bg, syscall.SIGKILL)
+			if err := term.Signal(syscall.SIGINT); err != nil {
+				t.Fatalf("Signal: %v", err)
+			}
+			// Input typed after the request is read after it was handled:
+			// a trap that ran has printed by the time the line is read.
+			if _, err := term.Write([]byte("a\r")); err != nil {
+				t.Fatal(err)
+			}
+			out.waitFor(t, "read a")
+			if !alive(bg) {
+				t.Fatal("the job that ignores SIGINT and SIGHUP is gone before End")
+			}
+			before, _, _ := strings.Cut(out.String(), "read a")
+			if delivered := strings.Contains(before, "got-int"); delivered == root {
+				t.Errorf("SIGINT reached the command's trap: %v; on a root login it should not, otherwise it should:\n%s", delivered, out.String())
+			}
+			began := time.Now()
+			err := term.End(context.Background(), grace)
+			took := time.Since(began)
+			if !root {
+				if err != nil || took > grace+killBound {
+					t.Errorf("End: %v after %v; want the command ended by SIGTERM", err, took)
+				}
+				gone(t, pid)
+				gone(t, bg) // SIGTERM reached its process group
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "outlived SIGKILL") || took < grace+killBound {
+				t.Errorf("End on a root login: %v after %v; want the command said to outlive SIGKILL, after %v", err, took, grace+killBound)
+			}
+			if !alive(pid) || !alive(bg) {
+				t.Fatalf("a signal request reached the root login's command: command alive %v, job alive %v", alive(pid), alive(bg))
+			}
+			if !strings.Contains(srv.Log(), "session signalling requires privilege separation") {
+				t.Errorf("the server did not say it refused the requests:\n%s", srv.Log())
+			}
+			term.Close()
+			gone(t, pid) // the hang-up
+			if !alive(bg) {
+				t.Error("the job that ignores SIGHUP did not outlive the hang-up")
+			}
+		})
+	}
+}
+
+// connectRoot is connect for a root login.
+func connectRoot(t *testing.T) (*sshdtest.Server, *ssh.Client) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a root login needs the tests to run as root")
+	}
+	return connect(t)
+}
+
+// connectRootWithoutProc logs in, with the server's client key, as a user
+// with root's id (made for t) whose login shell runs what it is given in
+// a mount namespace without /proc (no password: "*", which is not a locked
+// account): a host whose root has no /proc, for the commands and the
+// probe shell alike.
+func connectRootWithoutProc(t *testing.T) (*sshdtest.Server, *ssh.Client) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a root login and a mount namespace need the tests to run as root")
+	}
+	testkit.Need(t, "useradd", "userdel", "unshare", "umount")
+	home := t.TempDir()
+	shell := filepath.Join(home, "noproc-sh")
+	script := "#!/bin/sh\nexec unshare -m /bin/sh -c 'umount -l /proc && exec /bin/bash \"$@\"' sh \"$@\"\n"
+	if err := os.WriteFile(shell, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := "aptynp" + strconv.Itoa(os.Getpid()%100000)
+	if out, err := exec.Command("useradd", "-p", "*", "-o", "-u", "0", "-g", "0", "-N", "-M", "-d", home, "-s", shell, name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("userdel", "-f", name).Run() })
+	srv := sshdtest.Start(t)
+	cfg := srv.ClientConfig()
+	cfg.User = name
+	return srv, dial(t, srv, cfg)
 }

@@ -5,6 +5,7 @@ package sshpty
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,20 +38,8 @@ input("end> ")
 // holds. The control, the same program with its syscall file readable,
 // is seen waiting at both reads.
 func TestHiddenSyscallFallsBackToTheEchoFlag(t *testing.T) {
-	testkit.Need(t, "useradd", "userdel", "chpasswd", "/usr/bin/python3")
-	name, password := loginUser(t)
-	srv := sshdtest.StartWith(t, sshdtest.Options{PasswordUser: name})
-	leaks := noLeaks(t)
-	cfg := srv.ClientConfig()
-	cfg.Auth = []ssh.AuthMethod{ssh.Password(password)}
-	c, err := ssh.Dial("tcp", srv.Addr, cfg)
-	if err != nil {
-		t.Fatalf("dial %s as %s: %v\n%s", srv.Addr, name, err, srv.Log())
-	}
-	t.Cleanup(func() {
-		c.Close()
-		leaks()
-	})
+	testkit.Need(t, "/usr/bin/python3")
+	_, c := connectUser(t)
 	m := newManager(t, c, agentpty.Options{})
 
 	hidden := mustStart(t, m, agentpty.StartRequest{Command: fmt.Sprintf(readsTwice, "undumpable"), WaitFor: "plain> "})
@@ -96,6 +85,30 @@ func TestHiddenSyscallFallsBackToTheEchoFlag(t *testing.T) {
 			t.Errorf("%s: WriteSecret: %+v %v", what, s, err)
 		}
 	}
+}
+
+// connectUser is connect for a login user who is not root (made for t),
+// by password.
+func connectUser(t *testing.T) (*sshdtest.Server, *ssh.Client) {
+	t.Helper()
+	return connectUserWith(t, "")
+}
+
+// connectUserWith is connectUser for a user whose login shell is shell
+// ("": bash).
+func connectUserWith(t *testing.T, shell string) (*sshdtest.Server, *ssh.Client) {
+	t.Helper()
+	testkit.Need(t, "useradd", "userdel", "chpasswd", "usermod")
+	name, password := loginUser(t)
+	if shell != "" {
+		if out, err := exec.Command("usermod", "-s", shell, name).CombinedOutput(); err != nil {
+			t.Fatalf("usermod -s %s: %v\n%s", shell, err, out)
+		}
+	}
+	srv := sshdtest.StartWith(t, sshdtest.Options{PasswordUser: name})
+	cfg := srv.ClientConfig()
+	cfg.Auth = []ssh.AuthMethod{ssh.Password(password)}
+	return srv, dial(t, srv, cfg)
 }
 
 // syscallNr is the number of the system call pid is in (read as root).

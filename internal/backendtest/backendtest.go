@@ -72,6 +72,9 @@ var Cases = map[string]func(*testing.T, NewManager){
 	"VimScreenAndDiff":     VimScreenAndDiff,
 	"WriteSecret":          WriteSecret,
 	"ExitCodeResizeSignal": ExitCodeResizeSignal,
+	"KillContext":          KillContext,
+	"PIDAndCwd":            PIDAndCwd,
+	"SignalForeground":     SignalForeground,
 }
 
 // Run runs every case as a subtest on the managers on returns, called

@@ -54,3 +54,16 @@ func Files(t *testing.T, f agentpty.Files) {
 		t.Errorf("RemoveAll of a missing path: %v", err)
 	}
 }
+
+// FilesUnderTMPDIR: MkdirTemp makes its directory under $TMPDIR of the
+// far side, tmp there.
+func FilesUnderTMPDIR(t *testing.T, f agentpty.Files, tmp string) {
+	dir, err := f.MkdirTemp(Ctx(t), "agentpty-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.RemoveAll(Ctx(t), dir)
+	if !strings.HasPrefix(dir, tmp+"/agentpty-test.") {
+		t.Errorf("MkdirTemp with TMPDIR=%s made %s", tmp, dir)
+	}
+}

@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"context"
 	"errors"
 	"math/big"
 	"os"
@@ -136,19 +137,67 @@ func WriteSecret(t *testing.T, newManager NewManager) {
 	}
 }
 
-// ExitCodeResizeSignal: an exit code, a resize that reaches the program
-// as SIGWINCH with the new size, and send_signal to a trap.
+// ExitCodeResizeSignal: an exit code, the size asked for at start, a
+// resize that reaches the program as SIGWINCH with the new size, and
+// send_signal to a trap.
 func ExitCodeResizeSignal(t *testing.T, newManager NewManager) {
 	m := newManager(t, agentpty.Options{})
 	res := MustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; echo bye; exit 42", WaitMS: ms(5000)})
 	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 42 || !strings.Contains(res.Output, "bye") {
 		t.Errorf("exit 42: %+v", res)
 	}
-	res = MustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; trap 'echo term-seen' TERM; echo ready; while :; do read -t 1 x; done`,
-		Cols: 80, Rows: 24, WaitFor: "ready"})
+	res = MustStart(t, m, agentpty.StartRequest{Command: `trap 'echo "size $(stty size)"' WINCH; trap 'echo term-seen' TERM; echo "start $(stty size) ready"; while :; do read -t 1 x; done`,
+		Cols: 83, Rows: 21, WaitFor: "ready"})
+	if !strings.Contains(res.Output, "start 21 83 ready") {
+		t.Errorf("the terminal's size at start: %q; want 21 rows, 83 columns", res.Output)
+	}
 	MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Cols: 91, Rows: 13, WaitFor: "size 13 91"})
 	MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "SIGTERM", WaitFor: "term-seen"})
 	if _, err := m.Kill(Ctx(t), res.ID); err != nil {
 		t.Errorf("Kill: %v", err)
+	}
+}
+
+// SignalForeground: send_signal goes to the terminal's foreground process
+// group. The command turns job control on and runs a job, which gets a
+// group of its own and the terminal: the job's trap sees SIGINT, and the
+// command's own trap does not.
+func SignalForeground(t *testing.T, newManager NewManager) {
+	m := newManager(t, agentpty.Options{})
+	res := MustStart(t, m, agentpty.StartRequest{Command: `set -m; trap 'echo command-int' INT; sh -c 'trap "echo job-int; exit 3" INT; echo job-ready; while :; do sleep 0.05; done'; echo "job-exit $?"; read x`, WaitFor: "job-ready"})
+	w := MustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "SIGINT", WaitFor: "job-exit"})
+	if !strings.Contains(w.Output, "job-int") || !strings.Contains(w.Output, "job-exit 3") || strings.Contains(w.Output, "command-int") {
+		t.Errorf("SIGINT with a job in the foreground: %q; want the job's trap only", w.Output)
+	}
+}
+
+// KillContext: a Kill whose context ends before KillGrace has passed
+// sends SIGKILL then, rather than waiting out the grace: a command that
+// ignores TERM and HUP is gone soon after the context's end.
+func KillContext(t *testing.T, newManager NewManager) {
+	const grace = 20 * time.Second
+	m := newManager(t, agentpty.Options{KillGrace: grace})
+	res := MustStart(t, m, agentpty.StartRequest{Command: `trap '' TERM HUP; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
+	s, _ := m.Session(res.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := m.Kill(ctx, res.ID)
+	st, werr := s.Wait(Ctx(t))
+	took := time.Since(began)
+	if took > grace/2 || werr != nil || st.Signal != "SIGKILL" {
+		t.Errorf("Kill with a 1 s context and a %v grace: %v after %v; the command ended %+v %v after it; want SIGKILL soon after the context's end", grace, err, took, st, werr)
+	}
+}
+
+// PIDAndCwd: the session's pid is the command's own (the line that
+// starts it execs it) and the command runs in the request's cwd.
+func PIDAndCwd(t *testing.T, newManager NewManager) {
+	m := newManager(t, agentpty.Options{})
+	dir := t.TempDir() // the far side is this machine
+	res := MustStart(t, m, agentpty.StartRequest{Command: `echo "me=$$ dir=$PWD end"; read x`, Cwd: dir, WaitFor: " end"})
+	s, _ := m.Session(res.ID)
+	if want := "me=" + strconv.Itoa(s.PID()) + " dir=" + dir + " end"; s.PID() <= 0 || !strings.Contains(res.Output, want) {
+		t.Errorf("the command says %q; want %q", res.Output, want)
 	}
 }

@@ -1,9 +1,12 @@
 package backendtest
 
 import (
+	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,5 +152,79 @@ func ShellLostConnection(t *testing.T, newManager NewManager, kill func()) {
 	case <-closed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close hangs with the server gone")
+	}
+}
+
+// counted is a backend whose Files calls are noted, each as its name and
+// path.
+type counted struct {
+	agentpty.Backend
+	fs    agentpty.Files
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *counted) note(call string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, call)
+}
+
+// take returns the calls noted since the last take.
+func (c *counted) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls := c.calls
+	c.calls = nil
+	return calls
+}
+
+func (c *counted) MkdirTemp(ctx context.Context, pattern string) (string, error) {
+	dir, err := c.fs.MkdirTemp(ctx, pattern)
+	c.note("MkdirTemp " + dir)
+	return dir, err
+}
+
+func (c *counted) WriteFile(ctx context.Context, path string, data []byte) error {
+	c.note("WriteFile " + path)
+	return c.fs.WriteFile(ctx, path, data)
+}
+
+func (c *counted) RemoveAll(ctx context.Context, path string) error {
+	c.note("RemoveAll " + path)
+	return c.fs.RemoveAll(ctx, path)
+}
+
+// ShellFileCalls: what a shell session costs in calls to the backend's
+// Files (b's): its start two (the directory, the rcfile), each run one
+// (its file, which stays), Kill one (the directory's removal).
+func ShellFileCalls(t *testing.T, b agentpty.Backend, newManager NewManager) {
+	c := &counted{Backend: b, fs: b.(agentpty.Files)}
+	m := newManager(t, agentpty.Options{Backend: c})
+	id := StartShell(t, m).ID
+	start := c.take()
+	if len(start) != 2 || !strings.HasPrefix(start[0], "MkdirTemp /") || !strings.HasPrefix(start[1], "WriteFile "+strings.TrimPrefix(start[0], "MkdirTemp ")+"/") {
+		t.Fatalf("a shell session's start called %q; want MkdirTemp, then WriteFile in that directory", start)
+	}
+	dir := strings.TrimPrefix(start[0], "MkdirTemp ")
+	var files []string
+	for i := range 3 {
+		MustRun(t, m, id, "echo run"+strconv.Itoa(i))
+		run := c.take()
+		if len(run) != 1 || !strings.HasPrefix(run[0], "WriteFile "+dir+"/") {
+			t.Fatalf("run %d called %q; want one WriteFile in %s", i, run, dir)
+		}
+		files = append(files, strings.TrimPrefix(run[0], "WriteFile "))
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("a run's file is gone before Kill: %v", err)
+		}
+	}
+	if _, err := m.Kill(Ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if kill := c.take(); len(kill) != 1 || kill[0] != "RemoveAll "+dir {
+		t.Errorf("Kill called %q; want RemoveAll %s", kill, dir)
 	}
 }

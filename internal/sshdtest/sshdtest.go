@@ -67,6 +67,13 @@ type Options struct {
 	// password only (the test sets the password); otherwise the user
 	// running the tests logs in with the client key made for the server.
 	PasswordUser string
+	// MaxSessions is the server's MaxSessions, the channels it allows a
+	// connection; 0 means 200, more than any test opens (OpenSSH's own
+	// default is 10).
+	MaxSessions int
+	// SetEnv are variables ("NAME=value") the server sets for every
+	// login (sshd_config's SetEnv).
+	SetEnv []string
 }
 
 // Start starts a server for t that lets the user running the tests in
@@ -150,6 +157,13 @@ func (s *Server) config(port int, hostKey string, opts Options) string {
 	if opts.PasswordUser != "" {
 		auth = "PermitRootLogin no\nPubkeyAuthentication no\nPasswordAuthentication yes\nAllowUsers " + opts.PasswordUser + "\n"
 	}
+	maxSessions := opts.MaxSessions
+	if maxSessions == 0 {
+		maxSessions = 200
+	}
+	if len(opts.SetEnv) > 0 {
+		auth += "SetEnv " + strings.Join(opts.SetEnv, " ") + "\n"
+	}
 	return fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
@@ -160,12 +174,12 @@ UsePAM no
 KbdInteractiveAuthentication no
 PrintMotd no
 PrintLastLog no
-MaxSessions 200
+MaxSessions %d
 MaxStartups 100
 ClientAliveInterval 0
 Subsystem sftp internal-sftp
 LogLevel INFO
-`, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), s.AuthorizedKeys) + auth
+`, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), s.AuthorizedKeys, maxSessions) + auth
 }
 
 // launch runs sshd in the foreground (-D), its log (-e) kept for failure

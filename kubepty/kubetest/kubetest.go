@@ -39,6 +39,7 @@ type Server struct {
 	conns     connSet // the API server's connections, hijacked ones too
 	nodeConns connSet // the node's: the API server's streams to it
 	spdyOnly  bool
+	env       []string // the containers' variables beside the defaults
 
 	mu   sync.Mutex
 	pods map[string]bool // "namespace/name"
@@ -56,6 +57,11 @@ type Option func(*Server)
 // back to SPDY.
 func SPDYOnly() Option { return func(s *Server) { s.spdyOnly = true } }
 
+// Env sets variables ("NAME=value") of the commands run in the
+// containers, over the defaults: a PATH of a directory holding some of
+// this machine's programs stands for an image that has only those.
+func Env(kv ...string) Option { return func(s *Server) { s.env = append(s.env, kv...) } }
+
 // Pod adds the pod namespace/name (a container of any name) to the server.
 func Pod(namespace, name string) Option {
 	return func(s *Server) { s.pods[namespace+"/"+name] = true }
@@ -67,7 +73,7 @@ func NewServer(opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.runtime = &node{env: defaultEnv()}
+	s.runtime = &node{env: append(defaultEnv(), s.env...)} // exec.Cmd takes the last of a name
 	s.node = httptest.NewUnstartedServer(s.runtime)
 	s.node.Listener = &trackingListener{Listener: s.node.Listener, set: &s.nodeConns}
 	s.node.Start()
