@@ -182,7 +182,7 @@ func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte,
 // output (the library asks on every chunk of output when it sends events,
 // and a round trip per chunk would throttle the output); the whole
 // answer for EchoOff and Foreground while nothing that could change it
-// happened (output, input, a signal, a resize; see terminal.gen). A
+// happened (output, input, a signal, a resize; see probeCache). A
 // result's state reads both in turn, and then the echo flag again: one
 // probe serves the three.
 const stateFresh = 10 * time.Millisecond
@@ -190,38 +190,16 @@ const stateFresh = 10 * time.Millisecond
 // probe reads the terminal's state on the host, or reuses the last
 // probe's answer (see stateFresh), and keeps the answer.
 func (t stateTerminal) probe() remotestate.Result {
-	if r, ok := t.cached(); ok {
+	if r, ok := t.cache.answer(); ok {
 		return r
 	}
-	gen, in, at := t.gen.Load(), t.inGen.Load(), time.Now()
+	s := t.cache.stamp()
 	t.order.wait() // after the input written before it reached the terminal
 	r, ok := t.probeNow()
 	if ok {
-		t.keep(r, gen, in, at)
+		t.cache.keep(r, s)
 	}
 	return r
-}
-
-// cached is the last answer, while nothing that could change it happened
-// and for stateFresh at most.
-func (t *terminal) cached() (remotestate.Result, bool) {
-	t.probeMu.Lock()
-	defer t.probeMu.Unlock()
-	if t.lastOK && t.gen.Load() == t.lastGen && time.Since(t.lastAt) < stateFresh {
-		return t.last, true
-	}
-	return remotestate.Result{}, false
-}
-
-// keep keeps r, the answer of a probe begun at at, while gen was gen and
-// inGen in.
-func (t *terminal) keep(r remotestate.Result, gen, in uint64, at time.Time) {
-	t.probeMu.Lock()
-	defer t.probeMu.Unlock()
-	if r.EchoRead {
-		t.echo, t.echoAt, t.echoIn = r.EchoOff, at, in
-	}
-	t.last, t.lastGen, t.lastAt, t.lastOK = r, gen, at, true
 }
 
 // probeNow runs remotestate's probe in the probe shell; false when the
@@ -231,7 +209,7 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 	h, err := t.b.probeShell()
 	var out []byte
 	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remotestate.Vars(c), t.pid, t.ranHint()), false)
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remotestate.Vars(c), t.pid, t.cache.hint()), false)
 	}
 	if err != nil {
 		return remotestate.Result{}, false
@@ -243,27 +221,12 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 	return r, true
 }
 
-// ranHint is 1 when output, input, a signal or a resize came since the
-// last probe began: the command has likely run, and the probe shell
-// starts stty for it as soon as it has read its run times (see
-// remotestate.Funcs).
-func (t *terminal) ranHint() int {
-	g := t.gen.Load()
-	if t.probedGen.Swap(g) == g {
-		return 0
-	}
-	return 1
-}
-
 // EchoOff reports the terminal in line mode without echo: a password
 // prompt. It costs a probe (see Foreground), unless one read the flag
 // within stateFresh.
 func (t stateTerminal) EchoOff() bool {
-	t.probeMu.Lock()
-	echo, fresh := t.echo, time.Since(t.echoAt) < stateFresh && t.echoIn == t.inGen.Load()
-	t.probeMu.Unlock()
-	if fresh {
-		return echo
+	if off, ok := t.cache.echoOff(); ok {
+		return off
 	}
 	return t.probe().EchoOff
 }

@@ -210,9 +210,12 @@ func TestInputResizeSignalEndTheReuse(t *testing.T) {
 	waitRead(t, term, "read")
 	st := term.(stateTerminal)
 	lastAt := func() time.Time {
-		st.probeMu.Lock()
-		defer st.probeMu.Unlock()
-		return st.lastAt
+		st.cache.mu.Lock()
+		defer st.cache.mu.Unlock()
+		if st.cache.last == nil {
+			return time.Time{}
+		}
+		return st.cache.last.at
 	}
 	reads := map[string]func(){"Foreground": func() { st.Foreground() }, "EchoOff": func() { st.EchoOff() }}
 	for _, tc := range []struct {

@@ -9,11 +9,9 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -54,20 +52,8 @@ type terminal struct {
 	closeOnce sync.Once
 	closedCh  chan struct{} // closed by Close
 
-	order syncer // orders a probe after the input written before it
-	// gen counts what could change the terminal's state: output read,
-	// input written, a signal sent, a resize; inGen all but the output.
-	gen, inGen atomic.Uint64
-	probedGen  atomic.Uint64 // gen when the last probe began (see ranHint)
-
-	probeMu sync.Mutex         // guards the fields below
-	echo    bool               // the echo flag the last probe read
-	echoAt  time.Time          // when that probe began
-	echoIn  uint64             // inGen then
-	last    remotestate.Result // the last probe's answer, when lastOK
-	lastGen uint64             // gen when it began
-	lastAt  time.Time          // when it began
-	lastOK  bool
+	order syncer     // orders a probe after the input written before it
+	cache probeCache // what the probes found, and what happened since
 }
 
 func newTerminal(b *Backend, name string, sess *ssh.Session, in io.Writer, out io.Reader, info *hostInfo) *terminal {
@@ -103,7 +89,7 @@ func (t *terminal) pump() {
 		var fence int
 		data, carry, fence = stripFences(data, prefix, err != nil)
 		if len(data) > 0 {
-			t.gen.Add(1)
+			t.cache.output()
 		}
 		t.omu.Lock()
 		for len(t.buf) >= pumpMax && !t.closed {
@@ -352,10 +338,7 @@ func (t *terminal) writeErr(err error) error {
 
 // changed counts input, a signal or a resize: a probe's answer from
 // before it is not reused.
-func (t *terminal) changed() {
-	t.inGen.Add(1)
-	t.gen.Add(1)
-}
+func (t *terminal) changed() { t.cache.changed() }
 
 // SetWriteDeadline bounds Write, as on an os.File.
 func (t *terminal) SetWriteDeadline(tm time.Time) error {
