@@ -96,7 +96,7 @@ func (t *terminal) pump() {
 			t.ocond.Wait()
 		}
 		if !t.closed {
-			t.buf = append(t.buf, data...)
+			t.buf = append(t.buf, data...) // a copy: data may be p's array, read into again
 			if err != nil {
 				t.oerr = err
 			}
@@ -113,14 +113,17 @@ func (t *terminal) pump() {
 // stripFences takes the probes' marks (prefix, a number, BEL) out of
 // data and returns the rest, the tail that may be the start of a mark
 // (held for the next read, unless at the end), and the last mark's
-// number.
+// number. A chunk without a mark, nearly every one, comes back as it is:
+// the rest is then data's own array, which the caller copies before it
+// reads into that array again.
 func stripFences(data, prefix []byte, end bool) (out, carry []byte, last int) {
-	out = data[:0:0]
-	for {
-		i := bytes.Index(data, prefix)
-		if i < 0 {
-			break
-		}
+	i := bytes.Index(data, prefix)
+	if i < 0 {
+		out, carry = holdTail(data, prefix, end)
+		return out, carry, 0
+	}
+	out = make([]byte, 0, len(data))
+	for ; i >= 0; i = bytes.Index(data, prefix) {
 		j := bytes.IndexByte(data[i+len(prefix):], '\a')
 		if j < 0 || j > 20 {
 			if j < 0 && !end && len(data)-i < len(prefix)+20 {
@@ -136,14 +139,22 @@ func stripFences(data, prefix []byte, end bool) (out, carry []byte, last int) {
 		out = append(out, data[:i]...)
 		data = data[i+len(prefix)+j+1:]
 	}
-	if !end { // a tail that may begin a mark waits for the rest
+	rest, carry := holdTail(data, prefix, end)
+	return append(out, rest...), carry, last
+}
+
+// holdTail splits off data's last bytes when they may begin a mark whose
+// rest comes with the next read (never at the end); the tail is a copy,
+// as data's array is the pump's read buffer.
+func holdTail(data, prefix []byte, end bool) (rest, tail []byte) {
+	if !end {
 		for k := min(len(prefix)-1, len(data)); k > 0; k-- {
 			if bytes.HasPrefix(prefix, data[len(data)-k:]) {
-				return append(out, data[:len(data)-k]...), bytes.Clone(data[len(data)-k:]), last
+				return data[:len(data)-k], bytes.Clone(data[len(data)-k:])
 			}
 		}
 	}
-	return append(out, data...), nil, last
+	return data, nil
 }
 
 // fenceWait bounds the wait for a probe's mark: a terminal whose output
