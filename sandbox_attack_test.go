@@ -79,7 +79,7 @@ func TestSandboxOtherTerminal(t *testing.T) {
 try read head -n1 "$n"
 try write sh -c 'printf "\033]52;c;cHduZWQ=\a" > "$1"' sh "$n"
 try stty stty -F "$n" -echo
-try proc-fd sh -c 'ls -l /proc/*/fd 2>/dev/null | grep -q "$1"' sh "$n"
+try proc-fd sh -c 'ls -l /proc/*/fd 2>/dev/null | grep -q -- " -> $1$"' sh "$n"
 echo "== end"`, name)
 	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{t.TempDir()}})
 	// A line typed on the other terminal, waiting to be read there.
@@ -93,7 +93,7 @@ echo "== end"`, name)
 		t.Errorf("the other terminal's echo was turned off from the sandbox (%v)", err)
 	}
 	_, ctl := sandboxed(t, nil, script, "== end")
-	wantLines(t, ctl.Output, "keystrokes", "read: done", "write: done", "stty: done")
+	wantLines(t, ctl.Output, "keystrokes", "read: done", "write: done", "stty: done", "proc-fd: done")
 	if tio, err := unix.IoctlGetTermios(int(slave.Fd()), ioctlGetTermios); err != nil || tio.Lflag&unix.ECHO != 0 {
 		t.Errorf("the unconfined control did not turn the other terminal's echo off (%v)", err)
 	}
