@@ -215,14 +215,17 @@ func TestCallsTakeTurns(t *testing.T) {
 		}()
 	}
 	// A holds its turn until the test types a line, once the others have
-	// queued behind it; then 0.5 s more.
-	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; read; sleep 0.5; echo A-DONE`, Submit: true, WaitFor: "A-DONE"})
+	// queued behind it; then 0.5 s more. Each command numbers its line as
+	// the shell runs it: that order is the order of the turns, as each call
+	// types in its own. (The order the goroutines note their results in is
+	// not: one that returned first may be scheduled after the next.)
+	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; read; sleep 0.5; echo $((++n))-A-DONE`, Submit: true, WaitFor: "A-DONE"})
 	awaitUnread(t, s, "A-START") // A has its turn
 	// B's fixed wait starts with its turn: counted from its arrival, it
 	// would end before its command does.
-	call("B", WriteRequest{ID: res.ID, Input: `sleep 0.4; echo B-DONE`, Submit: true, WaitMS: ms(800)})
+	call("B", WriteRequest{ID: res.ID, Input: `sleep 0.4; echo $((++n))-B-DONE`, Submit: true, WaitMS: ms(800)})
 	<-queued
-	call("C", WriteRequest{ID: res.ID, Input: `echo C-DONE`, Submit: true, WaitFor: "C-DONE\n$ "})
+	call("C", WriteRequest{ID: res.ID, Input: `echo $((++n))-C-DONE`, Submit: true, WaitFor: "C-DONE\n$ "})
 	<-queued
 	// One that gives up waiting for its turn types nothing.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -240,12 +243,13 @@ func TestCallsTakeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if len(order) != 3 || order[0].name != "A" || order[1].name != "B" || order[2].name != "C" {
-		t.Fatalf("calls did not return in arrival order: %+v", order)
+	if len(order) != 3 {
+		t.Fatalf("calls that did not give up: %+v", order)
 	}
 	for _, o := range order {
-		if o.err != nil || !strings.Contains(o.res.Output, o.name+"-DONE") || o.res.Matched != (o.name != "B") {
-			t.Fatalf("%s: %+v, %v", o.name, o.res, o.err)
+		turn := strings.Index("ABC", o.name) + 1
+		if o.err != nil || !strings.Contains(o.res.Output, "\n"+strconv.Itoa(turn)+"-"+o.name+"-DONE") || o.res.Matched != (o.name != "B") {
+			t.Fatalf("%s: %+v, %v; want its line numbered %d, as it arrived", o.name, o.res, o.err, turn)
 		}
 		for _, other := range []string{"A", "B", "C", "NEVER"} {
 			if other != o.name && strings.Contains(o.res.Output, other+"-DONE") || strings.Contains(o.res.Output, "NEVER") {
