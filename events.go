@@ -114,11 +114,14 @@ func (s *Session) armOutput() {
 // emitOutput queues an output event with the newest lines.
 func (s *Session) emitOutput() {
 	<-s.announced // output events come after "created"
-	s.ev.outLast.Store(time.Now().UnixNano())
+	// One time for the spacing and the event: taken apart, a pause
+	// between them would show events closer than outputEvery.
+	now := time.Now()
+	s.ev.outLast.Store(now.UnixNano())
 	// Disarmed before the lines are taken: output rendered after this
 	// arms the next event, so none is lost.
 	s.ev.outArmed.Store(false)
-	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: time.Now()}
+	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: now}
 	m := s.m
 	m.mu.Lock()
 	// Only while the session is the manager's: none before "created" or

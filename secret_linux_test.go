@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -239,14 +242,16 @@ func TestSecretProgramsRefuseInjectedCode(t *testing.T) {
 // waitingThief turns echo off, shows a sudo-like prompt, then waits for a
 // child of another session, and reads the terminal once the child is
 // gone: at the moment WriteSecret looks, no process of the foreground
-// group is running or reading.
+// group is running or reading. The child lives until the test kills it
+// (it says its pid), so that moment does not depend on time.
 const waitingThief = `python3 -c '
 import os, subprocess, sys, termios
 fd = sys.stdin.fileno()
 a = termios.tcgetattr(fd)
 a[3] &= ~termios.ECHO
 termios.tcsetattr(fd, termios.TCSANOW, a)
-child = subprocess.Popen(["sleep", "3"], start_new_session=True)
+child = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+print("child", child.pid)
 print("[sudo] password for root: ", end="", flush=True)
 child.wait()
 line = sys.stdin.readline().strip()
@@ -267,7 +272,8 @@ func TestSecretProgramsRefuseWaitingReader(t *testing.T) {
 // main thread waits for a child, and types secret: without SecretPrograms
 // (the control) the thief must print it reversed; with {"sudo"} the write
 // must be ErrDenied holding denial, and the secret appear nowhere within
-// settleMS.
+// settleMS. A child the command names ("child PID") is killed once the
+// secret is typed or refused, so that the thief reads only then.
 func checkSecretThief(t *testing.T, command, prompt, secret, denial string, settleMS int) {
 	t.Helper()
 	ctx := waitCtx(t)
@@ -278,11 +284,21 @@ func checkSecretThief(t *testing.T, command, prompt, secret, denial string, sett
 		if !awaitChildWait(s.PID()) {
 			t.Fatalf("the thief's main thread is not waiting for its child: the test would not show the fault")
 		}
-		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitFor: "done> "})
+		res, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitMS: ms(0)})
+		if child := regexp.MustCompile(`child (\d+)`).FindStringSubmatch(start.Output); child != nil {
+			pid, _ := strconv.Atoi(child[1])
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("killing the thief's child %d: %v", pid, err)
+			}
+		}
 		switch {
-		case list == nil && (err != nil || !strings.Contains(res.Output, "rev "+reversed(secret))):
-			t.Fatalf("control: %+v %v; want the secret read by the thief", res, err)
-		case list != nil && (!isErr(err, ErrDenied) || !strings.Contains(err.Error(), denial)):
+		case list == nil && err != nil:
+			t.Fatalf("control: %v; want the secret typed", err)
+		case list == nil:
+			if out := until(t, m, start.ID, res.Output, "done> "); !strings.Contains(out, "rev "+reversed(secret)) {
+				t.Fatalf("control: %q; want the secret read by the thief", out)
+			}
+		case !isErr(err, ErrDenied) || !strings.Contains(err.Error(), denial):
 			t.Errorf("with SecretPrograms: %+v %v; want ErrDenied ...%s", res, err, denial)
 		}
 		if list != nil {

@@ -128,9 +128,11 @@ func TestExitStatus(t *testing.T) {
 
 func TestExitedSession(t *testing.T) {
 	m := newManager(t, Options{})
-	res := mustStart(t, m, StartRequest{Command: "read x; echo got $x; echo last words; exit 4", WaitMS: ms(0)})
+	res := mustStart(t, m, StartRequest{Command: "echo ready; read x; echo got $x; echo last words; exit 4", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
-	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "it", Submit: true, WaitMS: ms(0)})
+	if err := s.Send("it\r"); err != nil { // a write's result could read the answer the poll below expects
+		t.Fatal(err)
+	}
 	if _, err := s.Wait(waitCtx(t)); err != nil {
 		t.Fatal(err)
 	}

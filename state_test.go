@@ -355,7 +355,13 @@ func TestStateReadAgainOnlyAfterAChange(t *testing.T) {
 	saved := stateFresh
 	t.Cleanup(func() { stateFresh = saved })
 	m := newManager(t, Options{})
-	res := mustStart(t, m, StartRequest{Command: "echo ready; sleep 0.3; echo late; exec cat", WaitFor: "ready"})
+	// "late" waits for the test, not for a time: printed before the start
+	// collects, the start's result would read it.
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := mustStart(t, m, StartRequest{Command: "echo ready; read x < " + fifo + "; echo late; exec cat", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	reads := func() int {
 		s.seen.mu.Lock()
@@ -364,6 +370,9 @@ func TestStateReadAgainOnlyAfterAChange(t *testing.T) {
 	}
 	stateFresh = time.Hour // here only a change ends the reuse, not time
 	n := reads()
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o600); err != nil { // opens once the shell does
+		t.Fatal(err)
+	}
 	mustWrite(t, m, WriteRequest{ID: res.ID, WaitFor: "late"})
 	if got := reads() - n; got != 1 {
 		t.Fatalf("the result after new output read the state %d times, want once", got)

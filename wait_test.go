@@ -64,9 +64,14 @@ func TestWaitForSkipsAPromptLineEcho(t *testing.T) {
 	if err != nil || w.Matched || !strings.HasSuffix(w.Output, "\n/line 1500") {
 		t.Fatalf("wait_for matched the search prompt's echo: %+v, %v", w, err)
 	}
-	w = mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\r`, WaitFor: "line 1500"})
-	if !strings.HasPrefix(w.Output, "line 1500\nline 1501\n") {
-		t.Fatalf("the screen is not the found line: %q", w.Output)
+	mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\r`, WaitFor: "line 1500"})
+	// less may write the frame in two parts; descheduled between them for
+	// longer than a frame's pause, the match's result holds half of it. The
+	// screen is looked at once less reads again.
+	mustWrite(t, m, WriteRequest{ID: res.ID, WaitUntil: WaitUntilInput})
+	s, _ := m.Session(res.ID)
+	if scr := strings.Join(s.Screen().Lines, "\n"); !strings.HasPrefix(scr, "line 1500\nline 1501\n") {
+		t.Fatalf("the screen is not the found line: %q", scr)
 	}
 }
 
@@ -210,14 +215,17 @@ func TestCallsTakeTurns(t *testing.T) {
 		}()
 	}
 	// A holds its turn until the test types a line, once the others have
-	// queued behind it; then 0.5 s more.
-	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; read; sleep 0.5; echo A-DONE`, Submit: true, WaitFor: "A-DONE"})
+	// queued behind it; then 0.5 s more. Each command numbers its line as
+	// the shell runs it: that order is the order of the turns, as each call
+	// types in its own. (The order the goroutines note their results in is
+	// not: one that returned first may be scheduled after the next.)
+	call("A", WriteRequest{ID: res.ID, Input: `echo A-ST""ART; read; sleep 0.5; echo $((++n))-A-DONE`, Submit: true, WaitFor: "A-DONE"})
 	awaitUnread(t, s, "A-START") // A has its turn
 	// B's fixed wait starts with its turn: counted from its arrival, it
 	// would end before its command does.
-	call("B", WriteRequest{ID: res.ID, Input: `sleep 0.4; echo B-DONE`, Submit: true, WaitMS: ms(800)})
+	call("B", WriteRequest{ID: res.ID, Input: `sleep 0.4; echo $((++n))-B-DONE`, Submit: true, WaitMS: ms(800)})
 	<-queued
-	call("C", WriteRequest{ID: res.ID, Input: `echo C-DONE`, Submit: true, WaitFor: "C-DONE\n$ "})
+	call("C", WriteRequest{ID: res.ID, Input: `echo $((++n))-C-DONE`, Submit: true, WaitFor: "C-DONE\n$ "})
 	<-queued
 	// One that gives up waiting for its turn types nothing.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -235,12 +243,13 @@ func TestCallsTakeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if len(order) != 3 || order[0].name != "A" || order[1].name != "B" || order[2].name != "C" {
-		t.Fatalf("calls did not return in arrival order: %+v", order)
+	if len(order) != 3 {
+		t.Fatalf("calls that did not give up: %+v", order)
 	}
 	for _, o := range order {
-		if o.err != nil || !strings.Contains(o.res.Output, o.name+"-DONE") || o.res.Matched != (o.name != "B") {
-			t.Fatalf("%s: %+v, %v", o.name, o.res, o.err)
+		turn := strings.Index("ABC", o.name) + 1
+		if o.err != nil || !strings.Contains(o.res.Output, "\n"+strconv.Itoa(turn)+"-"+o.name+"-DONE") || o.res.Matched != (o.name != "B") {
+			t.Fatalf("%s: %+v, %v; want its line numbered %d, as it arrived", o.name, o.res, o.err, turn)
 		}
 		for _, other := range []string{"A", "B", "C", "NEVER"} {
 			if other != o.name && strings.Contains(o.res.Output, other+"-DONE") || strings.Contains(o.res.Output, "NEVER") {
