@@ -25,7 +25,8 @@ const (
 // Enter, and returns what the program printed after it as Write does
 // (waiting 700 ms; WriteSecretWith takes a write's wait options). It
 // refuses with ErrInvalid unless the terminal is in line mode with echo
-// off at that moment (a password prompt: read -s, getpass, sudo, ssh), so
+// off once its program reads, up to a second after the call (a password
+// prompt: read -s, getpass, sudo, ssh), so
 // the terminal cannot show it; with Options.SecretPrograms set, it refuses
 // with ErrDenied unless every program that could read it is on that list.
 // The secret never enters the scrollback, the settled text, the screen,
@@ -89,16 +90,17 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 		return WriteResult{}, err
 	}
 	defer leave()
-	if st, exited := s.ended(); exited {
-		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
-	}
 	if _, ok := s.term.(StateReader); !ok {
 		return WriteResult{}, errorf(ErrUnsupported, "%s %s: this session's terminal cannot tell whether it echoes; a secret is typed only where it can", op, id)
 	}
 	// A prompt seen in the output may be printed before its program turns
-	// echo off and reads: the checks below are made once it reads.
+	// echo off and reads: the checks below are made once it reads, or
+	// once it has exited.
 	if _, err := s.awaitReader(ctx); err != nil {
 		return WriteResult{}, err
+	}
+	if st, exited := s.ended(); exited {
+		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
 	if !s.echoOff() {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)

@@ -120,6 +120,11 @@ func TestWriteSecretWaitsForTheRead(t *testing.T) {
 	if err != nil || !strings.Contains(res.Output, "got 11") {
 		t.Fatalf("a secret typed as the prompt showed: %+v %v", res, err)
 	}
+	// One that exits meanwhile is reported as exited, not as echoing.
+	gone := mustStart(t, m, StartRequest{Command: `printf 'Password: '; sleep 0.3; exit 3`, WaitFor: "Password: "})
+	if _, err := m.WriteSecret(waitCtx(t), gone.ID, []byte("Quick-Pw-13")); !isErr(err, ErrExited) || !strings.Contains(err.Error(), "WriteSecret "+gone.ID) {
+		t.Errorf("a secret for a program that exited while it was given its moment: %v; want ErrExited from WriteSecret", err)
+	}
 }
 
 // The masker holds back what may be the start of a secret, whatever the
