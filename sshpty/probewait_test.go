@@ -402,6 +402,8 @@ func TestProbeHintFollowsANewTerminal(t *testing.T) {
 	b := New(c)
 	term, out := startTerm(t, b, movesTerminal)
 	defer func() {
+		// Moved off its terminal, the command outlives its hang-up.
+		_ = syscall.Kill(term.PID(), syscall.SIGKILL)
 		term.Close()
 		<-out.done
 	}()

@@ -72,7 +72,7 @@ type Options struct {
 	// default is 10).
 	MaxSessions int
 	// SetEnv are variables ("NAME=value") the server sets for every
-	// login (sshd_config's SetEnv).
+	// login (sshd_config's SetEnv), beside its marker (see markerVar).
 	SetEnv []string
 }
 
@@ -94,8 +94,47 @@ func StartWith(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("sshdtest: %v", err)
 	}
-	t.Cleanup(s.Stop)
+	t.Cleanup(func() {
+		if left := s.awaitNoneLeft(leftWait); len(left) > 0 {
+			t.Errorf("sshdtest: %d s after the test, processes a login to the server started still run:\n%s", leftWait/time.Second, strings.Join(left, "\n"))
+			s.killLeft()
+		}
+		s.Stop()
+	})
 	return s
+}
+
+// markerVar is set, to the server's Dir, for every login to a server: the
+// processes a test started there are found by it, whatever became of
+// their parents and sessions.
+const markerVar = "AGENTPTY_SSHD_TEST"
+
+// leftWait bounds the wait, once a test has ended, for what its logins
+// started to end (a hang-up takes a moment to reach every process).
+const leftWait = 5 * time.Second
+
+// awaitNoneLeft waits up to d until no process a login started runs, and
+// returns those that still do.
+func (s *Server) awaitNoneLeft(d time.Duration) []string {
+	deadline := time.Now().Add(d)
+	for {
+		left := s.left()
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond) // nothing announces a process's end to a non-parent
+	}
+}
+
+// killLeft kills what a login started and is still running, so that a
+// failed test leaves nothing behind.
+func (s *Server) killLeft() {
+	for _, l := range s.left() {
+		pid, _, _ := strings.Cut(l, " ")
+		if n, err := strconv.Atoi(pid); err == nil {
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
 }
 
 func start(dir string, opts Options) (*Server, error) {
@@ -161,9 +200,7 @@ func (s *Server) config(port int, hostKey string, opts Options) string {
 	if maxSessions == 0 {
 		maxSessions = 200
 	}
-	if len(opts.SetEnv) > 0 {
-		auth += "SetEnv " + strings.Join(opts.SetEnv, " ") + "\n"
-	}
+	auth += "SetEnv " + strings.Join(append([]string{markerVar + "=" + s.Dir}, opts.SetEnv...), " ") + "\n"
 	return fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
