@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -94,6 +96,12 @@ func childCommand(mode string) (string, []string) {
 // asks for every test to run.
 var need = testkit.Need
 
+// leakMarkEnv marks the processes of a test's sessions (see newManager);
+// leakMarks numbers the managers.
+const leakMarkEnv = "AGENTPTY_TEST_MANAGER"
+
+var leakMarks atomic.Int64
+
 // newManager returns a manager that the test closes at its end, checking
 // that nothing the sessions started is still running and that no file
 // descriptor leaked. Goroutines are checked for the whole run by TestMain.
@@ -101,6 +109,10 @@ func newManager(t *testing.T, opts Options) *Manager {
 	t.Helper()
 	fds := openFDs(t)
 	var pids []int
+	// Every session carries the manager's mark, so that what left its
+	// session (setsid, a terminal of its own) is found too.
+	mark := leakMarkEnv + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(leakMarks.Add(1), 10)
+	opts.Env = append(slices.Clip(opts.Env), mark)
 	m := NewManager(opts)
 	t.Cleanup(func() {
 		for _, info := range m.List() {
@@ -117,6 +129,7 @@ func newManager(t *testing.T, opts Options) *Manager {
 				t.Errorf("session %d still has processes %v after Close", pid, left)
 			}
 		}
+		testkit.NoneMarked(t, mark, "the manager's sessions")
 		goleak.VerifyNone(t)
 		if now := openFDs(t); now > fds {
 			t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)

@@ -25,7 +25,10 @@ func playback(t *testing.T, m *Manager, cast []byte, cols, rows int) []string {
 	if err := os.WriteFile(file, cast, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res := mustStart(t, m, StartRequest{Command: "exec asciinema cat " + file, Cols: cols, Rows: rows,
+	// The recording's terminal queries are answered as it plays (a
+	// terminal answers what it is shown); asciinema reads none of it, and
+	// with echo on the answers would show on the screen.
+	res := mustStart(t, m, StartRequest{Command: "stty -echo; exec asciinema cat " + file, Cols: cols, Rows: rows,
 		Env: []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8"}, WaitMS: ms(0)})
 	s, _ := m.Session(res.ID)
 	st, err := s.Wait(waitCtx(t))

@@ -122,7 +122,7 @@ func TestShellSnapshotEnvironmentEqualsLogin(t *testing.T) {
 		for _, kv := range strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00") {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
-			case "_", "SHLVL", "PWD", "OLDPWD":
+			case "_", "SHLVL", "PWD", "OLDPWD", leakMarkEnv:
 				continue
 			case "PYTHONSTARTUP": // the manager's own file, in each manager's own directory
 				v = filepath.Base(v)

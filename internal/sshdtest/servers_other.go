@@ -5,6 +5,3 @@ package sshdtest
 // servers is the listener: without /proc the per-connection servers are
 // left to the hang-up of their connections.
 func (s *Server) servers() []int { return []int{s.cmd.Process.Pid} }
-
-// left is nil: without /proc the processes a login started are not found.
-func (s *Server) left() []string { return nil }

@@ -28,6 +28,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Path is where Debian's openssh-server puts the server.
@@ -95,10 +97,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("sshdtest: %v", err)
 	}
 	t.Cleanup(func() {
-		if left := s.awaitNoneLeft(leftWait); len(left) > 0 {
-			t.Errorf("sshdtest: %d s after the test, processes a login to the server started still run:\n%s", leftWait/time.Second, strings.Join(left, "\n"))
-			s.killLeft()
-		}
+		testkit.NoneMarked(t, markerVar+"="+s.Dir, "a login to the test's sshd")
 		s.Stop()
 	})
 	return s
@@ -108,34 +107,6 @@ func StartWith(t testing.TB, opts Options) *Server {
 // processes a test started there are found by it, whatever became of
 // their parents and sessions.
 const markerVar = "AGENTPTY_SSHD_TEST"
-
-// leftWait bounds the wait, once a test has ended, for what its logins
-// started to end (a hang-up takes a moment to reach every process).
-const leftWait = 5 * time.Second
-
-// awaitNoneLeft waits up to d until no process a login started runs, and
-// returns those that still do.
-func (s *Server) awaitNoneLeft(d time.Duration) []string {
-	deadline := time.Now().Add(d)
-	for {
-		left := s.left()
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(20 * time.Millisecond) // nothing announces a process's end to a non-parent
-	}
-}
-
-// killLeft kills what a login started and is still running, so that a
-// failed test leaves nothing behind.
-func (s *Server) killLeft() {
-	for _, l := range s.left() {
-		pid, _, _ := strings.Cut(l, " ")
-		if n, err := strconv.Atoi(pid); err == nil {
-			_ = syscall.Kill(n, syscall.SIGKILL)
-		}
-	}
-}
 
 func start(dir string, opts Options) (*Server, error) {
 	s := &Server{Dir: dir, User: opts.PasswordUser, password: opts.PasswordUser != "", KeyFile: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts"), AuthorizedKeys: filepath.Join(dir, "authorized_keys"), logs: make(chan struct{})}
