@@ -93,6 +93,9 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	if _, ok := s.term.(StateReader); !ok {
 		return WriteResult{}, errorf(ErrUnsupported, "%s %s: this session's terminal cannot tell whether it echoes; a secret is typed only where it can", op, id)
 	}
+	if m.opts.SecretPrograms != nil && !s.namesPrograms() {
+		return WriteResult{}, errorf(ErrDenied, "%s %s: this session's terminal cannot name the programs at its prompt, and Options.SecretPrograms is set", op, id)
+	}
 	// A prompt seen in the output may be printed before its program turns
 	// echo off and reads: the checks below are made once it reads, or
 	// once it has exited.

@@ -56,13 +56,24 @@ func (s *Session) echoOff() bool {
 	return ok && sr.EchoOff()
 }
 
+// procLister is a terminal that can list its foreground group's
+// processes: this machine's.
+type procLister interface{ fgProcs() []fgProc }
+
 // fgProcs lists the foreground group's processes, where the terminal is
 // this machine's; nil elsewhere.
 func (s *Session) fgProcs() []fgProc {
-	if t, ok := s.term.(interface{ fgProcs() []fgProc }); ok {
+	if t, ok := s.term.(procLister); ok {
 		return t.fgProcs()
 	}
 	return nil
+}
+
+// namesPrograms reports whether the terminal can name the programs at its
+// prompt (see fgProcs).
+func (s *Session) namesPrograms() bool {
+	_, ok := s.term.(procLister)
+	return ok
 }
 
 // launch starts argv under a new terminal of cols×rows, through the
