@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // runInTemp runs command through bash in a new directory holding the
@@ -50,10 +51,7 @@ func (a attack) run(t *testing.T) (removed bool, out string) {
 	case a.terminal:
 		for _, p := range []string{"git", "script"} {
 			if _, err := exec.LookPath(p); err != nil {
-				if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-					t.Fatalf("the control needs %s (AGENTPTY_REQUIRE=all): %v", p, err)
-				}
-				t.Skipf("the control needs %s", p)
+				testkit.Lacks(t, "the control needs %s: %v", p, err)
 			}
 		}
 		git := exec.Command("sh", "-c", "git init -q && git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x")
@@ -136,10 +134,7 @@ func TestApproveRulesBypasses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if strings.Contains(tc.command, "sudo") && exec.Command("sudo", "-n", "true").Run() != nil {
-				if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-					t.Fatal("the control needs sudo without a password (AGENTPTY_REQUIRE=all)")
-				}
-				t.Skip("the control needs sudo without a password")
+				testkit.Lacks(t, "the control needs sudo without a password")
 			}
 			removed, out := runInTemp(t, tc.command)
 			if tc.harm == "" && !removed {

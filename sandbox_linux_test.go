@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/sandbox"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestSandboxRefusedCalls: io_uring (whose socket and file operations no
@@ -386,10 +387,7 @@ func TestSandboxHelperSetuid(t *testing.T) {
 	dir, bin := copyTestBinary(t, "agentpty-setuid-", 0o755)
 	var fs unix.Statfs_t
 	if err := unix.Statfs(dir, &fs); err != nil || fs.Flags&unix.ST_NOSUID != 0 {
-		if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-			t.Fatalf("AGENTPTY_REQUIRE=all, but %s is mounted nosuid (%v)", dir, err)
-		}
-		t.Skipf("skipped: %s is mounted nosuid (%v)", dir, err)
+		testkit.Lacks(t, "%s is mounted nosuid (%v)", dir, err)
 	}
 	for _, err := range []error{os.Chown(bin, 0, 0), os.Chmod(bin, os.ModeSetuid|0o755)} {
 		if err != nil {

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // sandboxShell runs commands without the login profile: these tests are
@@ -30,10 +32,7 @@ var sandboxShell = []string{"bash", "--noprofile", "--norc", "-c"}
 // when AGENTPTY_REQUIRE=all asks for every feature.
 func needKernel(t *testing.T, err error) {
 	t.Helper()
-	if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-		t.Fatalf("AGENTPTY_REQUIRE=all, but there is no kernel sandbox here: %v", err)
-	}
-	t.Skipf("skipped: no kernel sandbox here (set AGENTPTY_REQUIRE=all to fail instead): %v", err)
+	testkit.Lacks(t, "there is no kernel sandbox here: %v", err)
 }
 
 // newTestSandbox builds a sandbox or skips the test with NewSandbox's

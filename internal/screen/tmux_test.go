@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // A tmux server for side-by-side checks: real programs run in its panes
@@ -27,14 +29,7 @@ type tmuxServer struct {
 }
 
 func newTmux(t *testing.T) *tmuxServer {
-	for _, tool := range []string{"tmux", "script", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-				t.Fatalf("%s is not installed and AGENTPTY_REQUIRE=all", tool)
-			}
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	testkit.Need(t, "tmux", "script", "bash")
 	// A socket of its own per test: a server another test killed may
 	// still be exiting.
 	dir := t.TempDir()

@@ -87,10 +87,7 @@ func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if _, err := os.Stat(Path); err != nil {
-		if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-			t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed (Debian: openssh-server): %v", Path, err)
-		}
-		t.Skipf("%s is not installed (Debian: openssh-server): the SSH tests need a real OpenSSH server", Path)
+		testkit.Lacks(t, "%s is not installed (Debian: openssh-server), and the SSH tests need a real OpenSSH server: %v", Path, err)
 	}
 	s, err := start(t.TempDir(), opts)
 	if err != nil {

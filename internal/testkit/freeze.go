@@ -20,11 +20,11 @@ const freezerRoot = "/sys/fs/cgroup/freezer"
 func Freeze(t testing.TB, pid int) (thaw func()) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(freezerRoot, "cgroup.procs")); err != nil {
-		t.Skipf("no cgroup v1 freezer at %s (a frozen process there outlives SIGKILL): %v", freezerRoot, err)
+		Lacks(t, "there is no cgroup v1 freezer at %s (a frozen process there outlives SIGKILL): %v", freezerRoot, err)
 	}
 	dir, err := os.MkdirTemp(freezerRoot, "agentpty-test-")
 	if err != nil {
-		t.Skipf("cannot make a freezer cgroup: %v", err)
+		Lacks(t, "a freezer cgroup cannot be made: %v", err)
 	}
 	write := func(file, s string) error { return os.WriteFile(filepath.Join(dir, file), []byte(s), 0o644) }
 	thaw = sync.OnceFunc(func() {

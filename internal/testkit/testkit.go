@@ -5,6 +5,7 @@
 package testkit
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -21,12 +22,21 @@ func Need(t testing.TB, programs ...string) {
 	t.Helper()
 	for _, p := range programs {
 		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTPTY_REQUIRE") == "all" {
-				t.Fatalf("%s is required (AGENTPTY_REQUIRE=all) but not installed: %v", p, err)
-			}
-			t.Skipf("%s is not installed", p)
+			Lacks(t, "%s is not installed: %v", p, err)
 		}
 	}
+}
+
+// Lacks skips t for what the machine lacks (why, as a format and its
+// arguments), unless AGENTPTY_REQUIRE=all asks for every test to run:
+// then it fails t.
+func Lacks(t testing.TB, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	if os.Getenv("AGENTPTY_REQUIRE") == "all" {
+		t.Fatalf("AGENTPTY_REQUIRE=all, but %s", why)
+	}
+	t.Skipf("%s (AGENTPTY_REQUIRE=all makes this a failure)", why)
 }
 
 // LoginUser adds the user name, who is not root, with password, no home
