@@ -184,8 +184,8 @@ func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte,
 // answer for EchoOff and Foreground while nothing that could change it
 // happened (output, input, a signal, a resize; see probeCache). A
 // result's state reads both in turn, and then the echo flag again: one
-// probe serves the three.
-const stateFresh = 10 * time.Millisecond
+// probe serves the three. A variable for tests, as the library's own.
+var stateFresh = 10 * time.Millisecond
 
 // probe reads the terminal's state on the host, or reuses the last
 // probe's answer (see stateFresh), and keeps the answer.

@@ -20,11 +20,8 @@ type probeCache struct {
 	// not last.gen, which only a kept answer sets.
 	begun atomic.Uint64
 
-	mu sync.Mutex // guards the fields below
-	// fresh is how long an answer serves: stateFresh, unless a test
-	// lengthens it to tell a reuse from its end without racing the clock.
-	fresh time.Duration
-	last  *probed // the last answer kept; nil before the first
+	mu   sync.Mutex // guards the fields below
+	last *probed    // the last answer kept; nil before the first
 	// echo is the last answer kept that read the echo flag: last itself,
 	// unless last found no terminal to read it from.
 	echo *probed
@@ -68,7 +65,7 @@ func (c *probeCache) keep(r remotestate.Result, s probed) {
 func (c *probeCache) answer() (remotestate.Result, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p := c.last; p != nil && c.gen.Load() == p.gen && time.Since(p.at) < c.freshFor() {
+	if p := c.last; p != nil && c.gen.Load() == p.gen && time.Since(p.at) < stateFresh {
 		return p.r, true
 	}
 	return remotestate.Result{}, false
@@ -79,18 +76,10 @@ func (c *probeCache) answer() (remotestate.Result, bool) {
 func (c *probeCache) echoOff() (off, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p := c.echo; p != nil && c.inGen.Load() == p.in && time.Since(p.at) < c.freshFor() {
+	if p := c.echo; p != nil && c.inGen.Load() == p.in && time.Since(p.at) < stateFresh {
 		return p.r.EchoOff, true
 	}
 	return false, false
-}
-
-// freshFor is fresh, stateFresh when unset. Call with mu held.
-func (c *probeCache) freshFor() time.Duration {
-	if c.fresh == 0 {
-		return stateFresh
-	}
-	return c.fresh
 }
 
 // hint is 1 when output, input, a signal or a resize came since the

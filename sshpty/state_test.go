@@ -99,7 +99,7 @@ func TestOneProbePerState(t *testing.T) {
 			t.Fatal("bash never waited at read -s")
 		}
 	}
-	lengthenFresh(st)
+	lengthenFresh(t)
 	st.changed() // as input does: the last answer is not reused
 	n := probes()
 	echo, fg, echo2 := st.EchoOff(), st.Foreground(), st.EchoOff()
@@ -224,7 +224,7 @@ func TestInputResizeSignalEndTheReuse(t *testing.T) {
 		}
 		return st.cache.last.at
 	}
-	lengthenFresh(st)
+	lengthenFresh(t)
 	reads := map[string]func(){"Foreground": func() { st.Foreground() }, "EchoOff": func() { st.EchoOff() }}
 	for _, tc := range []struct {
 		name string
@@ -369,10 +369,11 @@ func TestWaitingAfterAFlood(t *testing.T) {
 	}
 }
 
-// lengthenFresh makes st's answers serve for an hour, so that a test tells
-// a reuse from its end by what happened, not by how fast the machine is.
-func lengthenFresh(st stateTerminal) {
-	st.cache.mu.Lock()
-	defer st.cache.mu.Unlock()
-	st.cache.fresh = time.Hour
+// lengthenFresh makes probes' answers serve for an hour while t runs, so
+// that a test tells a reuse from its end by what happened, not by how
+// fast the machine is.
+func lengthenFresh(t *testing.T) {
+	saved := stateFresh
+	t.Cleanup(func() { stateFresh = saved })
+	stateFresh = time.Hour
 }
