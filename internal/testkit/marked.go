@@ -14,6 +14,12 @@ import (
 // started to end (a hang-up or a kill takes a moment to reach each one).
 const LeftWait = 5 * time.Second
 
+// MarkedProc is a process Marked found.
+type MarkedProc struct {
+	PID     int
+	Cmdline string // its arguments, joined by spaces
+}
+
 // NoneMarked fails t when a process whose environment holds kv still runs
 // LeftWait from now, naming each, and kills them so that a failed test
 // leaves nothing behind.
@@ -28,11 +34,10 @@ func NoneMarked(t testing.TB, kv, what string) {
 	if len(left) == 0 {
 		return
 	}
-	t.Errorf("%v after the test, processes %s started still run:\n%s", LeftWait, what, strings.Join(left, "\n"))
-	for _, l := range left {
-		pid, _, _ := strings.Cut(l, " ")
-		if n, err := strconv.Atoi(pid); err == nil {
-			_ = syscall.Kill(n, syscall.SIGKILL)
-		}
+	lines := make([]string, len(left))
+	for i, p := range left {
+		lines[i] = strconv.Itoa(p.PID) + " " + p.Cmdline
+		_ = syscall.Kill(p.PID, syscall.SIGKILL)
 	}
+	t.Errorf("%v after the test, processes %s started still ran, now killed:\n%s", LeftWait, what, strings.Join(lines, "\n"))
 }

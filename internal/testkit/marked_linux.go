@@ -10,10 +10,10 @@ import (
 )
 
 // Marked lists the live processes whose environment holds kv
-// ("NAME=value"), each as "PID command line": what a test started,
-// whatever became of their parents, sessions and terminals.
-func Marked(kv string) []string {
-	var out []string
+// ("NAME=value"): what a test started, whatever became of their parents,
+// sessions and terminals.
+func Marked(kv string) []MarkedProc {
+	var out []MarkedProc
 	buf := make([]byte, 512)
 	for _, pid := range proc.Pids() {
 		if st, ok := proc.ReadStat(pid, buf); !ok || st.Gone() || pid == os.Getpid() {
@@ -25,7 +25,7 @@ func Marked(kv string) []string {
 			continue
 		}
 		cmdline, _ := os.ReadFile(dir + "/cmdline")
-		out = append(out, strconv.Itoa(pid)+" "+strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		out = append(out, MarkedProc{pid, strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
 	}
 	return out
 }
