@@ -129,10 +129,7 @@ func TestProbeDuringAKill(t *testing.T) {
 func TestEndNamesSurvivors(t *testing.T) {
 	_, c := connect(t)
 	term, out := startTerm(t, New(c), `sleep 1007 & echo "job=$!."; echo ready; while :; do sleep 0.05; done`)
-	defer func() {
-		term.Close()
-		<-out.done
-	}()
+	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
 	job, _ := strconv.Atoi(strings.SplitN(strings.SplitN(out.String(), "job=", 2)[1], ".", 2)[0])
 	if job <= 0 {

@@ -122,10 +122,7 @@ func TestProbeShellKilled(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `echo ready; exec cat`)
-	defer func() {
-		term.Close()
-		<-out.done
-	}()
+	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
 	w := askWaiting(t, b)
 	if !w.on || w.stty == 0 || w.mark == 0 {
@@ -242,10 +239,7 @@ func TestProbeAfterABlockedWrite(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `stty raw -echo; echo ready; exec sleep 30`)
-	defer func() {
-		term.Close()
-		<-out.done
-	}()
+	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
 	if err := term.(interface{ SetWriteDeadline(time.Time) error }).SetWriteDeadline(time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
@@ -349,10 +343,7 @@ func TestProbeSeesEchoTurnedOff(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `python3 -c "import threading,time,subprocess; [threading.Thread(target=time.sleep,args=(60,),daemon=True).start() for _ in range(400)]; print('ready',flush=True); subprocess.call(['bash','--norc','-c','read x; for i in {1..3000}; do :; done; read -s y; echo done'])"`)
-	defer func() {
-		term.Close()
-		<-out.done
-	}()
+	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
 	waitRead(t, term, "read")
 	if _, err := term.Write([]byte("a\r")); err != nil {

@@ -78,10 +78,7 @@ func TestOneProbePerState(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `echo ready; read -s x; echo "got ${#x}"`)
-	defer func() {
-		term.Close()
-		<-out.done
-	}()
+	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
 	st := term.(stateTerminal)
 	h, err := b.probeShell()
@@ -132,10 +129,7 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `echo ready; read x; echo "got $x"; read -s y; echo done`)
-	defer func() {
-		term.Close()
-		<-out.done
-	}()
+	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
 	// The server is local: a stty first in the probe shell's PATH counts
 	// the starts.
@@ -209,10 +203,7 @@ func TestInputResizeSignalEndTheReuse(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `trap '' USR1; echo ready; read x; echo "got $x"`)
-	defer func() {
-		term.Close()
-		<-out.done
-	}()
+	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
 	waitRead(t, term, "read")
 	st := term.(stateTerminal)
