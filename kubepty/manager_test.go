@@ -181,7 +181,8 @@ func TestLostConnection(t *testing.T) {
 	})
 }
 
-// waitGone waits for the node's hangup to end the processes with arg.
+// waitGone waits for the processes with arg to end (of the node's hangup,
+// or of a signal they were sent).
 func waitGone(t *testing.T, arg string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -248,12 +249,7 @@ func TestKillNamesSurvivors(t *testing.T) {
 		t.Errorf("Kill with job %d frozen: %v; want it named as surviving SIGKILL", job, err)
 	}
 	thaw()
-	for deadline := time.Now().Add(10 * time.Second); len(withArg("4714")) > 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the thawed job outlived its SIGKILL")
-		}
-		time.Sleep(10 * time.Millisecond) // a bounded poll of this machine's processes
-	}
+	waitGone(t, "4714") // the thawed job dies of its SIGKILL
 }
 
 // pathWithout is a directory of links to this machine's programs but

@@ -55,8 +55,7 @@ func TestDialChecksTheHostKey(t *testing.T) {
 	term, out := startTerm(t, b, "echo dialed-in")
 	out.waitFor(t, "dialed-in")
 	term.Wait()
-	term.Close()
-	<-out.done
+	closeTerm(term, out)
 	if err := b.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}

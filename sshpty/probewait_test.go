@@ -109,8 +109,7 @@ func TestProbeWaitingShells(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "got2 pw")
-	term.Close()
-	<-out.done
+	closeTerm(term, out)
 	gone(t, w2.stty)
 	gone(t, w2.mark)
 }
@@ -186,8 +185,7 @@ func TestProbeWaitingShellKilled(t *testing.T) {
 			b := New(c)
 			term, out := startTerm(t, b, `echo ready; read -s x; echo "got $x"; read y; echo "done $y"`)
 			defer func() {
-				term.Close()
-				<-out.done
+				closeTerm(term, out)
 			}()
 			out.waitFor(t, "ready")
 			fence, off := waitRead(t, term, "read -s")
@@ -395,8 +393,7 @@ func TestProbeHintFollowsANewTerminal(t *testing.T) {
 	defer func() {
 		// Moved off its terminal, the command outlives its hang-up.
 		_ = syscall.Kill(term.PID(), syscall.SIGKILL)
-		term.Close()
-		<-out.done
+		closeTerm(term, out)
 	}()
 	if _, off := waitRead(t, term, "the first read"); off {
 		t.Fatal("echo off at the first read")
@@ -452,13 +449,11 @@ func TestProbeShellLifetime(t *testing.T) {
 	if again := askWaiting(t, b).sh; again != sh {
 		t.Errorf("the second session has probe shell %d, the first %d; want one for both", again, sh)
 	}
-	first.Close()
-	<-fout.done
+	closeTerm(first, fout)
 	if !alive(sh) || askWaiting(t, b).sh != sh {
 		t.Error("the probe shell ended, or changed, while a session still runs")
 	}
-	second.Close()
-	<-sout.done
+	closeTerm(second, sout)
 	gone(t, sh)
 }
 

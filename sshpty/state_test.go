@@ -294,8 +294,7 @@ while True: signal.pause()
 		if r, _ := st.probeNow(); !r.EchoOff {
 			t.Errorf("%s: echo still on once the command ran after stty -echo from outside", tc.name)
 		}
-		term.Close()
-		<-out.done
+		closeTerm(term, out)
 	}
 }
 

@@ -61,8 +61,7 @@ func TestEndLeavesNoRemoteProcess(t *testing.T) {
 	if took < 300*time.Millisecond || took > 3*time.Second {
 		t.Errorf("End took %v; want the 300ms grace, then SIGKILL", took)
 	}
-	term.Close()
-	<-out.done
+	closeTerm(term, out)
 	t.Logf("closed after %v", time.Since(start))
 }
 
@@ -75,8 +74,7 @@ func TestClosingTheChannelAloneLeavesProcesses(t *testing.T) {
 	out.waitFor(t, "ready")
 	pid := term.PID()
 	before := proc.Members(pid)
-	term.Close()
-	<-out.done
+	closeTerm(term, out)
 	_, _ = term.Wait()
 	var left []int
 	for _, p := range before {
@@ -130,8 +128,7 @@ func TestResizeAndSignal(t *testing.T) {
 		t.Error(err)
 	}
 	term.Wait()
-	term.Close()
-	<-out.done
+	closeTerm(term, out)
 }
 
 func TestLostConnection(t *testing.T) {
@@ -186,8 +183,7 @@ func TestPIDIsTheCommand(t *testing.T) {
 	}
 	term.End(context.Background(), time.Second)
 	term.Wait()
-	term.Close()
-	<-out.done
+	closeTerm(term, out)
 }
 
 // On a host without /proc, signals and End go as "signal" requests, which
@@ -219,10 +215,7 @@ func TestSignalRequestsWithoutProc(t *testing.T) {
 			defer func() { noProc = false }()
 			srv, c := tc.connect(t)
 			term, out := startTerm(t, New(c), script)
-			defer func() {
-				term.Close()
-				<-out.done
-			}()
+			defer closeTerm(term, out)
 			if _, ok := term.(agentpty.StateReader); ok {
 				t.Fatal("the terminal reads state on a host without /proc")
 			}
