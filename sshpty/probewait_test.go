@@ -141,14 +141,28 @@ func TestProbeShellKilled(t *testing.T) {
 	bg := make(chan struct{})
 	go func() {
 		defer close(bg)
-		h.run(waitCtx(t), "sleep 3", true) // answers only when the shell ends
+		h.run(waitCtx(t), "sleep 30", true) // answers only when the shell ends
 	}()
-	within(t, 10*time.Second, func() bool { return len(children(w.sh)) > 2 }, "the background request started")
+	sleeper := 0 // the background request's sleep, below its subshell
+	within(t, 10*time.Second, func() bool {
+		for _, k := range children(w.sh) {
+			for _, g := range children(k) {
+				if st, ok := proc.ReadStat(g, make([]byte, 512)); ok && st.Comm == "sleep" {
+					sleeper = g
+				}
+			}
+		}
+		return sleeper != 0
+	}, "the background request started")
 	if err := syscall.Kill(w.sh, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	within(t, 2*time.Second, func() bool { return !alive(w.stty) && !alive(w.mark) },
-		"the waiting shells gone while the background request (3 s) still holds the probe shell's other descriptors")
+		"the waiting shells gone while the background request still holds the probe shell's other descriptors")
+	if !alive(sleeper) {
+		t.Errorf("the background request ended before the waiting shells were seen gone: the test shows nothing")
+	}
+	syscall.Kill(sleeper, syscall.SIGKILL)
 	<-bg
 }
 
