@@ -401,7 +401,11 @@ func TestCallBesideAParkedWait(t *testing.T) {
 			matched, err := s.await(ctx, literalWait(fmt.Sprintf("FIRST-%d", i)), time.Now().Add(10*time.Second), false)
 			first <- matched && err == nil
 		}()
-		<-parked // the wait parked: nothing else waits on the session
+		select { // the wait parked: nothing else waits on the session
+		case <-parked:
+		case <-ctx.Done():
+			t.Fatalf("round %d: the wait never parked", i)
+		}
 		got := make(chan WriteResult, 1)
 		go func() {
 			w, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: strconv.Itoa(i), Submit: true, WaitFor: fmt.Sprintf("SECOND-%d", i), WaitMS: ms(5000)})
