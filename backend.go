@@ -88,7 +88,8 @@ type Terminal interface {
 	// exited already.
 	End(ctx context.Context, grace time.Duration) error
 	// Close frees the terminal; a Read or Write under way returns. It is
-	// called after End and once the output was read (or ctx of a Kill
+	// called after End, once Wait has returned (when End returned nil,
+	// else until ctx of a Kill ends) and the output was read (or ctx
 	// ended).
 	Close() error
 	// PID is the command's process id on its machine; 0 when unknown.
