@@ -85,11 +85,12 @@ type Terminal interface {
 	// End ends the command and everything it started: SIGTERM, SIGHUP a
 	// moment later, SIGKILL once grace has passed since the start or when
 	// ctx ends. Its error names what survived. The command may have
-	// exited already.
+	// exited already. A nil error says Close may follow at once: a
+	// terminal whose status comes over a connection has it by then, or
+	// waited a bound for it.
 	End(ctx context.Context, grace time.Duration) error
 	// Close frees the terminal; a Read or Write under way returns. It is
-	// called after End, once Wait has returned (when End returned nil,
-	// else until ctx of a Kill ends) and the output was read (or ctx
+	// called after End and once the output was read (or ctx of a Kill
 	// ended).
 	Close() error
 	// PID is the command's process id on its machine; 0 when unknown.

@@ -293,17 +293,10 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 
 	s.stopWrites()
 	err := s.term.End(ctx, s.m.opts.KillGrace)
-	rctx := ctx
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
-	} else {
-		// End outlived ctx to send SIGKILL and saw everything gone: the
-		// leader's status follows at once (a backend's over its
-		// connection), and closing the terminal first would lose it.
-		// killBound still bounds the wait.
-		rctx = context.WithoutCancel(ctx)
 	}
-	if reaped := s.awaitReaped(rctx); reaped == nil {
+	if reaped := s.awaitReaped(ctx); reaped == nil {
 		// What the program wrote as it ended may still be in the terminal:
 		// closing it now would lose that. reap's read deadline bounds this.
 		select {

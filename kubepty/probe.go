@@ -80,7 +80,8 @@ func (l *lockedBuffer) String() string {
 // End ends every process of the session in the container: those carrying
 // its nonce, those in the command's session, and their descendants.
 // SIGTERM, SIGHUP hupDelay later, SIGKILL once grace has passed, run by
-// one probe in the container; when ctx ends first, SIGKILL at once.
+// one probe in the container; when ctx ends first, SIGKILL at once. Once
+// they are gone it waits for the stream's status (see awaitStatus).
 func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	cs := func(d time.Duration) string { return strconv.FormatInt(int64(d/(10*time.Millisecond)), 10) }
 	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGKILL} {
@@ -100,7 +101,24 @@ func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 			return fmt.Errorf("agentpty: %s: %s: processes survived SIGKILL:%s", t.name, t.b, rest)
 		}
 	}
+	t.awaitStatus()
 	return nil
+}
+
+// statusBound is how long End waits, once the processes are gone, for
+// the command's status on the exec stream.
+const statusBound = 5 * time.Second
+
+// awaitStatus waits up to statusBound for the stream to carry the
+// command's status: the session closes the stream after End, and a status
+// not yet read would be lost.
+func (t *terminal) awaitStatus() {
+	tm := time.NewTimer(statusBound)
+	defer tm.Stop()
+	select {
+	case <-t.exited:
+	case <-tm.C:
+	}
 }
 
 // Signal sends sig to the terminal's foreground process group (or the

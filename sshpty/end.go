@@ -25,7 +25,9 @@ const killBound = 5 * time.Second
 // "signal" requests OpenSSH honours (since 7.9, and not on a root login)
 // reach the command's process group, and closing the channel hangs up the
 // terminal. A lost connection has already hung up the terminal on the
-// host: nothing is left to send.
+// host: nothing is left to send. Once everything is gone End waits, up
+// to killBound, for the command's status to arrive: the session closes
+// the channel next, and a status not yet read would be lost.
 func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	if t.pid > 0 && t.info.linux {
 		out, err := t.end(ctx, hupDelay, grace)
@@ -40,6 +42,7 @@ func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 				return fmt.Errorf("%s (%s): processes [%s] survived SIGKILL for %v", t.b, t.name, strings.TrimSpace(left), killBound)
 			}
 			if out == "gone" {
+				t.awaitStatus()
 				return nil
 			}
 		}
@@ -82,5 +85,16 @@ func (t *terminal) endBySignals(ctx context.Context, grace time.Duration) error 
 		return nil
 	case <-tm.C:
 		return fmt.Errorf("%s (%s): the command outlived SIGKILL for %v", t.b, t.name, killBound)
+	}
+}
+
+// awaitStatus waits up to killBound for the command's status, which
+// follows its death over the connection.
+func (t *terminal) awaitStatus() {
+	tm := time.NewTimer(killBound)
+	defer tm.Stop()
+	select {
+	case <-t.exited:
+	case <-tm.C:
 	}
 }
