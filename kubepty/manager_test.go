@@ -239,10 +239,7 @@ func TestKillNamesSurvivors(t *testing.T) {
 	_, b := standin(t)
 	m := newManager(t, b, "4714")
 	res := mustStart(t, m, agentpty.StartRequest{Command: `sleep 4714 & echo "job=$!."; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
-	job, _ := strconv.Atoi(strings.SplitN(strings.SplitN(res.Output, "job=", 2)[1], ".", 2)[0])
-	if job <= 0 {
-		t.Fatalf("no job in %q", res.Output)
-	}
+	job := testkit.NumberAfter(t, res.Output, "job=", ".")
 	thaw := testkit.Freeze(t, job)
 	_, err := m.Kill(ctx10(t), res.ID)
 	if err == nil || !strings.Contains(err.Error(), "survived SIGKILL") || !strings.Contains(err.Error(), " "+strconv.Itoa(job)) {

@@ -131,10 +131,7 @@ func TestEndNamesSurvivors(t *testing.T) {
 	term, out := startTerm(t, New(c), `sleep 1007 & echo "job=$!."; echo ready; while :; do sleep 0.05; done`)
 	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
-	job, _ := strconv.Atoi(strings.SplitN(strings.SplitN(out.String(), "job=", 2)[1], ".", 2)[0])
-	if job <= 0 {
-		t.Fatalf("no job in %q", out.String())
-	}
+	job := testkit.NumberAfter(t, out.String(), "job=", ".")
 	thaw := testkit.Freeze(t, job)
 	began := time.Now()
 	err := term.End(context.Background(), 300*time.Millisecond)

@@ -221,8 +221,7 @@ func TestSignalRequestsWithoutProc(t *testing.T) {
 			}
 			out.waitFor(t, "ready")
 			out.waitFor(t, ".") // the job's traps are set
-			f := strings.SplitN(strings.SplitN(out.String(), "job=", 2)[1], ".", 2)
-			bg, _ := strconv.Atoi(f[0])
+			bg := testkit.NumberAfter(t, out.String(), "job=", ".")
 			pid := term.PID()
 			if bg <= 0 || pid <= 0 {
 				t.Fatalf("the command %d and its job %d", pid, bg)

@@ -133,3 +133,17 @@ func TimeIt(f func()) float64 {
 	f()
 	return time.Since(start).Seconds()
 }
+
+// NumberAfter is the number text prints between key and the next end
+// (as "job=123." with key "job=" and end "."); the test fails when there
+// is none.
+func NumberAfter(t testing.TB, text, key, end string) int {
+	t.Helper()
+	_, rest, ok := strings.Cut(text, key)
+	num, _, ended := strings.Cut(rest, end)
+	n, err := strconv.Atoi(num)
+	if !ok || !ended || err != nil {
+		t.Fatalf("no number between %q and %q in %q", key, end, text)
+	}
+	return n
+}
