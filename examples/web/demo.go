@@ -17,8 +17,11 @@ var demoSessions = []struct {
 	input   string // typed once it is ready, as a model would
 }{
 	{"python3", agentpty.StartRequest{Command: "python3 -q", Cols: 100, Rows: 24, WaitFor: ">>> "}, "print('hello from the model')"},
-	{"top", agentpty.StartRequest{Shell: true, Command: "top -d 1", Cols: 120, Rows: 32}, ""},
-	{"vim", agentpty.StartRequest{Command: "vim", Cols: 100, Rows: 30}, ""},
+	// top never ends: its start waits briefly for it to draw, not for its end.
+	{"top", agentpty.StartRequest{Shell: true, Command: "top -d 1", Cols: 120, Rows: 32, WaitMS: agentpty.Millis(1500)}, ""},
+	// vim waits for the login profile: one killed midway can leave a lock
+	// that stalls the next login shells.
+	{"vim", agentpty.StartRequest{Command: "vim", Cols: 100, Rows: 30, WaitUntil: agentpty.WaitUntilInput}, ""},
 }
 
 // startDemo starts the demo sessions whose programs are installed, and

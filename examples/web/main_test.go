@@ -613,7 +613,8 @@ func TestSlowViewer(t *testing.T) {
 }
 
 // TestRunDemo runs the command as `go run ./web --demo` does: it prints the
-// page's URL once the demo sessions are up, and they are in the list.
+// page's URL once the demo sessions are up, and they are in the list, each
+// with its program in the foreground.
 func TestRunDemo(t *testing.T) {
 	for _, prog := range []string{"python3", "top", "vim"} {
 		need(t, prog)
@@ -644,12 +645,14 @@ func TestRunDemo(t *testing.T) {
 	var list listMessage
 	err = json.NewDecoder(resp.Body).Decode(&list)
 	resp.Body.Close()
-	var commands []string
+	// Each program runs in the foreground once the demo is up: vim after
+	// the login profile, top typed at the shell's prompt.
+	var sessions []string
 	for _, s := range list.Sessions {
-		commands = append(commands, s.Command)
+		sessions = append(sessions, s.Command+" ("+s.Foreground+")")
 	}
-	if err != nil || strings.Join(commands, ", ") != "python3 -q, top -d 1, vim" {
-		t.Errorf("the demo's sessions: %q, %v", commands, err)
+	if err != nil || strings.Join(sessions, ", ") != "python3 -q (python3), top -d 1 (top), vim (vim)" {
+		t.Errorf("the demo's sessions: %q, %v", sessions, err)
 	}
 	cancel()
 	if err := <-done; err != nil {
