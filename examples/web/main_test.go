@@ -199,19 +199,37 @@ func awaitList(t *testing.T, tab context.Context, want string) {
 
 // awaitScreen waits until the terminal in the page shows the session's
 // screen: the text of Session.Screen, read from xterm.js's buffer, at the
-// session's own size.
+// session's own size. The screen is read again on every round, since the
+// program may still be drawing (a prompt after the text a wait matched).
 func awaitScreen(t *testing.T, tab context.Context, sess *agentpty.Session) {
 	t.Helper()
-	scr := sess.Screen()
-	want := scr.Text()
-	if strings.TrimSpace(want) == "" {
-		t.Fatalf("%s: the screen is empty; nothing to compare", sess.ID())
+	type page struct {
+		ID   string `json:"id"`
+		Text string `json:"text"`
+		Cols int    `json:"cols"`
+		Rows int    `json:"rows"`
 	}
-	awaitPage(t, tab, "window.agentpty.id === "+strconv.Quote(sess.ID())+" && window.agentpty.screenText() === "+strconv.Quote(want),
-		"window.agentpty.id + ':\\n' + window.agentpty.screenText()")
-	size := eval[[]int](t, tab, "[window.agentpty.term.cols, window.agentpty.term.rows]")
-	if size[0] != scr.Cols || size[1] != scr.Rows {
-		t.Errorf("%s: the page's terminal is %dx%d, the session's %dx%d", sess.ID(), size[0], size[1], scr.Cols, scr.Rows)
+	const read = `(() => { const a = window.agentpty, t = a.term; return {id: a.id || '', text: a.screenText(), cols: t ? t.cols : 0, rows: t ? t.rows : 0} })()`
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		scr := sess.Screen()
+		want := scr.Text()
+		if strings.TrimSpace(want) == "" {
+			t.Fatalf("%s: the screen is empty; nothing to compare", sess.ID())
+		}
+		got := eval[page](t, tab, read)
+		if got.ID == sess.ID() && got.Text == want {
+			if got.Cols != scr.Cols || got.Rows != scr.Rows {
+				t.Errorf("%s: the page's terminal is %dx%d, the session's %dx%d", sess.ID(), got.Cols, got.Rows, scr.Cols, scr.Rows)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page never showed %s's screen:\n%s\nit shows %s:\n%s", sess.ID(), want, got.ID, got.Text)
+		}
+		<-tick.C
 	}
 }
 
