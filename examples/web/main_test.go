@@ -341,7 +341,11 @@ func TestWeb(t *testing.T) {
 		awaitScreen(t, tab, vim)
 		screenshot(t, tab, "agentpty-web.png")
 
-		// Another session, by a click on its row; then live output.
+		// Another session, by a click on its row; then live output. The
+		// row stays the same element through the list's updates (here the
+		// viewers' counts), so the click cannot land on a row just replaced.
+		pyRow := `document.querySelector('#list tr[data-id="` + py.ID() + `"]')`
+		eval[bool](t, tab, `(window.pyRow = `+pyRow+`) !== null`)
 		do(t, ctx, tab, chromedp.Click(chromedp.CSS(`#list tr[data-id="`+py.ID()+`"]`)))
 		awaitScreen(t, tab, py)
 		if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print(6 * 7)", Submit: true, WaitUntil: "input"}); err != nil {
@@ -362,6 +366,9 @@ func TestWeb(t *testing.T) {
 			t.Fatal(err)
 		}
 		awaitPage(t, tab, `![...document.querySelectorAll('#list tr')].some(r => r.dataset.id === `+strconv.Quote(cat.ID)+`)`, listRows)
+		if !eval[bool](t, tab, `window.pyRow === `+pyRow) {
+			t.Errorf("the list replaced %s's row as it changed", py.ID())
+		}
 
 		// Watching only: neither the page's keys nor bytes sent straight on
 		// the WebSocket reach the program.

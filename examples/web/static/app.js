@@ -29,27 +29,41 @@
 
   function status(text) { $('status').textContent = text; }
 
+  // render updates the list's rows in place: a row stays the same element
+  // while its session lives, so a click lands on the row it was aimed at.
+  const columns = ['id', 'command', 'state', 'foreground', 'size', 'viewers'];
   function render() {
     const body = $('list');
-    body.replaceChildren();
+    const rows = new Map([...body.rows].map(tr => [tr.dataset.id, tr]));
+    let next = body.firstElementChild;
     for (const s of app.sessions) {
-      const tr = document.createElement('tr');
-      tr.dataset.id = s.id;
-      if (s.id === app.id) tr.classList.add('open');
-      if (s.state === 'exited') tr.classList.add('exited');
+      let tr = rows.get(s.id);
+      rows.delete(s.id);
+      if (!tr) {
+        tr = document.createElement('tr');
+        tr.dataset.id = s.id;
+        for (const cls of columns) {
+          const td = document.createElement('td');
+          td.className = cls;
+          tr.appendChild(td);
+        }
+        tr.addEventListener('click', () => open(s.id, true));
+      }
+      if (tr !== next) body.insertBefore(tr, next);
+      next = tr.nextElementSibling;
+      tr.classList.toggle('open', s.id === app.id);
+      tr.classList.toggle('exited', s.state === 'exited');
       let state = s.state;
       if (s.exit_code != null) state += ' (' + s.exit_code + ')';
       if (s.signal) state += ' (' + s.signal + ')';
-      for (const [cls, text] of [['id', s.id], ['command', s.command], ['state', state], ['foreground', s.foreground], ['size', s.cols + '×' + s.rows], ['viewers', String(s.viewers)]]) {
-        const td = document.createElement('td');
-        td.className = cls;
-        td.textContent = text;
-        if (cls === 'command') td.title = text;
-        tr.appendChild(td);
-      }
-      tr.addEventListener('click', () => open(s.id, true));
-      body.appendChild(tr);
+      const texts = [s.id, s.command, state, s.foreground, s.cols + '×' + s.rows, String(s.viewers)];
+      columns.forEach((cls, i) => {
+        const td = tr.cells[i];
+        if (td.textContent !== texts[i]) td.textContent = texts[i];
+        if (cls === 'command') td.title = texts[i];
+      });
     }
+    for (const tr of rows.values()) tr.remove();
     $('empty').hidden = app.sessions.length > 0;
     const mode = $('mode');
     mode.textContent = app.typing ? 'typing allowed' : 'watching';
