@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -441,6 +442,96 @@ func TestWeb(t *testing.T) {
 		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+py.ID()))
 		awaitScreen(t, tab, py)
 		screenshot(t, tab, "agentpty-web-typing.png")
+	})
+
+	t.Run("no replies from the page", func(t *testing.T) {
+		// The program asks the terminal what a program may ask (device
+		// attributes, cursor position, size, a mode, the background colour)
+		// and turns on focus reports; the library answers. The page's
+		// xterm.js answers too, and reports focus, but those are not a
+		// person's keys: with typing allowed the program must get exactly
+		// what it gets when no page watches.
+		need(t, "python3")
+		ctx := testContext(t)
+		srv := startServer(t, config{addr: "127.0.0.1:0", allowTyping: true})
+		dir := t.TempDir()
+		prog := `import os, sys, tty
+tty.setraw(0)
+os.write(1, b"ready\r\n")
+def until(mark):
+    got = b""
+    while mark not in got:
+        got += os.read(0, 1024)
+    return got
+until(b"go")
+os.write(1, b"\x1b[?1004h\x1b[c\x1b[>c\x1b[6n\x1b[18t\x1b[?2004$p\x1b]11;?\x1b\\asked\r\n")
+open(sys.argv[1], "wb").write(until(b"end"))
+os.write(1, b"done\r\n")
+`
+		if err := os.WriteFile(filepath.Join(dir, "ask.py"), []byte(prog), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// ask runs the program to its questions; once answered runs, it
+		// ends the program and returns what the program read.
+		ask := func(name string, answered func(id string)) string {
+			t.Helper()
+			res, err := srv.m.Start(ctx, agentpty.StartRequest{Command: "python3 ask.py " + name, Cwd: dir, Cols: 80, Rows: 10, WaitFor: "ready"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answered(res.ID)
+			// The library's own answers have been typed once the program
+			// waits for input again.
+			if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: "end", WaitFor: "done"}); err != nil || !got.Matched {
+				t.Fatalf("end %s: %+v, %v", name, got, err)
+			}
+			read, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSuffix(string(read), "end")
+		}
+		goAsk := func(id string) {
+			t.Helper()
+			if got, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: id, Input: "go", WaitFor: "asked"}); err != nil || !got.Matched {
+				t.Fatalf("go: %+v, %v", got, err)
+			}
+		}
+		alone := ask("alone", goAsk)
+		if !strings.Contains(alone, "R") {
+			t.Fatalf("the library did not answer the cursor position: %q", alone)
+		}
+
+		tab := newTab(t, browser)
+		var emitted []string
+		watched := ask("watched", func(id string) {
+			sess, _ := srv.m.Session(id)
+			do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+id))
+			awaitScreen(t, tab, sess)
+			eval[bool](t, tab, `(window.emitted = [], window.agentpty.term.onData(d => window.emitted.push(d)), true)`)
+			goAsk(id)
+			// The page has read the questions once it shows what follows them;
+			// then it loses and regains the focus.
+			awaitScreen(t, tab, sess)
+			eval[bool](t, tab, `(window.agentpty.term.blur(), window.agentpty.term.focus(), true)`)
+			emitted = eval[[]string](t, tab, `window.emitted`)
+			// Whatever the page sent has been typed once the server has
+			// read its WebSocket to the end.
+			eval[bool](t, tab, `(window.agentpty.socket.close(), true)`)
+			srv.awaitViewers(t, ctx, id, 0)
+		})
+		// The control: the page's terminal did answer and report focus.
+		for _, want := range []string{"\x1b[?1;2c", "\x1b[2;1R", "\x1b[I"} {
+			if !slices.Contains(emitted, want) {
+				t.Errorf("the page's terminal did not emit %q: %q", want, emitted)
+			}
+		}
+		if watched != alone {
+			t.Errorf("the page typed its terminal's answers:\nwatched: %q\nalone:   %q", watched, alone)
+		}
 	})
 
 	t.Run("token", func(t *testing.T) {

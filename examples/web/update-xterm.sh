@@ -2,7 +2,9 @@
 # Fetches the pinned @xterm/xterm from npm and copies its built files and
 # licence into static/xterm, where go:embed takes them. To move to another
 # release: XTERM_VERSION=x.y.z ./update-xterm.sh, then change the default
-# below and commit the files.
+# below and commit the files. static/app.js sends the person's input only
+# as xterm.js's core marks it (coreService.onUserInput): TestWeb's "typing
+# allowed" fails on a release without that hook.
 set -euo pipefail
 version="${XTERM_VERSION:-6.0.0}"
 here="$(cd "$(dirname "$0")" && pwd)"

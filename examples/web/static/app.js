@@ -104,7 +104,21 @@
     const send = data => {
       if (app.typing && termSocket && termSocket.readyState === WebSocket.OPEN) termSocket.send(data);
     };
-    t.onData(d => send(encoder.encode(d)));
+    // onData carries the person's keys, pastes and mouse, but also
+    // xterm.js's own answers to the program's queries (device attributes,
+    // cursor position, modes, colours, focus reports), which the library
+    // already gives: only what xterm.js marks as user input is sent. Its
+    // core fires onUserInput just before such data; an xterm.js without
+    // that hook sends nothing rather than its answers.
+    const core = t._core && t._core.coreService;
+    let fromPerson = false;
+    if (core && core.onUserInput) core.onUserInput(() => { fromPerson = true; });
+    else console.error('agentpty: this xterm.js does not mark user input; typing is off');
+    t.onData(d => {
+      const person = fromPerson;
+      fromPerson = false;
+      if (person) send(encoder.encode(d));
+    });
     t.onBinary(d => send(Uint8Array.from(d, c => c.charCodeAt(0))));
     return app.term = t;
   }
