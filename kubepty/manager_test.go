@@ -102,9 +102,7 @@ func TestKill(t *testing.T) {
 		t.Fatalf("not ready: %q", res.Output)
 	}
 	for _, mark := range []string{"4711", "4712", "4713"} {
-		if len(withArg(mark)) == 0 {
-			t.Fatalf("control: sleep %s is not running", mark)
-		}
+		waitRunning(t, mark) // the control: each job execs sleep a moment after "ready" may be printed
 	}
 	kr, err := m.Kill(ctx10(t), res.ID)
 	if err != nil {
@@ -185,9 +183,24 @@ func TestLostConnection(t *testing.T) {
 // or of a signal they were sent).
 func waitGone(t *testing.T, arg string) {
 	t.Helper()
+	waitArg(t, arg, false)
+}
+
+// waitRunning waits for a process with arg to run: a background job
+// execs its program some time after the shell went on.
+func waitRunning(t *testing.T, arg string) {
+	t.Helper()
+	waitArg(t, arg, true)
+}
+
+func waitArg(t *testing.T, arg string, running bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(withArg(arg)) > 0 {
+	for (len(withArg(arg)) > 0) != running {
 		if time.Now().After(deadline) {
+			if running {
+				t.Fatalf("no process with %q runs", arg)
+			}
 			t.Fatalf("processes with %q still run: %v", arg, withArg(arg))
 		}
 		time.Sleep(20 * time.Millisecond)
