@@ -75,6 +75,11 @@ func withArg(arg string) []int {
 	return out
 }
 
+// mark is the argument n of a test's sleep made this run's own (n.PID:
+// the same seconds): withArg looks at the whole machine, where another
+// run of these tests may have its sleeps too.
+func mark(n int) string { return strconv.Itoa(n) + "." + strconv.Itoa(os.Getpid()) }
+
 func ctx10(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
@@ -94,23 +99,22 @@ func ptr(n int) *int { return &n }
 // setsid (it still carries the session's nonce).
 func TestKill(t *testing.T) {
 	_, b := standin(t)
-	m := newManager(t, b, "4711", "4712", "4713")
+	marks := []string{mark(4711), mark(4712), mark(4713)}
+	m := newManager(t, b, marks...)
 	res := mustStart(t, m, agentpty.StartRequest{
-		Command: `trap "" TERM HUP; sleep 4711 & (trap "" TERM HUP; sleep 4712) & setsid sleep 4713 & echo ready; wait`,
+		Command: `trap "" TERM HUP; sleep ` + marks[0] + ` & (trap "" TERM HUP; sleep ` + marks[1] + `) & setsid sleep ` + marks[2] + ` & echo ready; wait`,
 		WaitFor: "ready"})
 	if !res.Matched {
 		t.Fatalf("not ready: %q", res.Output)
 	}
-	for _, mark := range []string{"4711", "4712", "4713"} {
-		if len(withArg(mark)) == 0 {
-			t.Fatalf("control: sleep %s is not running", mark)
-		}
+	for _, mark := range marks {
+		waitRunning(t, mark) // the control: each job execs sleep a moment after "ready" may be printed
 	}
 	kr, err := m.Kill(ctx10(t), res.ID)
 	if err != nil {
 		t.Fatalf("Kill: %v", err)
 	}
-	for _, mark := range []string{"4711", "4712", "4713"} {
+	for _, mark := range marks {
 		if left := withArg(mark); len(left) > 0 {
 			t.Errorf("sleep %s survived Kill: %v (result %+v)", mark, left, kr)
 		}
@@ -120,8 +124,8 @@ func TestKill(t *testing.T) {
 // A signal's end arrives as the runtime reports it.
 func TestExitSignal(t *testing.T) {
 	_, b := standin(t)
-	m := newManager(t, b, "4714")
-	res := mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec sleep 4714", WaitFor: "ready"})
+	m := newManager(t, b, mark(4714))
+	res := mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec sleep " + mark(4714), WaitFor: "ready"})
 	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, SendSignal: "TERM", WaitMS: ptr(5000)})
 	// The exec API reports a signal's death as 128+N; the session sent
 	// that signal to the command, so it says the signal (see
@@ -157,10 +161,10 @@ func TestManySessions(t *testing.T) {
 func TestLostConnection(t *testing.T) {
 	bothProtocols(t, func(t *testing.T, spdyOnly bool, srv *kubetest.Server, b *Backend) {
 		t.Cleanup(heartbeatsEnd)
-		m := newManagerLost(t, b, true, "4715")
+		m := newManagerLost(t, b, true, mark(4715))
 		var ids []string
 		for range 3 {
-			ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; sleep 4715", WaitFor: "ready"}).ID)
+			ids = append(ids, mustStart(t, m, agentpty.StartRequest{Command: "echo ready; sleep " + mark(4715), WaitFor: "ready"}).ID)
 		}
 		srv.Kill()
 		for _, id := range ids {
@@ -177,7 +181,7 @@ func TestLostConnection(t *testing.T) {
 		if _, err := m.Start(ctx10(t), agentpty.StartRequest{Command: "true"}); err == nil {
 			t.Errorf("a start with the server gone succeeded")
 		}
-		waitGone(t, "4715")
+		waitGone(t, mark(4715))
 	})
 }
 
@@ -185,9 +189,24 @@ func TestLostConnection(t *testing.T) {
 // or of a signal they were sent).
 func waitGone(t *testing.T, arg string) {
 	t.Helper()
+	waitArg(t, arg, false)
+}
+
+// waitRunning waits for a process with arg to run: a background job
+// execs its program some time after the shell went on.
+func waitRunning(t *testing.T, arg string) {
+	t.Helper()
+	waitArg(t, arg, true)
+}
+
+func waitArg(t *testing.T, arg string, running bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(withArg(arg)) > 0 {
+	for (len(withArg(arg)) > 0) != running {
 		if time.Now().After(deadline) {
+			if running {
+				t.Fatalf("no process with %q runs", arg)
+			}
 			t.Fatalf("processes with %q still run: %v", arg, withArg(arg))
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -237,8 +256,8 @@ func TestProbeWithoutGrep(t *testing.T) {
 // survived; thawed, it dies of the SIGKILL it was sent.
 func TestKillNamesSurvivors(t *testing.T) {
 	_, b := standin(t)
-	m := newManager(t, b, "4714")
-	res := mustStart(t, m, agentpty.StartRequest{Command: `sleep 4714 & echo "job=$!."; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
+	m := newManager(t, b, mark(4714))
+	res := mustStart(t, m, agentpty.StartRequest{Command: `sleep ` + mark(4714) + ` & echo "job=$!."; echo ready; while :; do sleep 0.05; done`, WaitFor: "ready"})
 	job := testkit.NumberAfter(t, res.Output, "job=", ".")
 	thaw := testkit.Freeze(t, job)
 	_, err := m.Kill(ctx10(t), res.ID)
@@ -246,7 +265,7 @@ func TestKillNamesSurvivors(t *testing.T) {
 		t.Errorf("Kill with job %d frozen: %v; want it named as surviving SIGKILL", job, err)
 	}
 	thaw()
-	waitGone(t, "4714") // the thawed job dies of its SIGKILL
+	waitGone(t, mark(4714)) // the thawed job dies of its SIGKILL
 }
 
 // pathWithout is a directory of links to this machine's programs but

@@ -11,7 +11,7 @@ import (
 // itself, and a code otherwise.
 func TestSignalDeaths(t *testing.T) {
 	_, b := standin(t)
-	m := newManager(t, b, "4715")
+	m := newManager(t, b, mark(4715))
 	// The same code chosen by the program is a code.
 	res := mustStart(t, m, agentpty.StartRequest{Command: "echo bye; exit 143", WaitMS: ptr(5000)})
 	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 143 || res.Signal != "" {
@@ -19,7 +19,7 @@ func TestSignalDeaths(t *testing.T) {
 	}
 	// A signal that reached only the foreground job, not the command (a
 	// shell with job control), leaves the shell's own exit a code.
-	res = mustStart(t, m, agentpty.StartRequest{Command: "set -m; echo ready; sleep 4715; exit $?", WaitFor: "ready"})
+	res = mustStart(t, m, agentpty.StartRequest{Command: "set -m; echo ready; sleep " + mark(4715) + "; exit $?", WaitFor: "ready"})
 	// The shell prints "ready" before sleep is in front: until then the
 	// signal would reach the shell.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -35,7 +35,7 @@ func TestSignalDeaths(t *testing.T) {
 		t.Errorf("the job's SIGTERM: exited %v code %v signal %q", w.Exited, w.ExitCode, w.Signal)
 	}
 	// Kill's TERM ends the command: the signal.
-	res = mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec sleep 4715", WaitFor: "ready"})
+	res = mustStart(t, m, agentpty.StartRequest{Command: "echo ready; exec sleep " + mark(4715), WaitFor: "ready"})
 	k, err := m.Kill(ctx10(t), res.ID)
 	if err != nil || k.ExitCode != nil || k.Signal != "SIGTERM" {
 		t.Errorf("Kill: code %v signal %q (%v)", k.ExitCode, k.Signal, err)
@@ -43,9 +43,9 @@ func TestSignalDeaths(t *testing.T) {
 	// Kill's HUP and KILL are the session's too: a command that ignores
 	// TERM (an ignored signal stays ignored across exec) dies of HUP, one
 	// that ignores both of KILL. A short grace keeps the KILL quick.
-	mk := newManagerOpts(t, agentpty.Options{Backend: b, KillGrace: 500 * time.Millisecond}, false, "4716")
+	mk := newManagerOpts(t, agentpty.Options{Backend: b, KillGrace: 500 * time.Millisecond}, false, mark(4716))
 	for _, c := range []struct{ traps, want string }{{"TERM", "SIGHUP"}, {"TERM HUP", "SIGKILL"}} {
-		res = mustStart(t, mk, agentpty.StartRequest{Command: "trap '' " + c.traps + "; echo ready; exec sleep 4716", WaitFor: "ready"})
+		res = mustStart(t, mk, agentpty.StartRequest{Command: "trap '' " + c.traps + "; echo ready; exec sleep " + mark(4716), WaitFor: "ready"})
 		k, err := mk.Kill(ctx10(t), res.ID)
 		if err != nil || k.ExitCode != nil || k.Signal != c.want {
 			t.Errorf("Kill ignoring %s: code %v signal %q (%v), want %s", c.traps, k.ExitCode, k.Signal, err, c.want)

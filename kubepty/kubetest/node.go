@@ -28,10 +28,9 @@ type node struct {
 	execs map[int]bool
 }
 
-// hangup does what closing their terminals does to the commands of
-// streams whose API server died: SIGHUP to each one's process group (the
-// master here is blocking, as creack/pty leaves it, so its Close would
-// not interrupt the copy reading it).
+// hangup does at once what closing their terminals does to the commands
+// of streams whose API server died: SIGHUP to each one's process group,
+// without waiting for each stream's end to reach its terminal.
 func (n *node) hangup() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -95,7 +94,7 @@ func (n *node) ExecInContainer(ctx context.Context, name, uid, container string,
 // output copied out, later sizes applied, and the terminal closed when
 // the stream goes.
 func (n *node) execTTY(c *exec.Cmd, in io.Reader, out io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
-	ptmx, err := pty.StartWithSize(c, firstSize(resize))
+	ptmx, err := startTTY(c, firstSize(resize))
 	if err != nil {
 		return err
 	}
@@ -124,18 +123,54 @@ func (n *node) execTTY(c *exec.Cmd, in io.Reader, out io.WriteCloser, resize <-c
 	}()
 	werr := c.Wait()
 	close(exited)
-	// Output the command wrote before it exited is on its way; what a
-	// background job writes later is not the command's.
+	// As a runtime does, the stream ends once the terminal is drained: its
+	// read fails (EIO) when no process holds it any more. A background job
+	// that holds it would keep a runtime's stream open until it ends; here
+	// it gets drainLimit.
 	select {
 	case <-outDone:
-	case <-time.After(200 * time.Millisecond):
+	case <-time.After(drainLimit):
 	}
 	_ = ptmx.Close()
 	<-outDone
 	return exitError(werr)
 }
 
-// firstSize is the size the client sends at once, or zero.
+// drainLimit bounds how long a command's terminal is read after it
+// exited while another process (a background job) still holds it.
+const drainLimit = 5 * time.Second
+
+// firstSizeLimit bounds the wait for the client's first size, which it
+// sends as the stream opens: on a loaded machine that may take seconds.
+const firstSizeLimit = 10 * time.Second
+
+// startTTY starts c as pty.StartWithSize does, on a master in
+// non-blocking mode: creack/pty's ioctls leave it blocking, and a blocking
+// master's Close would not end the copy reading it (the drain's bound and
+// a closed stream's hangup rely on that).
+func startTTY(c *exec.Cmd, size *pty.Winsize) (*os.File, error) {
+	ptmx, err := pty.StartWithSize(c, size)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Dup(int(ptmx.Fd()))
+	ptmx.Close()
+	if err == nil {
+		unix.CloseOnExec(fd)
+		if err = unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
+
+// firstSize is the size the client sends as the stream opens, or zero if
+// none comes within firstSizeLimit.
 func firstSize(resize <-chan remotecommand.TerminalSize) *pty.Winsize {
 	var size pty.Winsize
 	if resize == nil {
@@ -146,7 +181,7 @@ func firstSize(resize <-chan remotecommand.TerminalSize) *pty.Winsize {
 		if ok {
 			size = pty.Winsize{Cols: s.Width, Rows: s.Height}
 		}
-	case <-time.After(time.Second):
+	case <-time.After(firstSizeLimit):
 	}
 	return &size
 }
