@@ -129,7 +129,8 @@ now; E=$((N + G))
 scan
 [ -n "$L" ] || { echo "$Q gone"; return; }
 kill -s TERM $L; kill -s CONT $L
-if ! ign; then h=$((N + H)); [ $h -gt $E ] && h=$E; gone $h && { echo "$Q gone"; return; }; fi
+# SIGHUP comes $H after SIGTERM, however long the scan before it took.
+if ! ign; then now; h=$((N + H)); [ $h -gt $E ] && h=$E; gone $h && { echo "$Q gone"; return; }; fi
 scan
 [ -z "$L" ] || { kill -s HUP $L; kill -s CONT $L; }
 gone $E && { echo "$Q gone"; return; }
