@@ -286,9 +286,23 @@ while True: signal.pause()
 		if r, _ := st.probeNow(); r.EchoOff {
 			t.Fatalf("%s: echo off before the change", tc.name)
 		}
-		// The server is local: the terminal is this machine's.
+		// The server is local: the terminal is this machine's, and so are
+		// the command's run times.
+		ran := fmt.Sprintf("/proc/%d/schedstat", term.PID())
+		before, err := os.ReadFile(ran)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if msg, err := exec.Command("sh", "-c", "stty -echo <"+dev).CombinedOutput(); err != nil {
 			t.Fatalf("stty -echo <%s: %v %s", dev, err, msg)
+		}
+		if tc.seenAtOnce {
+			// Woken, it may not have run yet when the probe reads its run
+			// times: the probe follows its run.
+			within(t, 10*time.Second, func() bool {
+				now, err := os.ReadFile(ran)
+				return err != nil || string(now) != string(before)
+			}, tc.name+": the reader ran once the modes changed")
 		}
 		if r, _ := st.probeNow(); r.EchoOff != tc.seenAtOnce {
 			t.Errorf("%s: after stty -echo from outside, before a signal: echo off %v; want %v", tc.name, r.EchoOff, tc.seenAtOnce)
