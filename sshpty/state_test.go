@@ -202,6 +202,54 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 	out.waitFor(t, "done")
 }
 
+// A program can run and block again between the probe's read of its run
+// times and its look at what it waits in: woken, it turned echo off and
+// reads again. The probe, seeing it wait, reads the run times again, and
+// reads the flag and writes a mark anew rather than reusing those kept
+// at rest. The probe shell is made to wake it there (a signal whose trap
+// runs stty -echo) and to wait until it is back at its read.
+func TestProbeSeesARunBetweenItsReads(t *testing.T) {
+	testkit.Need(t, "stty")
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `trap 'stty -echo' USR1; echo ready; while :; do read x; done`)
+	defer closeTerm(term, out)
+	out.waitFor(t, "ready")
+	h, err := b.probeShell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One line, as every request to the probe shell.
+	hook := `eval "$(declare -f echostart | sed '1s/^echostart/echostart0/')"; ` +
+		`echostart() { echostart0; [ -n "$RACE" ] || return 0; RACE=; ` +
+		`read -r RA0 RB </proc/$P/schedstat; read -r RN0 RB </proc/$P/syscall; kill -USR1 $P; RI=0; ` +
+		`while [ $RI -lt 1000 ]; do RI=$((RI + 1)); read -r RA RB </proc/$P/schedstat; read -r RN RB </proc/$P/syscall; ` +
+		`[ "$RA" != "$RA0" ] && [ "$RN" = "$RN0" ] && return 0; sleep 0.01; done; }`
+	if _, err := h.run(waitCtx(t), hook, false); err != nil {
+		t.Fatal(err)
+	}
+	st := term.(stateTerminal)
+	ctx := waitCtx(t)
+	mark := 0
+	for {
+		a, b := probeTwice(st)
+		if a.Fg.Waiting && b.Fg.Waiting && a.Fence == b.Fence && !b.EchoOff {
+			mark = b.Fence
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("bash never came to rest at read")
+		}
+	}
+	if _, err := h.run(waitCtx(t), "RACE=1", false); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := st.probeNow()
+	if !ok || !r.Fg.Waiting || !r.EchoOff || r.Fence <= mark {
+		t.Errorf("bash ran stty -echo and read again between the probe's reads: %+v %v; want it waiting, echo off, a new mark after %d", r, ok, mark)
+	}
+}
+
 // Input, a resize or a signal ends the reuse of a probe's answer:
 // Foreground and EchoOff ask the host again after any of them, however
 // fresh the answer. The control, the same reads with nothing in between,
