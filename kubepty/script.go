@@ -57,17 +57,32 @@ scan() {
 		esac
 	done
 }
-until_gone() { Z=$1; while :; do scan; [ -n "$L" ] || return 0; now; [ "$U" -lt "$Z" ] || return 1; sleep 0.02 || sleep 1; done; }
+# until_gone scans until nothing is left (true) or a scan begun at
+# deadline $1 or later still finds some (false): the time is read before
+# the scan, so a scan that outlasts the deadline does not end the wait.
+# With $2 it sends SIGKILL to what each scan finds (a child forked just
+# before it).
+until_gone() {
+	Z=$1 Y=$2
+	while :; do
+		now; s=$U
+		scan; [ -n "$L" ] || return 0
+		[ -z "$Y" ] || kill -s KILL $L
+		[ "$s" -lt "$Z" ] || return 1
+		sleep 0.02 || sleep 1
+	done
+}
 end() {
-	now; h=$((U + $1)) E=$((U + $2)); K=
-	[ $h -gt $E ] && h=$E
+	now; G=$1 E=$((U + $2)); K=
 	scan; [ -n "$L" ] || { echo gone; return; }
 	kill -s TERM $L; kill -s CONT $L
+	# SIGHUP comes $G after SIGTERM, however long the scan before it took.
+	now; h=$((U + G)); [ $h -gt $E ] && h=$E
 	until_gone $h && { echo gone; return; }
 	kill -s HUP $L; kill -s CONT $L
 	until_gone $E && { echo gone; return; }
 	kill -s KILL $L
-	now; until_gone $((U + 100)) && { echo gone; return; }
+	now; until_gone $((U + 100)) k && { echo gone; return; }
 	echo "left$L"
 }
 case $A in

@@ -10,8 +10,8 @@ import (
 )
 
 // hupDelay is the local library's: how long after SIGTERM what is left of
-// the session gets SIGHUP.
-const hupDelay = 200 * time.Millisecond
+// the session gets SIGHUP. A variable so that a test can lengthen it.
+var hupDelay = 200 * time.Millisecond
 
 // killBound is how long End waits for the host's kernel after SIGKILL
 // before it names the survivors.

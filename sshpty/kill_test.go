@@ -15,13 +15,19 @@ import (
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
-// Kill's schedule on the host: SIGTERM (and SIGCONT) first, SIGHUP 200 ms
-// later, or at once when all that is left ignores TERM, and SIGKILL once
-// KillGrace has passed. The command logs when each signal reaches it; it
-// survives TERM and HUP, so only SIGKILL ends it. Where TERM is ignored
-// it cannot be seen, and the SIGCONT sent with it marks its time.
+// Kill's schedule on the host: SIGTERM (and SIGCONT) first, SIGHUP
+// hupDelay later, or at once when all that is left ignores TERM, and
+// SIGKILL once KillGrace has passed. The command logs when each signal
+// reaches it; it survives TERM and HUP, so only SIGKILL ends it. Where
+// TERM is ignored it cannot be seen, and the SIGCONT sent with it marks
+// its time. hupDelay and the grace are long here, so that the bounds
+// keep a second's margin for a loaded machine's slow /proc scans and
+// still tell a HUP sent at once from one sent on time.
 func TestKillSchedule(t *testing.T) {
-	const grace = time.Second
+	const grace = 5 * time.Second
+	saved := hupDelay
+	t.Cleanup(func() { hupDelay = saved })
+	hupDelay = 2 * time.Second
 	_, c := connect(t)
 	m := newManager(t, c, agentpty.Options{KillGrace: grace})
 	dir := t.TempDir()
@@ -35,8 +41,9 @@ func TestKillSchedule(t *testing.T) {
 		minHUP time.Duration // HUP's least delay after it
 		maxHUP time.Duration // and its most
 	}{
-		{"TERM caught", logged("TERM", "LOG") + logged("HUP", "LOG"), "TERM", 150 * time.Millisecond, grace - 200*time.Millisecond},
-		{"TERM ignored", `trap '' TERM; ` + logged("CONT", "LOG") + logged("HUP", "LOG"), "CONT", 0, 120 * time.Millisecond},
+		{"TERM caught", logged("TERM", "LOG") + logged("HUP", "LOG"), "TERM", hupDelay - 500*time.Millisecond, grace - time.Second},
+		// HUP follows CONT at once here: bash may run HUP's trap first.
+		{"TERM ignored", `trap '' TERM; ` + logged("CONT", "LOG") + logged("HUP", "LOG"), "CONT", -time.Second, hupDelay - time.Second},
 	} {
 		log := filepath.Join(dir, strconv.Itoa(len(tc.name))+tc.first)
 		script := strings.ReplaceAll(tc.traps, "LOG", log) + `echo ready; while :; do read -r x || sleep 1; done`

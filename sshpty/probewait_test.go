@@ -490,6 +490,9 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 	if _, err := stopped.Write([]byte("\x13")); err != nil { // Ctrl-S
 		t.Fatal(err)
 	}
+	// probeNow does not wait for typed input as probe does: the ^S has
+	// reached the terminal before a probe writes its mark.
+	stopped.(stateTerminal).order.wait()
 	// Until a probe writes a new mark (bash runs every 0.2 s: the last
 	// mark stands only while it did not), which the stopped terminal
 	// holds back.

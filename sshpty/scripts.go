@@ -81,8 +81,9 @@ sig() {
 // parent lived), each remembered by pid and start time. SIGTERM and
 // SIGCONT; SIGHUP to what is left $2 centiseconds later (at once when all
 // that is left ignores TERM); SIGKILL once $3 centiseconds have passed
-// since the start; then up to $4 centiseconds for the kernel. It prints
-// "gone", or "left" and the survivors.
+// since the start, and again to what each later scan finds; then up to $4
+// centiseconds for the kernel. It prints "gone", or "left" and the
+// survivors.
 // It runs in the background of the probe shell, so that probes go on.
 const killFunc = `
 killsess() {
@@ -110,10 +111,17 @@ ign() {
 	done
 }
 T=0.02; sleep $T || T=1
+# gone scans until nothing is left (true) or a scan begun at deadline $1
+# or later still finds some (false): the time is read before the scan, so
+# a scan that outlasts the deadline does not end the wait. With $2 it
+# sends SIGKILL to what each scan finds (a child forked just before it).
 gone() {
+	Z=$1 Y=$2
 	while :; do
+		now; s=$N
 		scan; [ -n "$L" ] || return 0
-		now; [ "$N" -lt "$1" ] || return 1
+		[ -z "$Y" ] || kill -s KILL $L
+		[ "$s" -lt "$Z" ] || return 1
 		sleep $T
 	done
 }
@@ -121,12 +129,13 @@ now; E=$((N + G))
 scan
 [ -n "$L" ] || { echo "$Q gone"; return; }
 kill -s TERM $L; kill -s CONT $L
-if ! ign; then h=$((N + H)); [ $h -gt $E ] && h=$E; gone $h && { echo "$Q gone"; return; }; fi
+# SIGHUP comes $H after SIGTERM, however long the scan before it took.
+if ! ign; then now; h=$((N + H)); [ $h -gt $E ] && h=$E; gone $h && { echo "$Q gone"; return; }; fi
 scan
 [ -z "$L" ] || { kill -s HUP $L; kill -s CONT $L; }
 gone $E && { echo "$Q gone"; return; }
 kill -s KILL $L
-now; gone $((N + B)) && { echo "$Q gone"; return; }
+now; gone $((N + B)) k && { echo "$Q gone"; return; }
 echo "$Q left$L"
 }
 `

@@ -54,6 +54,7 @@ echoflag() {
 	case $EB in
 	kept) eval "echo \"\$Q stty \$EW$P\""; return;;
 	bg) sttywait;;
+	again) w=$(LC_ALL=C exec stty -a <"$D");;
 	esac
 	# Here when none ran in the background, or it did not answer (its
 	# shell was killed); EF counts these.
@@ -131,6 +132,20 @@ probe() {
 		if sttystart; then EB=bg; fi
 	fi
 	look1 $1 || { [ "$EB" != bg ] || sttywait; return 0; }
+	# A program can run and block between the run times' read and look
+	# (woken by input, it read a line, turned echo off and reads again):
+	# seen waiting, its run times are read again, and where they changed,
+	# the modes read or kept before are read anew and a new mark written.
+	if [ -n "$W" ] && [ -n "$K" ]; then
+		KB=$K; runs $P
+		if [ "$K" != "$KB" ]; then
+			KH=
+			case $EB in
+			bg) sttywait; EB=again;;
+			kept) if sttystart; then EB=bg; else EB=again; fi;;
+			esac
+		fi
+	fi
 	# A program that looks blocked on the terminal may have written output
 	# that is still on its way: a mark written to the terminal now comes
 	# after all of it, and the reader waits for it. While nothing of the

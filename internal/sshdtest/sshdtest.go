@@ -105,7 +105,20 @@ func StartWith(t testing.TB, opts Options) *Server {
 // their parents and sessions.
 const markerVar = "AGENTPTY_SSHD_TEST"
 
+// start starts a server on a port freePort found. Another process can
+// take the port between freePort's check and sshd's bind: sshd then says
+// so and ends, and start tries another port, three times in all.
 func start(dir string, opts Options) (*Server, error) {
+	for tries := 1; ; tries++ {
+		s, err := startOn(dir, opts)
+		if err == nil || tries == 3 || !(strings.Contains(err.Error(), "Address already in use") || strings.Contains(err.Error(), "Cannot bind")) {
+			return s, err
+		}
+	}
+}
+
+// startOn is one try of start.
+func startOn(dir string, opts Options) (*Server, error) {
 	s := &Server{Dir: dir, User: opts.PasswordUser, password: opts.PasswordUser != "", KeyFile: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts"), AuthorizedKeys: filepath.Join(dir, "authorized_keys"), logs: make(chan struct{})}
 	if s.User == "" {
 		u, err := user.Current()
@@ -329,8 +342,9 @@ func writeKey(path string) (ssh.PublicKey, error) {
 	return ssh.NewPublicKey(pub)
 }
 
-// freePort asks the kernel for a port no one listens on.
-func freePort() (int, error) {
+// freePort asks the kernel for a port no one listens on. A variable for
+// the tests.
+var freePort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
