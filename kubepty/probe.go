@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,9 +48,6 @@ func (t *terminal) probe(ctx context.Context, action string, args ...string) ([]
 		return nil, fmt.Errorf("agentpty: %s: %s: probe %s: %w", t.name, t.b, action, err)
 	}
 	lines = lines[:len(lines)-1]
-	for i, l := range lines {
-		lines[i] = strings.TrimPrefix(l, "k ") // remotestate's lines
-	}
 	for _, l := range lines {
 		if f := strings.Fields(l); len(f) == 2 && f[0] == "leader" {
 			if pid, err := strconv.Atoi(f[1]); err == nil {
@@ -135,6 +133,7 @@ func (t *terminal) Signal(sig os.Signal) error {
 	t.signalling.RLock()
 	defer t.signalling.RUnlock()
 	t.sending(s) // before: the exit may arrive before the answer
+	defer t.cache.changed()
 	lines, err := t.probe(ctx, "sig", name)
 	leader := false
 	for _, l := range lines {
@@ -154,18 +153,50 @@ func (t *terminal) Signal(sig os.Signal) error {
 	return fmt.Errorf("%w: %s: %s: no process to signal", agentpty.ErrExited, t.name, t.b)
 }
 
-// state probes the terminal with remotestate's probe. A probe that fails
-// (the container has no shell, the connection is gone) reports nothing
-// known: not waiting, echo on.
+// state is the terminal's state: the last probe's answer when it still
+// serves (see probeCache), else a new probe's. EchoOff and Foreground
+// each ask, and one probe answers both: its echo flag and foreground
+// program are of the same moment.
 func (t *terminal) state() remotestate.Result {
+	if r, ok := t.cache.answer(); ok {
+		return r
+	}
+	gen := t.cache.gen.Load()
+	r := t.probeState()
+	t.cache.keep(r, gen)
+	return r
+}
+
+// probeState probes the terminal with remotestate's probe. A probe that
+// fails (the container has no shell, the connection is gone) reports
+// nothing known: not waiting, echo on. A program that looks blocked is
+// waiting only once its fence's mark came through the stream, and with
+// it all it wrote before (see awaitFence).
+func (t *terminal) probeState() remotestate.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	c, known := t.b.calls(ctx, t)
-	lines, err := t.probe(ctx, "state", remotestate.Vars(c))
+	lines, err := t.stateLines(ctx, remotestate.Vars(c))
 	if err != nil {
 		return remotestate.Result{}
 	}
-	return remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
+	r := remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
+	if r.Fence > 0 && !t.awaitFence(r.Fence) {
+		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
+	}
+	return r
+}
+
+// stateLines runs the state action with vars (remotestate.Vars) under a
+// probe number of its own, the number of its fence's mark, and returns
+// remotestate's lines without the number.
+func (t *terminal) stateLines(ctx context.Context, vars string) ([]string, error) {
+	n := strconv.FormatUint(t.probes.Add(1), 10)
+	lines, err := t.probe(ctx, "state", vars, n)
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, n+" ")
+	}
+	return lines, err
 }
 
 // EchoOff reports a terminal in line mode with echo off: a password prompt.
@@ -173,6 +204,47 @@ func (t *terminal) EchoOff() bool { return t.state().EchoOff }
 
 // Foreground reports the terminal's foreground program now.
 func (t *terminal) Foreground() agentpty.Foreground { return t.state().Fg }
+
+// stateReuse bounds how long after its answer came a probe's answer
+// serves the next EchoOff or Foreground: the library asks both in turn.
+const stateReuse = 100 * time.Millisecond
+
+// probeCache keeps the last probe's answer for the one call that follows
+// it, while nothing that could change the terminal's state happened
+// since the probe began. Its zero value holds no answer.
+type probeCache struct {
+	// gen counts what could change the state: output read, input
+	// written, a signal sent, a resize.
+	gen atomic.Uint64
+
+	mu   sync.Mutex // guards the fields below
+	last *remotestate.Result
+	at   time.Time // when last came
+	lgen uint64    // gen when its probe began
+}
+
+// changed counts output read, input, a signal or a resize.
+func (c *probeCache) changed() { c.gen.Add(1) }
+
+// keep keeps r, the answer of a probe begun at gen.
+func (c *probeCache) keep(r remotestate.Result, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.at, c.lgen = &r, time.Now(), gen
+}
+
+// answer takes the kept answer: once, while nothing changed, and within
+// stateReuse of its coming.
+func (c *probeCache) answer() (remotestate.Result, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.last
+	c.last = nil
+	if p == nil || c.gen.Load() != c.lgen || time.Since(c.at) >= stateReuse {
+		return remotestate.Result{}, false
+	}
+	return *p, true
+}
 
 // calls are the system calls of the container's architecture, learnt
 // with the backend's first state probe (uname -m); known is false for an

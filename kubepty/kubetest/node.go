@@ -22,7 +22,8 @@ import (
 // runtime's streaming code, the command run on a local pty as a runtime
 // runs it in the container.
 type node struct {
-	env []string // the "container's" environment
+	env      []string      // the "container's" environment
+	outDelay time.Duration // see OutputDelay
 
 	mu    sync.Mutex // guards execs
 	execs map[int]bool
@@ -104,7 +105,11 @@ func (n *node) execTTY(c *exec.Cmd, in io.Reader, out io.WriteCloser, resize <-c
 	outDone := make(chan struct{})
 	go func() {
 		defer close(outDone)
-		_, _ = io.Copy(out, ptmx)
+		w := io.Writer(out)
+		if n.outDelay > 0 {
+			w = delayed{out, n.outDelay}
+		}
+		_, _ = io.Copy(w, ptmx)
 	}()
 	hangup := make(chan struct{})
 	go func() {
@@ -133,6 +138,17 @@ func (n *node) execTTY(c *exec.Cmd, in io.Reader, out io.WriteCloser, resize <-c
 	_ = ptmx.Close()
 	<-outDone
 	return exitError(werr)
+}
+
+// delayed writes each chunk d after it was handed over.
+type delayed struct {
+	w io.Writer
+	d time.Duration
+}
+
+func (d delayed) Write(p []byte) (int, error) {
+	time.Sleep(d.d)
+	return d.w.Write(p)
 }
 
 // firstSize is the size the client sends at once, or zero.
