@@ -51,3 +51,43 @@ func TestWaitingAfterItsOutput(t *testing.T) {
 		t.Errorf("a mark is left in the output: %q", s.out.String())
 	}
 }
+
+// One probe answers Foreground and the EchoOff that follows it, as the
+// library asks them: the echo flag and the waiting are of one moment,
+// and a state costs one exec. Input typed since is not answered from it.
+func TestOneProbeAnswersBoth(t *testing.T) {
+	srv, b := standin(t)
+	s := start(t, b, 80, 24, "sh", "-c", "stty -echo; echo ready; read x; stty echo; echo echoing; read y")
+	s.expect(t, "ready")
+	sr := s.term.(agentpty.StateReader)
+	deadline := time.Now().Add(20 * time.Second)
+	for !sr.Foreground().Waiting {
+		if time.Now().After(deadline) {
+			t.Fatal("never waiting at the first read")
+		}
+	}
+	execs := srv.WebSocket.Load()
+	fg, off := sr.Foreground(), sr.EchoOff()
+	if n := srv.WebSocket.Load() - execs; n != 1 {
+		t.Errorf("Foreground and EchoOff took %d execs; want one", n)
+	}
+	if !fg.Waiting || !off {
+		t.Errorf("at the silent read: waiting %v, echo off %v; want both", fg.Waiting, off)
+	}
+	if _, err := s.term.Write([]byte("x\r")); err != nil {
+		t.Fatal(err)
+	}
+	s.expect(t, "echoing")
+	for !sr.Foreground().Waiting {
+		if time.Now().After(deadline) {
+			t.Fatal("never waiting at the second read")
+		}
+	}
+	if sr.EchoOff() {
+		t.Errorf("echo off at the second read, after stty echo")
+	}
+	if _, err := s.term.Write([]byte("y\r")); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(t)
+}

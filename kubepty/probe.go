@@ -153,38 +153,21 @@ func (t *terminal) Signal(sig os.Signal) error {
 	return fmt.Errorf("%w: %s: %s: no process to signal", agentpty.ErrExited, t.name, t.b)
 }
 
-// state is the terminal's state: the last probe's answer when it still
-// serves (see probeCache), else a new probe's. EchoOff and Foreground
-// each ask, and one probe answers both: its echo flag and foreground
-// program are of the same moment.
-func (t *terminal) state() remotestate.Result {
-	if r, ok := t.cache.answer(); ok {
-		return r
-	}
-	gen := t.cache.gen.Load()
-	r := t.probeState()
-	t.cache.keep(r, gen)
-	return r
-}
-
 // probeState probes the terminal with remotestate's probe. A probe that
 // fails (the container has no shell, the connection is gone) reports
-// nothing known: not waiting, echo on. A program that looks blocked is
-// waiting only once its fence's mark came through the stream, and with
-// it all it wrote before (see awaitFence).
+// nothing known: not waiting, echo on. The time the probe took is the
+// backend's probeTook.
 func (t *terminal) probeState() remotestate.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	c, known := t.b.calls(ctx, t)
+	begin := time.Now()
 	lines, err := t.stateLines(ctx, remotestate.Vars(c))
+	t.b.probeTook.Store(int64(time.Since(begin)))
 	if err != nil {
 		return remotestate.Result{}
 	}
-	r := remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
-	if r.Fence > 0 && !t.awaitFence(r.Fence) {
-		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
-	}
-	return r
+	return remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
 }
 
 // stateLines runs the state action with vars (remotestate.Vars) under a
@@ -199,19 +182,69 @@ func (t *terminal) stateLines(ctx context.Context, vars string) ([]string, error
 	return lines, err
 }
 
-// EchoOff reports a terminal in line mode with echo off: a password prompt.
-func (t *terminal) EchoOff() bool { return t.state().EchoOff }
+// Foreground reports the terminal's foreground program now: a probe of
+// its own, begun once typed input has had time to reach the terminal
+// (see awaitInput), which waits for its fence's mark (see awaitFence),
+// and whose answer serves the EchoOff that follows (see probeCache).
+func (t *terminal) Foreground() agentpty.Foreground {
+	t.awaitInput()
+	gen := t.cache.gen.Load()
+	r := t.probeState()
+	if r.Fence > 0 && !t.awaitFence(r.Fence) {
+		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
+	}
+	t.cache.keep(r, gen)
+	return r.Fg
+}
 
-// Foreground reports the terminal's foreground program now.
-func (t *terminal) Foreground() agentpty.Foreground { return t.state().Fg }
+// EchoOff reports a terminal in line mode with echo off: a password
+// prompt. It reuses the last probe's answer while that serves, and
+// waits neither for input nor for a mark: the session's reader asks it.
+func (t *terminal) EchoOff() bool {
+	if r, ok := t.cache.answer(); ok {
+		return r.EchoOff
+	}
+	gen := t.cache.gen.Load()
+	r := t.probeState()
+	t.cache.keep(r, gen)
+	return r.EchoOff
+}
+
+// maxInputWait bounds awaitInput's wait.
+const maxInputWait = time.Second
+
+// awaitInput waits, after a Write, until the input has likely reached the
+// terminal: as long as the backend's last state probe took (at most
+// maxInputWait). The exec API acknowledges no input, and a probe that
+// looked before the input arrived would see the program still blocked
+// from before; the input's way is the probe's (client, API server,
+// kubelet, runtime), on streams already open.
+func (t *terminal) awaitInput() {
+	typed := t.typed.Load()
+	if typed == 0 {
+		return
+	}
+	d := min(time.Duration(t.b.probeTook.Load()), maxInputWait) - time.Since(time.Unix(0, typed))
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-t.exited:
+	case <-t.ctx.Done():
+	}
+}
 
 // stateReuse bounds how long after its answer came a probe's answer
-// serves the next EchoOff or Foreground: the library asks both in turn.
+// serves EchoOff: the library asks it right after Foreground, and the
+// session's reader on every chunk of output.
 const stateReuse = 100 * time.Millisecond
 
-// probeCache keeps the last probe's answer for the one call that follows
-// it, while nothing that could change the terminal's state happened
-// since the probe began. Its zero value holds no answer.
+// probeCache keeps the last probe's answer for EchoOff while nothing that
+// could change the terminal's state happened since the probe began. Its
+// zero value holds no answer.
 type probeCache struct {
 	// gen counts what could change the state: output read, input
 	// written, a signal sent, a resize.
@@ -233,17 +266,15 @@ func (c *probeCache) keep(r remotestate.Result, gen uint64) {
 	c.last, c.at, c.lgen = &r, time.Now(), gen
 }
 
-// answer takes the kept answer: once, while nothing changed, and within
-// stateReuse of its coming.
+// answer is the kept answer, while nothing changed and within stateReuse
+// of its coming.
 func (c *probeCache) answer() (remotestate.Result, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := c.last
-	c.last = nil
-	if p == nil || c.gen.Load() != c.lgen || time.Since(c.at) >= stateReuse {
-		return remotestate.Result{}, false
+	if p := c.last; p != nil && c.gen.Load() == c.lgen && time.Since(c.at) < stateReuse {
+		return *p, true
 	}
-	return *p, true
+	return remotestate.Result{}, false
 }
 
 // calls are the system calls of the container's architecture, learnt

@@ -102,11 +102,11 @@ type terminal struct {
 	carry  []byte // Read's: the tail of the output that may begin a mark
 	marks  []byte // the prefix of the probes' marks (remotestate.FencePrefix)
 
-	in      *input
-	outR    *io.PipeReader
-	outW    *io.PipeWriter
-	writing atomic.Int32 // writes of output under way: output waiting for Read
-	unread  atomic.Bool  // the last Read returned bytes and no Read has begun since
+	in     *input
+	outR   *io.PipeReader
+	outW   *io.PipeWriter
+	piped  atomic.Int64 // bytes of output handed to the pipe that Read has not taken
+	unread atomic.Bool  // the last Read returned bytes and no Read has begun since
 
 	sizes  chan remotecommand.TerminalSize // the newest size not yet sent
 	sizeMu sync.Mutex                      // orders Resize's replacement of it
@@ -123,6 +123,7 @@ type terminal struct {
 	signalling sync.RWMutex
 
 	probes atomic.Uint64 // numbers the state probes and their marks
+	typed  atomic.Int64  // when a Write last handed input to the stream (UnixNano)
 	cache  probeCache    // the last probe's answer (see state)
 
 	fmu       sync.Mutex // guards the fields below
@@ -255,14 +256,16 @@ func (t *terminal) exitStatus(code int) agentpty.ExitStatus {
 	return agentpty.ExitStatus{Code: code}
 }
 
-// outWriter is the stream's stdout: it counts writes under way, which are
-// output the session has not read yet.
+// outWriter is the stream's stdout: it counts the bytes in the pipe,
+// which are output the session has not read yet. Read takes off what it
+// reads, at once: a mark read last leaves none counted.
 type outWriter terminal
 
 func (w *outWriter) Write(p []byte) (int, error) {
-	w.writing.Add(1)
-	defer w.writing.Add(-1)
-	return w.outW.Write(p)
+	w.piped.Add(int64(len(p)))
+	n, err := w.outW.Write(p)
+	w.piped.Add(-int64(len(p) - n)) // what no Read will take
+	return n, err
 }
 
 // Next gives the stream the terminal's size, first the initial one, then
@@ -298,6 +301,7 @@ func (t *terminal) Read(p []byte) (int, error) {
 	t.unread.Store(false)
 	for {
 		n, err := t.outR.Read(p)
+		t.piped.Add(-int64(n))
 		data := p[:n]
 		if len(t.carry) > 0 {
 			data = append(t.carry, data...)
@@ -365,7 +369,11 @@ func (t *terminal) Write(p []byte) (int, error) {
 	default:
 	}
 	defer t.cache.changed()
-	return t.in.write(p, t.exited)
+	n, err := t.in.write(p, t.exited)
+	if n > 0 {
+		t.typed.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 func (t *terminal) writeErr() error {
@@ -431,7 +439,7 @@ func (t *terminal) PID() int {
 // OutputPending reports output the stream handed over that Read has not
 // returned yet.
 func (t *terminal) OutputPending() bool {
-	return t.writing.Load() > 0 || t.unread.Load()
+	return t.piped.Load() > 0 || t.unread.Load()
 }
 
 var (
