@@ -91,3 +91,37 @@ func TestOneProbeAnswersBoth(t *testing.T) {
 	}
 	s.wait(t)
 }
+
+// Input is on its way to the terminal after Write returns: the exec API
+// acknowledges none. A probe begins once the input has had as long as
+// the last probe took: here the stand-in's node holds the input less
+// than that, and the program, blocked at its first read when the input
+// was typed, must be seen past it (its answer read), not waiting from
+// before.
+func TestWaitingAfterItsInput(t *testing.T) {
+	_, b := standin(t, kubetest.InputDelay(200*time.Millisecond))
+	s := start(t, b, 80, 24, "sh", "-c", "echo ready; read x; echo got-$x; read y")
+	s.expect(t, "ready")
+	sr := s.term.(agentpty.StateReader)
+	deadline := time.Now().Add(20 * time.Second)
+	for !sr.Foreground().Waiting {
+		if time.Now().After(deadline) {
+			t.Fatal("never waiting at the first read")
+		}
+	}
+	b.probeTook.Store(int64(400 * time.Millisecond)) // a slow link's probe
+	if _, err := s.term.Write([]byte("x\r")); err != nil {
+		t.Fatal(err)
+	}
+	fg := sr.Foreground()
+	s.mu.Lock()
+	out := s.out.String()
+	s.mu.Unlock()
+	if fg.Waiting && !strings.Contains(out, "got-x") && !sr.OutputPending() {
+		t.Errorf("waiting right after the input was typed, without its answer: %q", out)
+	}
+	if _, err := s.term.Write([]byte("y\r")); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(t)
+}

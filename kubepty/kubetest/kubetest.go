@@ -42,6 +42,7 @@ type Server struct {
 	spdyOnly  bool
 	env       []string // the containers' variables beside the defaults
 	outDelay  time.Duration
+	inDelay   time.Duration
 
 	mu   sync.Mutex
 	pods map[string]bool // "namespace/name"
@@ -69,6 +70,10 @@ func Env(kv ...string) Option { return func(s *Server) { s.env = append(s.env, k
 // has written it, and the client has not seen it yet.
 func OutputDelay(d time.Duration) Option { return func(s *Server) { s.outDelay = d } }
 
+// InputDelay holds each chunk of a terminal's input d before the node
+// types it: the client has sent it, and the command cannot read it yet.
+func InputDelay(d time.Duration) Option { return func(s *Server) { s.inDelay = d } }
+
 // Pod adds the pod namespace/name (a container of any name) to the server.
 func Pod(namespace, name string) Option {
 	return func(s *Server) { s.pods[namespace+"/"+name] = true }
@@ -80,7 +85,7 @@ func NewServer(opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.runtime = &node{env: append(defaultEnv(), s.env...), outDelay: s.outDelay} // exec.Cmd takes the last of a name
+	s.runtime = &node{env: append(defaultEnv(), s.env...), outDelay: s.outDelay, inDelay: s.inDelay} // exec.Cmd takes the last of a name
 	s.node = httptest.NewUnstartedServer(s.runtime)
 	s.node.Listener = &trackingListener{Listener: s.node.Listener, set: &s.nodeConns}
 	s.node.Start()

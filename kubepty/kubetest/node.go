@@ -24,6 +24,7 @@ import (
 type node struct {
 	env      []string      // the "container's" environment
 	outDelay time.Duration // see OutputDelay
+	inDelay  time.Duration // see InputDelay
 
 	mu    sync.Mutex // guards execs
 	execs map[int]bool
@@ -114,7 +115,11 @@ func (n *node) execTTY(c *exec.Cmd, in io.Reader, out io.WriteCloser, resize <-c
 	hangup := make(chan struct{})
 	go func() {
 		if in != nil {
-			_, _ = io.Copy(ptmx, in)
+			w := io.Writer(ptmx)
+			if n.inDelay > 0 {
+				w = delayed{ptmx, n.inDelay}
+			}
+			_, _ = io.Copy(w, in)
 		}
 		close(hangup)
 	}()
