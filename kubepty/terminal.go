@@ -183,7 +183,7 @@ func (t *terminal) awaitPID() {
 				return
 			}
 		}
-		n, err := t.outR.Read(buf)
+		n, err := t.readPipe(buf)
 		t.pre = append(t.pre, buf[:n]...)
 		if err != nil {
 			t.preErr = err
@@ -300,8 +300,7 @@ func (t *terminal) Read(p []byte) (int, error) {
 	}
 	t.unread.Store(false)
 	for {
-		n, err := t.outR.Read(p)
-		t.piped.Add(-int64(n))
+		n, err := t.readPipe(p)
 		data := p[:n]
 		if len(t.carry) > 0 {
 			data = append(t.carry, data...)
@@ -331,6 +330,14 @@ func (t *terminal) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// readPipe reads the stream's output from the pipe, and takes what it
+// read off the count of bytes in it (see outWriter).
+func (t *terminal) readPipe(p []byte) (int, error) {
+	n, err := t.outR.Read(p)
+	t.piped.Add(-int64(n))
+	return n, err
 }
 
 // fenced notes mark n taken out of the output, or the output's end.
