@@ -124,7 +124,7 @@ type terminal struct {
 
 	probes atomic.Uint64 // numbers the state probes and their marks
 	typed  atomic.Int64  // when a Write last handed input to the stream (UnixNano)
-	cache  probeCache    // the last probe's answer (see state)
+	cache  probeCache    // the last probe's answer (see EchoOff)
 
 	fmu       sync.Mutex // guards the fields below
 	fcond     *sync.Cond // signalled when they change
@@ -218,7 +218,6 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 	t.in.close()
 	close(t.exited)
 	t.fenced(0, true) // the command is gone: no probe waits for a mark of it
-
 }
 
 // exitConfirmed checks a WebSocket stream's nil with a probe: client-go
