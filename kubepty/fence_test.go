@@ -93,9 +93,9 @@ func TestOneProbeAnswersBoth(t *testing.T) {
 }
 
 // Input is on its way to the terminal after Write returns: the exec API
-// acknowledges none. A probe begins once the input has had as long as
-// the last probe took: here the stand-in's node holds the input less
-// than that, and the program, blocked at its first read when the input
+// acknowledges none. A probe begins once the input has had half as long
+// as the last probe took, and looks later still: here the stand-in's
+// node holds the input for less than that, and the program, blocked at its first read when the input
 // was typed, must be seen past it (its answer read), not waiting from
 // before.
 func TestWaitingAfterItsInput(t *testing.T) {
@@ -109,7 +109,7 @@ func TestWaitingAfterItsInput(t *testing.T) {
 			t.Fatal("never waiting at the first read")
 		}
 	}
-	b.probeTook.Store(int64(400 * time.Millisecond)) // a slow link's probe
+	b.probeTook.Store(int64(600 * time.Millisecond)) // a slow link's probe
 	if _, err := s.term.Write([]byte("x\r")); err != nil {
 		t.Fatal(err)
 	}

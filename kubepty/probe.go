@@ -214,17 +214,19 @@ func (t *terminal) EchoOff() bool {
 const maxInputWait = time.Second
 
 // awaitInput waits, after a Write, until the input has likely reached the
-// terminal: as long as the backend's last state probe took (at most
-// maxInputWait). The exec API acknowledges no input, and a probe that
-// looked before the input arrived would see the program still blocked
-// from before; the input's way is the probe's (client, API server,
-// kubelet, runtime), on streams already open.
+// terminal: half as long as the backend's last state probe took (at most
+// maxInputWait), so that the probe, which looks at the end of its own
+// time, looks one and a half probes after the input left. The exec API
+// acknowledges no input, and a probe that looked before the input
+// arrived would see the program still blocked from before; the input
+// goes the probe's way (client, API server, kubelet, runtime), on
+// streams already open.
 func (t *terminal) awaitInput() {
 	typed := t.typed.Load()
 	if typed == 0 {
 		return
 	}
-	d := min(time.Duration(t.b.probeTook.Load()), maxInputWait) - time.Since(time.Unix(0, typed))
+	d := min(time.Duration(t.b.probeTook.Load())/2, maxInputWait) - time.Since(time.Unix(0, typed))
 	if d <= 0 {
 		return
 	}
