@@ -60,12 +60,7 @@ func TestOneProbeAnswersBoth(t *testing.T) {
 	s := start(t, b, 80, 24, "sh", "-c", "stty -echo; echo ready; read x; stty echo; echo echoing; read y")
 	s.expect(t, "ready")
 	sr := s.term.(agentpty.StateReader)
-	deadline := time.Now().Add(20 * time.Second)
-	for !sr.Foreground().Waiting {
-		if time.Now().After(deadline) {
-			t.Fatal("never waiting at the first read")
-		}
-	}
+	awaitWaiting(t, sr, "the first read")
 	execs := srv.WebSocket.Load()
 	fg, off := sr.Foreground(), sr.EchoOff()
 	if n := srv.WebSocket.Load() - execs; n != 1 {
@@ -78,11 +73,7 @@ func TestOneProbeAnswersBoth(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.expect(t, "echoing")
-	for !sr.Foreground().Waiting {
-		if time.Now().After(deadline) {
-			t.Fatal("never waiting at the second read")
-		}
-	}
+	awaitWaiting(t, sr, "the second read")
 	if sr.EchoOff() {
 		t.Errorf("echo off at the second read, after stty echo")
 	}
@@ -95,20 +86,15 @@ func TestOneProbeAnswersBoth(t *testing.T) {
 // Input is on its way to the terminal after Write returns: the exec API
 // acknowledges none. A probe begins once the input has had half as long
 // as the last probe took, and looks later still: here the stand-in's
-// node holds the input for less than that, and the program, blocked at its first read when the input
-// was typed, must be seen past it (its answer read), not waiting from
-// before.
+// node holds the input for less than that, and the program, blocked at
+// its first read when the input was typed, must be seen past it (its
+// answer read), not waiting from before.
 func TestWaitingAfterItsInput(t *testing.T) {
 	_, b := standin(t, kubetest.InputDelay(200*time.Millisecond))
 	s := start(t, b, 80, 24, "sh", "-c", "echo ready; read x; echo got-$x; read y")
 	s.expect(t, "ready")
 	sr := s.term.(agentpty.StateReader)
-	deadline := time.Now().Add(20 * time.Second)
-	for !sr.Foreground().Waiting {
-		if time.Now().After(deadline) {
-			t.Fatal("never waiting at the first read")
-		}
-	}
+	awaitWaiting(t, sr, "the first read")
 	b.probeTook.Store(int64(600 * time.Millisecond)) // a slow link's probe
 	if _, err := s.term.Write([]byte("x\r")); err != nil {
 		t.Fatal(err)
@@ -124,4 +110,16 @@ func TestWaitingAfterItsInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.wait(t)
+}
+
+// awaitWaiting probes until the terminal's program waits for input, at
+// what the test names.
+func awaitWaiting(t *testing.T, sr agentpty.StateReader, at string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !sr.Foreground().Waiting {
+		if time.Now().After(deadline) {
+			t.Fatalf("never waiting at %s", at)
+		}
+	}
 }
