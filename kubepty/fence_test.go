@@ -123,3 +123,39 @@ func awaitWaiting(t *testing.T, sr agentpty.StateReader, at string) {
 		}
 	}
 }
+
+// A terminal whose output is stopped (Ctrl-S) holds back the probe's
+// mark: the probe answers all the same, in fenceWait, and without the
+// program seen waiting, as what it wrote may be held too. Ctrl-Q lets
+// the mark through, and it is taken out of the output like any other.
+func TestStoppedOutput(t *testing.T) {
+	_, b := standin(t)
+	s := start(t, b, 80, 24, "sh", "-c", "echo ready; read x; echo got-$x; read y")
+	s.expect(t, "ready")
+	sr := s.term.(agentpty.StateReader)
+	awaitWaiting(t, sr, "the first read")
+	if _, err := s.term.Write([]byte("\x13")); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if fg := sr.Foreground(); fg.Waiting {
+		t.Errorf("waiting while the terminal's output is stopped")
+	}
+	if took := time.Since(begin); took > fenceWait+probeTimeout/2 {
+		t.Errorf("a probe of a stopped terminal took %v", took)
+	}
+	if _, err := s.term.Write([]byte("\x11x\r")); err != nil {
+		t.Fatal(err)
+	}
+	s.expect(t, "got-x")
+	awaitWaiting(t, sr, "the second read")
+	if _, err := s.term.Write([]byte("y\r")); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if strings.Contains(s.out.String(), "\x1b]6973;") {
+		t.Errorf("a mark is left in the output: %q", s.out.String())
+	}
+}
