@@ -40,16 +40,7 @@ func TestWaitingAfterItsOutput(t *testing.T) {
 	if probes < 2 {
 		t.Errorf("waiting at the first probe: the output came before the program blocked, which this test does not test")
 	}
-	// Nothing of the marks reaches the output.
-	if _, err := s.term.Write([]byte("x\r")); err != nil {
-		t.Fatal(err)
-	}
-	s.wait(t)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if strings.Contains(s.out.String(), "\x1b]6973;") {
-		t.Errorf("a mark is left in the output: %q", s.out.String())
-	}
+	endClean(t, s, "x\r")
 }
 
 // One probe answers Foreground and the EchoOff that follows it, as the
@@ -57,10 +48,7 @@ func TestWaitingAfterItsOutput(t *testing.T) {
 // and a state costs one exec. Input typed since is not answered from it.
 func TestOneProbeAnswersBoth(t *testing.T) {
 	srv, b := standin(t)
-	s := start(t, b, 80, 24, "sh", "-c", "stty -echo; echo ready; read x; stty echo; echo echoing; read y")
-	s.expect(t, "ready")
-	sr := s.term.(agentpty.StateReader)
-	awaitWaiting(t, sr, "the first read")
+	s, sr := startWaiting(t, b, "stty -echo; echo ready; read x; stty echo; echo echoing; read y")
 	execs := srv.WebSocket.Load()
 	fg, off := sr.Foreground(), sr.EchoOff()
 	if n := srv.WebSocket.Load() - execs; n != 1 {
@@ -77,10 +65,7 @@ func TestOneProbeAnswersBoth(t *testing.T) {
 	if sr.EchoOff() {
 		t.Errorf("echo off at the second read, after stty echo")
 	}
-	if _, err := s.term.Write([]byte("y\r")); err != nil {
-		t.Fatal(err)
-	}
-	s.wait(t)
+	endClean(t, s, "y\r")
 }
 
 // Input is on its way to the terminal after Write returns: the exec API
@@ -91,10 +76,7 @@ func TestOneProbeAnswersBoth(t *testing.T) {
 // answer read), not waiting from before.
 func TestWaitingAfterItsInput(t *testing.T) {
 	_, b := standin(t, kubetest.InputDelay(200*time.Millisecond))
-	s := start(t, b, 80, 24, "sh", "-c", "echo ready; read x; echo got-$x; read y")
-	s.expect(t, "ready")
-	sr := s.term.(agentpty.StateReader)
-	awaitWaiting(t, sr, "the first read")
+	s, sr := startWaiting(t, b, "echo ready; read x; echo got-$x; read y")
 	b.probeTook.Store(int64(600 * time.Millisecond)) // a slow link's probe
 	if _, err := s.term.Write([]byte("x\r")); err != nil {
 		t.Fatal(err)
@@ -106,10 +88,7 @@ func TestWaitingAfterItsInput(t *testing.T) {
 	if fg.Waiting && !strings.Contains(out, "got-x") && !sr.OutputPending() {
 		t.Errorf("waiting right after the input was typed, without its answer: %q", out)
 	}
-	if _, err := s.term.Write([]byte("y\r")); err != nil {
-		t.Fatal(err)
-	}
-	s.wait(t)
+	endClean(t, s, "y\r")
 }
 
 // awaitWaiting probes until the terminal's program waits for input, at
@@ -130,10 +109,7 @@ func awaitWaiting(t *testing.T, sr agentpty.StateReader, at string) {
 // the mark through, and it is taken out of the output like any other.
 func TestStoppedOutput(t *testing.T) {
 	_, b := standin(t)
-	s := start(t, b, 80, 24, "sh", "-c", "echo ready; read x; echo got-$x; read y")
-	s.expect(t, "ready")
-	sr := s.term.(agentpty.StateReader)
-	awaitWaiting(t, sr, "the first read")
+	s, sr := startWaiting(t, b, "echo ready; read x; echo got-$x; read y")
 	if _, err := s.term.Write([]byte("\x13")); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +125,14 @@ func TestStoppedOutput(t *testing.T) {
 	}
 	s.expect(t, "got-x")
 	awaitWaiting(t, sr, "the second read")
-	if _, err := s.term.Write([]byte("y\r")); err != nil {
+	endClean(t, s, "y\r")
+}
+
+// endClean types the program's last input, waits for its end, and checks
+// that none of the probes' marks reached the output.
+func endClean(t *testing.T, s *screen, last string) {
+	t.Helper()
+	if _, err := s.term.Write([]byte(last)); err != nil {
 		t.Fatal(err)
 	}
 	s.wait(t)
@@ -158,4 +141,15 @@ func TestStoppedOutput(t *testing.T) {
 	if strings.Contains(s.out.String(), "\x1b]6973;") {
 		t.Errorf("a mark is left in the output: %q", s.out.String())
 	}
+}
+
+// startWaiting starts script, which prints "ready" and reads, and probes
+// until it waits there.
+func startWaiting(t *testing.T, b *Backend, script string) (*screen, agentpty.StateReader) {
+	t.Helper()
+	s := start(t, b, 80, 24, "sh", "-c", script)
+	s.expect(t, "ready")
+	sr := s.term.(agentpty.StateReader)
+	awaitWaiting(t, sr, "the first read")
+	return s, sr
 }
