@@ -65,13 +65,13 @@ func (s *Session) State() TerminalState {
 	if st, ok := s.seen.reuse(stamp, now); ok {
 		return st // nothing has happened since the last read (state_seen.go)
 	}
-	hidden := sr.EchoOff()
 	// The processes first, then the output: what a program wrote before it
 	// blocked is then either still in the master or already read. An
 	// answer to a query typed after the processes were looked at wakes the
 	// program: a screen parse begun since then counts as one.
 	parses := s.disp.parses.Load()
 	fg := sr.Foreground()
+	hidden := sr.EchoOff() // after: a remote terminal's one probe answers both
 	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
 	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
 		st.State = StateWaitingInput

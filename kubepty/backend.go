@@ -65,6 +65,9 @@ type Backend struct {
 	spdy atomic.Bool
 	// arch is the container's uname -m, once a probe read it.
 	arch atomic.Pointer[string]
+	// probeTook is how long the last state probe's exec took, a
+	// time.Duration: the measure of the way input takes (see awaitInput).
+	probeTook atomic.Int64
 }
 
 // lookupTimeout bounds New's GET of the pod when config sets no Timeout.

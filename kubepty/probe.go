@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,9 +48,6 @@ func (t *terminal) probe(ctx context.Context, action string, args ...string) ([]
 		return nil, fmt.Errorf("agentpty: %s: %s: probe %s: %w", t.name, t.b, action, err)
 	}
 	lines = lines[:len(lines)-1]
-	for i, l := range lines {
-		lines[i] = strings.TrimPrefix(l, "k ") // remotestate's lines
-	}
 	for _, l := range lines {
 		if f := strings.Fields(l); len(f) == 2 && f[0] == "leader" {
 			if pid, err := strconv.Atoi(f[1]); err == nil {
@@ -135,6 +133,7 @@ func (t *terminal) Signal(sig os.Signal) error {
 	t.signalling.RLock()
 	defer t.signalling.RUnlock()
 	t.sending(s) // before: the exit may arrive before the answer
+	defer t.cache.changed()
 	lines, err := t.probe(ctx, "sig", name)
 	leader := false
 	for _, l := range lines {
@@ -154,25 +153,131 @@ func (t *terminal) Signal(sig os.Signal) error {
 	return fmt.Errorf("%w: %s: %s: no process to signal", agentpty.ErrExited, t.name, t.b)
 }
 
-// state probes the terminal with remotestate's probe. A probe that fails
-// (the container has no shell, the connection is gone) reports nothing
-// known: not waiting, echo on.
-func (t *terminal) state() remotestate.Result {
+// probeState probes the terminal with remotestate's probe. A probe that
+// fails (the container has no shell, the connection is gone) reports
+// nothing known: not waiting, echo on. The time the probe took is the
+// backend's probeTook.
+func (t *terminal) probeState() remotestate.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	c, known := t.b.calls(ctx, t)
-	lines, err := t.probe(ctx, "state", remotestate.Vars(c))
+	begin := time.Now()
+	lines, err := t.stateLines(ctx, remotestate.Vars(c))
+	t.b.probeTook.Store(int64(time.Since(begin)))
 	if err != nil {
 		return remotestate.Result{}
 	}
 	return remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
 }
 
-// EchoOff reports a terminal in line mode with echo off: a password prompt.
-func (t *terminal) EchoOff() bool { return t.state().EchoOff }
+// stateLines runs the state action with vars (remotestate.Vars) under a
+// probe number of its own, the number of its fence's mark, and returns
+// remotestate's lines without the number.
+func (t *terminal) stateLines(ctx context.Context, vars string) ([]string, error) {
+	n := strconv.FormatUint(t.probes.Add(1), 10)
+	lines, err := t.probe(ctx, "state", vars, n)
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, n+" ")
+	}
+	return lines, err
+}
 
-// Foreground reports the terminal's foreground program now.
-func (t *terminal) Foreground() agentpty.Foreground { return t.state().Fg }
+// Foreground reports the terminal's foreground program now: a probe of
+// its own, begun once typed input has had time to reach the terminal
+// (see awaitInput), which waits for its fence's mark (see awaitFence),
+// and whose answer serves the EchoOff that follows (see probeCache).
+func (t *terminal) Foreground() agentpty.Foreground {
+	t.awaitInput()
+	gen := t.cache.gen.Load()
+	r := t.probeState()
+	if r.Fence > 0 && !t.awaitFence(r.Fence) {
+		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
+	}
+	t.cache.keep(r, gen)
+	return r.Fg
+}
+
+// EchoOff reports a terminal in line mode with echo off: a password
+// prompt. It reuses the last probe's answer while that serves, and
+// waits neither for input nor for a mark: the session's reader asks it.
+func (t *terminal) EchoOff() bool {
+	if r, ok := t.cache.answer(); ok {
+		return r.EchoOff
+	}
+	gen := t.cache.gen.Load()
+	r := t.probeState()
+	t.cache.keep(r, gen)
+	return r.EchoOff
+}
+
+// maxInputWait bounds awaitInput's wait.
+const maxInputWait = time.Second
+
+// awaitInput waits, after a Write, until the input has likely reached the
+// terminal: half as long as the backend's last state probe took (at most
+// maxInputWait), so that the probe, which looks at the end of its own
+// time, looks one and a half probes after the input left. The exec API
+// acknowledges no input, and a probe that looked before the input
+// arrived would see the program still blocked from before; the input
+// goes the probe's way (client, API server, kubelet, runtime), on
+// streams already open.
+func (t *terminal) awaitInput() {
+	typed := t.typed.Load()
+	if typed == 0 {
+		return
+	}
+	d := min(time.Duration(t.b.probeTook.Load())/2, maxInputWait) - time.Since(time.Unix(0, typed))
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-t.exited:
+	case <-t.ctx.Done():
+	}
+}
+
+// stateReuse bounds how long after its answer came a probe's answer
+// serves EchoOff: the library asks it right after Foreground, and the
+// session's reader on every chunk of output.
+const stateReuse = 100 * time.Millisecond
+
+// probeCache keeps the last probe's answer for EchoOff while nothing that
+// could change the terminal's state happened since the probe began. Its
+// zero value holds no answer.
+type probeCache struct {
+	// gen counts what could change the state: output read, input
+	// written, a signal sent, a resize.
+	gen atomic.Uint64
+
+	mu   sync.Mutex // guards the fields below
+	last *remotestate.Result
+	at   time.Time // when last came
+	lgen uint64    // gen when its probe began
+}
+
+// changed counts output read, input, a signal or a resize.
+func (c *probeCache) changed() { c.gen.Add(1) }
+
+// keep keeps r, the answer of a probe begun at gen.
+func (c *probeCache) keep(r remotestate.Result, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.at, c.lgen = &r, time.Now(), gen
+}
+
+// answer is the kept answer, while nothing changed and within stateReuse
+// of its coming.
+func (c *probeCache) answer() (remotestate.Result, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.last; p != nil && c.gen.Load() == c.lgen && time.Since(c.at) < stateReuse {
+		return *p, true
+	}
+	return remotestate.Result{}, false
+}
 
 // calls are the system calls of the container's architecture, learnt
 // with the backend's first state probe (uname -m); known is false for an

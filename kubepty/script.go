@@ -11,7 +11,8 @@ const probeShell = `S=$1; shift; if command -v bash >/dev/null 2>&1; then exec b
 // what any image with a shell has (sh's builtins, grep, stty, uname,
 // sleep, kill; dd and od for a select or poll's descriptors). Its
 // arguments: the session's nonce, the leader's pid if known (or "-"), the
-// action and the action's arguments. The state is remotestate's probe, as
+// action and the action's arguments (for state: remotestate.Vars and the
+// probe's number). The state is remotestate's probe, as
 // sshpty reads it on an SSH host (see remotestate.Funcs); the command's
 // processes are found by the nonce in /proc/PID/environ. Functions read
 // their arguments before calling another (dash lets a callee's set --
@@ -28,13 +29,15 @@ if [ -z "$S" ]; then
 	for p in $M; do st $p || continue; set -- $R; if [ "$4" = "$p" ] && [ "$1" != Z ]; then S=$p; echo "leader $p"; break; fi; done
 fi
 # state is remotestate's probe of the command's terminal, its lines
-# after "k ", without a fence: nothing takes marks out of this output.
+# after "$Q ", the probe's number (P2); a program that looks blocked gets
+# the fence's mark of that number written to its terminal, which the
+# session's reader takes out of the output.
 state() {
-	[ -n "$S" ] || { echo "k gone"; return; }
-	Q=k; eval "$P1"
+	Q=${P2:-0} FN=$N
+	[ -n "$S" ] || { echo "$Q gone"; return; }
+	eval "$P1"
 	probe $S
 }
-fence() { :; }
 # Each probe is a shell of its own, which keeps no stty answer for the next.
 runs() { K=; }
 sig() {

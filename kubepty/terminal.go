@@ -1,6 +1,7 @@
 package kubepty
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
 )
@@ -92,14 +94,19 @@ type terminal struct {
 	ctx    context.Context // the stream's; Close cancels it, which ends the stream
 	cancel context.CancelFunc
 
-	pre    []byte // output read while looking for the pid's mark; Read's first
-	preErr error  // how that reading ended, if it did
+	// pre is output Read returns before it reads more: read while looking
+	// for the pid's mark, or what a Read's p had no room for; preErr is
+	// how the output ended, once it did.
+	pre    []byte
+	preErr error
+	carry  []byte // Read's: the tail of the output that may begin a mark
+	marks  []byte // the prefix of the probes' marks (remotestate.FencePrefix)
 
-	in      *input
-	outR    *io.PipeReader
-	outW    *io.PipeWriter
-	writing atomic.Int32 // writes of output under way: output waiting for Read
-	unread  atomic.Bool  // the last Read returned bytes and no Read has begun since
+	in     *input
+	outR   *io.PipeReader
+	outW   *io.PipeWriter
+	piped  atomic.Int64 // bytes of output handed to the pipe that Read has not taken
+	unread atomic.Bool  // the last Read returned bytes and no Read has begun since
 
 	sizes  chan remotecommand.TerminalSize // the newest size not yet sent
 	sizeMu sync.Mutex                      // orders Resize's replacement of it
@@ -115,6 +122,15 @@ type terminal struct {
 	// meanwhile is read once it does.
 	signalling sync.RWMutex
 
+	probes atomic.Uint64 // numbers the state probes and their marks
+	typed  atomic.Int64  // when a Write last handed input to the stream (UnixNano)
+	cache  probeCache    // the last probe's answer (see EchoOff)
+
+	fmu       sync.Mutex // guards the fields below
+	fcond     *sync.Cond // signalled when they change
+	fenceSeen int        // the highest mark Read has taken out of the output
+	outEnded  bool       // the output ended or the terminal was closed
+
 	closeOnce sync.Once
 }
 
@@ -129,6 +145,8 @@ func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
 	t := &terminal{b: b, name: cmd.Name, nonce: hex.EncodeToString(n[:]), ctx: ctx, cancel: cancel,
 		in: newInput(), outR: outR, outW: outW,
 		sizes: make(chan remotecommand.TerminalSize, 1), exited: make(chan struct{})}
+	t.marks = remotestate.FencePrefix(t.nonce)
+	t.fcond = sync.NewCond(&t.fmu)
 	t.sizes <- remotecommand.TerminalSize{Width: uint16(cmd.Cols), Height: uint16(cmd.Rows)}
 	return t
 }
@@ -165,7 +183,7 @@ func (t *terminal) awaitPID() {
 				return
 			}
 		}
-		n, err := t.outR.Read(buf)
+		n, err := t.readPipe(buf)
 		t.pre = append(t.pre, buf[:n]...)
 		if err != nil {
 			t.preErr = err
@@ -199,6 +217,7 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 	t.outW.Close()
 	t.in.close()
 	close(t.exited)
+	t.fenced(0, true) // the command is gone: no probe waits for a mark of it
 }
 
 // exitConfirmed checks a WebSocket stream's nil with a probe: client-go
@@ -207,7 +226,7 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 func (t *terminal) exitConfirmed() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	lines, err := t.probe(ctx, "state")
+	lines, err := t.stateLines(ctx, "")
 	return err == nil && len(lines) > 0 && lines[len(lines)-1] == "gone"
 }
 
@@ -236,14 +255,16 @@ func (t *terminal) exitStatus(code int) agentpty.ExitStatus {
 	return agentpty.ExitStatus{Code: code}
 }
 
-// outWriter is the stream's stdout: it counts writes under way, which are
-// output the session has not read yet.
+// outWriter is the stream's stdout: it counts the bytes in the pipe,
+// which are output the session has not read yet. Read takes off what it
+// reads, at once: a mark read last leaves none counted.
 type outWriter terminal
 
 func (w *outWriter) Write(p []byte) (int, error) {
-	w.writing.Add(1)
-	defer w.writing.Add(-1)
-	return w.outW.Write(p)
+	w.piped.Add(int64(len(p)))
+	n, err := w.outW.Write(p)
+	w.piped.Add(-int64(len(p) - n)) // what no Read will take
+	return n, err
 }
 
 // Next gives the stream the terminal's size, first the initial one, then
@@ -259,21 +280,91 @@ func (t *terminal) Next() *remotecommand.TerminalSize {
 	}
 }
 
-// Read returns what the command wrote to the terminal.
+// Read returns what the command wrote to the terminal, less the marks
+// the probes wrote after it (see awaitFence), which it takes out and
+// notes. A chunk that was only a mark returns nothing: Read reads on.
 func (t *terminal) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	if len(t.pre) > 0 {
 		n := copy(p, t.pre)
 		t.pre = t.pre[n:]
 		t.unread.Store(true)
+		t.cache.changed()
 		return n, nil
 	}
 	if t.preErr != nil {
 		return 0, t.preErr
 	}
 	t.unread.Store(false)
+	for {
+		n, err := t.readPipe(p)
+		data := p[:n]
+		if len(t.carry) > 0 {
+			data = append(t.carry, data...)
+		}
+		var fence int
+		data, t.carry, fence = remotestate.StripFences(data, t.marks, err != nil)
+		m := len(data)
+		if m > 0 && &data[0] != &p[0] { // a mark was taken out, or a tail joined
+			m = copy(p, data)
+			t.pre = bytes.Clone(data[m:])
+		}
+		if m > 0 {
+			// Before the mark counts: the output before it is unread.
+			t.unread.Store(true)
+			t.cache.changed()
+		}
+		if fence > 0 || err != nil {
+			t.fenced(fence, err != nil)
+		}
+		if err != nil {
+			t.preErr = err
+		}
+		if m > 0 || err != nil {
+			if m > 0 {
+				return m, nil
+			}
+			return 0, err
+		}
+	}
+}
+
+// readPipe reads the stream's output from the pipe, and takes what it
+// read off the count of bytes in it (see outWriter).
+func (t *terminal) readPipe(p []byte) (int, error) {
 	n, err := t.outR.Read(p)
-	t.unread.Store(n > 0)
+	t.piped.Add(-int64(n))
 	return n, err
+}
+
+// fenced notes mark n taken out of the output, or the output's end.
+func (t *terminal) fenced(n int, end bool) {
+	t.fmu.Lock()
+	defer t.fmu.Unlock()
+	t.fenceSeen = max(t.fenceSeen, n)
+	t.outEnded = t.outEnded || end
+	t.fcond.Broadcast()
+}
+
+// fenceWait bounds the wait for a probe's mark: a terminal whose output
+// is stopped (Ctrl-S) holds it back.
+const fenceWait = 2 * time.Second
+
+// awaitFence waits until Read has taken out mark n, and so returned all
+// the program wrote before it; false when it did not come, or the output
+// ended or the terminal was closed first.
+func (t *terminal) awaitFence(n int) bool {
+	timer := time.AfterFunc(fenceWait, func() { t.fenced(0, false) })
+	defer timer.Stop()
+	deadline := time.Now().Add(fenceWait)
+	t.fmu.Lock()
+	defer t.fmu.Unlock()
+	for t.fenceSeen < n && !t.outEnded && time.Now().Before(deadline) {
+		t.fcond.Wait()
+	}
+	return t.fenceSeen >= n
 }
 
 // Write types p: it returns once the stream took it.
@@ -283,7 +374,12 @@ func (t *terminal) Write(p []byte) (int, error) {
 		return 0, t.writeErr()
 	default:
 	}
-	return t.in.write(p, t.exited)
+	defer t.cache.changed()
+	n, err := t.in.write(p, t.exited)
+	if n > 0 {
+		t.typed.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 func (t *terminal) writeErr() error {
@@ -305,6 +401,7 @@ func (t *terminal) SetWriteDeadline(tm time.Time) error {
 func (t *terminal) Resize(cols, rows int) error {
 	t.sizeMu.Lock()
 	defer t.sizeMu.Unlock()
+	defer t.cache.changed()
 	select {
 	case <-t.sizes:
 	default:
@@ -332,6 +429,7 @@ func (t *terminal) Close() error {
 		t.cancel()
 		t.in.close()
 		t.outR.CloseWithError(os.ErrClosed)
+		t.fenced(0, true)
 	})
 	return nil
 }
@@ -347,7 +445,7 @@ func (t *terminal) PID() int {
 // OutputPending reports output the stream handed over that Read has not
 // returned yet.
 func (t *terminal) OutputPending() bool {
-	return t.writing.Load() > 0 || t.unread.Load()
+	return t.piped.Load() > 0 || t.unread.Load()
 }
 
 var (

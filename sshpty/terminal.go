@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/remotestate"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -37,7 +37,7 @@ type terminal struct {
 	closed  bool       // Close was called
 	waiting bool       // Read waits for output: none is on its way here
 	// fenceSeen is the last mark a probe wrote to the terminal that the
-	// pump has taken out of the output (see stripFences).
+	// pump has taken out of the output (see remotestate.StripFences).
 	fenceSeen int
 
 	wmu      sync.Mutex    // guards the fields below
@@ -78,7 +78,7 @@ func (t *terminal) pump() {
 	t.pre = nil
 	t.omu.Unlock()
 	p := make([]byte, 32<<10)
-	prefix := []byte(markOSC + t.nonce + ";f")
+	prefix := remotestate.FencePrefix(t.nonce)
 	var carry []byte
 	for {
 		n, err := t.out.Read(p)
@@ -87,7 +87,7 @@ func (t *terminal) pump() {
 			data = append(carry, data...)
 		}
 		var fence int
-		data, carry, fence = stripFences(data, prefix, err != nil)
+		data, carry, fence = remotestate.StripFences(data, prefix, err != nil)
 		if len(data) > 0 {
 			t.cache.output()
 		}
@@ -108,53 +108,6 @@ func (t *terminal) pump() {
 			return
 		}
 	}
-}
-
-// stripFences takes the probes' marks (prefix, a number, BEL) out of
-// data and returns the rest, the tail that may be the start of a mark
-// (held for the next read, unless at the end), and the last mark's
-// number. A chunk without a mark, nearly every one, comes back as it is:
-// the rest is then data's own array, which the caller copies before it
-// reads into that array again.
-func stripFences(data, prefix []byte, end bool) (out, carry []byte, last int) {
-	i := bytes.Index(data, prefix)
-	if i < 0 {
-		out, carry = holdTail(data, prefix, end)
-		return out, carry, 0
-	}
-	out = make([]byte, 0, len(data))
-	for ; i >= 0; i = bytes.Index(data, prefix) {
-		j := bytes.IndexByte(data[i+len(prefix):], '\a')
-		if j < 0 || j > 20 {
-			if j < 0 && !end && len(data)-i < len(prefix)+20 {
-				return append(out, data[:i]...), bytes.Clone(data[i:]), last
-			}
-			out = append(out, data[:i+1]...) // not a mark of ours after all
-			data = data[i+1:]
-			continue
-		}
-		if n, err := strconv.Atoi(string(data[i+len(prefix) : i+len(prefix)+j])); err == nil {
-			last = max(last, n)
-		}
-		out = append(out, data[:i]...)
-		data = data[i+len(prefix)+j+1:]
-	}
-	rest, carry := holdTail(data, prefix, end)
-	return append(out, rest...), carry, last
-}
-
-// holdTail splits off data's last bytes when they may begin a mark whose
-// rest comes with the next read (never at the end); the tail is a copy,
-// as data's array is the pump's read buffer.
-func holdTail(data, prefix []byte, end bool) (rest, tail []byte) {
-	if !end {
-		for k := min(len(prefix)-1, len(data)); k > 0; k-- {
-			if bytes.HasPrefix(prefix, data[len(data)-k:]) {
-				return data[:len(data)-k], bytes.Clone(data[len(data)-k:])
-			}
-		}
-	}
-	return data, nil
 }
 
 // fenceWait bounds the wait for a probe's mark: a terminal whose output

@@ -82,7 +82,9 @@ runs() {
 }
 # mark writes the mark of nonce $1 and number $2 to terminal $3.
 mark() { printf '\033]6973;%s;f%s\007' "$1" "$2" >"$3"; }
-fence() { { mark "$FN" "$Q" "$D"; } & echo "$Q fence $Q"; }
+# The mark is written in the background, its output not the probe's: a
+# terminal whose output is stopped holds it, and not the answer.
+fence() { { mark "$FN" "$Q" "$D"; } >/dev/null 2>&1 & echo "$Q fence $Q"; }
 look() {
 	st $1 || return 1
 	set -- $1 $R

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/proxy"
 	translator "k8s.io/apiserver/pkg/util/proxy"
@@ -40,6 +41,8 @@ type Server struct {
 	nodeConns connSet // the node's: the API server's streams to it
 	spdyOnly  bool
 	env       []string // the containers' variables beside the defaults
+	outDelay  time.Duration
+	inDelay   time.Duration
 
 	mu   sync.Mutex
 	pods map[string]bool // "namespace/name"
@@ -62,6 +65,15 @@ func SPDYOnly() Option { return func(s *Server) { s.spdyOnly = true } }
 // this machine's programs stands for an image that has only those.
 func Env(kv ...string) Option { return func(s *Server) { s.env = append(s.env, kv...) } }
 
+// OutputDelay holds each chunk of a terminal's output d before the node
+// sends it, as a slow link between client and node does: the command
+// has written it, and the client has not seen it yet.
+func OutputDelay(d time.Duration) Option { return func(s *Server) { s.outDelay = d } }
+
+// InputDelay holds each chunk of a terminal's input d before the node
+// types it: the client has sent it, and the command cannot read it yet.
+func InputDelay(d time.Duration) Option { return func(s *Server) { s.inDelay = d } }
+
 // Pod adds the pod namespace/name (a container of any name) to the server.
 func Pod(namespace, name string) Option {
 	return func(s *Server) { s.pods[namespace+"/"+name] = true }
@@ -73,7 +85,7 @@ func NewServer(opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.runtime = &node{env: append(defaultEnv(), s.env...)} // exec.Cmd takes the last of a name
+	s.runtime = &node{env: append(defaultEnv(), s.env...), outDelay: s.outDelay, inDelay: s.inDelay} // exec.Cmd takes the last of a name
 	s.node = httptest.NewUnstartedServer(s.runtime)
 	s.node.Listener = &trackingListener{Listener: s.node.Listener, set: &s.nodeConns}
 	s.node.Start()

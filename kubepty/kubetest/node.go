@@ -22,7 +22,9 @@ import (
 // runtime's streaming code, the command run on a local pty as a runtime
 // runs it in the container.
 type node struct {
-	env []string // the "container's" environment
+	env      []string      // the "container's" environment
+	outDelay time.Duration // see OutputDelay
+	inDelay  time.Duration // see InputDelay
 
 	mu    sync.Mutex // guards execs
 	execs map[int]bool
@@ -103,12 +105,20 @@ func (n *node) execTTY(c *exec.Cmd, in io.Reader, out io.WriteCloser, resize <-c
 	outDone := make(chan struct{})
 	go func() {
 		defer close(outDone)
-		_, _ = io.Copy(out, ptmx)
+		w := io.Writer(out)
+		if n.outDelay > 0 {
+			w = delayed{out, n.outDelay}
+		}
+		_, _ = io.Copy(w, ptmx)
 	}()
 	hangup := make(chan struct{})
 	go func() {
 		if in != nil {
-			_, _ = io.Copy(ptmx, in)
+			w := io.Writer(ptmx)
+			if n.inDelay > 0 {
+				w = delayed{ptmx, n.inDelay}
+			}
+			_, _ = io.Copy(w, in)
 		}
 		close(hangup)
 	}()
@@ -167,6 +177,17 @@ func startTTY(c *exec.Cmd, size *pty.Winsize) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
+
+// delayed writes each chunk d after it was handed over.
+type delayed struct {
+	w io.Writer
+	d time.Duration
+}
+
+func (d delayed) Write(p []byte) (int, error) {
+	time.Sleep(d.d)
+	return d.w.Write(p)
 }
 
 // firstSize is the size the client sends as the stream opens, or zero if

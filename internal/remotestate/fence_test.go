@@ -1,4 +1,4 @@
-package sshpty
+package remotestate
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 // The probes' marks leave the output whole however the reads split it,
 // and text that only looks like the start of one passes through.
 func TestStripFences(t *testing.T) {
-	prefix := []byte(markOSC + "n0nce;f")
+	prefix := FencePrefix("n0nce")
 	in := "a\x1b]6973;n0nce;f7\abc\x1b]6973;other;f8\ad\x1b]6973;n0nce;f9\a\x1b"
 	want := "abc\x1b]6973;other;f8\ad\x1b"
 	for size := 1; size <= len(in); size++ {
@@ -22,7 +22,7 @@ func TestStripFences(t *testing.T) {
 			data := append(carry, chunk...)
 			var got []byte
 			var n int
-			got, carry, n = stripFences(data, prefix, i+size >= len(in))
+			got, carry, n = StripFences(data, prefix, i+size >= len(in))
 			out.Write(got)
 			last = max(last, n)
 		}
@@ -36,7 +36,7 @@ func TestStripFences(t *testing.T) {
 // that may begin one; that tail, joined to the next chunk, is a mark
 // taken out or text passed through.
 func TestStripFencesWithoutAMark(t *testing.T) {
-	prefix := []byte(markOSC + "n0nce;f")
+	prefix := FencePrefix("n0nce")
 	for _, c := range []struct {
 		name        string
 		chunks      []string
@@ -58,7 +58,7 @@ func TestStripFencesWithoutAMark(t *testing.T) {
 			data := append(carry, chunk...)
 			var out []byte
 			var n int
-			out, carry, n = stripFences(data, prefix, false)
+			out, carry, n = StripFences(data, prefix, false)
 			last = max(last, n)
 			if string(out) != c.out[i] || string(carry) != c.carry[i] {
 				t.Fatalf("%s, chunk %d: %q, held %q; want %q, held %q", c.name, i, out, carry, c.out[i], c.carry[i])
@@ -75,26 +75,26 @@ func TestStripFencesWithoutAMark(t *testing.T) {
 			t.Errorf("%s: last mark %d, want %d", c.name, last, c.last)
 		}
 		// At the end nothing is held: the tail goes out as it is.
-		if out, held, _ := stripFences([]byte(c.chunks[0]), prefix, true); string(out) != c.chunks[0] || held != nil {
+		if out, held, _ := StripFences([]byte(c.chunks[0]), prefix, true); string(out) != c.chunks[0] || held != nil {
 			t.Errorf("%s at the end: %q, held %q; want %q", c.name, out, held, c.chunks[0])
 		}
 	}
 	plain := []byte(strings.Repeat("12345\r\n", 4096))
-	if n := testing.AllocsPerRun(10, func() { stripFences(plain, prefix, false) }); n != 0 {
+	if n := testing.AllocsPerRun(10, func() { StripFences(plain, prefix, false) }); n != 0 {
 		t.Errorf("a chunk without a mark cost %v allocations; want none", n)
 	}
 }
 
-// BenchmarkStripFences is the pump's cost per 32 KiB chunk of output:
+// BenchmarkStripFences is a reader's cost per 32 KiB chunk of output:
 // plain text (what a program mostly writes), and a chunk holding a mark.
 func BenchmarkStripFences(b *testing.B) {
-	prefix := []byte(markOSC + "n0nce;f")
+	prefix := FencePrefix("n0nce")
 	var plain []byte
 	for i := 1; len(plain) < 32<<10; i++ {
 		plain = append(plain, strconv.Itoa(i)+"\r\n"...)
 	}
 	plain = plain[:32<<10]
-	mark := slices.Concat(plain[:16<<10], []byte(markOSC+"n0nce;f42\a"), plain[16<<10:])[:32<<10]
+	mark := slices.Concat(plain[:16<<10], []byte("\x1b]6973;n0nce;f42\a"), plain[16<<10:])[:32<<10]
 	for _, c := range []struct {
 		name  string
 		chunk []byte
@@ -103,7 +103,7 @@ func BenchmarkStripFences(b *testing.B) {
 			b.SetBytes(int64(len(c.chunk)))
 			b.ReportAllocs()
 			for b.Loop() {
-				out, carry, _ := stripFences(c.chunk, prefix, false)
+				out, carry, _ := StripFences(c.chunk, prefix, false)
 				if len(out) == 0 || len(carry) != 0 {
 					b.Fatalf("%d bytes out, %q held", len(out), carry)
 				}

@@ -1,0 +1,57 @@
+package remotestate
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// FencePrefix is what begins the marks a probe's fence (see Funcs)
+// writes to a terminal for nonce: the prefix, the probe's number, BEL.
+func FencePrefix(nonce string) []byte { return []byte("\x1b]6973;" + nonce + ";f") }
+
+// StripFences takes the probes' marks (prefix, a number, BEL) out of
+// data and returns the rest, the tail that may be the start of a mark
+// (held for the next read, unless at the end), and the last mark's
+// number. A chunk without a mark, nearly every one, comes back as it is:
+// the rest is then data's own array, which the caller copies before it
+// reads into that array again.
+func StripFences(data, prefix []byte, end bool) (out, carry []byte, last int) {
+	i := bytes.Index(data, prefix)
+	if i < 0 {
+		out, carry = holdTail(data, prefix, end)
+		return out, carry, 0
+	}
+	out = make([]byte, 0, len(data))
+	for ; i >= 0; i = bytes.Index(data, prefix) {
+		j := bytes.IndexByte(data[i+len(prefix):], '\a')
+		if j < 0 || j > 20 {
+			if j < 0 && !end && len(data)-i < len(prefix)+20 {
+				return append(out, data[:i]...), bytes.Clone(data[i:]), last
+			}
+			out = append(out, data[:i+1]...) // not a mark of ours after all
+			data = data[i+1:]
+			continue
+		}
+		if n, err := strconv.Atoi(string(data[i+len(prefix) : i+len(prefix)+j])); err == nil {
+			last = max(last, n)
+		}
+		out = append(out, data[:i]...)
+		data = data[i+len(prefix)+j+1:]
+	}
+	rest, carry := holdTail(data, prefix, end)
+	return append(out, rest...), carry, last
+}
+
+// holdTail splits off data's last bytes when they may begin a mark whose
+// rest comes with the next read (never at the end); the tail is a copy,
+// as data's array is the reader's buffer.
+func holdTail(data, prefix []byte, end bool) (rest, tail []byte) {
+	if !end {
+		for k := min(len(prefix)-1, len(data)); k > 0; k-- {
+			if bytes.HasPrefix(prefix, data[len(data)-k:]) {
+				return data[:len(data)-k], bytes.Clone(data[len(data)-k:])
+			}
+		}
+	}
+	return data, nil
+}
