@@ -1,6 +1,9 @@
 package kubepty
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +155,84 @@ func startWaiting(t *testing.T, b *Backend, script string) (*screen, agentpty.St
 	sr := s.term.(agentpty.StateReader)
 	awaitWaiting(t, sr, "the first read")
 	return s, sr
+}
+
+// Each probe of a stopped terminal leaves its mark's writer blocked on it.
+// The writers carry the session's nonce, so End ends them with the
+// command: the stream then ends at once with the command's status,
+// rather than after End's wait for it and without it.
+func TestStoppedOutputEnd(t *testing.T) {
+	_, b := standin(t)
+	s, sr := startWaiting(t, b, "echo ready; read x")
+	if _, err := s.term.Write([]byte("\x13")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if sr.Foreground().Waiting {
+			t.Fatalf("probe %d: waiting while the terminal's output is stopped", i)
+		}
+	}
+	begin := time.Now()
+	err := s.term.End(context.Background(), time.Second)
+	took := time.Since(begin)
+	select {
+	case <-s.term.(*terminal).exited:
+	default:
+		t.Fatalf("End returned (%v after %v) before the stream ended", err, took)
+	}
+	st, werr := s.term.Wait()
+	if err != nil || werr != nil || st.Signal != "SIGTERM" || took >= statusBound {
+		t.Errorf("End: %v after %v; the command ended %+v %v; want SIGTERM's status well within %v", err, took, st, werr, statusBound)
+	}
+}
+
+// A probe waits for its own mark: another probe's, of a later number and
+// written before it (kube's probes are execs of their own, and run in
+// any order), says nothing of the output that came before this one's.
+func TestMarksMatchTheirProbe(t *testing.T) {
+	_, b := standin(t, kubetest.OutputDelay(300*time.Millisecond))
+	s, sr := startWaiting(t, b, "echo ready; read x; echo got-$x; read y")
+	tm := s.term.(*terminal)
+	pid := tm.PID()
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/0", pid), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "%s%d\a", tm.marks, tm.probes.Load()+2) // the next probe is +1
+	f.Close()
+	before := schedstat(t, pid)
+	if _, err := s.term.Write([]byte("x\r")); err != nil {
+		t.Fatal(err)
+	}
+	// The program has read the line and printed: it ran, and waits again.
+	deadline := time.Now().Add(10 * time.Second)
+	for schedstat(t, pid) == before || !strings.Contains(wchan(pid), "wait_woken") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the program never read the line: %s", wchan(pid))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fg := sr.Foreground()
+	s.mu.Lock()
+	out := s.out.String()
+	s.mu.Unlock()
+	if fg.Waiting && !sr.OutputPending() && !strings.Contains(out, "got-x") {
+		t.Errorf("waiting, and nothing pending, before the output written before the wait: %q", out)
+	}
+	endClean(t, s, "y\r")
+}
+
+// schedstat is a local process's time on a CPU so far.
+func schedstat(t *testing.T, pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// wchan is where a local process sleeps in the kernel.
+func wchan(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+	return string(b)
 }

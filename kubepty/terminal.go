@@ -126,10 +126,10 @@ type terminal struct {
 	typed  atomic.Int64  // when a Write last handed input to the stream (UnixNano)
 	cache  probeCache    // the last probe's answer (see EchoOff)
 
-	fmu       sync.Mutex // guards the fields below
-	fcond     *sync.Cond // signalled when they change
-	fenceSeen int        // the highest mark Read has taken out of the output
-	outEnded  bool       // the output ended or the terminal was closed
+	fmu       sync.Mutex   // guards the fields below
+	fcond     *sync.Cond   // signalled when they change
+	fenceSeen map[int]bool // the marks Read has taken out of the output, recent ones
+	outEnded  bool         // the output ended or the terminal was closed
 
 	closeOnce sync.Once
 }
@@ -147,6 +147,7 @@ func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
 		sizes: make(chan remotecommand.TerminalSize, 1), exited: make(chan struct{})}
 	t.marks = remotestate.FencePrefix(t.nonce)
 	t.fcond = sync.NewCond(&t.fmu)
+	t.fenceSeen = map[int]bool{}
 	t.sizes <- remotecommand.TerminalSize{Width: uint16(cmd.Cols), Height: uint16(cmd.Rows)}
 	return t
 }
@@ -217,7 +218,7 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 	t.outW.Close()
 	t.in.close()
 	close(t.exited)
-	t.fenced(0, true) // the command is gone: no probe waits for a mark of it
+	t.fenced(nil, true) // the command is gone: no probe waits for a mark of it
 }
 
 // exitConfirmed checks a WebSocket stream's nil with a probe: client-go
@@ -304,8 +305,8 @@ func (t *terminal) Read(p []byte) (int, error) {
 		if len(t.carry) > 0 {
 			data = append(t.carry, data...)
 		}
-		var fence int
-		data, t.carry, fence = remotestate.StripFences(data, t.marks, err != nil)
+		var fence []int
+		data, t.carry = remotestate.StripMarks(data, t.marks, err != nil, func(n int) { fence = append(fence, n) })
 		m := len(data)
 		if m > 0 && &data[0] != &p[0] { // a mark was taken out, or a tail joined
 			m = copy(p, data)
@@ -316,7 +317,7 @@ func (t *terminal) Read(p []byte) (int, error) {
 			t.unread.Store(true)
 			t.cache.changed()
 		}
-		if fence > 0 || err != nil {
+		if len(fence) > 0 || err != nil {
 			t.fenced(fence, err != nil)
 		}
 		if err != nil {
@@ -339,11 +340,18 @@ func (t *terminal) readPipe(p []byte) (int, error) {
 	return n, err
 }
 
-// fenced notes mark n taken out of the output, or the output's end.
-func (t *terminal) fenced(n int, end bool) {
+// fenced notes marks ns taken out of the output, or the output's end.
+func (t *terminal) fenced(ns []int, end bool) {
 	t.fmu.Lock()
 	defer t.fmu.Unlock()
-	t.fenceSeen = max(t.fenceSeen, n)
+	for _, n := range ns {
+		t.fenceSeen[n] = true
+		for k := range t.fenceSeen {
+			if k < n-256 { // no probe waits for a mark that old
+				delete(t.fenceSeen, k)
+			}
+		}
+	}
 	t.outEnded = t.outEnded || end
 	t.fcond.Broadcast()
 }
@@ -356,15 +364,16 @@ const fenceWait = 2 * time.Second
 // the program wrote before it; false when it did not come, or the output
 // ended or the terminal was closed first.
 func (t *terminal) awaitFence(n int) bool {
-	timer := time.AfterFunc(fenceWait, func() { t.fenced(0, false) })
-	defer timer.Stop()
+	// The deadline before the timer: its wake-up must find it passed.
 	deadline := time.Now().Add(fenceWait)
+	timer := time.AfterFunc(fenceWait, func() { t.fenced(nil, false) })
+	defer timer.Stop()
 	t.fmu.Lock()
 	defer t.fmu.Unlock()
-	for t.fenceSeen < n && !t.outEnded && time.Now().Before(deadline) {
+	for !t.fenceSeen[n] && !t.outEnded && time.Now().Before(deadline) {
 		t.fcond.Wait()
 	}
-	return t.fenceSeen >= n
+	return t.fenceSeen[n]
 }
 
 // Write types p: it returns once the stream took it.
@@ -429,7 +438,7 @@ func (t *terminal) Close() error {
 		t.cancel()
 		t.in.close()
 		t.outR.CloseWithError(os.ErrClosed)
-		t.fenced(0, true)
+		t.fenced(nil, true)
 	})
 	return nil
 }

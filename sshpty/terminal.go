@@ -117,13 +117,14 @@ const fenceWait = 2 * time.Second
 // awaitFence waits until the pump has taken out mark n, and so everything
 // the program wrote before it; false when it did not come.
 func (t *terminal) awaitFence(n int) bool {
+	// The deadline before the timer: its wake-up must find it passed.
+	deadline := time.Now().Add(fenceWait)
 	timer := time.AfterFunc(fenceWait, func() {
 		t.omu.Lock()
 		t.ocond.Broadcast()
 		t.omu.Unlock()
 	})
 	defer timer.Stop()
-	deadline := time.Now().Add(fenceWait)
 	t.omu.Lock()
 	defer t.omu.Unlock()
 	for t.fenceSeen < n && !t.closed && t.oerr == nil && time.Now().Before(deadline) {

@@ -16,30 +16,37 @@ func FencePrefix(nonce string) []byte { return []byte("\x1b]6973;" + nonce + ";f
 // the rest is then data's own array, which the caller copies before it
 // reads into that array again.
 func StripFences(data, prefix []byte, end bool) (out, carry []byte, last int) {
+	out, carry = StripMarks(data, prefix, end, func(n int) { last = max(last, n) })
+	return out, carry, last
+}
+
+// StripMarks is StripFences calling seen with each mark's number, for a
+// reader whose probes may write their marks out of their order.
+func StripMarks(data, prefix []byte, end bool, seen func(int)) (out, carry []byte) {
 	i := bytes.Index(data, prefix)
 	if i < 0 {
 		out, carry = holdTail(data, prefix, end)
-		return out, carry, 0
+		return out, carry
 	}
 	out = make([]byte, 0, len(data))
 	for ; i >= 0; i = bytes.Index(data, prefix) {
 		j := bytes.IndexByte(data[i+len(prefix):], '\a')
 		if j < 0 || j > 20 {
 			if j < 0 && !end && len(data)-i < len(prefix)+20 {
-				return append(out, data[:i]...), bytes.Clone(data[i:]), last
+				return append(out, data[:i]...), bytes.Clone(data[i:])
 			}
 			out = append(out, data[:i+1]...) // not a mark of ours after all
 			data = data[i+1:]
 			continue
 		}
 		if n, err := strconv.Atoi(string(data[i+len(prefix) : i+len(prefix)+j])); err == nil {
-			last = max(last, n)
+			seen(n)
 		}
 		out = append(out, data[:i]...)
 		data = data[i+len(prefix)+j+1:]
 	}
 	rest, carry := holdTail(data, prefix, end)
-	return append(out, rest...), carry, last
+	return append(out, rest...), carry
 }
 
 // holdTail splits off data's last bytes when they may begin a mark whose

@@ -118,8 +118,9 @@ tty() {
 	tp=$1; set -- $R; n=$5; T=$6
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
-	# A container's /dev may lack it: the command's own descriptor then.
-	[ -z "$D" ] || [ -c "$D" ] || D=/proc/$tp/fd/0
+	# A container's /dev may lack it: the command's own descriptor then,
+	# when that is a terminal (a mark must never go into a file or pipe).
+	[ -z "$D" ] || [ -c "$D" ] || { D=; [ -c /proc/$tp/fd/0 ] && D=/proc/$tp/fd/0; }
 	echo "$Q t $T $D"
 	[ -n "$D" ] && eval "DV$tp=\$D TV$tp=\$T"
 }
