@@ -76,6 +76,9 @@ func (t *terminal) pump() {
 	t.omu.Lock()
 	t.buf = t.pre
 	t.pre = nil
+	// A Read may be waiting already, and what came with the mark may be
+	// all the output for a while: no later chunk would wake it.
+	t.ocond.Broadcast()
 	t.omu.Unlock()
 	p := make([]byte, 32<<10)
 	prefix := remotestate.FencePrefix(t.nonce)

@@ -273,6 +273,10 @@ func (s *Server) Log() string {
 	return s.log.String()
 }
 
+// Marked lists the live processes logins to the server started (see
+// markerVar), for a test to end what it left running whatever it reached.
+func (s *Server) Marked() []testkit.MarkedProc { return testkit.Marked(markerVar + "=" + s.Dir) }
+
 // Pid is the listening server's process id.
 func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
