@@ -155,19 +155,23 @@ func (t *terminal) Signal(sig os.Signal) error {
 
 // probeState probes the terminal with remotestate's probe. A probe that
 // fails (the container has no shell, the connection is gone) reports
-// nothing known: not waiting, echo on. The time the probe took is the
-// backend's probeTook.
+// nothing known: not waiting, echo on. The answer is kept for EchoOff
+// (see probeCache), and the time the probe took is the backend's
+// probeTook.
 func (t *terminal) probeState() remotestate.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
+	gen := t.cache.gen.Load()
 	c, known := t.b.calls(ctx, t)
 	begin := time.Now()
 	lines, err := t.stateLines(ctx, remotestate.Vars(c))
 	t.b.probeTook.Store(int64(time.Since(begin)))
-	if err != nil {
-		return remotestate.Result{}
+	var r remotestate.Result
+	if err == nil {
+		r = remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
 	}
-	return remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
+	t.cache.keep(r, gen)
+	return r
 }
 
 // stateLines runs the state action with vars (remotestate.Vars) under a
@@ -188,12 +192,10 @@ func (t *terminal) stateLines(ctx context.Context, vars string) ([]string, error
 // and whose answer serves the EchoOff that follows (see probeCache).
 func (t *terminal) Foreground() agentpty.Foreground {
 	t.awaitInput()
-	gen := t.cache.gen.Load()
 	r := t.probeState()
 	if r.Fence > 0 && !t.awaitFence(r.Fence) {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
-	t.cache.keep(r, gen)
 	return r.Fg
 }
 
@@ -204,10 +206,7 @@ func (t *terminal) EchoOff() bool {
 	if r, ok := t.cache.answer(); ok {
 		return r.EchoOff
 	}
-	gen := t.cache.gen.Load()
-	r := t.probeState()
-	t.cache.keep(r, gen)
-	return r.EchoOff
+	return t.probeState().EchoOff
 }
 
 // maxInputWait bounds awaitInput's wait.

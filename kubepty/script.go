@@ -40,7 +40,7 @@ state() {
 }
 # The mark's writer carries the session's nonce: on a terminal whose
 # output is stopped it waits there, and End ends it with the session.
-fence() { { exec env "AGENTPTY_ID=$FN" printf '\033]6973;%s;f%s\007' "$FN" "$Q" >"$D"; } >/dev/null 2>&1 & echo "$Q fence $Q"; }
+fence() { { exec env "AGENTPTY_ID=$FN" printf "$MARKFMT" "$FN" "$Q" >"$D"; } >/dev/null 2>&1 & echo "$Q fence $Q"; }
 # Each probe is a shell of its own, which keeps no stty answer for the next.
 runs() { K=; }
 sig() {

@@ -54,11 +54,11 @@ echoflag() {
 	case $EB in
 	kept) eval "echo \"\$Q stty \$EW$P\""; return;;
 	bg) sttywait;;
-	again) w=$(LC_ALL=C exec stty -a <"$D");;
 	esac
 	# Here when none ran in the background, or it did not answer (its
-	# shell was killed); EF counts these.
-	[ -n "$w" ] || { EF=$((${EF:-0} + 1)); w=$(LC_ALL=C exec stty -a <"$D"); }
+	# shell was killed), which EF counts; or when the modes must be read
+	# again (again, see probe).
+	[ -n "$w" ] || { [ "$EB" = again ] || EF=$((${EF:-0} + 1)); w=$(LC_ALL=C exec stty -a <"$D"); }
 	case " $w " in *[[:space:]]icanon[[:space:]]*) ic=icanon;; *) ic=-icanon;; esac
 	case " $w " in *[[:space:]]echo[[:space:]]*) ec=echo;; *) ec=-echo;; esac
 	echo "$Q stty $ic $ec"
@@ -80,8 +80,10 @@ runs() {
 		done
 	done
 }
-# mark writes the mark of nonce $1 and number $2 to terminal $3.
-mark() { printf '\033]6973;%s;f%s\007' "$1" "$2" >"$3"; }
+# mark writes the mark of nonce $1 and number $2 to terminal $3, in the
+# format MARKFMT (FencePrefix's, then the number and BEL).
+MARKFMT='\033]6973;%s;f%s\007'
+mark() { printf "$MARKFMT" "$1" "$2" >"$3"; }
 # The mark is written in the background, its output not the probe's: a
 # terminal whose output is stopped holds it, and not the answer.
 fence() { { mark "$FN" "$Q" "$D"; } >/dev/null 2>&1 & echo "$Q fence $Q"; }
