@@ -28,9 +28,7 @@ func TestWaitingAfterItsOutput(t *testing.T) {
 		fg := sr.Foreground()
 		probes++
 		if fg.Waiting {
-			s.mu.Lock()
-			out := s.out.String()
-			s.mu.Unlock()
+			out := s.String()
 			if !strings.Contains(out, "\r\n5000\r\n") && !sr.OutputPending() {
 				t.Fatalf("probe %d: waiting in %s with %d bytes of the output read, the last %q, and none pending", probes, fg.Name, len(out), out[max(0, len(out)-20):])
 			}
@@ -85,9 +83,7 @@ func TestWaitingAfterItsInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	fg := sr.Foreground()
-	s.mu.Lock()
-	out := s.out.String()
-	s.mu.Unlock()
+	out := s.String()
 	if fg.Waiting && !strings.Contains(out, "got-x") && !sr.OutputPending() {
 		t.Errorf("waiting right after the input was typed, without its answer: %q", out)
 	}
@@ -139,10 +135,8 @@ func endClean(t *testing.T, s *screen, last string) {
 		t.Fatal(err)
 	}
 	s.wait(t)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if strings.Contains(s.out.String(), "\x1b]6973;") {
-		t.Errorf("a mark is left in the output: %q", s.out.String())
+	if out := s.String(); strings.Contains(out, "\x1b]6973;") {
+		t.Errorf("a mark is left in the output: %q", out)
 	}
 }
 
@@ -213,9 +207,7 @@ func TestMarksMatchTheirProbe(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	fg := sr.Foreground()
-	s.mu.Lock()
-	out := s.out.String()
-	s.mu.Unlock()
+	out := s.String()
 	if fg.Waiting && !sr.OutputPending() && !strings.Contains(out, "got-x") {
 		t.Errorf("waiting, and nothing pending, before the output written before the wait: %q", out)
 	}

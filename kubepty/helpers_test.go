@@ -161,6 +161,13 @@ func (s *screen) read() {
 	}
 }
 
+// String is the output so far.
+func (s *screen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
 // expect waits until the output matches re, and returns the output.
 func (s *screen) expect(t *testing.T, re string) string {
 	t.Helper()

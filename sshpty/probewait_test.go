@@ -198,9 +198,7 @@ func TestProbeWaitingShellKilled(t *testing.T) {
 			_, c := connect(t)
 			b := New(c)
 			term, out := startTerm(t, b, `echo ready; read -s x; echo "got $x"; read y; echo "done $y"`)
-			defer func() {
-				closeTerm(term, out)
-			}()
+			defer closeTerm(term, out)
 			out.waitFor(t, "ready")
 			fence, off := waitRead(t, term, "read -s")
 			if !off {

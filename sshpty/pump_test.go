@@ -24,12 +24,15 @@ func TestReadWaitingGetsWhatCameWithTheMark(t *testing.T) {
 		n, _ := term.Read(p)
 		got <- string(p[:n])
 	}()
-	for {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		term.omu.Lock()
 		waiting := term.waiting
 		term.omu.Unlock()
 		if waiting {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Read never waited")
 		}
 		runtime.Gosched() // Read is on its way to its wait
 	}
@@ -48,12 +51,15 @@ func TestReadWaitingGetsWhatCameWithTheMark(t *testing.T) {
 		<-got
 	}
 	w.Close() // the pump reads the end and returns
-	for {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		term.omu.Lock()
 		ended := term.oerr != nil || term.closed
 		term.omu.Unlock()
 		if ended {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pump never ended")
 		}
 		runtime.Gosched()
 	}

@@ -130,7 +130,9 @@ func TestWeb(t *testing.T) {
 		// row stays the same element through the list's updates (here the
 		// viewers' counts), so the click cannot land on a row just replaced.
 		pyRow := `document.querySelector('#list tr[data-id="` + py.ID() + `"]')`
-		eval[bool](t, tab, `(window.pyRow = `+pyRow+`) !== null`)
+		if !eval[bool](t, tab, `(window.pyRow = `+pyRow+`) !== null`) {
+			t.Fatalf("no row for %s in the list", py.ID())
+		}
 		do(t, ctx, tab, chromedp.Click(chromedp.CSS(`#list tr[data-id="`+py.ID()+`"]`)))
 		awaitScreen(t, tab, py)
 		if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print(6 * 7)", Submit: true, WaitUntil: "input"}); err != nil {
