@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		runChild(mode)
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testkit.EmptyHome()))
 }
 
 // childModes are the helper children that tests of one OS add.

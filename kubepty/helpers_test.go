@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	// The stand-in's Kubernetes code logs every closed stream.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	goleak.VerifyTestMain(m, lingering...)
+	goleak.VerifyTestMain(m, append(lingering, goleak.Cleanup(testkit.EmptyHome()))...)
 }
 
 // lingering are goroutines of client-go and spdystream that outlive a

@@ -10,12 +10,14 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"go.uber.org/goleak"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestMain fails the run if a test leaves a goroutine behind: once Close
 // returns, every session's reader and reaper have stopped.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testkit.EmptyHome()))
 }
 
 // need skips the test when prog is not installed, unless the environment

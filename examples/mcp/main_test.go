@@ -19,6 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // serverEnv makes the test binary run the server instead of the tests, so
@@ -37,7 +39,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testkit.EmptyHome()))
 }
 
 // serverCmd is the server as a subprocess with flags.

@@ -23,11 +23,13 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/agentpty/agentpty/internal/testkit"
+
 	"github.com/agentpty/agentpty"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testkit.EmptyHome()))
 }
 
 // need skips the test when prog is not installed, unless the environment
