@@ -1,6 +1,11 @@
 package sshdtest
 
-import "github.com/agentpty/agentpty/internal/proc"
+import (
+	"os/exec"
+	"syscall"
+
+	"github.com/agentpty/agentpty/internal/proc"
+)
 
 // servers lists the listener and every sshd process below it.
 func (s *Server) servers() []int {
@@ -16,4 +21,10 @@ func (s *Server) servers() []int {
 		out = append(out, children[out[i]]...)
 	}
 	return out
+}
+
+// dieWithTests makes the listener die with the test binary: a test binary
+// killed by go test's timeout or by hand leaves no sshd behind.
+func dieWithTests(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -209,6 +209,7 @@ func (s *Server) launch(cfg string) error {
 	}
 	s.cmd = exec.Command(Path, "-D", "-e", "-f", cfg)
 	s.cmd.Stdout, s.cmd.Stderr = w, w
+	dieWithTests(s.cmd)
 	err = s.cmd.Start()
 	w.Close()
 	if err != nil {
