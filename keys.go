@@ -137,8 +137,14 @@ func parseKeys(where string, names []string) ([]key, error) {
 	return keys, nil
 }
 
+// maxKeyName is longer than any key name with every modifier before it.
+const maxKeyName = 32
+
 // parseKey reads one key name, or says why it names no key.
 func parseKey(name string) (key, string) {
+	if len(name) > maxKeyName {
+		return key{}, "is not a key name"
+	}
 	rest, mods := name, 0
 	if len(rest) > 1 && rest[0] == '^' {
 		rest, mods = rest[1:], modCtrl

@@ -526,6 +526,9 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if err != nil {
 		return WriteResult{}, err
 	}
+	if err := checkWriteSize(who, req); err != nil {
+		return WriteResult{}, err
+	}
 	keys, err := parseKeys(who, req.Keys)
 	if err != nil {
 		return WriteResult{}, err
@@ -535,8 +538,12 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 		return WriteResult{}, err
 	}
 	input := s.typedBytes(req, keys)
-	if err := m.approveWrite(ctx, ToolWrite, s, input); err != nil {
+	atPrompt, err := m.approveWrite(ctx, ToolWrite, s, input)
+	if err != nil {
 		return WriteResult{}, err
+	}
+	if atPrompt {
+		input = append([]byte(lineClear), input...)
 	}
 	return s.write(ctx, input, want, req.WaitMS, v)
 }
