@@ -137,7 +137,14 @@ type Options struct {
 	// types nothing. False means approving a start covers every write.
 	// The request names the program waiting for input (Foreground); a
 	// write first waits up to a second for one, as a shell that has just
-	// printed its prompt reads a moment later.
+	// printed its prompt reads a moment later. Whatever the Approver
+	// says, a write holding a printable character the terminal binds to
+	// a special character (stty kill @) is refused (ErrDenied), since the
+	// terminal or the line editor would act on it rather than read it as
+	// text; a terminal of another Backend, whose modes the library cannot
+	// read, is not checked. A write approved into a shell waiting at its
+	// prompt is typed after C-g C-e C-u, which empty its line (of query
+	// replies the library typed, for one): one write holds a whole line.
 	ApproveWrites bool
 	// Backend starts each session's command under a terminal; nil means a
 	// pseudo-terminal of this machine. With another Backend, Sandbox is
