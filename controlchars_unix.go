@@ -8,6 +8,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ccIndex is where c_cc holds a special character, and its names.
+type ccIndex struct {
+	name, stty string
+	i          int
+}
+
 // readControlChars reads the special characters of the terminal whose
 // master is f (the ioctl on a master reads its slave's modes); a disabled
 // one is left out.

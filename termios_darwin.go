@@ -15,10 +15,7 @@ const vdisable = 0xff
 
 // controlCharIndex names the special characters of c_cc (VMIN and VTIME
 // are counts).
-var controlCharIndex = []struct {
-	name, stty string
-	i          int
-}{
+var controlCharIndex = []ccIndex{
 	{"VINTR", "intr", unix.VINTR}, {"VQUIT", "quit", unix.VQUIT}, {"VERASE", "erase", unix.VERASE},
 	{"VKILL", "kill", unix.VKILL}, {"VEOF", "eof", unix.VEOF}, {"VEOL", "eol", unix.VEOL},
 	{"VEOL2", "eol2", unix.VEOL2}, {"VSTART", "start", unix.VSTART}, {"VSTOP", "stop", unix.VSTOP},

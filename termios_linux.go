@@ -14,10 +14,7 @@ const vdisable = 0
 
 // controlCharIndex names the special characters of c_cc (VMIN and VTIME,
 // which share it, are counts).
-var controlCharIndex = []struct {
-	name, stty string
-	i          int
-}{
+var controlCharIndex = []ccIndex{
 	{"VINTR", "intr", unix.VINTR}, {"VQUIT", "quit", unix.VQUIT}, {"VERASE", "erase", unix.VERASE},
 	{"VKILL", "kill", unix.VKILL}, {"VEOF", "eof", unix.VEOF}, {"VEOL", "eol", unix.VEOL},
 	{"VEOL2", "eol2", unix.VEOL2}, {"VSWTC", "swtch", unix.VSWTC}, {"VSTART", "start", unix.VSTART},
