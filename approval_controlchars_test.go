@@ -106,34 +106,45 @@ func TestApproveWritesSpecialCharacters(t *testing.T) {
 
 // TestApproveWritesEveryControlChar: each special character the terminal
 // reports, set to a printable one, refuses a write that types it, whoever
-// approves (here an approver that approves everything), and names it.
-// VLNEXT and VDISCARD are read under dash, which reads lines in canonical
-// mode: readline disables them while it reads (binding VLNEXT's character
-// to quoted-insert itself, which no check here can see; the rules refuse
-// the stty that would set it).
+// approves (here an approver that approves everything), and names it; so
+// do istrip and iuclc, which change the bytes typed. VLNEXT, VDISCARD and
+// istrip are read under dash, which reads lines in canonical mode:
+// readline disables the first two while it reads (binding VLNEXT's
+// character to quoted-insert itself, which no check here can see; the
+// rules refuse the stty that would set it) and clears istrip.
 func TestApproveWritesEveryControlChar(t *testing.T) {
 	ctx := waitCtx(t)
 	all := ApproverFunc(func(context.Context, ApprovalRequest) error { return nil })
 	m := newManager(t, Options{Shell: []string{"bash", "-c"}, Approver: all, ApproveWrites: true})
-	for _, tc := range []struct{ stty, control, shell string }{
-		{"intr", "VINTR", ""}, {"quit", "VQUIT", ""}, {"susp", "VSUSP", ""}, {"eof", "VEOF", ""},
-		{"eol", "VEOL", ""}, {"eol2", "VEOL2", ""}, {"rprnt", "VREPRINT", ""}, {"discard", "VDISCARD", "exec dash -i"},
-		{"start", "VSTART", ""}, {"stop", "VSTOP", ""}, {"lnext", "VLNEXT", "exec dash -i"},
+	type setting struct{ stty, want, shell, line string }
+	cases := []setting{
+		{"istrip", "types the byte 0xc2, which the terminal strips to 7 bits (stty istrip)", "exec dash -i", "echo x»rm"},
+		{"iuclc", `types 'A', which the terminal turns into lower case (stty iuclc)`, "", "echo A"},
+	}
+	for _, c := range []struct{ stty, control string }{
+		{"intr", "VINTR"}, {"quit", "VQUIT"}, {"susp", "VSUSP"}, {"eof", "VEOF"}, {"eol", "VEOL"}, {"eol2", "VEOL2"},
+		{"rprnt", "VREPRINT"}, {"discard", "VDISCARD"}, {"start", "VSTART"}, {"stop", "VSTOP"}, {"lnext", "VLNEXT"},
 	} {
-		pre := "stty " + tc.stty + " @"
+		sh := ""
+		if c.stty == "lnext" || c.stty == "discard" {
+			sh = "exec dash -i"
+		}
+		cases = append(cases, setting{c.stty + " @", "types '@', which the terminal binds to " + c.control + " (stty " + c.stty + ")", sh, "echo a@b"})
+	}
+	for _, tc := range cases {
+		pre := "stty " + tc.stty
 		cmd := promptCommand(pre)
 		if tc.shell != "" {
 			need(t, "dash")
 			cmd = pre + "; " + tc.shell
 		}
 		res := mustStart(t, m, StartRequest{Command: cmd, WaitUntil: WaitUntilInput})
-		_, err := typeLine(ctx, m, res.ID, "echo a@b")
-		want := "types '@', which the terminal binds to " + tc.control + " (stty " + tc.stty + ")"
-		if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v; want ErrDenied ...%s", pre, err, want)
+		_, err := typeLine(ctx, m, res.ID, tc.line)
+		if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want ErrDenied ...%s", pre, err, tc.want)
 		}
 		if _, err := typeLine(ctx, m, res.ID, "echo ab"); err != nil {
-			t.Errorf("%s: a line without @: %v", pre, err)
+			t.Errorf("%s: a line without them: %v", pre, err)
 		}
 		if _, err := m.Kill(ctx, res.ID); err != nil {
 			t.Fatal(err)

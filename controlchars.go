@@ -1,8 +1,10 @@
 package agentpty
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
+	"unicode"
 )
 
 // A printable character bound to one of the terminal's special characters
@@ -21,10 +23,18 @@ type controlChar struct {
 	b    byte
 }
 
-// controlCharReader is the capability of a Terminal that reads its
-// special characters; a remote terminal lacks it (see Options.ApproveWrites).
-type controlCharReader interface {
-	controlChars() ([]controlChar, error)
+// inputModes is what a terminal does to typed bytes besides passing them
+// on: its special characters, and the input modes that change bytes.
+type inputModes struct {
+	chars []controlChar
+	strip bool // istrip: the eighth bit is cleared (UTF-8's » becomes B;)
+	lower bool // iuclc: upper case becomes lower case
+}
+
+// inputModesReader is the capability of a Terminal that reads its input
+// modes; a remote terminal lacks it (see Options.ApproveWrites).
+type inputModesReader interface {
+	inputModes() (inputModes, error)
 }
 
 // printable reports whether b is a byte typed as text: not a C0 control
@@ -51,23 +61,32 @@ func boundPrintable(input []byte, ccs []controlChar) (controlChar, bool) {
 
 // checkControlChars refuses input that holds a printable character the
 // terminal of s binds to a special character, naming the character and
-// the control. A terminal that cannot report them is not checked.
+// the control, or a byte an input mode changes. A terminal that cannot
+// report them is not checked.
 func (s *Session) checkControlChars(tool string, input []byte) error {
-	r, ok := s.term.(controlCharReader)
+	r, ok := s.term.(inputModesReader)
 	if !ok {
 		return nil
 	}
-	what := tool + " " + s.id + " " + quoteShort(string(input))
-	ccs, err := r.controlChars()
+	deny := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s %s %s: %s", ErrDenied, tool, s.id, quoteShort(string(input)), fmt.Sprintf(format, args...))
+	}
+	m, err := r.inputModes()
 	if err != nil {
 		if _, exited := s.ended(); exited {
 			return nil // the write reports the exit
 		}
-		return fmt.Errorf("%w: %s: the terminal's special characters cannot be read, so the input cannot be judged as the terminal reads it: %v", ErrDenied, what, err)
+		return deny("the terminal's modes cannot be read, so the input cannot be judged as the terminal reads it: %v", err)
 	}
-	if c, found := boundPrintable(input, ccs); found {
-		return fmt.Errorf("%w: %s: types %s, which the terminal binds to %s (stty %s): the terminal or the line editor acts on it instead of reading it as text",
-			ErrDenied, what, strconv.QuoteRune(rune(c.b)), c.name, c.stty)
+	if c, found := boundPrintable(input, m.chars); found {
+		return deny("types %s, which the terminal binds to %s (stty %s): the terminal or the line editor acts on it instead of reading it as text",
+			strconv.QuoteRune(rune(c.b)), c.name, c.stty)
+	}
+	if i := bytes.IndexFunc(input, func(r rune) bool { return r >= 0x80 }); m.strip && i >= 0 {
+		return deny("types the byte %#02x, which the terminal strips to 7 bits (stty istrip)", input[i])
+	}
+	if i := bytes.IndexFunc(input, unicode.IsUpper); m.lower && i >= 0 {
+		return deny("types %q, which the terminal turns into lower case (stty iuclc)", input[i])
 	}
 	return nil
 }

@@ -14,26 +14,27 @@ type ccIndex struct {
 	i          int
 }
 
-// readControlChars reads the special characters of the terminal whose
-// master is f (the ioctl on a master reads its slave's modes); a disabled
-// one is left out.
-func readControlChars(f *os.File) ([]controlChar, error) {
+// readInputModes reads what the terminal whose master is f does to typed
+// bytes (the ioctl on a master reads its slave's modes): its special
+// characters, a disabled one left out, and istrip and iuclc.
+func readInputModes(f *os.File) (inputModes, error) {
 	var t *unix.Termios
 	var ierr error
 	if err := control(f, func(fd int) { t, ierr = unix.IoctlGetTermios(fd, ioctlGetTermios) }); err != nil {
-		return nil, err
+		return inputModes{}, err
 	}
 	if ierr != nil {
-		return nil, ierr
+		return inputModes{}, ierr
 	}
-	out := make([]controlChar, 0, len(controlCharIndex))
+	m := inputModes{chars: make([]controlChar, 0, len(controlCharIndex)),
+		strip: t.Iflag&unix.ISTRIP != 0, lower: iuclc != 0 && t.Iflag&iuclc != 0}
 	for _, c := range controlCharIndex {
 		if b := t.Cc[c.i]; b != vdisable {
-			out = append(out, controlChar{name: c.name, stty: c.stty, b: b})
+			m.chars = append(m.chars, controlChar{name: c.name, stty: c.stty, b: b})
 		}
 	}
-	return out, nil
+	return m, nil
 }
 
-// controlChars reads the terminal's special characters.
-func (t *localTerminal) controlChars() ([]controlChar, error) { return readControlChars(t.f) }
+// inputModes reads what the terminal does to typed bytes.
+func (t *localTerminal) inputModes() (inputModes, error) { return readInputModes(t.f) }

@@ -139,9 +139,9 @@ type Options struct {
 	// write first waits up to a second for one, as a shell that has just
 	// printed its prompt reads a moment later. Whatever the Approver
 	// says, a write holding a printable character the terminal binds to
-	// a special character (stty kill @) is refused (ErrDenied), since the
-	// terminal or the line editor would act on it rather than read it as
-	// text; a terminal of another Backend, whose modes the library cannot
+	// a special character (stty kill @), or a byte istrip or iuclc would
+	// change, is refused (ErrDenied), since the terminal or the line
+	// editor would act on it rather than read it as text; a terminal of another Backend, whose modes the library cannot
 	// read, is not checked. A write approved into a shell waiting at its
 	// prompt is typed after C-g C-e C-u, which empty its line (of query
 	// replies the library typed, for one): one write holds a whole line.

@@ -10,6 +10,9 @@ const (
 	ioctlInq        = 0x4004667f
 )
 
+// iuclc is the input mode that lowers upper case (Linux's IUCLC).
+const iuclc = 0 // none
+
 // vdisable is _POSIX_VDISABLE: a special character set to it is off.
 const vdisable = 0xff
 

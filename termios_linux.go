@@ -9,6 +9,9 @@ const (
 	ioctlInq        = unix.TIOCINQ
 )
 
+// iuclc is the input mode that lowers upper case (Linux's IUCLC).
+const iuclc = unix.IUCLC
+
 // vdisable is _POSIX_VDISABLE: a special character set to it is off.
 const vdisable = 0
 
