@@ -9,13 +9,20 @@ import (
 // TestApproveRulesTerminalSettings: "stty *" approved stty kill @, after
 // which "ls *" approved a line that bash runs as rm -rf d (readline binds
 // the terminal's kill character to unix-line-discard); tset -k @ and
-// reset -k @ set it too. The control types both lines unconfined and d is
+// reset -k @ set it too, and stty lnext @ makes @ quote the next
+// character. The control types both lines unconfined and d is
 // gone; under the rules the settings are refused, naming them, the line
 // after them runs as ls, and d stays.
 func TestApproveRulesTerminalSettings(t *testing.T) {
 	ctx := waitCtx(t)
-	for _, set := range []string{"stty kill @", "tset -k @ -Q", "reset -Q -k @"} {
-		t.Run(strings.Fields(set)[0], func(t *testing.T) {
+	for _, tc := range []struct{ set, line string }{
+		{"stty kill @", "ls -d d @rm -rf d"}, {"tset -k @ -Q", "ls -d d @rm -rf d"}, {"reset -Q -k @", "ls -d d @rm -rf d"},
+		// readline binds VLNEXT to quoted-insert and hides it from the
+		// terminal while it reads: only the rules keep it unset.
+		{"stty lnext @", `ls -d d \@'; rm -rf d #'`},
+	} {
+		set := tc.set
+		t.Run(strings.ReplaceAll(set, " ", "_"), func(t *testing.T) {
 			rules := Rules{Allow: []string{promptCommand(""), "stty *", "tset *", "reset *", "ls *"}}
 			for _, confined := range []bool{false, true} {
 				m := promptManager(t, rules, confined)
@@ -25,7 +32,7 @@ func TestApproveRulesTerminalSettings(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := typeLine(ctx, m, res.ID, "ls -d d @rm -rf d"); err != nil || !removed(dir) {
+					if _, err := typeLine(ctx, m, res.ID, tc.line); err != nil || !removed(dir) {
 						t.Fatalf("control: the line after %q left d (%v): the attack does nothing", set, err)
 					}
 					m.Close()
@@ -35,7 +42,7 @@ func TestApproveRulesTerminalSettings(t *testing.T) {
 					!strings.Contains(err.Error(), "which changes how the terminal reads what is typed") {
 					t.Errorf("%q: %v; want ErrDenied naming the setting", set, err)
 				}
-				if _, err := typeLine(ctx, m, res.ID, "ls -d d @rm -rf d"); err != nil || removed(dir) {
+				if _, err := typeLine(ctx, m, res.ID, tc.line); err != nil || removed(dir) {
 					t.Errorf("the line after the refused %q: %v; removed d: %v", set, err, removed(dir))
 				}
 			}
