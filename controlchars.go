@@ -79,8 +79,12 @@ func (s *Session) checkControlChars(tool string, input []byte) error {
 		return deny("the terminal's modes cannot be read, so the input cannot be judged as the terminal reads it: %v", err)
 	}
 	if c, found := boundPrintable(input, m.chars); found {
+		ch := fmt.Sprintf("the byte %#02x", c.b)
+		if c.b < 0x80 {
+			ch = strconv.QuoteRune(rune(c.b))
+		}
 		return deny("types %s, which the terminal binds to %s (stty %s): the terminal or the line editor acts on it instead of reading it as text",
-			strconv.QuoteRune(rune(c.b)), c.name, c.stty)
+			ch, c.name, c.stty)
 	}
 	if i := bytes.IndexFunc(input, func(r rune) bool { return r >= 0x80 }); m.strip && i >= 0 {
 		return deny("types the byte %#02x, which the terminal strips to 7 bits (stty istrip)", input[i])
