@@ -45,7 +45,9 @@ type ApprovalRequest struct {
 	ID string
 	// Input is what a write types, exactly as the terminal will get it:
 	// escapes decoded, then the keys, each as the terminal's modes make it
-	// when the write is asked for, then the \r of submit.
+	// when the write is asked for, then the \r of submit. A write
+	// approved into a shell at its prompt is typed after C-g C-e C-u,
+	// which empty the line (see Options.ApproveWrites).
 	Input string
 	// Foreground names, for a write, the program waiting for input on
 	// the terminal when the write is asked for ("bash"); empty when none
@@ -80,7 +82,13 @@ type ApprovalRequest struct {
 //     bind, complete, compgen, hash -p; set and shopt changing an option
 //     that changes how the shell reads later lines (set -k, set -H,
 //     shopt -u interactive_comments: only errexit, nounset, pipefail,
-//     xtrace, the glob options and their like pass); and a glob or expansion among
+//     xtrace, the glob options and their like pass); stty, tset and
+//     reset setting the terminal's special characters or modes (stty
+//     may only read and size it: -a, -g, size, speed, rows, cols, -F;
+//     tset and reset may not take -e, -i or -k); history with -a, -n,
+//     -r, -w, -s, -p or a file; exec with redirections and no command
+//     (exec < x.sh makes the shell read x.sh as its commands), through
+//     command, builtin and time too; and a glob or expansion among
 //     the arguments of any builtin but the plain ones (echo, cd, pwd,
 //     true, printf after its format ...), where a planted file name may
 //     become a name the builtin assigns;

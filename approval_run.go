@@ -206,6 +206,9 @@ func evaluatesArgs(name string, args []token) string {
 	if why := evaluatesAlways(name); why != "" {
 		return why
 	}
+	if why := terminalChange(name, args); why != "" {
+		return why
+	}
 	return evaluatesWith(name, args)
 }
 
@@ -253,6 +256,8 @@ func evaluatesWith(name string, args []token) string {
 		}
 	case "set", "shopt":
 		return shellOptionChange(name, args)
+	case "history":
+		return historyChange(args)
 	case "test", "[":
 		return testEvaluates(name, args)
 	case "printf":

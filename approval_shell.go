@@ -354,6 +354,9 @@ func (sc *shellCommand) add(toks, redirs []token, sep string, start, end int) {
 	c.allow = c.allowToks()
 	if !sc.rule {
 		c.runs, c.needs = sc.runsOf(c.words())
+		if why := c.rebindsShell(); why != "" {
+			sc.refuse(why)
+		}
 	}
 	sc.cmds = append(sc.cmds, c)
 }

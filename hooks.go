@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path"
 	"time"
 )
 
@@ -56,10 +57,12 @@ func (s *Session) awaitReader(ctx context.Context) (TerminalState, error) {
 
 // approveWrite asks the Approver, when Options.ApproveWrites is on, before
 // input is typed into s by tool. Every call that types input calls it
-// first; a denial types nothing.
-func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, input []byte) error {
+// first; a denial types nothing. It reports whether the input goes to a
+// shell waiting at its prompt, whose line must be emptied first (see
+// lineClear).
+func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, input []byte) (atPrompt bool, err error) {
 	if !m.opts.ApproveWrites || len(input) == 0 {
-		return nil
+		return false, nil
 	}
 	// The program that would read the input now: Rules approve lines only
 	// for a shell at its prompt. A shell prints its prompt before it
@@ -68,14 +71,34 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	if _, ok := s.term.(StateReader); ok {
 		st, err := s.awaitReader(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if st.State == StateWaitingInput {
 			fg = st.Foreground
 		}
 	}
-	return m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg})
+	// Read after the wait: what the terminal binds now is what acts on
+	// the input.
+	if err := s.checkControlChars(tool, input); err != nil {
+		return false, err
+	}
+	if err := m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg}); err != nil {
+		return false, err
+	}
+	opts, shell := shells[path.Base(fg)]
+	return shell && opts != nil, nil
 }
+
+// lineClear goes before an approved write into a shell at its prompt, as
+// before pty-run's line: C-g cancels a key sequence left pending, C-e goes
+// to the end of the line and C-u (readline's unix-line-discard, the
+// terminal's VKILL in canonical mode) kills what is on it. Query replies
+// the library typed while the shell waited (a DECRQM reply after printf
+// '\e[?2004$p') would otherwise stay on the line and run as the start of
+// the approved one. Replies wait their turn behind a write, never inside
+// it, so one that comes later lands on the next line, which is cleared in
+// its turn.
+const lineClear = "\x07\x05\x15"
 
 // prepare runs the sandbox's Prepare; a panic is an error wrapping
 // ErrDenied, so the child is not started.

@@ -128,17 +128,23 @@ func parseKeys(where string, names []string) ([]key, error) {
 	for i, name := range names {
 		k, why := parseKey(name)
 		if why != "" {
-			return nil, errorf(ErrInvalid, "%s: keys[%d] %q %s; keys are named as tmux's send-keys names them "+
+			return nil, errorf(ErrInvalid, "%s: keys[%d] %s %s; keys are named as tmux's send-keys names them "+
 				"(Up, Down, Left, Right, Home, End, PageUp, PageDown, Insert, Delete, Enter, Tab, BTab, Escape, BSpace, Space, F1-F12, KP0-KP9, "+
-				"a single character, with C-, M- or S- before it: C-c, M-x, C-Up); type text with input", where, i, name, why)
+				"a single character, with C-, M- or S- before it: C-c, M-x, C-Up); type text with input", where, i, quoteShort(name), why)
 		}
 		keys = append(keys, k)
 	}
 	return keys, nil
 }
 
+// maxKeyName is longer than any key name with every modifier before it.
+const maxKeyName = 32
+
 // parseKey reads one key name, or says why it names no key.
 func parseKey(name string) (key, string) {
+	if len(name) > maxKeyName {
+		return key{}, "is not a key name"
+	}
 	rest, mods := name, 0
 	if len(rest) > 1 && rest[0] == '^' {
 		rest, mods = rest[1:], modCtrl

@@ -137,7 +137,14 @@ type Options struct {
 	// types nothing. False means approving a start covers every write.
 	// The request names the program waiting for input (Foreground); a
 	// write first waits up to a second for one, as a shell that has just
-	// printed its prompt reads a moment later.
+	// printed its prompt reads a moment later. Whatever the Approver
+	// says, a write holding a printable character the terminal binds to
+	// a special character (stty kill @), or a byte istrip or iuclc would
+	// change, is refused (ErrDenied), since the terminal or the line
+	// editor would act on it rather than read it as text; a terminal of another Backend, whose modes the library cannot
+	// read, is not checked. A write approved into a shell waiting at its
+	// prompt is typed after C-g C-e C-u, which empty its line (of query
+	// replies the library typed, for one): one write holds a whole line.
 	ApproveWrites bool
 	// Backend starts each session's command under a terminal; nil means a
 	// pseudo-terminal of this machine. With another Backend, Sandbox is
@@ -526,6 +533,9 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if err != nil {
 		return WriteResult{}, err
 	}
+	if err := checkWriteSize(who, req); err != nil {
+		return WriteResult{}, err
+	}
 	keys, err := parseKeys(who, req.Keys)
 	if err != nil {
 		return WriteResult{}, err
@@ -535,8 +545,12 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 		return WriteResult{}, err
 	}
 	input := s.typedBytes(req, keys)
-	if err := m.approveWrite(ctx, ToolWrite, s, input); err != nil {
+	atPrompt, err := m.approveWrite(ctx, ToolWrite, s, input)
+	if err != nil {
 		return WriteResult{}, err
+	}
+	if atPrompt {
+		input = append([]byte(lineClear), input...)
 	}
 	return s.write(ctx, input, want, req.WaitMS, v)
 }

@@ -447,6 +447,9 @@ func marshal(v any) (json.RawMessage, error) {
 // decodeArgs is strict: a misspelt argument is an error the model can act
 // on, not a silently ignored field.
 func decodeArgs(tool string, args json.RawMessage, v any) error {
+	if len(args) > maxArgsBytes {
+		return errorf(ErrInvalid, "%s: arguments are %d bytes of JSON, more than the %d a call may have", tool, len(args), maxArgsBytes)
+	}
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}

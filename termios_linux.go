@@ -8,3 +8,19 @@ const (
 	ioctlSetTermios = unix.TCSETS
 	ioctlInq        = unix.TIOCINQ
 )
+
+// iuclc is the input mode that lowers upper case (Linux's IUCLC).
+const iuclc = unix.IUCLC
+
+// vdisable is _POSIX_VDISABLE: a special character set to it is off.
+const vdisable = 0
+
+// controlCharIndex names the special characters of c_cc (VMIN and VTIME,
+// which share it, are counts).
+var controlCharIndex = []ccIndex{
+	{"VINTR", "intr", unix.VINTR}, {"VQUIT", "quit", unix.VQUIT}, {"VERASE", "erase", unix.VERASE},
+	{"VKILL", "kill", unix.VKILL}, {"VEOF", "eof", unix.VEOF}, {"VEOL", "eol", unix.VEOL},
+	{"VEOL2", "eol2", unix.VEOL2}, {"VSWTC", "swtch", unix.VSWTC}, {"VSTART", "start", unix.VSTART},
+	{"VSTOP", "stop", unix.VSTOP}, {"VSUSP", "susp", unix.VSUSP}, {"VREPRINT", "rprnt", unix.VREPRINT},
+	{"VDISCARD", "discard", unix.VDISCARD}, {"VWERASE", "werase", unix.VWERASE}, {"VLNEXT", "lnext", unix.VLNEXT},
+}

@@ -39,6 +39,29 @@ func writeView(who string, req WriteRequest) (callView, error) {
 	return v, nil
 }
 
+// What one write may type, checked before anything is decoded or
+// converted: more keys than a person presses in an hour, more text than
+// any command line, are a mistake or an attack on the host's memory.
+const (
+	maxWriteKeys  = 4096
+	maxWriteBytes = 1 << 20
+	// maxArgsBytes bounds a call's JSON: input of maxWriteBytes, each
+	// byte spelt as a \u escape, fits.
+	maxArgsBytes = 8 << 20
+)
+
+// checkWriteSize refuses a write of more than maxWriteKeys keys or
+// maxWriteBytes of input, before either is read.
+func checkWriteSize(who string, req WriteRequest) error {
+	if n := len(req.Keys); n > maxWriteKeys {
+		return errorf(ErrInvalid, "%s: %d keys, more than the %d one write may press", who, n, maxWriteKeys)
+	}
+	if n := len(req.Input); n > maxWriteBytes {
+		return errorf(ErrInvalid, "%s: input is %d bytes, more than the %d one write may type", who, n, maxWriteBytes)
+	}
+	return nil
+}
+
 // signalNumber reads a signal given as a number ("2"), or reports false.
 func signalNumber(name string) (int, bool) {
 	n, err := strconv.Atoi(strings.TrimSpace(name))
