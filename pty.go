@@ -133,6 +133,12 @@ type StartResult struct {
 	// Truncated counts the bytes of output that were dropped from the
 	// scrollback before any result returned them, over the session's life.
 	Truncated int64 `json:"truncated,omitempty"`
+	// OutputLost counts the bytes of Truncated that this result's own
+	// output lost: 0 when it holds everything since the last read. It is
+	// set whenever Truncated is not 0, nil otherwise. A cut to
+	// MaxOutputBytes is not a loss: the marker in Output says what it left
+	// out, and Spool holds it.
+	OutputLost *int64 `json:"output_lost,omitempty"`
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
@@ -164,6 +170,8 @@ type WriteResult struct {
 	ExitCode  *int   `json:"exit_code,omitempty"`
 	Signal    string `json:"signal,omitempty"`
 	Truncated int64  `json:"truncated,omitempty"`
+	// OutputLost is as in StartResult.
+	OutputLost *int64 `json:"output_lost,omitempty"`
 	// InputHidden is true while the terminal does not echo what is typed
 	// in line mode: the program is most likely reading a password.
 	InputHidden bool `json:"input_hidden,omitempty"`
@@ -201,6 +209,8 @@ type KillResult struct {
 	// Truncated counts, as on the other results, the bytes of output
 	// dropped from the scrollback before any result returned them.
 	Truncated int64 `json:"truncated,omitempty"`
+	// OutputLost is as in StartResult.
+	OutputLost *int64 `json:"output_lost,omitempty"`
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
@@ -263,7 +273,7 @@ var tools = []Tool{
 			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
 			"for a full-screen program, the screen as a person sees it; move in it with pty-write's keys ([\"Down\", \"Enter\"]). " +
 			"state says whether the program now waits for input (waiting_input), is running, or exited; foreground names it. " +
-			"With shell: true it starts an interactive bash for pty-run.",
+			"With shell: true it starts an interactive bash for pty-run. truncated and output_lost are as in pty-write.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -295,6 +305,8 @@ var tools = []Tool{
 			"When the input is code or text that holds backslashes of its own (print(\"a\\nb\"), C:\\temp, a regex), set literal so it is typed exactly, and press Enter with submit. " +
 			"Set submit to press Enter last, after input and keys. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
 			"Empty input just reads new output. input_hidden means the program is reading a password. " +
+			"truncated counts the output bytes the session lost over its whole life (dropped from its scrollback before any read returned them); " +
+			"output_lost is how many of them this result's own output lost: 0 means this output holds everything since the last read. " +
 			"wait_until: \"input\" returns once the program waits for input, without guessing a wait. " +
 			"In a menu, dialog or editor, screen: \"diff\" shows what a key changed (the highlighted item, the cursor) and screen: \"full\" the whole screen.",
 		InputSchema: json.RawMessage(`{
@@ -328,7 +340,7 @@ var tools = []Tool{
 			"Returns the command's output only (no echo, no prompt) and its exit_code, with prompt_after: true. " +
 			"prompt_after: false means the timeout ran out or the command waits for input (state waiting_input): " +
 			"continue it with pty-write (\\x03 interrupts it); the write during which the prompt returns carries prompt_after and exit_code. " +
-			"Shell state (cd, variables, functions) persists between runs.",
+			"Shell state (cd, variables, functions) persists between runs. truncated and output_lost are as in pty-write.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -347,7 +359,7 @@ var tools = []Tool{
 		Annotations:  ToolAnnotations{DestructiveHint: true, IdempotentHint: true},
 		OutputSchema: outputSchema(KillResult{}),
 		Description: "End a terminal session: stop its program and everything it started, and free the terminal. " +
-			"Returns the output not yet read and how the program ended.",
+			"Returns the output not yet read and how the program ended; truncated and output_lost are as in pty-write.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {

@@ -57,6 +57,8 @@ type RunResult struct {
 	Exited      bool   `json:"exited"`
 	Signal      string `json:"signal,omitempty"`
 	Truncated   int64  `json:"truncated,omitempty"`
+	// OutputLost is as in StartResult.
+	OutputLost  *int64 `json:"output_lost,omitempty"`
 	InputHidden bool   `json:"input_hidden,omitempty"`
 	State       string `json:"state"`
 	Foreground  string `json:"foreground,omitempty"`
