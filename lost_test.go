@@ -3,8 +3,10 @@ package agentpty
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // lostFields is the part of a result that says what output was lost.
@@ -64,5 +66,75 @@ func TestOutputLostOnRun(t *testing.T) {
 	echo, raw := callLost(t, m, ToolRun, `{"id":"`+id.ID+`","command":"echo hi"}`)
 	if echo.Output != "hi" || echo.Truncated != flood.Truncated || echo.OutputLost == nil || *echo.OutputLost != 0 {
 		t.Fatalf("echo's run lost nothing of its own: %s", raw)
+	}
+}
+
+// After a pty-run that timed out or was cancelled, no read and no line a
+// host shows (Tail, which output events and MCP progress carry) holds the
+// line that sources the command's file: the command shows instead.
+func TestStoppedRunShowsTheCommand(t *testing.T) {
+	m := newManager(t, Options{})
+	start, err := m.Start(waitCtx(t), StartRequest{Shell: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := m.Session(start.ID)
+	var seen []string
+	check := func(what string, texts ...string) {
+		t.Helper()
+		all := strings.Join(texts, "\n")
+		seen = append(seen, all)
+		if strings.Contains(all, "agentpty-") || strings.Contains(all, ". '") {
+			t.Errorf("%s shows the internal source line: %q", what, all)
+		}
+	}
+	run, err := m.Run(waitCtx(t), RunRequest{ID: start.ID, Command: "sleep 2; echo woke", TimeoutMS: ms(300)})
+	if err != nil || run.PromptAfter {
+		t.Fatalf("sleep 2 within 300 ms: %+v, %v", run, err)
+	}
+	check("the timed-out run", run.Output)
+	check("Tail after it", s.Tail(3)...)
+	if !strings.Contains(seen[1], "sleep 2; echo woke") {
+		t.Errorf("Tail does not show the command: %q", seen[1])
+	}
+	w := mustWrite(t, m, WriteRequest{ID: start.ID, WaitUntil: WaitUntilInput, WaitMS: ms(15000)})
+	check("the read after it", w.Output)
+	if !strings.Contains(w.Output, "woke") {
+		t.Fatalf("the command did not end: %q", w.Output)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := m.Run(ctx, RunRequest{ID: start.ID, Command: "sleep 2; echo again"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a run cancelled after 300 ms: %v", err)
+	}
+	peek := mustWrite(t, m, WriteRequest{ID: start.ID, Peek: true, WaitMS: ms(0)})
+	check("a peek after the cancelled run", peek.Output)
+	w = mustWrite(t, m, WriteRequest{ID: start.ID, WaitFor: "again", WaitMS: ms(15000)})
+	check("the read after the cancelled run", w.Output)
+	if !strings.Contains(w.Output, "sleep 2; echo again") || !strings.Contains(peek.Output, "sleep 2; echo again") {
+		t.Errorf("the reads after the cancelled run do not show the command: peek %q, read %q", peek.Output, w.Output)
+	}
+	check("the scrollback", s.Scrollback())
+}
+
+// runShown replaces source lines only: a forgotten run's stands for
+// itself, and text that merely starts like one is kept.
+func TestRunShownText(t *testing.T) {
+	var r runShown
+	if got := r.text("$  . '/d/1'"); got != "$  . '/d/1'" {
+		t.Errorf("no run yet: %q", got)
+	}
+	r.add("/d", 1, "echo a")
+	r.add("/d", runShownKept+1, "echo b")
+	for in, want := range map[string]string{
+		"$  . '/d/1'":           "$ " + runShownOld, // forgotten: the newest runShownKept are kept
+		"$  . '/d/65'\nb\n$ ":   "$ echo b\nb\n$ ",
+		"x . '/d/x'":            "x . '/d/x'",
+		"$  . '/d/65 . '/d/65'": "$  . '/d/65echo b",
+	} {
+		if got := r.text(in); got != want {
+			t.Errorf("text(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -107,6 +107,8 @@ type shell struct {
 	dir   string   // "" once removed
 	runs  int      // run files written so far
 	stale []string // run files whose command may not have been read yet
+
+	shown runShown // the commands, for the text read (runshown.go)
 }
 
 // newShell makes a shell session's directory and rcfile with fs: in the

@@ -72,16 +72,18 @@ func (s *Session) ended() (ExitStatus, bool) {
 // host's view of a session. It reads nothing.
 func (s *Session) Tail(n int) []string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.text.settle.tail(n)
+	t := s.text.settle.tail(n)
+	s.mu.Unlock()
+	return s.shown().lines(t)
 }
 
 // Scrollback returns the settled scrollback the session keeps, read or
 // not, lines joined by newlines. It reads nothing.
 func (s *Session) Scrollback() string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.text.settle.scrollback()
+	t := s.text.settle.scrollback()
+	s.mu.Unlock()
+	return s.shown().text(t)
 }
 
 // Wait returns how the program ended, once it has exited and the output

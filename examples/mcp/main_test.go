@@ -678,3 +678,36 @@ func TestWaitTotal(t *testing.T) {
 		}
 	}
 }
+
+// A pty-run's progress shows the command it runs, never the line that
+// sources the command's file in the session's private directory.
+func TestProgressShowsTheRunCommand(t *testing.T) {
+	ctx := testCtx(t)
+	cs, _, n := connect(t, ctx)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-start", Arguments: map[string]any{"shell": true}})
+	if err != nil || res.IsError {
+		t.Fatalf("pty-start: %v %s", err, textOf(res))
+	}
+	var id struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(textOf(res)), &id)
+	params := &mcp.CallToolParams{Name: "pty-run", Arguments: map[string]any{"id": id.ID, "command": "sleep 2; echo slept", "timeout_ms": 1000}}
+	params.SetProgressToken("tok-run")
+	if res, err = cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("pty-run: %v %s", err, textOf(res))
+	}
+	n.awaitProgress(t, ctx, "sleep 2; echo slept")
+	params = &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id.ID, "wait_for": "slept", "wait_ms": 10000}}
+	params.SetProgressToken("tok-write")
+	if res, err = cs.CallTool(ctx, params); err != nil || res.IsError || strings.Contains(textOf(res), "agentpty-") {
+		t.Fatalf("pty-write: %v %s", err, textOf(res))
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range n.progress {
+		if strings.Contains(p.Message, "agentpty-") || strings.Contains(p.Message, ". '") {
+			t.Errorf("progress shows the internal source line: %q", p.Message)
+		}
+	}
+}
