@@ -192,10 +192,11 @@ type WriteResult struct {
 	Cursor *Cursor `json:"cursor,omitempty"`
 	// Highlights are the spans drawn in reverse video or on a background
 	// of their own (a selected menu item, a focused button), with a screen
-	// mode; at most 16. The first read of a screen lists them top to
-	// bottom; later reads list what changed since the previous read first
-	// and leave out the spans that have been the same on every read, such
-	// as a shortcut bar (see litMemory).
+	// mode; at most 16. A row of key labels (a function-key bar) is not
+	// listed (see highlights). The first read of a screen lists them top
+	// to bottom; later reads list what changed since the previous read
+	// first and leave out the spans that have been the same on every read,
+	// such as a status bar (see litMemory).
 	Highlights []Highlight `json:"highlights,omitempty"`
 }
 
@@ -321,7 +322,7 @@ var tools = []Tool{
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else 700)."},
     "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input)."},
-    "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button. After the first read of a screen, highlights lists what changed first and leaves out spans that looked the same on every read (a shortcut bar)."},
+    "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button. A row of key labels (a function-key bar) is never listed; after the first read of a screen, highlights lists what changed first and leaves out spans that looked the same on every read (a status bar)."},
     "peek": {"type": "boolean", "description": "Look without consuming: the next read returns this output again."},
     "send_signal": {"type": "string", "description": "Signal for the foreground program, sent before typing: a name like \"SIGINT\", \"TERM\", or a number. Use it when a control key is not read (raw mode) or to send one with no key (SIGTERM, SIGHUP)."},
     "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Resize the terminal to this many columns before typing (the program is told, SIGWINCH)."},
