@@ -389,10 +389,19 @@ func (m *Manager) Tools() []Tool {
 
 // shellNamed writes the manager's Options.Shell into pty-start's
 // description, so the model reads the command line its command runs
-// under.
+// under; with a shell snapshot, what runs instead.
 func (m *Manager) shellNamed(desc string) string {
+	if m.snap != nil {
+		return strings.Replace(desc, "The command runs as `bash -lc COMMAND`.", snapshotNamed, 1)
+	}
 	return strings.Replace(desc, "`bash -lc COMMAND`", "`"+strings.Join(m.opts.Shell, " ")+" COMMAND`", 1)
 }
+
+// snapshotNamed is how pty-start's description says a command runs from
+// the login shell's snapshot (Options.ShellSnapshot).
+const snapshotNamed = "The command runs as `bash -c COMMAND` with what the login profile sets up " +
+	"(variables, PATH, functions, aliases, shell options) loaded from a snapshot taken once; the profile itself does not run again " +
+	"(if the snapshot cannot be made, the command runs as `bash -lc COMMAND`)."
 
 // sizeDefaults writes the manager's default terminal size into a schema's
 // descriptions, so the model reads the size it will get.

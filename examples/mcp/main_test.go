@@ -160,11 +160,16 @@ func TestStdio(t *testing.T) {
 	if err != nil {
 		t.Fatalf("list tools: %v", err)
 	}
-	m := agentpty.NewManager(agentpty.Options{})
+	m := agentpty.NewManager(agentpty.Options{ShellSnapshot: true}) // the server's default
 	defer m.Close()
 	want := map[string]agentpty.Tool{}
 	for _, tool := range m.Tools() {
 		want[tool.Name] = tool
+	}
+	// Commands start from the snapshot: the description says so, not that
+	// each runs as bash -lc.
+	if d := want["pty-start"].Description; strings.Contains(d, "runs as `bash -lc COMMAND`.") || !strings.Contains(d, "snapshot") {
+		t.Errorf("pty-start's description with the snapshot on: %q", d)
 	}
 	if len(list.Tools) != len(want) {
 		t.Errorf("the server lists %d tools, Manager.Tools %d", len(list.Tools), len(want))
