@@ -52,17 +52,22 @@ func TestIPythonResultsEndAtThePrompt(t *testing.T) {
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "exit", Submit: true, WaitMS: ms(10000)})
 }
 
-// A row of key labels (a function-key bar) is not listed as highlights; a
-// span of another style on the same row is, and so is the content.
-func TestHighlightsLeaveOutKeyLabels(t *testing.T) {
-	const cols, rows = 40, 4
+// blankGrid is a screen of blanks on bg.
+func blankGrid(cols, rows int, bg screen.Color) [][]screen.Cell {
 	grid := make([][]screen.Cell, rows)
 	for y := range grid {
 		grid[y] = make([]screen.Cell, cols)
 		for x := range grid[y] {
-			grid[y][x] = screen.Cell{Text: " ", Rune: ' ', Width: 1, FG: screen.DefaultColor, BG: screen.DefaultColor}
+			grid[y][x] = screen.Cell{Text: " ", Rune: ' ', Width: 1, FG: screen.DefaultColor, BG: bg}
 		}
 	}
+	return grid
+}
+
+// A row of key labels (a function-key bar) is not listed as highlights; a
+// span of another style on the same row is, and so is the content.
+func TestHighlightsLeaveOutKeyLabels(t *testing.T) {
+	grid := blankGrid(40, 4, screen.DefaultColor)
 	paint := func(y, x0 int, text string, bg screen.Color) {
 		for i := range len(text) {
 			grid[y][x0+i] = screen.Cell{Text: text[i : i+1], Rune: rune(text[i]), Width: 1, FG: screen.DefaultColor, BG: bg}

@@ -537,23 +537,16 @@ func TestProgressWhileSilent(t *testing.T) {
 	ctx := testCtx(t)
 	w := &wire{}
 	cs := connectInProcess(t, ctx, nil, w)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-start", Arguments: map[string]any{"command": "echo ready; exec cat", "wait_for": "ready"}})
-	if err != nil || res.IsError {
-		t.Fatalf("pty-start: %v %s", err, textOf(res))
-	}
-	var id struct {
-		ID string `json:"id"`
-	}
-	_ = json.Unmarshal([]byte(textOf(res)), &id)
+	id := startID(t, ctx, cs, map[string]any{"command": "echo ready; exec cat", "wait_for": "ready"})
 
-	params := &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id.ID, "wait_for": "never printed", "wait_ms": 2500}}
+	params := &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id, "wait_for": "never printed", "wait_ms": 2500}}
 	params.SetProgressToken("silent")
-	res, err = cs.CallTool(ctx, params)
+	res, err := cs.CallTool(ctx, params)
 	if err != nil || res.IsError {
 		t.Fatalf("pty-write: %v %s", err, textOf(res))
 	}
 	// The kill's result comes after anything the server sent before it.
-	kill, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-kill", Arguments: map[string]any{"id": id.ID}})
+	kill, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-kill", Arguments: map[string]any{"id": id}})
 	if err != nil || kill.IsError {
 		t.Fatalf("pty-kill: %v %s", err, textOf(kill))
 	}
@@ -689,23 +682,16 @@ func TestWaitTotal(t *testing.T) {
 func TestProgressShowsTheRunCommand(t *testing.T) {
 	ctx := testCtx(t)
 	cs, _, n := connect(t, ctx)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-start", Arguments: map[string]any{"shell": true}})
-	if err != nil || res.IsError {
-		t.Fatalf("pty-start: %v %s", err, textOf(res))
-	}
-	var id struct {
-		ID string `json:"id"`
-	}
-	_ = json.Unmarshal([]byte(textOf(res)), &id)
-	params := &mcp.CallToolParams{Name: "pty-run", Arguments: map[string]any{"id": id.ID, "command": "sleep 2; echo slept", "timeout_ms": 1000}}
+	id := startID(t, ctx, cs, map[string]any{"shell": true})
+	params := &mcp.CallToolParams{Name: "pty-run", Arguments: map[string]any{"id": id, "command": "sleep 2; echo slept", "timeout_ms": 1000}}
 	params.SetProgressToken("tok-run")
-	if res, err = cs.CallTool(ctx, params); err != nil || res.IsError {
+	if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
 		t.Fatalf("pty-run: %v %s", err, textOf(res))
 	}
 	n.awaitProgress(t, ctx, "sleep 2; echo slept")
-	params = &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id.ID, "wait_for": "slept", "wait_ms": 10000}}
+	params = &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id, "wait_for": "slept", "wait_ms": 10000}}
 	params.SetProgressToken("tok-write")
-	if res, err = cs.CallTool(ctx, params); err != nil || res.IsError || strings.Contains(textOf(res), "agentpty-") {
+	if res, err := cs.CallTool(ctx, params); err != nil || res.IsError || strings.Contains(textOf(res), "agentpty-") {
 		t.Fatalf("pty-write: %v %s", err, textOf(res))
 	}
 	n.mu.Lock()
@@ -715,4 +701,18 @@ func TestProgressShowsTheRunCommand(t *testing.T) {
 			t.Errorf("progress shows the internal source line: %q", p.Message)
 		}
 	}
+}
+
+// startID calls pty-start with args and returns the session's id.
+func startID(t *testing.T, ctx context.Context, cs *mcp.ClientSession, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-start", Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("pty-start: %v %s", err, textOf(res))
+	}
+	var id struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(textOf(res)), &id)
+	return id.ID
 }
