@@ -23,6 +23,9 @@ const (
 	DefaultMaxOutputBytes  = 32 << 10
 	DefaultMaxProcesses    = 4096
 	DefaultMaxCells        = 2_000_000
+	// DefaultShellSnapshotTimeout is how long the login profile may run
+	// while the shell snapshot is made (Options.ShellSnapshotTimeout).
+	DefaultShellSnapshotTimeout = 5 * time.Second
 )
 
 // The largest terminal a session may have (the tools' schemas say so too).
@@ -55,15 +58,21 @@ type Options struct {
 	// the profile does each time rather than sets (printing a banner,
 	// starting an agent). A variable a start's own Env sets that the
 	// profile sets too takes the profile's value. A profile that fails or
-	// runs past 5 s is stopped, the start runs the login shell instead and
-	// its result's Notice says what happened; a failed snapshot is tried
-	// again after a minute or when a profile file changes. It applies
+	// runs past ShellSnapshotTimeout is stopped, the start runs the login
+	// shell instead and its result's Notice says what happened; later
+	// starts run the login shell without trying again, and without the
+	// notice, until a profile file changes. It applies
 	// only when Shell is nil or {"bash", "-lc"} (the login bash) and is made under
 	// the Sandbox and containment like any session; false runs the profile
 	// for every start. It applies on this machine only: with another
 	// Backend no snapshot is made or used (commands run under Shell as
 	// given), and every start's result says so in its Notice.
 	ShellSnapshot bool
+	// ShellSnapshotTimeout is how long the login profile may run while
+	// the snapshot is made; 0 means DefaultShellSnapshotTimeout (5 s). A
+	// host whose profile is slower raises it, or the snapshot fails and
+	// every start runs the profile.
+	ShellSnapshotTimeout time.Duration
 	// Cols and Rows are the terminal size a start gets when its request
 	// gives none; 0 means 120 columns by 32 rows. The tools' schemas say
 	// the size the manager uses.
@@ -171,6 +180,9 @@ func (o Options) withDefaults() Options {
 	o.Rows = orDefault(o.Rows, DefaultRows)
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.ShellSnapshotTimeout <= 0 {
+		o.ShellSnapshotTimeout = DefaultShellSnapshotTimeout
 	}
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace

@@ -133,6 +133,12 @@ type StartResult struct {
 	// Truncated counts the bytes of output that were dropped from the
 	// scrollback before any result returned them, over the session's life.
 	Truncated int64 `json:"truncated,omitempty"`
+	// OutputLost counts the bytes of Truncated that this result's own
+	// output lost: 0 when it holds everything since the last read. It is
+	// set whenever Truncated is not 0, nil otherwise. A cut to
+	// MaxOutputBytes is not a loss: the marker in Output says what it left
+	// out, and Spool holds it.
+	OutputLost *int64 `json:"output_lost,omitempty"`
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
@@ -164,6 +170,8 @@ type WriteResult struct {
 	ExitCode  *int   `json:"exit_code,omitempty"`
 	Signal    string `json:"signal,omitempty"`
 	Truncated int64  `json:"truncated,omitempty"`
+	// OutputLost is as in StartResult.
+	OutputLost *int64 `json:"output_lost,omitempty"`
 	// InputHidden is true while the terminal does not echo what is typed
 	// in line mode: the program is most likely reading a password.
 	InputHidden bool `json:"input_hidden,omitempty"`
@@ -184,10 +192,11 @@ type WriteResult struct {
 	Cursor *Cursor `json:"cursor,omitempty"`
 	// Highlights are the spans drawn in reverse video or on a background
 	// of their own (a selected menu item, a focused button), with a screen
-	// mode; at most 16. The first read of a screen lists them top to
-	// bottom; later reads list what changed since the previous read first
-	// and leave out the spans that have been the same on every read, such
-	// as a shortcut bar (see litMemory).
+	// mode; at most 16. A row of key labels (a function-key bar) is not
+	// listed (see highlights). The first read of a screen lists them top
+	// to bottom; later reads list what changed since the previous read
+	// first and leave out the spans that have been the same on every read,
+	// such as a status bar (see litMemory).
 	Highlights []Highlight `json:"highlights,omitempty"`
 }
 
@@ -201,6 +210,8 @@ type KillResult struct {
 	// Truncated counts, as on the other results, the bytes of output
 	// dropped from the scrollback before any result returned them.
 	Truncated int64 `json:"truncated,omitempty"`
+	// OutputLost is as in StartResult.
+	OutputLost *int64 `json:"output_lost,omitempty"`
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
@@ -263,7 +274,7 @@ var tools = []Tool{
 			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
 			"for a full-screen program, the screen as a person sees it; move in it with pty-write's keys ([\"Down\", \"Enter\"]). " +
 			"state says whether the program now waits for input (waiting_input), is running, or exited; foreground names it. " +
-			"With shell: true it starts an interactive bash for pty-run.",
+			"With shell: true it starts an interactive bash for pty-run. truncated and output_lost are as in pty-write.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -295,6 +306,8 @@ var tools = []Tool{
 			"When the input is code or text that holds backslashes of its own (print(\"a\\nb\"), C:\\temp, a regex), set literal so it is typed exactly, and press Enter with submit. " +
 			"Set submit to press Enter last, after input and keys. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
 			"Empty input just reads new output. input_hidden means the program is reading a password. " +
+			"truncated counts the output bytes the session lost over its whole life (dropped from its scrollback before any read returned them); " +
+			"output_lost is how many of them this result's own output lost: 0 means this output holds everything since the last read. " +
 			"wait_until: \"input\" returns once the program waits for input, without guessing a wait. " +
 			"In a menu, dialog or editor, screen: \"diff\" shows what a key changed (the highlighted item, the cursor) and screen: \"full\" the whole screen.",
 		InputSchema: json.RawMessage(`{
@@ -309,7 +322,7 @@ var tools = []Tool{
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else 700)."},
     "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input)."},
-    "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button. After the first read of a screen, highlights lists what changed first and leaves out spans that looked the same on every read (a shortcut bar)."},
+    "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button. A row of key labels (a function-key bar) is never listed; after the first read of a screen, highlights lists what changed first and leaves out spans that looked the same on every read (a status bar)."},
     "peek": {"type": "boolean", "description": "Look without consuming: the next read returns this output again."},
     "send_signal": {"type": "string", "description": "Signal for the foreground program, sent before typing: a name like \"SIGINT\", \"TERM\", or a number. Use it when a control key is not read (raw mode) or to send one with no key (SIGTERM, SIGHUP)."},
     "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Resize the terminal to this many columns before typing (the program is told, SIGWINCH)."},
@@ -328,7 +341,7 @@ var tools = []Tool{
 			"Returns the command's output only (no echo, no prompt) and its exit_code, with prompt_after: true. " +
 			"prompt_after: false means the timeout ran out or the command waits for input (state waiting_input): " +
 			"continue it with pty-write (\\x03 interrupts it); the write during which the prompt returns carries prompt_after and exit_code. " +
-			"Shell state (cd, variables, functions) persists between runs.",
+			"Shell state (cd, variables, functions) persists between runs. truncated and output_lost are as in pty-write.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -347,7 +360,7 @@ var tools = []Tool{
 		Annotations:  ToolAnnotations{DestructiveHint: true, IdempotentHint: true},
 		OutputSchema: outputSchema(KillResult{}),
 		Description: "End a terminal session: stop its program and everything it started, and free the terminal. " +
-			"Returns the output not yet read and how the program ended.",
+			"Returns the output not yet read and how the program ended; truncated and output_lost are as in pty-write.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -376,10 +389,19 @@ func (m *Manager) Tools() []Tool {
 
 // shellNamed writes the manager's Options.Shell into pty-start's
 // description, so the model reads the command line its command runs
-// under.
+// under; with a shell snapshot, what runs instead.
 func (m *Manager) shellNamed(desc string) string {
+	if m.snap != nil {
+		return strings.Replace(desc, "The command runs as `bash -lc COMMAND`.", snapshotNamed, 1)
+	}
 	return strings.Replace(desc, "`bash -lc COMMAND`", "`"+strings.Join(m.opts.Shell, " ")+" COMMAND`", 1)
 }
+
+// snapshotNamed is how pty-start's description says a command runs from
+// the login shell's snapshot (Options.ShellSnapshot).
+const snapshotNamed = "The command runs as `bash -c COMMAND` with what the login profile sets up " +
+	"(variables, PATH, functions, aliases, shell options) loaded from a snapshot taken once; the profile itself does not run again " +
+	"(if the snapshot cannot be made, the command runs as `bash -lc COMMAND`)."
 
 // sizeDefaults writes the manager's default terminal size into a schema's
 // descriptions, so the model reads the size it will get.

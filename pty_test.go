@@ -119,6 +119,14 @@ func TestToolsNameTheShell(t *testing.T) {
 	if strings.Contains(tools[0].Description, "sh -c") {
 		t.Error("Tools changed the package's own descriptions")
 	}
+	// With the snapshot, the command runs as bash -c from it, and the
+	// login shell only when it fails.
+	m := NewManager(Options{ShellSnapshot: true})
+	desc := m.Tools()[0].Description
+	m.Close()
+	if !strings.Contains(desc, "runs as `bash -c COMMAND` with what the login profile sets up") || strings.Contains(desc, "runs as `bash -lc COMMAND`.") {
+		t.Errorf("ShellSnapshot: pty-start's description does not say how commands run: %q", desc)
+	}
 }
 
 // Arguments that are not a JSON object get an error a model can act on,

@@ -6,7 +6,7 @@ package agentpty
 // startResult is a start's result from what its wait collected.
 func (s *Session) startResult(w waitResult) StartResult {
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
-		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
+		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, OutputLost: w.outputLost(), Spool: w.spool,
 		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
 		Cursor: w.cursor, Highlights: w.highlights}
 }
@@ -14,14 +14,14 @@ func (s *Session) startResult(w waitResult) StartResult {
 // startFromRun is a shell session's start whose first command ran.
 func startFromRun(r RunResult) StartResult {
 	return StartResult{ID: r.ID, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Spool: r.Spool,
-		Truncated: r.Truncated, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground,
+		Truncated: r.Truncated, OutputLost: r.OutputLost, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground,
 		ForegroundExe: r.ForegroundExe, PromptAfter: r.PromptAfter}
 }
 
 // writeResult is a write's result from what its wait collected.
 func (s *Session) writeResult(w waitResult) WriteResult {
 	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
-		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
+		Signal: w.signal, Truncated: w.truncated, OutputLost: w.outputLost(), InputHidden: w.inputHidden, Spool: w.spool,
 		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
 		Cursor: w.cursor, Highlights: w.highlights}
 }
@@ -34,7 +34,7 @@ func (s *Session) runResult(w waitResult, state TerminalState, out, whole string
 	}
 	state = resultState(state, w.exited)
 	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
-		Truncated: w.truncated, InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground,
+		Truncated: w.truncated, OutputLost: w.outputLost(), InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground,
 		ForegroundExe: w.foregroundExe, Spool: s.m.spool(s.id, whole)}
 }
 
@@ -43,7 +43,9 @@ func (s *Session) runResult(w waitResult, state TerminalState, out, whole string
 // after (see Manager.spool).
 func (s *Session) killResult() (KillResult, string) {
 	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
-	res := KillResult{ID: s.id, Output: out, Truncated: s.readTo(s.out.settled.Load())}
+	out, whole = s.shown().text(out), s.shown().text(whole)
+	truncated, lost := s.readTo(s.out.settled.Load())
+	res := KillResult{ID: s.id, Output: out, Truncated: truncated, OutputLost: outputLost(truncated, lost)}
 	res.ExitCode, res.Signal = s.text.status.exitFields()
 	return res, whole
 }
@@ -56,6 +58,7 @@ type waitResult struct {
 	exitCode    *int
 	signal      string
 	truncated   int64
+	lost        int64 // of truncated, what this result's output lost
 	inputHidden bool
 	// foregroundExe is the executable of the program at a password
 	// prompt, while inputHidden.
@@ -80,11 +83,11 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 		before = s.text.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
 	}
 	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
-	truncated := s.text.truncated
+	truncated, lost := s.text.truncated, s.unreadLost() // a peek loses what a read would, and counts nothing
 	if !peek {
-		truncated = s.readTo(s.out.settled.Load())
+		truncated, lost = s.readTo(s.out.settled.Load())
 	}
-	w := waitResult{matched: matched, exited: s.text.exited, truncated: truncated}
+	w := waitResult{matched: matched, exited: s.text.exited, truncated: truncated, lost: lost}
 	if s.text.exited {
 		w.exitCode, w.signal = s.text.status.exitFields()
 	}
@@ -121,8 +124,8 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 		s.disp.shown = nil
 		s.disp.mu.Unlock()
 	}
-	w.output = out
-	w.spool = s.m.spool(s.id, whole)
+	w.output = s.shown().text(out)
+	w.spool = s.m.spool(s.id, s.shown().text(whole))
 	w.inputHidden = s.inputHiddenNow()
 	if w.inputHidden {
 		w.foregroundExe = asker(s.fgProcs()).exe
@@ -130,6 +133,19 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.noteHidden(w.inputHidden)
 	return w
 }
+
+// outputLost is the result field output_lost: shown whenever truncated
+// is, so a model that reads the session's count also reads whether this
+// output is whole (0).
+func outputLost(truncated, lost int64) *int64 {
+	if truncated == 0 && lost == 0 {
+		return nil
+	}
+	return &lost
+}
+
+// outputLost is outputLost of what the wait collected.
+func (w waitResult) outputLost() *int64 { return outputLost(w.truncated, w.lost) }
 
 // joinScreen appends the rendered screen to a read's text.
 func joinScreen(out, screen string) string {

@@ -137,6 +137,7 @@ func (sh *shell) handOver(ctx context.Context, command string) (string, string, 
 	if err := sh.fs.write(ctx, path, command); err != nil {
 		return "", "", err
 	}
+	sh.shown.add(sh.dir, sh.runs, command)
 	return path, "\x07\x05\x15 . " + shellQuote(path) + "\r", nil
 }
 

@@ -84,13 +84,13 @@ func (s *Session) applyScreen(mode string, before *screenView, peek bool, w *wai
 	s.disp.mu.Unlock()
 	w.cursor = &after.cursor
 	if mode == ScreenFull {
-		w.output = Screen{Lines: after.lines}.Text()
+		w.output = s.shown().text(Screen{Lines: after.lines}.Text())
 		return
 	}
 	if before == nil {
 		before = &screenView{}
 	}
-	w.output = screenDiff(*before, after)
+	w.output = s.shown().text(screenDiff(*before, after))
 }
 
 // litMemory remembers the highlights the reads of one screen returned, so
@@ -185,13 +185,42 @@ func keyOf(c screen.Cell) highlightKey {
 // backdrop's colour inside the window is still its own small region. A
 // span is the part of such a region on one row, when it holds some text:
 // a coloured shadow or border of blanks is decoration, not a highlight.
+// Nor is a row of key labels (htop's and mc's function-key bars, nano's
+// shortcuts): labelRun or more spans of one style on one row are labels
+// the screen's text shows anyway, and would take the places of what is
+// selected; a span of another style on that row (the chosen tab) stays.
 func highlights(rows [][]screen.Cell) []Highlight {
+	spans, keys := styledSpans(rows)
+	type rowKey struct {
+		row int
+		key highlightKey
+	}
+	runs := map[rowKey]int{}
+	for i, h := range spans {
+		runs[rowKey{h.Row, keys[i]}]++
+	}
+	out := spans[:0]
+	for i, h := range spans {
+		if runs[rowKey{h.Row, keys[i]}] < labelRun {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// labelRun is how many spans of one style make a row of labels.
+const labelRun = 4
+
+// styledSpans is the spans highlights considers, top to bottom, and the
+// style of each.
+func styledSpans(rows [][]screen.Cell) ([]Highlight, []highlightKey) {
 	label, area := regions(rows)
 	total := 0
 	for _, row := range rows {
 		total += len(row)
 	}
 	var out []Highlight
+	var keys []highlightKey
 	for y, row := range rows {
 		for x := 0; x < len(row); {
 			l := label[y][x]
@@ -206,12 +235,13 @@ func highlights(rows [][]screen.Cell) []Highlight {
 				}
 				if t := strings.TrimSpace(b.String()); t != "" {
 					out = append(out, Highlight{Row: y, Col: x, Len: end - x, Text: t})
+					keys = append(keys, k)
 				}
 			}
 			x = end
 		}
 	}
-	return out
+	return out, keys
 }
 
 // regions labels each cell with its region: the cells of one style

@@ -295,14 +295,7 @@ func TestScreenDiffForm(t *testing.T) {
 // reverse-video item, an item in the backdrop's colour inside the window
 // and the coloured button are highlights.
 func TestHighlightsSkipGroundsAndBlankDecoration(t *testing.T) {
-	const cols, rows = 20, 6
-	grid := make([][]screen.Cell, rows)
-	for y := range grid {
-		grid[y] = make([]screen.Cell, cols)
-		for x := range grid[y] {
-			grid[y][x] = screen.Cell{Text: " ", Rune: ' ', Width: 1, FG: screen.DefaultColor, BG: 4} // a blue backdrop
-		}
-	}
+	grid := blankGrid(20, 6, 4) // a blue backdrop
 	paint := func(y, x0, x1 int, text string, f func(*screen.Cell)) {
 		for x := x0; x < x1; x++ {
 			c := &grid[y][x]

@@ -72,7 +72,8 @@ func (e ExitStatus) exitFields() (*int, string) {
 // disp.mu are never held together. Manager.mu comes after disp.mu (Resize
 // counts cells under it) and before mu (register arms the idle clock under
 // it). Leaves, under which no lock of the session is taken: typing.mu,
-// rep.mu, lane.mu and seen.mu (state_seen.go). A Terminal's own locks (the local one's procFiles)
+// rep.mu, lane.mu, seen.mu (state_seen.go) and the shell's shown.mu
+// (runshown.go). A Terminal's own locks (the local one's procFiles)
 // come last: under typing.mu (Write, Close), disp.mu (Resize) or none.
 //
 // No lock is held while calling a hook. Two are held across I/O on the

@@ -1,6 +1,7 @@
 package agentpty
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -53,7 +54,49 @@ func (s *settler) joinTouched(total int) string {
 // readWhole is read (peek: peek), and also (when whole is asked for and
 // the limit cut the text) everything read would have returned without the
 // limit: the lines still held, after a marker for any that were lost.
+//
+// Touched lines below the cursor's that are all blank are left out: rows a
+// program reserved below its prompt (prompt_toolkit reserves about 28)
+// say nothing and cost a model tokens. The cursor's own line stays.
 func (s *settler) readWhole(limit int, whole, peek bool) (out, all string) {
+	below := s.blankBelowCursor()
+	out, all = s.readAll(limit, whole, peek)
+	return dropBlankLines(out, below), dropBlankLines(all, below)
+}
+
+// blankBelowCursor counts the touched lines below the cursor's when every
+// line there is blank (spaces or nothing), else 0.
+func (s *settler) blankBelowCursor() int {
+	if s.lines == nil || s.cur >= s.lastLine() {
+		return 0
+	}
+	s.sync()
+	n := 0
+	for i := max(s.cur+1, s.base); i <= s.lastLine(); i++ {
+		if len(bytes.TrimLeft(s.text(i), " ")) > 0 {
+			return 0
+		}
+		if s.touched(i) {
+			n++
+		}
+	}
+	return n
+}
+
+// dropBlankLines removes up to n blank lines from the end of t.
+func dropBlankLines(t string, n int) string {
+	for ; n > 0 && t != ""; n-- {
+		i := strings.LastIndexByte(t, '\n')
+		if strings.TrimLeft(t[i+1:], " ") != "" {
+			break
+		}
+		t = t[:max(i, 0)]
+	}
+	return t
+}
+
+// readAll is readWhole before blank lines are dropped.
+func (s *settler) readAll(limit int, whole, peek bool) (out, all string) {
 	if whole && s.lines != nil && limit > 0 {
 		s.sync()
 		if total := max(s.unreadBytes-1, 0); s.unreadLines > 0 && total > limit {

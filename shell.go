@@ -57,6 +57,8 @@ type RunResult struct {
 	Exited      bool   `json:"exited"`
 	Signal      string `json:"signal,omitempty"`
 	Truncated   int64  `json:"truncated,omitempty"`
+	// OutputLost is as in StartResult.
+	OutputLost  *int64 `json:"output_lost,omitempty"`
 	InputHidden bool   `json:"input_hidden,omitempty"`
 	State       string `json:"state"`
 	Foreground  string `json:"foreground,omitempty"`
@@ -105,6 +107,8 @@ type shell struct {
 	dir   string   // "" once removed
 	runs  int      // run files written so far
 	stale []string // run files whose command may not have been read yet
+
+	shown runShown // the commands, for the text read (runshown.go)
 }
 
 // newShell makes a shell session's directory and rcfile with fs: in the

@@ -15,17 +15,9 @@ import (
 	"time"
 )
 
-// snapshotBound is how long the login profile may run while a snapshot is
-// made; past it the start runs the login shell instead and says why.
-var snapshotBound = 5 * time.Second
-
-// snapshotGrace is how long a profile stopped past snapshotBound has
-// between SIGTERM and SIGKILL.
+// snapshotGrace is how long a profile stopped past
+// Options.ShellSnapshotTimeout has between SIGTERM and SIGKILL.
 const snapshotGrace = time.Second
-
-// snapshotRetry is how long a failed snapshot is not tried again while
-// the profile files stay as they were.
-const snapshotRetry = time.Minute
 
 // snapshotMax bounds the output a snapshot may take: the profile's own
 // output and the encoded state.
@@ -76,8 +68,8 @@ type snapshots struct {
 	dir     string     // private directory of the snapshot files; "" until the first
 	path    string     // the current snapshot; "" when none is usable
 	stamps  string     // the profile files as they were when path (or the failure) was made
-	failed  string     // why the last attempt failed, while stamps hold
-	failAt  time.Time
+	failed  string     // why the last attempt failed, while stamps hold: not tried again until they change
+	told    bool       // a start's notice has said why
 	made    int
 	closing bool
 }
@@ -129,19 +121,21 @@ func (sn *snapshots) current(ctx context.Context, m *Manager) (string, string) {
 	defer sn.mu.Unlock()
 	sn.stamps = stamps
 	if why != "" {
-		sn.path, sn.failed, sn.failAt = "", why, time.Now()
+		sn.path, sn.failed, sn.told = "", why, true
 		return "", why
 	}
 	path, err := sn.store(script)
 	if err != nil {
-		sn.path, sn.failed, sn.failAt = "", "shell snapshot: "+err.Error(), time.Now()
+		sn.path, sn.failed, sn.told = "", "shell snapshot: "+err.Error(), true
 		return "", sn.failed
 	}
 	sn.path, sn.failed = path, ""
 	return path, ""
 }
 
-// cached returns the snapshot (or the recent failure) made for stamps.
+// cached returns the snapshot made for stamps, or that it failed: why,
+// for the first start that learns it, "" for the rest (one notice says
+// it; every start would repeat it to a model that cannot act on it).
 func (sn *snapshots) cached(stamps string) (string, string, bool) {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
@@ -151,8 +145,13 @@ func (sn *snapshots) cached(stamps string) (string, string, bool) {
 	if sn.path != "" {
 		return sn.path, "", true
 	}
-	if sn.failed != "" && time.Since(sn.failAt) < snapshotRetry {
-		return "", sn.failed, true
+	if sn.failed != "" {
+		why := sn.failed
+		if sn.told {
+			why = ""
+		}
+		sn.told = true
+		return "", why, true
 	}
 	return "", "", false
 }
@@ -205,7 +204,7 @@ func makeSnapshot(ctx context.Context, m *Manager, env []string) ([]byte, string
 	}
 	argv := append(append([]string(nil), m.opts.Shell...), snapshotDump, "bash", strings.Join(names, " "), mark)
 	began := time.Now()
-	out, err := runCaptured(ctx, m, argv, m.opts.Env, snapshotBound)
+	out, err := runCaptured(ctx, m, argv, m.opts.Env, m.opts.ShellSnapshotTimeout)
 	took := time.Since(began).Round(time.Millisecond)
 	script, ok := between(out, []byte(mark+"-begin"), []byte(mark+"-end"))
 	if ok {
@@ -216,9 +215,9 @@ func makeSnapshot(ctx context.Context, m *Manager, env []string) ([]byte, string
 	}
 	shown := lastBytes(plainText(out), 2000)
 	if err != nil {
-		return nil, fmt.Sprintf("shell snapshot: the login profile ran %v and was stopped (%v); it printed %q; this start runs the login shell", took, err, shown)
+		return nil, fmt.Sprintf("shell snapshot: the login profile ran %v and was stopped (%v); it printed %q; this start and later ones run the login shell until a profile file changes", took, err, shown)
 	}
-	return nil, fmt.Sprintf("shell snapshot: the login profile ran %v and gave no state; it printed %q; this start runs the login shell", took, shown)
+	return nil, fmt.Sprintf("shell snapshot: the login profile ran %v and gave no state; it printed %q; this start and later ones run the login shell until a profile file changes", took, shown)
 }
 
 // lastBytes returns the end of text, at most n bytes of it, cut at a

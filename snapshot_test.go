@@ -156,14 +156,10 @@ func TestShellSnapshotEnvironmentEqualsLogin(t *testing.T) {
 // A profile that hangs or fails does not hang the start: the start runs
 // the login shell and its notice says what happened.
 func TestShellSnapshotProfileFails(t *testing.T) {
-	old := snapshotBound
-	snapshotBound = 500 * time.Millisecond
-	t.Cleanup(func() { snapshotBound = old })
-
 	// It reads the terminal, which no one types into while the snapshot
 	// is made; the login shell it falls back to then waits the same way.
 	home := snapshotHome(t, "trap 'echo ran >\"$HOME/exit-trap\"' EXIT\necho profile-says-hi; read -r line; export AFTER=$line\n")
-	m := newManager(t, Options{ShellSnapshot: true, Env: []string{"HOME=" + home}})
+	m := newManager(t, Options{ShellSnapshot: true, ShellSnapshotTimeout: 500 * time.Millisecond, Env: []string{"HOME=" + home}})
 	began := time.Now()
 	res, err := m.Start(context.Background(), StartRequest{Command: `echo "after=$AFTER"`, WaitFor: "profile-says-hi"})
 	if err != nil {
@@ -275,5 +271,37 @@ func TestShellSnapshotOtherBackend(t *testing.T) {
 				t.Errorf("the backend started %d commands, want 1", n)
 			}
 		})
+	}
+}
+
+// A profile slower than ShellSnapshotTimeout costs one failed snapshot,
+// not one per start, and its notice is said once; a change to the profile
+// makes the next start try again.
+func TestShellSnapshotSlowProfileFailsOnce(t *testing.T) {
+	home := snapshotHome(t, "echo run >>\"$HOME/runs\"\nsleep 2\nexport SLOW=done\n")
+	m := newManager(t, Options{ShellSnapshot: true, ShellSnapshotTimeout: time.Second, Env: []string{"HOME=" + home}})
+	start := func() StartResult {
+		t.Helper()
+		res := mustStart(t, m, StartRequest{Command: `echo "slow=$SLOW"`, WaitFor: "slow=done", WaitMS: ms(20000)})
+		if _, err := m.Kill(context.Background(), res.ID); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := start() // the snapshot's attempt, then the login shell
+	if !strings.Contains(first.Notice, "ran past 1s") || profileRuns(t, home) != 2 {
+		t.Fatalf("the first start: notice %q, %d profile runs (want the attempt and the login shell)", first.Notice, profileRuns(t, home))
+	}
+	second := start()
+	if second.Notice != "" || profileRuns(t, home) != 3 {
+		t.Fatalf("the second start: notice %q, %d profile runs (want the login shell alone, no notice)", second.Notice, profileRuns(t, home))
+	}
+	later := time.Now().Add(2 * time.Second) // a new mtime, whatever the file system's resolution
+	if err := os.Chtimes(filepath.Join(home, ".bash_profile"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	third := start()
+	if !strings.Contains(third.Notice, "ran past") || profileRuns(t, home) != 5 {
+		t.Fatalf("after the profile changed: notice %q, %d profile runs (want a new attempt and the login shell)", third.Notice, profileRuns(t, home))
 	}
 }

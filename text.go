@@ -72,16 +72,18 @@ func (s *Session) ended() (ExitStatus, bool) {
 // host's view of a session. It reads nothing.
 func (s *Session) Tail(n int) []string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.text.settle.tail(n)
+	t := s.text.settle.tail(n)
+	s.mu.Unlock()
+	return s.shown().lines(t)
 }
 
 // Scrollback returns the settled scrollback the session keeps, read or
 // not, lines joined by newlines. It reads nothing.
 func (s *Session) Scrollback() string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.text.settle.scrollback()
+	t := s.text.settle.scrollback()
+	s.mu.Unlock()
+	return s.shown().text(t)
 }
 
 // Wait returns how the program ended, once it has exited and the output
@@ -98,15 +100,21 @@ func (s *Session) Wait(ctx context.Context) (ExitStatus, error) {
 }
 
 // readTo counts what left the ring before any result returned it, marks
-// the output read up to ring offset off, and returns the count. Call with
-// mu held.
-func (s *Session) readTo(off int64) int64 {
+// the output read up to ring offset off, and returns the count over the
+// session's life and the part of it that this read lost. Call with mu
+// held.
+func (s *Session) readTo(off int64) (total, lost int64) {
+	lost = s.unreadLost()
+	s.text.truncated += lost
+	s.text.readOff = max(s.text.readOff, off)
+	return s.text.truncated, lost
+}
+
+// unreadLost is what left the ring since the last read: what the next
+// read loses. Call with mu held.
+func (s *Session) unreadLost() int64 {
 	s.out.inMu.Lock()
 	start := s.out.ring.start()
 	s.out.inMu.Unlock()
-	if start > s.text.readOff {
-		s.text.truncated += start - s.text.readOff
-	}
-	s.text.readOff = max(s.text.readOff, off)
-	return s.text.truncated
+	return max(start-s.text.readOff, 0)
 }

@@ -95,7 +95,7 @@ func (c *caller) secret(ctx context.Context, req agentpty.SecretRequest) (result
 
 // resultOrder is the order fields are printed in; fields a later version
 // adds follow, sorted.
-var resultOrder = []string{"id", "prompt_after", "matched", "exited", "exit_code", "signal", "truncated", "input_hidden", "state", "foreground"}
+var resultOrder = []string{"id", "prompt_after", "matched", "exited", "exit_code", "signal", "truncated", "output_lost", "input_hidden", "state", "foreground"}
 
 // printResult prints the result's JSON on one line without its output,
 // then the output as an indented block, so multi-line text reads as the

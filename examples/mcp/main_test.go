@@ -162,11 +162,16 @@ func TestStdio(t *testing.T) {
 	if err != nil {
 		t.Fatalf("list tools: %v", err)
 	}
-	m := agentpty.NewManager(agentpty.Options{})
+	m := agentpty.NewManager(agentpty.Options{ShellSnapshot: true}) // the server's default
 	defer m.Close()
 	want := map[string]agentpty.Tool{}
 	for _, tool := range m.Tools() {
 		want[tool.Name] = tool
+	}
+	// Commands start from the snapshot: the description says so, not that
+	// each runs as bash -lc.
+	if d := want["pty-start"].Description; strings.Contains(d, "runs as `bash -lc COMMAND`.") || !strings.Contains(d, "snapshot") {
+		t.Errorf("pty-start's description with the snapshot on: %q", d)
 	}
 	if len(list.Tools) != len(want) {
 		t.Errorf("the server lists %d tools, Manager.Tools %d", len(list.Tools), len(want))
@@ -534,23 +539,16 @@ func TestProgressWhileSilent(t *testing.T) {
 	ctx := testCtx(t)
 	w := &wire{}
 	cs := connectInProcess(t, ctx, nil, w)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-start", Arguments: map[string]any{"command": "echo ready; exec cat", "wait_for": "ready"}})
-	if err != nil || res.IsError {
-		t.Fatalf("pty-start: %v %s", err, textOf(res))
-	}
-	var id struct {
-		ID string `json:"id"`
-	}
-	_ = json.Unmarshal([]byte(textOf(res)), &id)
+	id := startID(t, ctx, cs, map[string]any{"command": "echo ready; exec cat", "wait_for": "ready"})
 
-	params := &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id.ID, "wait_for": "never printed", "wait_ms": 2500}}
+	params := &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id, "wait_for": "never printed", "wait_ms": 2500}}
 	params.SetProgressToken("silent")
-	res, err = cs.CallTool(ctx, params)
+	res, err := cs.CallTool(ctx, params)
 	if err != nil || res.IsError {
 		t.Fatalf("pty-write: %v %s", err, textOf(res))
 	}
 	// The kill's result comes after anything the server sent before it.
-	kill, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-kill", Arguments: map[string]any{"id": id.ID}})
+	kill, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-kill", Arguments: map[string]any{"id": id}})
 	if err != nil || kill.IsError {
 		t.Fatalf("pty-kill: %v %s", err, textOf(kill))
 	}
@@ -679,4 +677,44 @@ func TestWaitTotal(t *testing.T) {
 			t.Errorf("waitTotal(%s, %s) = %v, want %v", c.tool, c.args, got, c.want)
 		}
 	}
+}
+
+// A pty-run's progress shows the command it runs, never the line that
+// sources the command's file in the session's private directory.
+func TestProgressShowsTheRunCommand(t *testing.T) {
+	ctx := testCtx(t)
+	cs, _, n := connect(t, ctx)
+	id := startID(t, ctx, cs, map[string]any{"shell": true})
+	params := &mcp.CallToolParams{Name: "pty-run", Arguments: map[string]any{"id": id, "command": "sleep 2; echo slept", "timeout_ms": 1000}}
+	params.SetProgressToken("tok-run")
+	if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("pty-run: %v %s", err, textOf(res))
+	}
+	n.awaitProgress(t, ctx, "sleep 2; echo slept")
+	params = &mcp.CallToolParams{Name: "pty-write", Arguments: map[string]any{"id": id, "wait_for": "slept", "wait_ms": 10000}}
+	params.SetProgressToken("tok-write")
+	if res, err := cs.CallTool(ctx, params); err != nil || res.IsError || strings.Contains(textOf(res), "agentpty-") {
+		t.Fatalf("pty-write: %v %s", err, textOf(res))
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range n.progress {
+		if strings.Contains(p.Message, "agentpty-") || strings.Contains(p.Message, ". '") {
+			t.Errorf("progress shows the internal source line: %q", p.Message)
+		}
+	}
+}
+
+// startID calls pty-start with args and returns the session's id.
+func startID(t *testing.T, ctx context.Context, cs *mcp.ClientSession, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pty-start", Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("pty-start: %v %s", err, textOf(res))
+	}
+	var id struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(textOf(res)), &id)
+	return id.ID
 }
