@@ -56,9 +56,10 @@ func (s *Session) awaitReader(ctx context.Context) (TerminalState, error) {
 
 // approveWrite asks the Approver, when Options.ApproveWrites is on, before
 // input is typed into s by tool. Every call that types input calls it
-// first; a denial types nothing.
+// first; a denial types nothing. Without an Approver (which would approve)
+// it does nothing, not even wait for the program to read.
 func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, input []byte) error {
-	if !m.opts.ApproveWrites || len(input) == 0 {
+	if !m.opts.ApproveWrites || m.opts.Approver == nil || len(input) == 0 {
 		return nil
 	}
 	// The program that would read the input now: Rules approve lines only

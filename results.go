@@ -125,7 +125,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	w.spool = s.m.spool(s.id, whole)
 	w.inputHidden = s.inputHiddenNow()
 	if w.inputHidden {
-		w.foregroundExe = asker(s.fgProcs()).exe
+		_, w.foregroundExe = s.promptProgram()
 	}
 	s.noteHidden(w.inputHidden)
 	return w
