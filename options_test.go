@@ -16,7 +16,7 @@ func (passSandbox) Prepare(*exec.Cmd) error { return nil }
 // checkingBackend is a memBackend that vouches for every program.
 type checkingBackend struct{ memBackend }
 
-func (*checkingBackend) AtPrompt(Terminal) (string, string)   { return "", "" }
+func (*checkingBackend) AtPrompt(Terminal) (string, string)     { return "", "" }
 func (*checkingBackend) CheckPrograms(Terminal, []string) error { return nil }
 
 // refusedAtStart checks that Validate refuses opts naming every one of
