@@ -2,8 +2,10 @@
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
+# MODULES: every module of the repository.
+MODULES := . examples kubepty
 
-.PHONY: test demo bench lint limits cross fuzz conformance
+.PHONY: test demo bench lint limits cross fuzz conformance tidy
 
 # test: vet, the race-checked tests of the library and of the examples
 # module (internal/limits among them: no function over 60 lines, no file
@@ -28,11 +30,17 @@ demo:
 bench:
 	AGENTPTY_BENCH=1 $(GO) test -p 1 -count=1 -run TestBenchReport -v -timeout 30m . ./sshpty
 
-lint: cross limits
+lint: cross limits tidy
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd examples && $(GO) vet ./...
+
+# tidy: every go.mod and go.sum is what go mod tidy leaves.
+tidy:
+	@fail=0; for d in $(MODULES); do \
+	  (cd $$d && $(GO) mod tidy -diff) || { echo "tidy: $$d: run go mod tidy there"; fail=1; }; \
+	done; exit $$fail
 
 # limits: no function over 60 lines but the parser's dispatch tables, no
 # file over 800, in every module, and Session within 30 fields and 2
