@@ -44,7 +44,7 @@ func pythonREPL(t *testing.T, s *suite) {
 		t.Fatalf("a sleeping REPL: state %q foreground %q", w.State, w.Foreground)
 	}
 	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `\x03`, WaitFor: "KeyboardInterrupt"})
-	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "exit(7)", Submit: true, WaitMS: ms(5000)})
+	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "exit(7)", Submit: true, WaitMS: ms(30000)})
 	if !w.Exited || w.ExitCode == nil || *w.ExitCode != 7 {
 		t.Errorf("exit(7): exited %v, code %v", w.Exited, w.ExitCode)
 	}
@@ -72,7 +72,7 @@ func vimScreenAndDiff(t *testing.T, s *suite) {
 	if w.Output != want {
 		t.Fatalf("one changed row is one small hunk: %q", w.Output)
 	}
-	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `Oadded\e:wq\r`, WaitMS: ms(5000)})
+	w = mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: `Oadded\e:wq\r`, WaitMS: ms(30000)})
 	if got := s.far(t, "tr '\\n' , < "+file); !w.Exited || got != "alpha,added,beta," {
 		t.Errorf("after :wq vim exited %v and the file holds %q", w.Exited, got)
 	}
@@ -113,7 +113,7 @@ func writeSecret(t *testing.T, s *suite) {
 // send_signal to a trap.
 func exitCodeResizeSignal(t *testing.T, s *suite) {
 	m := s.manager(t, agentpty.Options{})
-	res := mustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; echo bye; exit 42", WaitMS: ms(5000)})
+	res := mustStart(t, m, agentpty.StartRequest{Command: "sleep 0.2; echo bye; exit 42", WaitMS: ms(30000)})
 	if !res.Exited || res.ExitCode == nil || *res.ExitCode != 42 || !strings.Contains(res.Output, "bye") {
 		t.Errorf("exit 42: %+v", res)
 	}
