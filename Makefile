@@ -2,20 +2,39 @@
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
+# PROXYCHECK: the install check make test ends with (PROXYCHECK=true skips it).
+PROXYCHECK ?= scripts/proxycheck.sh
+# MODULES: every module of the repository.
+MODULES := . examples kubepty cmd/agentpty-mcp
 
-.PHONY: test demo bench lint limits cross fuzz conformance
+.PHONY: test demo bench lint limits cross fuzz conformance tidy proxycheck
 
-# test: vet, the race-checked tests of the library and of the examples
-# module (internal/limits among them: no function over 60 lines, no file
-# over 800, in every module). internal/cmd/skips prints go test's usual output and lists the
-# tests that skipped, and why, before each module's result lines;
-# pipefail keeps go test's exit code.
+# test: in every module (the library, examples, kubepty, cmd/agentpty-mcp),
+# vet and the race-checked tests (internal/limits among them: no function
+# over 60 lines, no file over 800, in every module); then the proxy check
+# (scripts/proxycheck.sh: go install of agentpty-mcp from a file:// proxy
+# of a tagged clone). A failing module does not stop the others; the last
+# lines say how each went, and the exit code is non-zero if any failed.
+# internal/cmd/skips prints go test's usual output and lists the tests
+# that skipped, and why, before each module's result lines; pipefail
+# keeps go test's exit code.
 test: SHELL := /bin/bash
 test:
-	$(GO) vet ./...
-	set -o pipefail; $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) run ./internal/cmd/skips
-	cd examples && $(GO) vet ./... && set -o pipefail && $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) -C .. run ./internal/cmd/skips
-	cd kubepty && $(GO) vet ./... && set -o pipefail && $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) -C .. run ./internal/cmd/skips
+	@sum=""; fail=0; \
+	for d in $(MODULES); do \
+	  echo "== $$d"; \
+	  if (cd $$d && $(GO) vet ./... && set -o pipefail && $(GO) test -race -count=1 -json ./... 2>&1 | $(GO) -C $(CURDIR) run ./internal/cmd/skips); \
+	  then sum="$$sum"$$'\n'"ok    $$d"; else sum="$$sum"$$'\n'"FAIL  $$d"; fail=1; fi; \
+	done; \
+	echo "== proxycheck"; \
+	if $(PROXYCHECK); then sum="$$sum"$$'\n'"ok    proxycheck"; else sum="$$sum"$$'\n'"FAIL  proxycheck"; fail=1; fi; \
+	echo "$$sum"; exit $$fail
+
+# proxycheck: agentpty-mcp installs with go install from a file:// module
+# proxy of a tagged clone into an empty module cache, answers --version
+# and an MCP initialize and tools/list; kubepty resolves the same way.
+proxycheck:
+	scripts/proxycheck.sh
 
 # demo: drives python3, bash and vim through the library and prints each
 # tool call with what the model gets back.
@@ -28,11 +47,18 @@ demo:
 bench:
 	AGENTPTY_BENCH=1 $(GO) test -p 1 -count=1 -run TestBenchReport -v -timeout 30m . ./sshpty
 
-lint: cross limits
+lint: cross limits tidy
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd examples && $(GO) vet ./...
+	cd cmd/agentpty-mcp && $(GO) vet ./...
+
+# tidy: every go.mod and go.sum is what go mod tidy leaves (scripts/tidy.sh
+# -diff; the modules that require agentpty's own by version are tidied
+# against the checkout, as go.work builds them).
+tidy:
+	scripts/tidy.sh -diff
 
 # limits: no function over 60 lines but the parser's dispatch tables, no
 # file over 800, in every module, and Session within 30 fields and 2

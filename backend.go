@@ -22,15 +22,22 @@ import (
 //     wait_until "input" and WriteSecret fail with ErrUnsupported.
 //   - Contained: what holds the processes the command starts (see
 //     Session.Containment). Without it Containment is empty.
+//   - TryWriter: input taken at once without blocking, so that most writes
+//     need no deadline. Without it every write sets one.
 //
 // What only a Backend can reach is an optional capability of the Backend:
 //
 //   - Files: files where its commands run, for a shell session's rcfile
 //     and the commands pty-run hands its shell. Without it shell sessions
 //     (and so pty-run) are refused with ErrUnsupported.
+//   - ProgramChecker: the executables its terminals' foreground programs
+//     run, and whether a secret may be typed into them. Without it
+//     Options.SecretPrograms is refused (Options.Validate) and the
+//     input_hidden event names no executable.
 //
 // Options.Sandbox adjusts a command on this machine; with any other
-// Backend a start is refused with ErrUnsupported and nothing runs.
+// Backend, Options.Validate refuses it and nothing runs. Package
+// agentptytest holds the cases every Backend should pass.
 type Backend interface {
 	// Start runs cmd under a new terminal of cmd.Cols by cmd.Rows, as the
 	// terminal's controlling process, and returns once it runs. On error
@@ -160,4 +167,37 @@ type Files interface {
 	// RemoveAll removes path and everything below it; a missing path is
 	// not an error.
 	RemoveAll(ctx context.Context, path string) error
+}
+
+// TryWriter is the optional capability of a Terminal that takes input
+// without blocking: most input fits in a terminal's buffer at once, and
+// only what does not then needs a write deadline.
+type TryWriter interface {
+	// TryWrite writes what the terminal takes at once, never blocking, and
+	// returns how many bytes of p that was (0 on any error; the Write
+	// that follows reports it).
+	TryWrite(p []byte) int
+}
+
+// ProgramChecker is the optional capability of a Backend that can tell
+// which executables the programs at its terminals' prompts run and vouch
+// for them: Options.SecretPrograms needs it, and Options.Validate refuses
+// SecretPrograms with a Backend that lacks it, since every WriteSecret
+// would be refused. This machine's terminals have it where /proc names
+// executables (Linux). The methods are given terminals this Backend
+// started.
+type ProgramChecker interface {
+	// AtPrompt names the program at t's prompt: the first process of its
+	// foreground group that reads the terminal, else the group's leader.
+	// name is its command name, exe the path of its executable on t's
+	// machine; either is empty when unknown.
+	AtPrompt(t Terminal) (name, exe string)
+	// CheckPrograms returns nil when a line typed into t now can reach
+	// only processes that run one of programs (executable names, looked
+	// up in PATH, or paths, as in Options.SecretPrograms), each the very
+	// file listed, owned by root, writable by no one else, untraced and
+	// running no code others could write; else an error saying which
+	// process may not have it and why. A process waiting for its child (a
+	// shell running the prompt's program) reads nothing and is let be.
+	CheckPrograms(t Terminal, programs []string) error
 }

@@ -59,9 +59,10 @@ func (s *Session) awaitReader(ctx context.Context) (TerminalState, error) {
 // input is typed into s by tool. Every call that types input calls it
 // first; a denial types nothing. It reports whether the input goes to a
 // shell waiting at its prompt, whose line must be emptied first (see
-// lineClear).
+// lineClear). Without an Approver (which would approve) it does nothing,
+// not even wait for the program to read.
 func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, input []byte) (atPrompt bool, err error) {
-	if !m.opts.ApproveWrites || len(input) == 0 {
+	if !m.opts.ApproveWrites || m.opts.Approver == nil || len(input) == 0 {
 		return false, nil
 	}
 	// The program that would read the input now: Rules approve lines only

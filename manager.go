@@ -146,18 +146,20 @@ type Options struct {
 	// types nothing. False means approving a start covers every write.
 	// The request names the program waiting for input (Foreground); a
 	// write first waits up to a second for one, as a shell that has just
-	// printed its prompt reads a moment later. Whatever the Approver
-	// says, a write holding a printable character the terminal binds to
-	// a special character (stty kill @), or a byte istrip or iuclc would
-	// change, is refused (ErrDenied), since the terminal or the line
-	// editor would act on it rather than read it as text; a terminal of another Backend, whose modes the library cannot
-	// read, is not checked. A write approved into a shell waiting at its
-	// prompt is typed after C-g C-e C-u, which empty its line (of query
-	// replies the library typed, for one): one write holds a whole line.
+	// printed its prompt reads a moment later. Without an Approver (which
+	// approves everything) it costs nothing. Whatever the Approver says, a
+	// write holding a printable character the terminal binds to a special
+	// character (stty kill @), or a byte istrip or iuclc would change, is
+	// refused (ErrDenied), since the terminal or the line editor would act
+	// on it rather than read it as text; a terminal of another Backend,
+	// whose modes the library cannot read, is not checked. A write approved
+	// into a shell waiting at its prompt is typed after C-g C-e C-u, which
+	// empty its line (of query replies the library typed, for one): one
+	// write holds a whole line.
 	ApproveWrites bool
 	// Backend starts each session's command under a terminal; nil means a
 	// pseudo-terminal of this machine. With another Backend, Sandbox is
-	// refused (ErrUnsupported), shell sessions need the backend's Files
+	// refused (Validate), shell sessions need the backend's Files
 	// (ErrUnsupported without), ShellSnapshot does not apply, and what the
 	// terminal cannot tell is said plainly (see Backend).
 	Backend Backend
@@ -277,13 +279,15 @@ type Manager struct {
 	containOnce sync.Once
 	contain     *contain.Host // the sessions' cgroups, made on first start; nil where the host has none
 
-	snap *snapshots // the login shell's snapshot (Options.ShellSnapshot); nil when off
-	priv privDir    // shell sessions' rcfiles and commands (privdir.go)
+	invalid error      // what Options.Validate said, returned by every Start
+	snap    *snapshots // the login shell's snapshot (Options.ShellSnapshot); nil when off
+	priv    privDir    // shell sessions' rcfiles and commands (privdir.go)
 }
 
-// NewManager returns a Manager with opts, defaults applied.
+// NewManager returns a Manager with opts, defaults applied. Options that
+// Validate refuses make every Start fail with its error.
 func NewManager(opts Options) *Manager {
-	m := &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}}
+	m := &Manager{opts: opts.withDefaults(), sessions: map[string]*Session{}, invalid: opts.Validate()}
 	if opts.ShellSnapshot && opts.Backend == nil && (opts.Shell == nil || slices.Equal(opts.Shell, []string{"bash", "-lc"})) {
 		m.snap = newSnapshots()
 	}
@@ -317,6 +321,9 @@ func (m *Manager) List() []SessionInfo {
 // Start approves, starts and waits for the first output of a command, as
 // the tool pty-start does.
 func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, error) {
+	if m.invalid != nil {
+		return StartResult{}, m.invalid
+	}
 	if err := checkStart(req); err != nil {
 		return StartResult{}, err
 	}

@@ -128,7 +128,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	w.spool = s.m.spool(s.id, s.shown().text(whole))
 	w.inputHidden = s.inputHiddenNow()
 	if w.inputHidden {
-		w.foregroundExe = asker(s.fgProcs()).exe
+		_, w.foregroundExe = s.promptProgram()
 	}
 	s.noteHidden(w.inputHidden)
 	return w

@@ -3,6 +3,7 @@ package agentpty
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -93,7 +94,7 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	if _, ok := s.term.(StateReader); !ok {
 		return WriteResult{}, errorf(ErrUnsupported, "%s %s: this session's terminal cannot tell whether it echoes; a secret is typed only where it can", op, id)
 	}
-	if m.opts.SecretPrograms != nil && !s.namesPrograms() {
+	if m.opts.SecretPrograms != nil && s.programs() == nil { // Validate refuses this; kept for a Backend that lost the capability
 		return WriteResult{}, errorf(ErrDenied, "%s %s: this session's terminal cannot name the programs at its prompt, and Options.SecretPrograms is set", op, id)
 	}
 	// A prompt seen in the output may be printed before its program turns
@@ -109,8 +110,8 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
 	}
 	if list := m.opts.SecretPrograms; list != nil {
-		if err := trustedPrompt(op, id, s.fgProcs(), list); err != nil {
-			return WriteResult{}, err
+		if err := s.programs().CheckPrograms(s.term, list); err != nil {
+			return WriteResult{}, fmt.Errorf("%w: %s %s: %w", ErrDenied, op, id, err)
 		}
 	}
 	s.addSecret(secret)
@@ -142,18 +143,19 @@ func asker(procs []fgProc) fgProc {
 	return fgProc{}
 }
 
-// trustedPrompt refuses a secret unless every process of the foreground
+// checkPrograms refuses a secret unless every process of the foreground
 // group that could read it runs a program list trusts: a process waiting
 // for its child (the shell that started the prompt's program) reads
-// nothing meanwhile and is let be.
-func trustedPrompt(op, id string, procs []fgProc, list []string) error {
+// nothing meanwhile and is let be. Its errors say why, for the caller to
+// wrap.
+func checkPrograms(procs []fgProc, list []string) error {
 	if len(procs) == 0 {
-		return errorf(ErrDenied, "%s %s: the program at the prompt cannot be named, and Options.SecretPrograms is set", op, id)
+		return errors.New("the program at the prompt cannot be named, and Options.SecretPrograms is set")
 	}
 	if !asker(procs).reading {
 		// A program that waits for a child now could read the secret once
 		// the child has gone: only one reading it now is typed for.
-		return errorf(ErrDenied, "%s %s: no program is reading the terminal (%s waits), and Options.SecretPrograms is set", op, id, procs[0].name)
+		return fmt.Errorf("no program is reading the terminal (%s waits), and Options.SecretPrograms is set", procs[0].name)
 	}
 	for _, p := range procs {
 		if p.waiting {
@@ -164,7 +166,7 @@ func trustedPrompt(op, id string, procs []fgProc, list []string) error {
 			if p.exe != "" {
 				who = fmt.Sprintf("%s (pid %d, %s)", p.name, p.pid, p.exe)
 			}
-			return errorf(ErrDenied, "%s %s: the secret is not typed into %s: %s", op, id, who, why)
+			return fmt.Errorf("the secret is not typed into %s: %s", who, why)
 		}
 	}
 	return nil
@@ -351,8 +353,8 @@ func (s *Session) noteHidden(hidden bool) {
 		return
 	}
 	if s.hiddenSent.CompareAndSwap(false, true) {
-		a := asker(s.fgProcs())
+		name, exe := s.promptProgram()
 		s.m.emit(Event{Kind: EventInputHidden, ID: s.id, PID: s.pid, Command: s.command, Time: time.Now(),
-			Foreground: a.name, ForegroundExe: a.exe})
+			Foreground: name, ForegroundExe: exe})
 	}
 }

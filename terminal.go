@@ -56,24 +56,23 @@ func (s *Session) echoOff() bool {
 	return ok && sr.EchoOff()
 }
 
-// procLister is a terminal that can list its foreground group's
-// processes: this machine's.
-type procLister interface{ fgProcs() []fgProc }
-
-// fgProcs lists the foreground group's processes, where the terminal is
-// this machine's; nil elsewhere.
-func (s *Session) fgProcs() []fgProc {
-	if t, ok := s.term.(procLister); ok {
-		return t.fgProcs()
+// programs returns what names and vouches for the programs at the
+// session's prompt (see ProgramChecker); nil where nothing can.
+func (s *Session) programs() ProgramChecker {
+	if s.m.opts.Backend == nil {
+		return localBackend{s.m}
 	}
-	return nil
+	pc, _ := s.m.opts.Backend.(ProgramChecker)
+	return pc
 }
 
-// namesPrograms reports whether the terminal can name the programs at its
-// prompt (see fgProcs).
-func (s *Session) namesPrograms() bool {
-	_, ok := s.term.(procLister)
-	return ok
+// promptProgram names the program at the prompt and its executable, where the
+// backend can tell; empty otherwise.
+func (s *Session) promptProgram() (name, exe string) {
+	if pc := s.programs(); pc != nil {
+		return pc.AtPrompt(s.term)
+	}
+	return "", ""
 }
 
 // launch starts argv under a new terminal of cols×rows, through the
@@ -151,8 +150,8 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	// does not needs a deadline.
 	defer s.typing.last.Store(time.Now().UnixNano())
 	done := 0
-	if tw, ok := s.term.(interface{ tryWrite([]byte) int }); ok {
-		if done = tw.tryWrite(p); done == len(p) {
+	if tw, ok := s.term.(TryWriter); ok {
+		if done = tw.TryWrite(p); done == len(p) {
 			return done, nil
 		}
 	}

@@ -4,6 +4,7 @@ package agentpty
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 
@@ -27,3 +28,11 @@ func readBlocks(any) bool { return false }
 func parseSignal(string) (os.Signal, bool) { return nil, false }
 
 func killAll(int, *contain.Group) {}
+
+// AtPrompt knows no program here (see ProgramChecker).
+func (localBackend) AtPrompt(Terminal) (name, exe string) { return "", "" }
+
+// CheckPrograms refuses: no local terminal exists here.
+func (localBackend) CheckPrograms(Terminal, []string) error {
+	return errors.New("pseudo-terminal sessions need Linux or macOS")
+}

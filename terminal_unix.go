@@ -107,9 +107,9 @@ func (t *localTerminal) Write(p []byte) (int, error) {
 	return done + n, err
 }
 
-// tryWrite writes what the terminal takes without waiting: the session
-// tries it before it sets a write deadline.
-func (t *localTerminal) tryWrite(p []byte) int { return tryWrite(t.f, p) }
+// TryWrite writes what the terminal takes without waiting: the session
+// tries it before it sets a write deadline (see TryWriter).
+func (t *localTerminal) TryWrite(p []byte) int { return tryWrite(t.f, p) }
 
 func (t *localTerminal) SetWriteDeadline(d time.Time) error { return t.f.SetWriteDeadline(d) }
 func (t *localTerminal) Resize(cols, rows int) error        { return setSize(t.f, cols, rows) }
@@ -168,5 +168,23 @@ func (t *localTerminal) Foreground() Foreground {
 // Read took before the poll have the flag set by then.
 func (t *localTerminal) OutputPending() bool { return readable(t.f) || t.busy.Load() }
 
-// fgProcs lists the foreground group's processes (see fgProcs).
-func (t *localTerminal) fgProcs() []fgProc { return fgProcs(t.f) }
+// AtPrompt names the program at a local terminal's prompt (see
+// ProgramChecker).
+func (localBackend) AtPrompt(t Terminal) (name, exe string) {
+	lt, ok := t.(*localTerminal)
+	if !ok {
+		return "", ""
+	}
+	a := asker(fgProcs(lt.f))
+	return a.name, a.exe
+}
+
+// CheckPrograms judges the processes of a local terminal's foreground
+// group (see ProgramChecker and checkPrograms).
+func (localBackend) CheckPrograms(t Terminal, programs []string) error {
+	lt, ok := t.(*localTerminal)
+	if !ok {
+		return errors.New("the terminal is not one of this machine's")
+	}
+	return checkPrograms(fgProcs(lt.f), programs)
+}

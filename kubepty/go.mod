@@ -2,8 +2,6 @@ module github.com/agentpty/agentpty/kubepty
 
 go 1.26.0
 
-replace github.com/agentpty/agentpty => ../
-
 require (
 	github.com/creack/pty v1.1.24
 	go.uber.org/goleak v1.3.0
@@ -21,7 +19,7 @@ require (
 )
 
 require (
-	github.com/agentpty/agentpty v0.0.0-00010101000000-000000000000
+	github.com/agentpty/agentpty v0.9.0
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

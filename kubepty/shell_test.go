@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/agentptytest"
 	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
@@ -18,31 +19,23 @@ func managers(b *Backend) backendtest.NewManager {
 	}
 }
 
-// The cases every backend runs (internal/backendtest), against the
-// stand-in: shell sessions and pty-run, python3, vim, secrets, exit
-// codes, resize and signals.
+// The conformance suite every backend runs (package agentptytest),
+// against the stand-in: shell sessions and pty-run, python3, vim,
+// secrets, exit codes, resize and signals, Files.
 func TestBackendCases(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T) backendtest.NewManager {
+	agentptytest.TestBackend(t, func(t *testing.T) agentpty.Backend {
 		_, b := standin(t)
-		return managers(b)
+		return b
 	})
 }
 
 // Over SPDY too: the run files go on the exec's stdin, whose end each
 // protocol carries its own way.
-func TestShellRunsSPDY(t *testing.T) {
-	_, b := standin(t, kubetest.SPDYOnly())
-	backendtest.ShellRuns(t, managers(b))
-}
-
-func TestShellNeedsFiles(t *testing.T) {
-	_, b := standin(t)
-	backendtest.ShellNeedsFiles(t, b, managers(b))
-}
-
-func TestShellFileCalls(t *testing.T) {
-	_, b := standin(t)
-	backendtest.ShellFileCalls(t, b, managers(b))
+func TestBackendCasesSPDY(t *testing.T) {
+	agentptytest.TestBackend(t, func(t *testing.T) agentpty.Backend {
+		_, b := standin(t, kubetest.SPDYOnly())
+		return b
+	})
 }
 
 func TestShellLostConnection(t *testing.T) {
@@ -56,10 +49,4 @@ func TestFilesUnderTMPDIR(t *testing.T) {
 	tmp := t.TempDir()
 	_, b := standin(t, kubetest.Env("TMPDIR="+tmp))
 	backendtest.FilesUnderTMPDIR(t, b, tmp)
-}
-
-// A session's files land in the container, through an exec of sh each.
-func TestFiles(t *testing.T) {
-	_, b := standin(t)
-	backendtest.Files(t, b)
 }

@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/agentptytest"
 	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/sshdtest"
 	"golang.org/x/crypto/ssh"
 )
 
-// The cases every backend runs (internal/backendtest), over a real
-// OpenSSH server: shell sessions and pty-run, python3, vim, secrets,
-// exit codes, resize and signals.
+// The conformance suite every backend runs (package agentptytest), over
+// a real OpenSSH server: shell sessions and pty-run, python3, vim,
+// secrets, exit codes, resize and signals, Files.
 func TestBackendCases(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T) backendtest.NewManager {
+	agentptytest.TestBackend(t, func(t *testing.T) agentpty.Backend {
 		_, c := connect(t)
-		return managersOver(c)
+		return New(c)
 	})
 }
 
@@ -29,25 +30,9 @@ func managersOver(c *ssh.Client) backendtest.NewManager {
 	return func(t *testing.T, opts agentpty.Options) *agentpty.Manager { return newManager(t, c, opts) }
 }
 
-func TestShellNeedsFiles(t *testing.T) {
-	_, c := connect(t)
-	backendtest.ShellNeedsFiles(t, New(c), managersOver(c))
-}
-
-func TestShellFileCalls(t *testing.T) {
-	_, c := connect(t)
-	backendtest.ShellFileCalls(t, New(c), managersOver(c))
-}
-
 func TestShellLostConnection(t *testing.T) {
 	srv, c := connect(t)
 	backendtest.ShellLostConnection(t, managersOver(c), srv.Kill)
-}
-
-// A session's files land on the host, through the probe shell.
-func TestFiles(t *testing.T) {
-	_, c := connect(t)
-	backendtest.Files(t, New(c))
 }
 
 // A session's directory goes under the host's $TMPDIR.

@@ -54,21 +54,18 @@ func TestStateThroughTheShell(t *testing.T) {
 }
 
 // Options.SecretPrograms names the programs a secret may be typed into;
-// over SSH the programs at the prompt cannot be named, so WriteSecret
-// refuses at once and types nothing.
+// over SSH the programs at the prompt cannot be named (the backend is no
+// ProgramChecker), so Options.Validate refuses the pair and no session
+// starts, where every WriteSecret used to be refused one by one.
 func TestSecretProgramsRefusedOverSSH(t *testing.T) {
 	_, c := connect(t)
 	m := newManager(t, c, agentpty.Options{SecretPrograms: []string{"sudo"}})
-	res := mustStart(t, m, agentpty.StartRequest{Command: `read -s -p 'pw> ' y; echo "y=${#y}"`, WaitUntil: agentpty.WaitUntilInput})
-	if !res.InputHidden {
-		t.Fatalf("not at a password prompt: %+v", res)
+	_, err := m.Start(waitCtx(t), agentpty.StartRequest{Command: "echo started", WaitFor: "started"})
+	if !errors.Is(err, agentpty.ErrInvalid) || !strings.Contains(err.Error(), "Options.SecretPrograms") || !strings.Contains(err.Error(), "Options.Backend") {
+		t.Fatalf("Start with SecretPrograms over SSH: %v; want ErrInvalid naming both fields", err)
 	}
-	_, err := m.WriteSecret(waitCtx(t), res.ID, []byte("s3cret-Xy"))
-	if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), "cannot name the programs") || !strings.Contains(err.Error(), res.ID) {
-		t.Fatalf("WriteSecret with SecretPrograms over SSH: %v; want ErrDenied naming %s", err, res.ID)
-	}
-	if w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "abc", Submit: true, WaitFor: "y="}); !strings.Contains(w.Output, "y=3") {
-		t.Errorf("after the refusal the prompt got %q; want only the typed abc", w.Output)
+	if len(m.List()) != 0 {
+		t.Errorf("sessions after the refusal: %+v", m.List())
 	}
 }
 

@@ -1,15 +1,12 @@
-// Package backendtest holds the Manager-level cases that every Backend of
-// another machine runs (sshpty against a real OpenSSH server, kubepty
-// against its stand-in): one table of cases, each backend's test naming
-// only how to make a manager on it. The servers run on this machine, so a
-// case checks the far side's files and processes here. It is for tests
-// only.
+// Package backendtest holds what the remote backends' own tests share
+// beyond the conformance suite (package agentptytest): helpers that fail
+// a test on an error, and the cases that need a server the test can kill
+// or configure. It is for tests only.
 package backendtest
 
 import (
 	"context"
-	"maps"
-	"slices"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -56,31 +53,70 @@ func MustRun(t *testing.T, m *agentpty.Manager, id, command string) agentpty.Run
 	return res
 }
 
-func code(p *int) int {
-	if p == nil {
-		return -999
+// MustStart starts a session or fails the test, as does a wait_for that
+// did not match.
+func MustStart(t *testing.T, m *agentpty.Manager, req agentpty.StartRequest) agentpty.StartResult {
+	t.Helper()
+	res, err := m.Start(Ctx(t), req)
+	if err != nil {
+		t.Fatalf("Start(%q): %v", req.Command, err)
 	}
-	return *p
+	if req.WaitFor != "" && !res.Matched {
+		t.Fatalf("Start(%q): %q did not appear; output %q", req.Command, req.WaitFor, res.Output)
+	}
+	return res
 }
 
-// Cases are the Manager-level cases every backend runs, by name.
-var Cases = map[string]func(*testing.T, NewManager){
-	"ApprovalAndSandbox":   ApprovalAndSandbox,
-	"ShellRuns":            ShellRuns,
-	"ShellFiles":           ShellFiles,
-	"PythonREPL":           PythonREPL,
-	"VimScreenAndDiff":     VimScreenAndDiff,
-	"WriteSecret":          WriteSecret,
-	"ExitCodeResizeSignal": ExitCodeResizeSignal,
-	"KillContext":          KillContext,
-	"PIDAndCwd":            PIDAndCwd,
-	"SignalForeground":     SignalForeground,
+// MustWrite writes to a session or fails the test, as does a wait_for
+// that did not match.
+func MustWrite(t *testing.T, m *agentpty.Manager, req agentpty.WriteRequest) agentpty.WriteResult {
+	t.Helper()
+	res, err := m.Write(Ctx(t), req)
+	if err != nil {
+		t.Fatalf("Write(%q): %v", req.Input, err)
+	}
+	if req.WaitFor != "" && !res.Matched {
+		t.Fatalf("Write(%q): %q did not appear; output %q", req.Input, req.WaitFor, res.Output)
+	}
+	return res
 }
 
-// Run runs every case as a subtest on the managers on returns, called
-// in the subtest (so a server it starts is the case's own).
-func Run(t *testing.T, on func(t *testing.T) NewManager) {
-	for _, name := range slices.Sorted(maps.Keys(Cases)) {
-		t.Run(name, func(t *testing.T) { Cases[name](t, on(t)) })
+// ShellLostConnection: a shell session whose server is killed (kill)
+// ends as exited, pty-run on it gets ErrExited, and Close, which would
+// remove its directory there, returns at once.
+func ShellLostConnection(t *testing.T, newManager NewManager, kill func()) {
+	m := newManager(t, agentpty.Options{})
+	id := StartShell(t, m).ID
+	MustRun(t, m, id, "echo before")
+	kill()
+	s, _ := m.Session(id)
+	if _, err := s.Wait(Ctx(t)); err != nil {
+		t.Fatalf("the session did not end with its server: %v", err)
+	}
+	if _, err := m.Run(Ctx(t), agentpty.RunRequest{ID: id, Command: "true"}); !errors.Is(err, agentpty.ErrExited) {
+		t.Errorf("pty-run after the loss: %v; want ErrExited", err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		_ = m.Close() // it may say that the sessions could not be reached
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs with the server gone")
+	}
+}
+
+// FilesUnderTMPDIR: MkdirTemp makes its directory under $TMPDIR of the
+// far side, tmp there.
+func FilesUnderTMPDIR(t *testing.T, f agentpty.Files, tmp string) {
+	dir, err := f.MkdirTemp(Ctx(t), "agentpty-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.RemoveAll(Ctx(t), dir)
+	if !strings.HasPrefix(dir, tmp+"/agentpty-test.") {
+		t.Errorf("MkdirTemp with TMPDIR=%s made %s", tmp, dir)
 	}
 }

@@ -135,6 +135,16 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// --version prints the server's version and the library's and exits 0
+// without serving; built from the checkout both are "(devel)" (an
+// installed binary's is checked by scripts/proxycheck).
+func TestVersionFlag(t *testing.T) {
+	out, err := serverCmd("--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "agentpty-mcp (devel) (github.com/agentpty/agentpty ") {
+		t.Fatalf("--version: %v %q", err, out)
+	}
+}
+
 // The flags reach the manager's options; --approve-writes only sets
 // Options.ApproveWrites, which the library applies.
 func TestFlagsToOptions(t *testing.T) {

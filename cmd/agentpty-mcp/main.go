@@ -1,4 +1,4 @@
-// Command mcp is a Model Context Protocol server over stdio that gives a
+// Command agentpty-mcp is a Model Context Protocol server over stdio that gives a
 // model agentpty's terminal tools (pty-start, pty-write, pty-kill and
 // whatever else the library's Manager.Tools lists). The names, titles,
 // descriptions, annotations and JSON Schemas come from Manager.Tools, every
@@ -6,11 +6,10 @@
 // the manager is closed on shutdown, so no program a model started
 // outlives the server.
 //
-// Build it from the examples module (its go.mod replaces the library with
-// the checkout, which go install pkg@version refuses) and register it (the
-// README lists the flags; -h prints them):
+// Install it and register it (the README lists the flags; -h prints them,
+// --version the version):
 //
-//	go build -o "$(go env GOPATH)/bin/agentpty-mcp" ./mcp
+//	go install github.com/agentpty/agentpty/cmd/agentpty-mcp@latest
 //	claude mcp add agentpty -- agentpty-mcp --idle-timeout 30m
 //
 // It stops when the client closes its stdin, or on SIGINT, SIGTERM or
@@ -43,6 +42,10 @@ func main() {
 	if err != nil {
 		os.Exit(2) // the flag package has said why
 	}
+	if cfg.version {
+		fmt.Println(versionLine())
+		os.Exit(0)
+	}
 	opts, err := cfg.options()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
@@ -55,6 +58,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	closeRemote, err := cfg.remote(ctx, &opts)
+	if err == nil {
+		err = opts.Validate() // refused at launch rather than at every start
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
 		stop()
@@ -111,7 +117,7 @@ type config struct {
 	killGrace, idle, lifetime   time.Duration
 	allow, deny, writable       list
 	approveWrites, sandbox, net bool
-	noSnapshot                  bool
+	noSnapshot, version         bool
 	shell                       string
 	ssh                         string // user@host[:port], or empty for this machine
 	kube                        string // NAMESPACE/POD[/CONTAINER]
@@ -161,6 +167,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.shell, "shell", "bash -lc", "the `command line` each command runs under, split at spaces; 'bash -c' skips the login profile")
 	fs.BoolVar(&c.noSnapshot, "no-snapshot", false, "run the login profile for every start instead of once (with --shell 'bash -lc', commands start from a snapshot of the login shell)")
 	fs.StringVar(&c.ssh, "ssh", "", "run every session on `user@host[:port]` over SSH: the host key checked against ~/.ssh/known_hosts, the ssh-agent's keys or ~/.ssh/id_*")
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.StringVar(&c.kube, "kube", "", "run sessions in a Kubernetes pod, `NAMESPACE/POD[/CONTAINER]`, through the kubeconfig kubectl uses")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -235,14 +242,25 @@ func (c config) options() (agentpty.Options, error) {
 	return opts, nil
 }
 
-// version reports the agentpty module this server was built with.
+// version reports this module's version, as go install stamped it
+// (v1.2.3, or a pseudo-version); "(devel)" when built from a checkout.
 func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// versionLine is what --version prints: this module's version and the
+// library's it was built with.
+func versionLine() string {
+	lib := "(devel)"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/agentpty/agentpty" && d.Replace == nil {
-				return d.Version
+				lib = d.Version
 			}
 		}
 	}
-	return "(devel)"
+	return "agentpty-mcp " + version() + " (github.com/agentpty/agentpty " + lib + ")"
 }
