@@ -42,6 +42,7 @@ type fgReport struct {
 	pid     int           // ... and its process id
 	waiting bool          // a process of the group is blocked on the terminal and none is running
 	quiet   time.Duration // ... which counts once output and input have paused this long
+	guessed bool          // ... and is a guess: the program waits on more than the terminal
 	unread  bool          // the terminal holds typed input the program has not read yet
 }
 

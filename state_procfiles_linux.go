@@ -28,6 +28,7 @@ type procFiles struct {
 	stat   int        // /proc/PID/stat, -1 when not open
 	sys    int        // /proc/PID/syscall
 	fds    int        // /proc/PID/fd, a directory opened O_PATH
+	task   int        // /proc/PID/task, a directory (state_threads_linux.go)
 	comm   string
 	buf    [512]byte // what stat reads
 	sysBuf [256]byte // what syscall reads
@@ -40,7 +41,7 @@ func (p *procFiles) groupAndTTY(master *os.File) (pgrp int, tty uint64, unread b
 		return groupAndTTY(master)
 	}
 	if !p.ready {
-		p.peer, p.stat, p.sys, p.fds, p.ready = -1, -1, -1, -1, true
+		p.peer, p.stat, p.sys, p.fds, p.task, p.ready = -1, -1, -1, -1, -1, true
 	}
 	if p.peer < 0 {
 		pgrp, p.peer = groupAndPeer(master)
@@ -87,7 +88,7 @@ func (p *procFiles) close() {
 
 // closeFiles closes the /proc files that are open.
 func (p *procFiles) closeFiles() {
-	for _, fd := range []*int{&p.stat, &p.sys, &p.fds} {
+	for _, fd := range []*int{&p.stat, &p.sys, &p.fds, &p.task} {
 		if p.ready && *fd >= 0 {
 			unix.Close(*fd)
 		}
