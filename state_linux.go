@@ -112,7 +112,7 @@ func (g *fgScan) look(pid int, st proc.Stat) {
 	}
 	if known && !w.on && st.Threads > 1 { // the main thread waits on something else: another may read
 		var running bool
-		if w, running = g.threadsOn(pid); running {
+		if w, running = g.threadsOn(pid, st.Threads); running {
 			g.running = true
 			return
 		}

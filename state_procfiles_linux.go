@@ -28,7 +28,9 @@ type procFiles struct {
 	stat   int        // /proc/PID/stat, -1 when not open
 	sys    int        // /proc/PID/syscall
 	fds    int        // /proc/PID/fd, a directory opened O_PATH
-	task   int        // /proc/PID/task, a directory (state_threads_linux.go)
+	// The other threads of PID and their kept files (state_threads_linux.go).
+	tids    []int
+	threads map[int]*threadFiles
 	comm   string
 	buf    [512]byte // what stat reads
 	sysBuf [256]byte // what syscall reads
@@ -41,7 +43,7 @@ func (p *procFiles) groupAndTTY(master *os.File) (pgrp int, tty uint64, unread b
 		return groupAndTTY(master)
 	}
 	if !p.ready {
-		p.peer, p.stat, p.sys, p.fds, p.task, p.ready = -1, -1, -1, -1, -1, true
+		p.peer, p.stat, p.sys, p.fds, p.ready = -1, -1, -1, -1, true
 	}
 	if p.peer < 0 {
 		pgrp, p.peer = groupAndPeer(master)
@@ -88,12 +90,13 @@ func (p *procFiles) close() {
 
 // closeFiles closes the /proc files that are open.
 func (p *procFiles) closeFiles() {
-	for _, fd := range []*int{&p.stat, &p.sys, &p.fds, &p.task} {
+	for _, fd := range []*int{&p.stat, &p.sys, &p.fds} {
 		if p.ready && *fd >= 0 {
 			unix.Close(*fd)
 		}
 		*fd = -1
 	}
+	p.forgetThreads()
 }
 
 // keeps reports that p keeps pid's files: otherwise each read opens and
