@@ -31,9 +31,9 @@ type procFiles struct {
 	// The other threads of PID and their kept files (state_threads_linux.go).
 	tids    []int
 	threads map[int]*threadFiles
-	comm   string
-	buf    [512]byte // what stat reads
-	sysBuf [256]byte // what syscall reads
+	comm    string
+	buf     [512]byte // what stat reads
+	sysBuf  [256]byte // what syscall reads
 }
 
 // groupAndTTY is groupAndTTY through the slave p keeps, which it opens
