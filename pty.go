@@ -148,6 +148,9 @@ type StartResult struct {
 	// Cursor and Highlights come with a screen mode (StartRequest.Screen).
 	Cursor     *Cursor     `json:"cursor,omitempty"`
 	Highlights []Highlight `json:"highlights,omitempty"`
+	// Waited and StateGuessed are as in WriteResult.
+	Waited       string `json:"waited,omitempty"`
+	StateGuessed bool   `json:"state_guessed,omitempty"`
 	// Notice says what kept the start from going as usual: a shell
 	// snapshot that could not be made (Options.ShellSnapshot), or a start
 	// that has printed nothing yet, how long it waited and what is in
@@ -189,6 +192,17 @@ type WriteResult struct {
 	// and leave out the spans that have been the same on every read, such
 	// as a shortcut bar (see litMemory).
 	Highlights []Highlight `json:"highlights,omitempty"`
+	// Waited says why the call's wait ended: "match" (wait_for appeared),
+	// "input" (the kernel shows the program waiting for input), "exit"
+	// (it exited), "timeout" (the wait ran out) or "quiet" (output
+	// stopped for a program the library cannot see into, such as ssh or
+	// a tmux client, or a start's first output paused: a guess). See the
+	// Waited constants.
+	Waited string `json:"waited,omitempty"`
+	// StateGuessed is true when State is "waiting_input" only because a
+	// relay's output paused (TerminalState.Guessed): the program may
+	// still be working on the far side.
+	StateGuessed bool `json:"state_guessed,omitempty"`
 }
 
 // KillResult is the result of pty-kill.

@@ -240,7 +240,7 @@ func (p *probeParse) decide(c Calls, known bool) Result {
 			w = q.onTerminal(c)
 		}
 		if w.on && !r.Fg.Waiting {
-			r.Fg.Name, r.Fg.PID, r.Fg.Waiting, r.Fg.Quiet = q.comm, q.pid, true, w.quiet
+			r.Fg.Name, r.Fg.PID, r.Fg.Waiting, r.Fg.Quiet, r.Fg.Guessed = q.comm, q.pid, true, w.quiet, w.guessed
 		}
 	}
 	r.Fg.Waiting = r.Fg.Waiting && !running
@@ -272,8 +272,9 @@ func EchoOffWords(s string) bool {
 
 // terminalWait is how a process waits on the terminal, if it does.
 type terminalWait struct {
-	on    bool          // blocked reading the terminal, or in select/poll/epoll for it
-	quiet time.Duration // how long output and input must have paused before that counts
+	on      bool          // blocked reading the terminal, or in select/poll/epoll for it
+	quiet   time.Duration // how long output and input must have paused before that counts
+	guessed bool          // it waits on more than the terminal: only the pause says it waits for input
 }
 
 // onTerminal tells whether the process's system call waits on the
@@ -337,7 +338,7 @@ func (p *probeProc) onTerminal(c Calls) terminalWait {
 	if finite && d < termwait.Shortest {
 		return terminalWait{} // a pause in the program's work
 	}
-	return terminalWait{on: true, quiet: termwait.Quiet(others, d, finite)}
+	return terminalWait{on: true, quiet: termwait.Quiet(others, d, finite), guessed: others}
 }
 
 // timeout is the timeout the wait asked for; finite is false for none
