@@ -29,6 +29,9 @@ const (
 // prompt: read -s, getpass, sudo, ssh), so
 // the terminal cannot show it; with Options.SecretPrograms set, it refuses
 // with ErrDenied unless every program that could read it is on that list.
+// With Options.SecretRelays set, it also types into a relay on that list
+// (ssh, telnet) whose terminal echoes nothing itself: the far side's
+// prompt is then the host's to know.
 // The secret never enters the scrollback, the settled text, the screen,
 // events, recordings or error messages: from now on, wherever the program
 // prints it anyway, the output holds "********" instead. That masking is
@@ -106,10 +109,11 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
 	if !s.echoOff() {
-		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
-	}
-	if list := m.opts.SecretPrograms; list != nil {
-		if err := trustedPrompt(op, id, s.fgProcs(), list); err != nil {
+		if err := s.trustedRelay(op, m.opts.SecretRelays); err != nil {
+			return WriteResult{}, err
+		}
+	} else if list := m.opts.SecretPrograms; list != nil {
+		if err := trustedPrompt(op, id, s.fgProcs(), list, "Options.SecretPrograms"); err != nil {
 			return WriteResult{}, err
 		}
 	}
@@ -117,6 +121,24 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
 	return s.writeInTurn(ctx, input, want, req.WaitMS, callView{waitUntil: req.WaitUntil, secret: true})
+}
+
+// trustedRelay is WriteSecret's check where the terminal is not at a
+// password prompt of its own: nil only when relays (Options.SecretRelays)
+// lists the relay in front, whose terminal echoes nothing itself.
+func (s *Session) trustedRelay(op string, relays []string) error {
+	const notHidden = "the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt"
+	if relays == nil {
+		return errorf(ErrInvalid, "%s %s: %s (or, with Options.SecretRelays, into a relay the host trusts)", op, s.id, notHidden)
+	}
+	t, ok := s.term.(interface{ echoesNothing() bool })
+	if !ok || !s.namesPrograms() {
+		return errorf(ErrInvalid, "%s %s: %s; this session's terminal cannot name a relay in front (Options.SecretRelays)", op, s.id, notHidden)
+	}
+	if !t.echoesNothing() {
+		return errorf(ErrInvalid, "%s %s: %s", op, s.id, notHidden)
+	}
+	return trustedPrompt(op, s.id, s.fgProcs(), relays, "Options.SecretRelays")
 }
 
 // fgProc is a process of the terminal's foreground group.
@@ -146,20 +168,20 @@ func asker(procs []fgProc) fgProc {
 // group that could read it runs a program list trusts: a process waiting
 // for its child (the shell that started the prompt's program) reads
 // nothing meanwhile and is let be.
-func trustedPrompt(op, id string, procs []fgProc, list []string) error {
+func trustedPrompt(op, id string, procs []fgProc, list []string, field string) error {
 	if len(procs) == 0 {
-		return errorf(ErrDenied, "%s %s: the program at the prompt cannot be named, and Options.SecretPrograms is set", op, id)
+		return errorf(ErrDenied, "%s %s: the program at the prompt cannot be named, and %s is set", op, id, field)
 	}
 	if !asker(procs).reading {
 		// A program that waits for a child now could read the secret once
 		// the child has gone: only one reading it now is typed for.
-		return errorf(ErrDenied, "%s %s: no program is reading the terminal (%s waits), and Options.SecretPrograms is set", op, id, procs[0].name)
+		return errorf(ErrDenied, "%s %s: no program is reading the terminal (%s waits), and %s is set", op, id, procs[0].name, field)
 	}
 	for _, p := range procs {
 		if p.waiting {
 			continue
 		}
-		if why := untrusted(p, list); why != "" {
+		if why := untrusted(p, list, field); why != "" {
 			who := fmt.Sprintf("%s (pid %d)", p.name, p.pid)
 			if p.exe != "" {
 				who = fmt.Sprintf("%s (pid %d, %s)", p.name, p.pid, p.exe)

@@ -91,14 +91,15 @@ func inChildWait(pid int) bool {
 }
 
 // untrusted says why process p may not be given a secret under list
-// (Options.SecretPrograms), or returns "" when it may: the executable it
+// (the Options field named field: SecretPrograms or SecretRelays), or
+// returns "" when it may: the executable it
 // runs is one the list names (the same file, compared by device and
 // inode, so a copy elsewhere is not), owned by root and writable by no one
 // else.
-func untrusted(p fgProc, list []string) string {
+func untrusted(p fgProc, list []string, field string) string {
 	fi, err := os.Stat("/proc/" + strconv.Itoa(p.pid) + "/exe")
 	if errors.Is(err, fs.ErrPermission) && os.Geteuid() != 0 && euidOf(p.pid) == 0 {
-		return untrustedPrivileged(p, list)
+		return untrustedPrivileged(p, list, field)
 	}
 	if err != nil {
 		return "its executable cannot be looked at (" + err.Error() + ")"
@@ -122,7 +123,7 @@ func untrusted(p fgProc, list []string) string {
 	}
 	switch {
 	case !listed:
-		return "it is not in Options.SecretPrograms"
+		return "it is not in " + field
 	case st.Uid != 0:
 		return "its executable is not owned by root"
 	case fi.Mode().Perm()&0o022 != 0:
@@ -139,7 +140,7 @@ func untrusted(p fgProc, list []string) string {
 // installed gives to a session that is not root's (sudo, su), and neither
 // the session nor the host can read its memory. Its command name must be
 // on the list, and nothing may trace it.
-func untrustedPrivileged(p fgProc, list []string) string {
+func untrustedPrivileged(p fgProc, list []string, field string) string {
 	listed := false
 	for _, want := range list {
 		base := filepath.Base(want)
@@ -147,7 +148,7 @@ func untrustedPrivileged(p fgProc, list []string) string {
 	}
 	switch {
 	case !listed:
-		return "it is not in Options.SecretPrograms"
+		return "it is not in " + field
 	case tracerOf(p.pid) != 0:
 		return "it is traced, or its tracer cannot be told"
 	}

@@ -170,3 +170,6 @@ func (t *localTerminal) OutputPending() bool { return readable(t.f) || t.busy.Lo
 
 // fgProcs lists the foreground group's processes (see fgProcs).
 func (t *localTerminal) fgProcs() []fgProc { return fgProcs(t.f) }
+
+// echoesNothing reports that the terminal itself echoes nothing typed.
+func (t *localTerminal) echoesNothing() bool { return echoesNothing(t.f) }
