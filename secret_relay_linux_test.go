@@ -46,3 +46,30 @@ func TestWriteSecretThroughATrustedRelay(t *testing.T) {
 		})
 	}
 }
+
+// After its password, sudo (with use_pty, Debian's default) relays the
+// terminal to a pty of its own: while its command works, sudo waits on
+// both, and a wait for input that ends on the pause says it is a guess.
+func TestSudoAfterItsPasswordIsARelaysGuess(t *testing.T) {
+	need(t, "python3")
+	const secret = "Sudo-Pw-6160"
+	user := testUser(t, secret)
+	m := newManager(t, Options{})
+	start := mustStart(t, m, StartRequest{
+		Command: "setpriv --reuid=" + user + " --regid=" + user + " --init-groups -- " +
+			`sudo -k -p "[sudo] pw: " python3 -c "import time; time.sleep(1.5); print('sl'+'ept')"`,
+		WaitFor: "[sudo] pw: ",
+	})
+	awaitReader(t, m, start.ID)
+	res, err := m.WriteSecretWith(waitCtx(t), SecretRequest{ID: start.ID, Secret: []byte(secret), WaitUntil: WaitUntilInput, WaitMS: ms(10000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("waited %q state %q guessed %v foreground %q output %q", res.Waited, res.State, res.StateGuessed, res.Foreground, res.Output)
+	if !strings.Contains(res.Output, "slept") && res.State == StateWaitingInput && (res.Waited != WaitedQuiet || !res.StateGuessed) {
+		t.Errorf("sudo's command still works, and the result says it waits for input without saying it guesses")
+	}
+	if !strings.Contains(res.Output, "slept") {
+		mustWrite(t, m, WriteRequest{ID: start.ID, WaitFor: "slept"})
+	}
+}
