@@ -229,6 +229,12 @@ type KillRequest struct {
 // as WaitMS, where nil means the default: WaitMS: agentpty.Millis(700).
 func Millis(n int) *int { return &n }
 
+// waitedText tells a model what a result's waited and state_guessed say.
+const waitedText = "waited says why the wait ended: \"match\" (wait_for appeared), \"input\" (the kernel shows the program waiting for input), " +
+	"\"exit\" (it exited; for pty-run, the command ended), \"timeout\" (the wait ran out: the program may still be working), " +
+	"\"quiet\" (output stopped for a program whose far side cannot be seen, such as ssh, tmux or sudo, or a start's first output paused). " +
+	"\"quiet\" and state_guessed: true are guesses: the far side may still be working, so read again (wait_for its prompt) before typing. "
+
 // Tool describes one tool for a model: its name, what it does, the JSON
 // Schema of its arguments and of its result, and hints for the host.
 type Tool struct {
@@ -277,6 +283,7 @@ var tools = []Tool{
 			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
 			"for a full-screen program, the screen as a person sees it; move in it with pty-write's keys ([\"Down\", \"Enter\"]). " +
 			"state says whether the program now waits for input (waiting_input), is running, or exited; foreground names it. " +
+			waitedText +
 			"With shell: true it starts an interactive bash for pty-run.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
@@ -310,6 +317,7 @@ var tools = []Tool{
 			"Set submit to press Enter last, after input and keys. Use wait_for (or wait_for_regex) to return the moment some text (such as the next prompt) appears in what the program printed; the echo of your own input never matches. " +
 			"Empty input just reads new output. input_hidden means the program is reading a password. " +
 			"wait_until: \"input\" returns once the program waits for input, without guessing a wait. " +
+			waitedText +
 			"In a menu, dialog or editor, screen: \"diff\" shows what a key changed (the highlighted item, the cursor) and screen: \"full\" the whole screen.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
@@ -342,6 +350,7 @@ var tools = []Tool{
 			"Returns the command's output only (no echo, no prompt) and its exit_code, with prompt_after: true. " +
 			"prompt_after: false means the timeout ran out or the command waits for input (state waiting_input): " +
 			"continue it with pty-write (\\x03 interrupts it); the write during which the prompt returns carries prompt_after and exit_code. " +
+			waitedText +
 			"Shell state (cd, variables, functions) persists between runs.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
