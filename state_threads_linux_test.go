@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // goroutineReader is a helper child that reads its lines on a goroutine
@@ -89,18 +91,8 @@ func TestStateThreadReaders(t *testing.T) {
 	}
 }
 
-// pyThreadReader is a Python program that reads lines on a second thread
-// while its main thread does main.
-func pyThreadReader(main string) string {
-	return `import sys, threading, time
-def r():
-    print("name? ", end="", flush=True)
-    for l in sys.stdin:
-        print("hello " + l.strip() + "\nname? ", end="", flush=True)
-t = threading.Thread(target=r, daemon=True)
-t.start()
-` + main
-}
+// pyThreadReader reads on a second thread while the main one does main.
+var pyThreadReader = testkit.PyThreadReader
 
 // A program whose main thread waits while another thread of it works is
 // running, though a third thread of it reads the terminal.

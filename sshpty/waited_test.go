@@ -18,14 +18,7 @@ func TestRemoteThreadReaderWaits(t *testing.T) {
 	testkit.Need(t, "python3")
 	_, c := connect(t)
 	m := newManager(t, c, agentpty.Options{})
-	prog := `import sys, threading
-def r():
-    print("name? ", end="", flush=True)
-    for l in sys.stdin:
-        print("hello " + l.strip() + "\nname? ", end="", flush=True)
-t = threading.Thread(target=r, daemon=True)
-t.start()
-t.join()`
+	prog := testkit.PyThreadReader("t.join()")
 	res := mustStart(t, m, agentpty.StartRequest{Command: "exec python3 -c '" + prog + "'", WaitFor: "name? "})
 	begin := time.Now()
 	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "ann", Submit: true, WaitUntil: agentpty.WaitUntilInput, WaitMS: agentpty.Millis(15000)})
