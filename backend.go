@@ -137,6 +137,11 @@ type Foreground struct {
 	// terminal, or with a timeout, may still print without input until
 	// then. Zero: at once.
 	Quiet time.Duration
+	// Guessed, with Waiting, is true when the program waits on more than
+	// the terminal (a socket, a pty of its own, a server: ssh, a tmux
+	// client, sudo's pty): whether it waits for input or for the far side
+	// is not known, and the wait counts only once Quiet has passed.
+	Guessed bool
 	// Unread is true when the terminal holds typed input the program has
 	// not read yet.
 	Unread bool

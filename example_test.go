@@ -59,7 +59,7 @@ func ExampleManager_Call() {
 	// pty-write
 	// pty-run
 	// pty-kill
-	// {"id":"pty-1","output":"hi","matched":false,"exited":true,"exit_code":3,"state":"exited"}
+	// {"id":"pty-1","output":"hi","matched":false,"exited":true,"exit_code":3,"state":"exited","waited":"exit"}
 }
 
 // Backslash escapes in input are typed as the keys they name: \x03 is

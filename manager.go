@@ -171,6 +171,19 @@ type Options struct {
 	// no one else, untraced, and running no code from files others could
 	// write. Nil types into any program at a prompt with echo off.
 	SecretPrograms []string
+	// SecretRelays, when set, are relay programs the host trusts to carry
+	// a secret to a password prompt on their far side: executable names
+	// or paths ("ssh", "telnet"). A relay's own terminal is raw, so its
+	// echo is off but not in line mode, and the far side's echo is not
+	// this kernel's to see: WriteSecret refuses it. With SecretRelays it
+	// also types where the terminal echoes nothing itself and every
+	// process of its foreground group (but a shell waiting for its
+	// command) is one of these relays, checked as SecretPrograms checks
+	// its programs, one of them reading the terminal. Whether the far side
+	// waits at a password prompt is then the host's to know (a person who
+	// sees the prompt): a far side that echoes shows the secret masked in
+	// the output, as any program that prints it. Nil: no relay.
+	SecretRelays []string
 }
 
 // withDefaults applies every default in one place.

@@ -154,6 +154,9 @@ type StartResult struct {
 	// Cursor and Highlights come with a screen mode (StartRequest.Screen).
 	Cursor     *Cursor     `json:"cursor,omitempty"`
 	Highlights []Highlight `json:"highlights,omitempty"`
+	// Waited and StateGuessed are as in WriteResult.
+	Waited       string `json:"waited,omitempty"`
+	StateGuessed bool   `json:"state_guessed,omitempty"`
 	// Notice says what kept the start from going as usual: a shell
 	// snapshot that could not be made (Options.ShellSnapshot), or a start
 	// that has printed nothing yet, how long it waited and what is in
@@ -198,6 +201,17 @@ type WriteResult struct {
 	// first and leave out the spans that have been the same on every read,
 	// such as a status bar (see litMemory).
 	Highlights []Highlight `json:"highlights,omitempty"`
+	// Waited says why the call's wait ended: "match" (wait_for appeared),
+	// "input" (the kernel shows the program waiting for input), "exit"
+	// (it exited), "timeout" (the wait ran out) or "quiet" (output
+	// stopped for a program the library cannot see into, such as ssh or
+	// a tmux client, or a start's first output paused: a guess). See the
+	// Waited constants.
+	Waited string `json:"waited,omitempty"`
+	// StateGuessed is true when State is "waiting_input" only because a
+	// relay's output paused (TerminalState.Guessed): the program may
+	// still be working on the far side.
+	StateGuessed bool `json:"state_guessed,omitempty"`
 }
 
 // KillResult is the result of pty-kill.
@@ -225,6 +239,12 @@ type KillRequest struct {
 // Millis returns a pointer to n, for the optional millisecond fields such
 // as WaitMS, where nil means the default: WaitMS: agentpty.Millis(700).
 func Millis(n int) *int { return &n }
+
+// waitedText tells a model what a result's waited and state_guessed say.
+const waitedText = "waited says why the wait ended: \"match\" (wait_for appeared), \"input\" (the kernel shows the program waiting for input), " +
+	"\"exit\" (it exited; for pty-run, the command ended), \"timeout\" (the wait ran out: the program may still be working), " +
+	"\"quiet\" (output stopped for a program whose far side cannot be seen, such as ssh, tmux or sudo, or a start's first output paused). " +
+	"\"quiet\" and state_guessed: true are guesses: the far side may still be working, so read again (wait_for its prompt) before typing. "
 
 // Tool describes one tool for a model: its name, what it does, the JSON
 // Schema of its arguments and of its result, and hints for the host.
@@ -274,6 +294,7 @@ var tools = []Tool{
 			"Returns the session id for pty-write and pty-kill, and the output so far as plain text; " +
 			"for a full-screen program, the screen as a person sees it; move in it with pty-write's keys ([\"Down\", \"Enter\"]). " +
 			"state says whether the program now waits for input (waiting_input), is running, or exited; foreground names it. " +
+			waitedText +
 			"With shell: true it starts an interactive bash for pty-run. truncated and output_lost are as in pty-write.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
@@ -309,6 +330,7 @@ var tools = []Tool{
 			"truncated counts the output bytes the session lost over its whole life (dropped from its scrollback before any read returned them); " +
 			"output_lost is how many of them this result's own output lost: 0 means this output holds everything since the last read. " +
 			"wait_until: \"input\" returns once the program waits for input, without guessing a wait. " +
+			waitedText +
 			"In a menu, dialog or editor, screen: \"diff\" shows what a key changed (the highlighted item, the cursor) and screen: \"full\" the whole screen.",
 		InputSchema: json.RawMessage(`{
   "type": "object",
@@ -341,6 +363,7 @@ var tools = []Tool{
 			"Returns the command's output only (no echo, no prompt) and its exit_code, with prompt_after: true. " +
 			"prompt_after: false means the timeout ran out or the command waits for input (state waiting_input): " +
 			"continue it with pty-write (\\x03 interrupts it); the write during which the prompt returns carries prompt_after and exit_code. " +
+			waitedText +
 			"Shell state (cd, variables, functions) persists between runs. truncated and output_lost are as in pty-write.",
 		InputSchema: json.RawMessage(`{
   "type": "object",

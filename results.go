@@ -8,14 +8,14 @@ func (s *Session) startResult(w waitResult) StartResult {
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
 		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, OutputLost: w.outputLost(), Spool: w.spool,
 		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
-		Cursor: w.cursor, Highlights: w.highlights}
+		Cursor: w.cursor, Highlights: w.highlights, Waited: w.waited, StateGuessed: w.state.Guessed}
 }
 
 // startFromRun is a shell session's start whose first command ran.
 func startFromRun(r RunResult) StartResult {
 	return StartResult{ID: r.ID, Output: r.Output, Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Spool: r.Spool,
 		Truncated: r.Truncated, OutputLost: r.OutputLost, InputHidden: r.InputHidden, State: r.State, Foreground: r.Foreground,
-		ForegroundExe: r.ForegroundExe, PromptAfter: r.PromptAfter}
+		ForegroundExe: r.ForegroundExe, PromptAfter: r.PromptAfter, Waited: r.Waited, StateGuessed: r.StateGuessed}
 }
 
 // writeResult is a write's result from what its wait collected.
@@ -23,19 +23,21 @@ func (s *Session) writeResult(w waitResult) WriteResult {
 	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, OutputLost: w.outputLost(), InputHidden: w.inputHidden, Spool: w.spool,
 		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
-		Cursor: w.cursor, Highlights: w.highlights}
+		Cursor: w.cursor, Highlights: w.highlights, Waited: w.waited, StateGuessed: w.state.Guessed}
 }
 
 // runResult is a run's result from what collect took, with the command's
 // own output and the whole of it for the spool; a zero state is taken now.
-func (s *Session) runResult(w waitResult, state TerminalState, out, whole string) RunResult {
+// done: the command ended.
+func (s *Session) runResult(w waitResult, state TerminalState, done bool, out, whole string) RunResult {
 	if state.State == "" {
 		state = s.State()
 	}
 	state = resultState(state, w.exited)
 	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
 		Truncated: w.truncated, OutputLost: w.outputLost(), InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground,
-		ForegroundExe: w.foregroundExe, Spool: s.m.spool(s.id, whole)}
+		ForegroundExe: w.foregroundExe, Spool: s.m.spool(s.id, whole),
+		Waited: waitedHow(false, done || w.exited, !done, false, state), StateGuessed: state.Guessed}
 }
 
 // killResult is a kill's result: what no result returned yet, and how the
@@ -65,6 +67,7 @@ type waitResult struct {
 	foregroundExe string
 	spool         string
 	state         TerminalState
+	waited        string      // why the wait ended (WaitedMatch, ...)
 	cursor        *Cursor     // with a screen mode (screenview.go)
 	highlights    []Highlight // ...
 }

@@ -30,6 +30,9 @@ const (
 // prompt: read -s, getpass, sudo, ssh), so
 // the terminal cannot show it; with Options.SecretPrograms set, it refuses
 // with ErrDenied unless every program that could read it is on that list.
+// With Options.SecretRelays set, it also types into a relay on that list
+// (ssh, telnet) whose terminal echoes nothing itself: the far side's
+// prompt is then the host's to know.
 // The secret never enters the scrollback, the settled text, the screen,
 // events, recordings or error messages: from now on, wherever the program
 // prints it anyway, the output holds "********" instead. That masking is
@@ -107,17 +110,39 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
 	if !s.echoOff() {
-		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
-	}
-	if list := m.opts.SecretPrograms; list != nil {
+		if err := s.trustedRelay(op, m.opts.SecretRelays); err != nil {
+			return WriteResult{}, err
+		}
+	} else if list := m.opts.SecretPrograms; list != nil {
 		if err := s.programs().CheckPrograms(s.term, list); err != nil {
-			return WriteResult{}, fmt.Errorf("%w: %s %s: %w", ErrDenied, op, id, err)
+			return WriteResult{}, fmt.Errorf("%w: %s %s: Options.SecretPrograms: %w", ErrDenied, op, id, err)
 		}
 	}
 	s.addSecret(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
 	return s.writeInTurn(ctx, input, want, req.WaitMS, callView{waitUntil: req.WaitUntil, secret: true})
+}
+
+// trustedRelay is WriteSecret's check where the terminal is not at a
+// password prompt of its own: nil only when relays (Options.SecretRelays)
+// lists the relay in front, whose terminal echoes nothing itself.
+func (s *Session) trustedRelay(op string, relays []string) error {
+	const notHidden = "the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt"
+	if relays == nil {
+		return errorf(ErrInvalid, "%s %s: %s (or, with Options.SecretRelays, into a relay the host trusts)", op, s.id, notHidden)
+	}
+	t, ok := s.term.(interface{ echoesNothing() bool })
+	if !ok || s.programs() == nil {
+		return errorf(ErrInvalid, "%s %s: %s; this session's terminal cannot name a relay in front (Options.SecretRelays)", op, s.id, notHidden)
+	}
+	if !t.echoesNothing() {
+		return errorf(ErrInvalid, "%s %s: %s", op, s.id, notHidden)
+	}
+	if err := s.programs().CheckPrograms(s.term, relays); err != nil {
+		return fmt.Errorf("%w: %s %s: Options.SecretRelays: %w", ErrDenied, op, s.id, err)
+	}
+	return nil
 }
 
 // fgProc is a process of the terminal's foreground group.
@@ -147,15 +172,15 @@ func asker(procs []fgProc) fgProc {
 // group that could read it runs a program list trusts: a process waiting
 // for its child (the shell that started the prompt's program) reads
 // nothing meanwhile and is let be. Its errors say why, for the caller to
-// wrap.
+// wrap with the Options field whose list it is.
 func checkPrograms(procs []fgProc, list []string) error {
 	if len(procs) == 0 {
-		return errors.New("the program at the prompt cannot be named, and Options.SecretPrograms is set")
+		return errors.New("the program at the prompt cannot be named")
 	}
 	if !asker(procs).reading {
 		// A program that waits for a child now could read the secret once
 		// the child has gone: only one reading it now is typed for.
-		return fmt.Errorf("no program is reading the terminal (%s waits), and Options.SecretPrograms is set", procs[0].name)
+		return fmt.Errorf("no program is reading the terminal (%s waits)", procs[0].name)
 	}
 	for _, p := range procs {
 		if p.waiting {

@@ -91,7 +91,7 @@ func inChildWait(pid int) bool {
 }
 
 // untrusted says why process p may not be given a secret under list
-// (Options.SecretPrograms), or returns "" when it may: the executable it
+// (Options.SecretPrograms or SecretRelays), or returns "" when it may: the executable it
 // runs is one the list names (the same file, compared by device and
 // inode, so a copy elsewhere is not), owned by root and writable by no one
 // else.
@@ -122,7 +122,7 @@ func untrusted(p fgProc, list []string) string {
 	}
 	switch {
 	case !listed:
-		return "it is not in Options.SecretPrograms"
+		return "it is not in the list"
 	case st.Uid != 0:
 		return "its executable is not owned by root"
 	case fi.Mode().Perm()&0o022 != 0:
@@ -147,7 +147,7 @@ func untrustedPrivileged(p fgProc, list []string) string {
 	}
 	switch {
 	case !listed:
-		return "it is not in Options.SecretPrograms"
+		return "it is not in the list"
 	case tracerOf(p.pid) != 0:
 		return "it is traced, or its tracer cannot be told"
 	}

@@ -108,7 +108,7 @@ func TestSecretProgramsTrustOnlyRootOwnedListed(t *testing.T) {
 		refusedFor string // "" when the secret is typed
 	}{
 		{[]string{"sudo", bash}, 0o755, 0, ""},
-		{[]string{"bash"}, 0o755, 0, "not in Options.SecretPrograms"},
+		{[]string{"bash"}, 0o755, 0, "Options.SecretPrograms: the secret is not typed into bash"},
 		{[]string{bash}, 0o777, 0, "writable by others"},
 		{[]string{bash}, 0o755, 65534, "not owned by root"},
 	} {

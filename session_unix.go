@@ -120,6 +120,14 @@ func echoOff(f *os.File) bool {
 	return t != nil && t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON != 0
 }
 
+// echoesNothing reports a terminal that does not echo what is typed, in
+// any mode: a password prompt, or a relay's raw terminal.
+func echoesNothing(f *os.File) bool {
+	var t *unix.Termios
+	_ = control(f, func(fd int) { t, _ = unix.IoctlGetTermios(fd, ioctlGetTermios) })
+	return t != nil && t.Lflag&unix.ECHO == 0
+}
+
 func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 	if ps == nil {
 		return ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}

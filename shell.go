@@ -67,6 +67,10 @@ type RunResult struct {
 	// Spool is the reference Options.Spool returned for the whole output
 	// when Output was cut to MaxOutputBytes; empty otherwise.
 	Spool string `json:"spool,omitempty"`
+	// Waited and StateGuessed are as in WriteResult; a run's Waited is
+	// "exit" when the command ended.
+	Waited       string `json:"waited,omitempty"`
+	StateGuessed bool   `json:"state_guessed,omitempty"`
 }
 
 // shellArgv is what a shell session's start is asked about as: an
@@ -359,7 +363,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	s.mu.Unlock()
 	if !atPrompt {
 		w := s.collectOut(false, false, false)
-		return s.runResult(w, TerminalState{State: StateRunning}, "", ""), nil
+		return s.runResult(w, TerminalState{State: StateRunning}, false, "", ""), nil
 	}
 	s.collectOut(false, false, false) // what came before the command is not its output
 	file, input, err := s.sh.handOver(ctx, command)
@@ -443,7 +447,7 @@ func (s *Session) runCollect(done bool) RunResult {
 		state = TerminalState{}
 	}
 	out, whole := capRun(out, s.m.opts.MaxOutputBytes, lostBytes, lostLines)
-	res := s.runResult(w, state, out, whole)
+	res := s.runResult(w, state, done, out, whole)
 	if done && !w.exited {
 		s.mu.Lock()
 		code := s.sh.status
@@ -509,7 +513,8 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 	}
 	st := s.State()
 	w := s.collect(false, false)
-	w.state = st
+	w.state = resultState(st, w.exited)
+	w.waited = waitedHow(false, w.exited, true, false, w.state)
 	return s.startResult(w), nil
 }
 

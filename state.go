@@ -18,6 +18,44 @@ const (
 	StateExited = "exited"
 )
 
+// The values of a result's waited: why the call's wait ended.
+const (
+	// WaitedMatch: wait_for or wait_for_regex appeared.
+	WaitedMatch = "match"
+	// WaitedInput: the kernel shows the program blocked reading the
+	// terminal (wait_until "input"; a pty-run's command at a prompt).
+	WaitedInput = "input"
+	// WaitedExit: the program exited (for pty-run, the command ended and
+	// the prompt came back).
+	WaitedExit = "exit"
+	// WaitedTimeout: the wait ran its whole length.
+	WaitedTimeout = "timeout"
+	// WaitedQuiet: output stopped, and the wait ended on that alone: a
+	// relay's wait for input guessed from the pause (TerminalState.Guessed),
+	// or a start's first output that paused. A guess: the program may
+	// still be working.
+	WaitedQuiet = "quiet"
+)
+
+// waitedHow names why a wait ended: matched, the program exited, the
+// state st ended a wait for input (input), or output paused (quiet);
+// else it ran out.
+func waitedHow(matched, exited, input, quiet bool, st TerminalState) string {
+	switch {
+	case matched:
+		return WaitedMatch
+	case exited:
+		return WaitedExit
+	case input && st.State == StateWaitingInput && st.Guessed:
+		return WaitedQuiet
+	case input && st.State == StateWaitingInput:
+		return WaitedInput
+	case quiet:
+		return WaitedQuiet
+	}
+	return WaitedTimeout
+}
+
 // WaitUntilInput is the one value of wait_until: return once the
 // foreground program waits for input.
 const WaitUntilInput = "input"
@@ -33,6 +71,12 @@ type TerminalState struct {
 	// InputHidden is true while the terminal does not echo in line mode:
 	// a password prompt.
 	InputHidden bool
+	// Guessed, with StateWaitingInput, says the state is a guess: the
+	// program relays the terminal to something the library cannot see
+	// into (ssh, a tmux or screen client, sudo's pty), and it counts as
+	// waiting only because its output and input have paused (see
+	// Foreground.Guessed). A kernel-known wait leaves it false.
+	Guessed bool
 }
 
 // fgReport is what the platform's foreground function tells about the
@@ -42,6 +86,7 @@ type fgReport struct {
 	pid     int           // ... and its process id
 	waiting bool          // a process of the group is blocked on the terminal and none is running
 	quiet   time.Duration // ... which counts once output and input have paused this long
+	guessed bool          // ... and is a guess: the program waits on more than the terminal
 	unread  bool          // the terminal holds typed input the program has not read yet
 }
 
@@ -74,7 +119,7 @@ func (s *Session) State() TerminalState {
 	hidden := sr.EchoOff() // after: a remote terminal's one probe answers both
 	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
 	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
-		st.State = StateWaitingInput
+		st.State, st.Guessed = StateWaitingInput, fg.Guessed
 	}
 	s.seen.keep(st, stamp, now, fg.Quiet <= 0)
 	return st

@@ -65,3 +65,30 @@ func threadCPU() time.Duration {
 	_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkStateThreadReader times a state read of a Go program that
+// reads its terminal on a thread other than its main one, as every Go
+// prompt library does: each read looks through the program's threads.
+func BenchmarkStateThreadReader(b *testing.B) {
+	cmd, env := childCommand("goroutine-read")
+	m := NewManager(Options{Shell: benchShell, Env: env})
+	defer m.Close()
+	res, err := m.Start(context.Background(), StartRequest{Command: cmd, WaitFor: "name? "})
+	if err != nil || !res.Matched {
+		b.Fatalf("start: %v %+v", err, res)
+	}
+	s, _ := m.Session(res.ID)
+	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := threadCPU()
+	waiting := 0
+	for i := 0; i < b.N; i++ {
+		s.changing()
+		if s.State().State == StateWaitingInput {
+			waiting++
+		}
+	}
+	b.ReportMetric(float64(threadCPU()-before)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(waiting)/float64(b.N), "waiting/op")
+}

@@ -71,6 +71,7 @@ func foregroundVia(master *os.File, pf *procFiles) fgReport {
 	switch {
 	case g.readerPid != 0:
 		rep.name, rep.pid, rep.waiting, rep.quiet = programName(g.readerPid, g.reader), g.readerPid, !g.running, g.quiet
+		rep.guessed = g.guessed
 	case g.newestPid != 0:
 		rep.name, rep.pid = programName(g.newestPid, g.newest), g.newestPid
 	}
@@ -88,6 +89,7 @@ type fgScan struct {
 	reader    proc.Stat
 	readerPid int           // the first member waiting on the terminal
 	quiet     time.Duration // ... and how long a pause counts as waiting for it
+	guessed   bool          // ... which is a guess: it waits on more than the terminal
 	newest    proc.Stat
 	newestPid int
 }
@@ -108,11 +110,18 @@ func (g *fgScan) look(pid int, st proc.Stat) {
 	if !known { // the kernel hides its system call: a password prompt still counts
 		w = terminalWait{on: echoOff(g.master)}
 	}
+	if known && !w.on && st.Threads > 1 { // the main thread waits on something else: another may read
+		var running bool
+		if w, running = g.threadsOn(pid, st.Threads); running {
+			g.running = true
+			return
+		}
+	}
 	if !w.on && handsOverTerminal(st.Comm) {
-		w = terminalWait{on: true, quiet: relayQuiet}
+		w = terminalWait{on: true, quiet: relayQuiet, guessed: true}
 	}
 	if w.on && g.readerPid == 0 {
-		g.reader, g.readerPid, g.quiet = st, pid, w.quiet
+		g.reader, g.readerPid, g.quiet, g.guessed = st, pid, w.quiet, w.guessed
 	}
 }
 
@@ -224,6 +233,10 @@ func init() {
 type terminalWait struct {
 	on    bool          // blocked reading the terminal, or in select/poll/epoll for it to be readable
 	quiet time.Duration // how long output and input must have paused before that counts (see waitQuiet)
+	// guessed: it waits on something besides the terminal (a socket, a
+	// pty of its own, a server), so the kernel cannot tell whether it
+	// waits for input or for the far side: only the quiet says so.
+	guessed bool
 }
 
 // selectWatches calls set for each descriptor in the read set at addr of
@@ -272,9 +285,15 @@ func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bo
 	if !ok {
 		return w, false
 	}
+	return inCallOnTerminal(pid, b, tty, pf), true
+}
+
+// inCallOnTerminal is onTerminal for a thread of process pid whose
+// /proc/.../syscall line is b.
+func inCallOnTerminal(pid int, b []byte, tty uint64, pf *procFiles) (w terminalWait) {
 	nr, args, ok := parseSyscall(b)
 	if !ok {
-		return w, true
+		return w
 	}
 	arg := func(i int) uint64 { return args[i] }
 	isTTY := func(fd uint64) bool {
@@ -285,20 +304,20 @@ func onTerminalVia(pid int, tty uint64, pf *procFiles) (w terminalWait, known bo
 	kind := waitCalls[nr]
 	switch kind {
 	case waitRead:
-		return terminalWait{on: isTTY(arg(0))}, true
+		return terminalWait{on: isTTY(arg(0))}
 	case 0:
-		return w, true
+		return w
 	}
 	dir := "/proc/" + strconv.Itoa(pid)
 	on, others := watched(dir, kind, arg, isTTY)
 	if !on {
-		return w, true
+		return w
 	}
 	d, finite := waitTimeout(dir, nr, arg)
 	if finite && d < shortestWait {
-		return w, true // a pause in the program's work
+		return w // a pause in the program's work
 	}
-	return terminalWait{on: true, quiet: waitQuiet(others, d, finite)}, true
+	return terminalWait{on: true, quiet: waitQuiet(others, d, finite), guessed: others}
 }
 
 // parseSyscall reads /proc/PID/syscall: "nr arg0 ... arg5 sp pc" in a

@@ -28,9 +28,12 @@ type procFiles struct {
 	stat   int        // /proc/PID/stat, -1 when not open
 	sys    int        // /proc/PID/syscall
 	fds    int        // /proc/PID/fd, a directory opened O_PATH
-	comm   string
-	buf    [512]byte // what stat reads
-	sysBuf [256]byte // what syscall reads
+	// The other threads of PID and their kept files (state_threads_linux.go).
+	tids    []int
+	threads map[int]*threadFiles
+	comm    string
+	buf     [512]byte // what stat reads
+	sysBuf  [256]byte // what syscall reads
 }
 
 // groupAndTTY is groupAndTTY through the slave p keeps, which it opens
@@ -93,6 +96,7 @@ func (p *procFiles) closeFiles() {
 		}
 		*fd = -1
 	}
+	p.forgetThreads()
 }
 
 // keeps reports that p keeps pid's files: otherwise each read opens and

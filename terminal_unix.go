@@ -161,7 +161,7 @@ func (t *localTerminal) EchoOff() bool { return echoOff(t.f) }
 // Foreground reads the foreground process group from the kernel.
 func (t *localTerminal) Foreground() Foreground {
 	fg := foregroundVia(t.f, &t.procs)
-	return Foreground{Name: fg.name, PID: fg.pid, Waiting: fg.waiting, Quiet: fg.quiet, Unread: fg.unread}
+	return Foreground{Name: fg.name, PID: fg.pid, Waiting: fg.waiting, Quiet: fg.quiet, Guessed: fg.guessed, Unread: fg.unread}
 }
 
 // OutputPending polls the master before it reads the reader's flag: bytes
@@ -188,3 +188,6 @@ func (localBackend) CheckPrograms(t Terminal, programs []string) error {
 	}
 	return checkPrograms(fgProcs(lt.f), programs)
 }
+
+// echoesNothing reports that the terminal itself echoes nothing typed.
+func (t *localTerminal) echoesNothing() bool { return echoesNothing(t.f) }

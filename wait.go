@@ -375,11 +375,13 @@ func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.T
 	if err != nil {
 		return waitResult{}, err
 	}
+	paused := quiet && !matched && time.Now().Before(deadline) // await's pause ended it, not the deadline
 	if st.State != StateWaitingInput {
 		st = s.State()
 	}
 	w := s.collect(matched, peek)
 	w.state = resultState(st, w.exited)
+	w.waited = waitedHow(matched, w.exited, input, paused, w.state)
 	return w, nil
 }
 

@@ -440,7 +440,7 @@ func TestInstructionsFollowTheTools(t *testing.T) {
 	// With every capability the contract names, every paragraph is there.
 	all := append(tools, agentpty.Tool{Name: "pty-run", InputSchema: json.RawMessage(`{}`)},
 		agentpty.Tool{Name: "pty-write", InputSchema: json.RawMessage(`{"properties":{"literal":{},"wait_until":{},"wait_for_regex":{},"screen":{}}}`),
-			OutputSchema: json.RawMessage(`{"properties":{"state":{}}}`)})
+			OutputSchema: json.RawMessage(`{"properties":{"state":{},"waited":{}}}`)})
 	if full := instructions(all); strings.Count(full, "\n\n")+1 != len(guide) {
 		t.Errorf("with every capability the instructions have %d paragraphs, want %d", strings.Count(full, "\n\n")+1, len(guide))
 	}

@@ -235,6 +235,7 @@ type sessionView struct {
 	ID         string `json:"id"`
 	Command    string `json:"command"`
 	State      string `json:"state"`
+	Guessed    bool   `json:"state_guessed,omitempty"` // waiting_input only by a relay's pause
 	Foreground string `json:"foreground"`
 	Cols       int    `json:"cols"`
 	Rows       int    `json:"rows"`
@@ -258,7 +259,7 @@ func (s *server) snapshot() listMessage {
 		s.mu.Unlock()
 		if sess, ok := s.m.Session(info.ID); ok {
 			st := sess.State()
-			v.State, v.Foreground = st.State, st.Foreground
+			v.State, v.Guessed, v.Foreground = st.State, st.Guessed, st.Foreground
 		}
 		msg.Sessions = append(msg.Sessions, v)
 	}

@@ -94,6 +94,7 @@ type Stat struct {
 	Comm            string // the command name
 	State           byte   // R, S, D, T, Z, ...
 	PPID, Pgrp, SID int
+	Threads         int    // how many threads it has; 0 when not told
 	Start           uint64 // when it started, in clock ticks since boot
 }
 
@@ -130,8 +131,8 @@ func ParseStat(b []byte, comm string) (Stat, bool) {
 	if string(b[i+1:j]) != comm {
 		comm = string(b[i+1 : j])
 	}
-	// The fields after comm: 0 state, 1 ppid, 2 pgrp, 3 session, ... 19
-	// start time (field 22 of the line).
+	// The fields after comm: 0 state, 1 ppid, 2 pgrp, 3 session, ... 17
+	// threads, ... 19 start time (field 22 of the line).
 	var f [20][]byte
 	k := Fields(b[j+1:], f[:])
 	if k < 4 || len(f[0]) != 1 {
@@ -147,7 +148,11 @@ func ParseStat(b []byte, comm string) (Stat, bool) {
 	if v, ok := atoi(f[19]); k > 19 && ok && v >= 0 {
 		start = uint64(v)
 	}
-	return Stat{Comm: comm, State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid, Start: start}, true
+	var threads int
+	if v, ok := atoi(f[17]); k > 17 && ok {
+		threads = v
+	}
+	return Stat{Comm: comm, State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid, Threads: threads, Start: start}, true
 }
 
 // Fields splits b at spaces and newlines into f, as many fields as f

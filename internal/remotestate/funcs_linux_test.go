@@ -18,7 +18,7 @@ import (
 // Funcs' probe, run by bash and by dash (a host whose only shell is a
 // POSIX sh) on real programs under a pty and read by Parse, decides as
 // the local library does: a program reading its
-// terminal, a password prompt, select (with a timeout too), poll and
+// terminal (on its main thread or another), a password prompt, select (with a timeout too), poll and
 // epoll on the terminal, and a pipeline whose reader is not the group's
 // leader wait for input; a busy loop and a program waiting on a pipe do
 // not.
@@ -68,6 +68,8 @@ func funcsOnRealPrograms(t *testing.T, shell []string) {
 		{"epoll", py("s = selectors.DefaultSelector(); s.register(sys.stdin, selectors.EVENT_READ); s.select()"), true, false},
 		{"pipeline", []string{"bash", "-c", "cat | cat"}, true, false},
 		{"running", []string{"bash", "-c", "while :; do :; done"}, false, false},
+		{"a thread reads", py("import threading\nt = threading.Thread(target=sys.stdin.readline)\nt.start()\nt.join()"), true, false},
+		{"running thread beside a reading one", py("import threading\ndef spin():\n    while True: pass\nthreading.Thread(target=spin, daemon=True).start()\nt = threading.Thread(target=sys.stdin.readline)\nt.start()\nt.join()"), false, false},
 		{"a pipe", py("r, w = os.pipe(); os.read(r, 1)"), false, false},
 	}
 	for _, c := range cases {
@@ -85,7 +87,7 @@ func funcsOnRealPrograms(t *testing.T, shell []string) {
 		for {
 			a, b := probe(t, shell, pid, calls), probe(t, shell, pid, calls)
 			out = b
-			if a == b && (c.name == "running" || !strings.Contains(b, " R ")) || time.Now().After(deadline) {
+			if a == b && (strings.HasPrefix(c.name, "running") || !strings.Contains(b, " R ")) || time.Now().After(deadline) {
 				break
 			}
 		}

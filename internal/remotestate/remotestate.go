@@ -103,6 +103,9 @@ type probeProc struct {
 	epoll  [][2]uint64 // descriptor, events
 	mem    []byte      // the timeout its call points at
 	set    []byte      // the select or poll descriptor set it waits on
+	// threads are its other threads, each with its own state and call
+	// and the process's descriptors.
+	threads []*probeProc
 }
 
 // Parse decides as the local library does: the foreground group's
@@ -127,7 +130,8 @@ func Parse(out []byte, c Calls, known bool) Result {
 type probeParse struct {
 	r      Result
 	procs  []*probeProc
-	cur    *probeProc
+	cur    *probeProc // the process or thread the lines are about
+	main   *probeProc // the process whose threads follow
 	unread bool
 }
 
@@ -137,6 +141,7 @@ var probeLines = map[string]func(p *probeParse, kind, rest string){
 	"fence":  func(p *probeParse, _, rest string) { p.r.Fence, _ = strconv.Atoi(rest) },
 	"stty":   func(p *probeParse, _, rest string) { p.r.EchoOff, p.r.EchoRead = EchoOffWords(rest), true },
 	"p":      (*probeParse).process,
+	"T":      (*probeParse).thread,
 	"s":      func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.syscall(rest) }) },
 	"f":      func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.ttyFDList(rest) }) },
 	"e":      func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.epollLine(rest) }) },
@@ -161,7 +166,21 @@ func (p *probeParse) process(_, rest string) {
 	}
 	pid, _ := strconv.Atoi(f[0])
 	p.cur = &probeProc{pid: pid, state: f[1][0], comm: f[2], ttyFDs: map[uint64]bool{}}
+	p.main = p.cur
 	p.procs = append(p.procs, p.cur)
+}
+
+// thread reads "T TID STATE", which starts the lines of another thread of
+// the last process.
+func (p *probeParse) thread(_, rest string) {
+	f := strings.Fields(rest)
+	if p.main == nil || len(f) < 2 {
+		p.cur = nil
+		return
+	}
+	m := p.main
+	p.cur = &probeProc{pid: m.pid, state: f[1][0], comm: m.comm, ttyFDs: m.ttyFDs}
+	m.threads = append(m.threads, p.cur)
 }
 
 // memory reads "m HEX..." (a timeout), "ms" and "mp" (a select or poll
@@ -236,16 +255,38 @@ func (p *probeParse) decide(c Calls, known bool) Result {
 		var w terminalWait
 		if q.hidden || !known {
 			w.on = r.EchoOff // read by the probe for this case
-		} else {
-			w = q.onTerminal(c)
+		} else if w = q.onTerminal(c); !w.on {
+			var busy bool
+			if w, busy = q.threadsWait(c); busy {
+				running = true
+				continue
+			}
 		}
 		if w.on && !r.Fg.Waiting {
-			r.Fg.Name, r.Fg.PID, r.Fg.Waiting, r.Fg.Quiet = q.comm, q.pid, true, w.quiet
+			r.Fg.Name, r.Fg.PID, r.Fg.Waiting, r.Fg.Quiet, r.Fg.Guessed = q.comm, q.pid, true, w.quiet, w.guessed
 		}
 	}
 	r.Fg.Waiting = r.Fg.Waiting && !running
 	r.Fg.Unread = p.unread
 	return r
+}
+
+// threadsWait looks at the other threads of a process whose main thread
+// sleeps on something other than the terminal, as the local library
+// does: busy when one runs, else the wait of the first on the terminal.
+func (q *probeProc) threadsWait(c Calls) (w terminalWait, busy bool) {
+	for _, t := range q.threads {
+		switch t.state {
+		case 'R', 'D':
+			return terminalWait{}, true
+		case 'S':
+			if w.on || t.hidden {
+				continue
+			}
+			w = t.onTerminal(c)
+		}
+	}
+	return w, false
 }
 
 func base(v string) int {
@@ -272,8 +313,9 @@ func EchoOffWords(s string) bool {
 
 // terminalWait is how a process waits on the terminal, if it does.
 type terminalWait struct {
-	on    bool          // blocked reading the terminal, or in select/poll/epoll for it
-	quiet time.Duration // how long output and input must have paused before that counts
+	on      bool          // blocked reading the terminal, or in select/poll/epoll for it
+	quiet   time.Duration // how long output and input must have paused before that counts
+	guessed bool          // it waits on more than the terminal: only the pause says it waits for input
 }
 
 // onTerminal tells whether the process's system call waits on the
@@ -337,7 +379,7 @@ func (p *probeProc) onTerminal(c Calls) terminalWait {
 	if finite && d < termwait.Shortest {
 		return terminalWait{} // a pause in the program's work
 	}
-	return terminalWait{on: true, quiet: termwait.Quiet(others, d, finite)}
+	return terminalWait{on: true, quiet: termwait.Quiet(others, d, finite), guessed: others}
 }
 
 // timeout is the timeout the wait asked for; finite is false for none

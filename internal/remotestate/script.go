@@ -87,20 +87,43 @@ mark() { printf "$MARKFMT" "$1" "$2" >"$3"; }
 # The mark is written in the background, its output not the probe's: a
 # terminal whose output is stopped holds it, and not the answer.
 fence() { { mark "$FN" "$Q" "$D"; } >/dev/null 2>&1 & echo "$Q fence $Q"; }
+# look prints the lines of process $1: its state, and, when it sleeps, its
+# main thread's system call (see call); with more threads than one, each
+# other thread's state ("T TID STATE") and, when it sleeps, its call: a Go
+# program or fzf reads the terminal on a thread of its own.
 look() {
 	st $1 || return 1
 	set -- $1 $R
 	echo "$Q p $1 $2 $C"
 	case $2 in R|D) DEC=1; return 0;; S) ;; *) return 0;; esac
-	s=; { read -r s </proc/$1/syscall; } 2>/dev/null
+	p=$1 nt=${19:-1} f=-
+	call /proc/$1
+	[ "$nt" -gt 1 ] 2>/dev/null || return 0
+	for d in /proc/$p/task/*; do
+		[ "${d##*/}" != "$p" ] || continue
+		st "$p/task/${d##*/}" || continue
+		set -- $R
+		echo "$Q T ${d##*/} $1"
+		case $1 in R|D) DEC=1; return 0;; S) call "$d";; esac
+	done
+	return 0
+}
+# call prints the system call the thread whose /proc directory is $1 (of
+# process $p) sleeps in, and what it needs to tell whether that waits on
+# the terminal: the terminal's descriptors (once a process, "f"), what an
+# epoll watches, the memory a timeout or a descriptor set is in.
+call() {
+	s=; { read -r s <$1/syscall; } 2>/dev/null
 	echo "$Q s $s"
 	if [ -z "$s" ]; then W=1; return 0; fi
-	f=; for x in /proc/$1/fd/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
-	echo "$Q f$f"
+	if [ "$f" = - ]; then
+		f=; for x in /proc/$p/fd/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
+		echo "$Q f$f"
+	fi
 	# Without the terminal among its descriptors it cannot wait on it: its
 	# memory is not read.
 	[ -n "$f" ] || return 0
-	p=$1; set -- $s
+	set -- $s
 	[ $# -ge 7 ] || return 0
 	case " $WS " in *" $1 "*) DEC=1 W=1;; esac
 	case " $EP " in *" $1 "*) while read -r k v r; do [ "$k" = tfd: ] && echo "$Q e $v $r"; done </proc/$p/fdinfo/$(($2));; esac

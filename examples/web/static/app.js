@@ -56,6 +56,7 @@
       let state = s.state;
       if (s.exit_code != null) state += ' (' + s.exit_code + ')';
       if (s.signal) state += ' (' + s.signal + ')';
+      if (s.state_guessed) state += ' (guessed)';
       const texts = [s.id, s.command, state, s.foreground, s.cols + '×' + s.rows, String(s.viewers)];
       columns.forEach((cls, i) => {
         const td = tr.cells[i];
