@@ -38,7 +38,7 @@ type localTerminal struct {
 func (b localBackend) Start(_ context.Context, c Command) (Terminal, error) {
 	cmd, f, group, err := launch(b.m, c.Name, c.Argv, childEnv(c.Env), c.Dir, c.Cols, c.Rows)
 	if err != nil {
-		return nil, err
+		return nil, hostLimit(err, false)
 	}
 	t, err := newLocalTerminal(b.m, cmd, f, group)
 	if err != nil {
