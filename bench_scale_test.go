@@ -225,7 +225,9 @@ func scaleReport(tb testing.TB) string {
 			fmt.Fprintf(&out, "scale %d sessions      skipped: %s\n", n, why)
 			continue
 		}
-		out.WriteString(scaleLine(scaleRun(tb, n)))
+		line := scaleLine(scaleRun(tb, n))
+		tb.Log("\n" + line) // as each size ends: a 4,000 run takes minutes
+		out.WriteString(line)
 	}
 	return out.String()
 }
@@ -235,5 +237,5 @@ func TestBenchScale(t *testing.T) {
 	if os.Getenv("AGENTPTY_BENCH") == "" {
 		t.Skip("set AGENTPTY_BENCH=1 (make bench) to measure")
 	}
-	t.Log("\n" + scaleReport(t))
+	scaleReport(t)
 }

@@ -27,3 +27,7 @@ func readBlocks(any) bool { return false }
 func parseSignal(string) (os.Signal, bool) { return nil, false }
 
 func killAll(int, *contain.Group) {}
+
+// endTogether has nothing to end together here: Close ends each session
+// on its own.
+func (m *Manager) endTogether([]*Session) {}
