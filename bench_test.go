@@ -651,6 +651,10 @@ func TestBenchReport(t *testing.T) {
 		lines = append(lines, formatTranscript(figs, until, lit))
 	}
 
+	if benchRow("scale") {
+		lines = append(lines, scaleReport(t)) // 1,000 and 4,000 idle sessions (bench_scale_test.go)
+	}
+
 	var out strings.Builder
 	fmt.Fprintf(&out, "\n%-22s %-12s %-12s %-8s %-9s %s\n", "figure", "bare pty", "agentpty", "ratio", "goal", "")
 	for _, r := range rows {

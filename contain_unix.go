@@ -135,7 +135,11 @@ func (c sessionContainer) stale() bool {
 // ends. It names the processes still running killBound after SIGKILL, or
 // a moment after ctx ended.
 func endProcesses(ctx context.Context, c container, grace time.Duration) error {
-	left := stopProcesses(ctx, c, grace)
+	return released(ctx, c, stopProcesses(ctx, c, grace))
+}
+
+// released releases c once its processes are ended, and names those left.
+func released(ctx context.Context, c container, left []int) error {
 	err := c.Release() // a cgroup with processes left stays, for the watchdog
 	switch {
 	case len(left) > 0 && ctx.Err() != nil:

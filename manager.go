@@ -627,6 +627,8 @@ func (m *Manager) Close() error {
 	// A start under way finds the manager closed and ends its own child;
 	// Close returns only after that.
 	m.starting.Wait()
+	m.containOnce.Do(func() {}) // no cgroup is made after this
+	m.endTogether(ss)
 
 	errs := make([]error, len(ss))
 	var wg sync.WaitGroup
@@ -638,7 +640,6 @@ func (m *Manager) Close() error {
 		}()
 	}
 	wg.Wait()
-	m.containOnce.Do(func() {}) // no cgroup is made after this
 	if m.contain != nil {
 		errs = append(errs, m.contain.Close())
 	}

@@ -8,4 +8,4 @@ import "os"
 // it, no program can be trusted with a secret.
 func fgProcs(*os.File) []fgProc { return nil }
 
-func untrusted(fgProc, []string, string) string { return "this platform cannot name its executable" }
+func untrusted(fgProc, []string) string { return "this platform cannot name its executable" }

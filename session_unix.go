@@ -17,7 +17,7 @@ import (
 func startChild(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
 	master, tty, err := openTerminal()
 	if err != nil {
-		return nil, err
+		return nil, hostLimit(err, true)
 	}
 	defer tty.Close() // the child holds its own copies
 	if err := setSize(master, cols, rows); err != nil {

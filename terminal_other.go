@@ -36,3 +36,7 @@ func (localBackend) AtPrompt(Terminal) (name, exe string) { return "", "" }
 func (localBackend) CheckPrograms(Terminal, []string) error {
 	return errors.New("pseudo-terminal sessions need Linux or macOS")
 }
+
+// endTogether has nothing to end together here: Close ends each session
+// on its own.
+func (m *Manager) endTogether([]*Session) {}

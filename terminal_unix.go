@@ -29,6 +29,7 @@ type localTerminal struct {
 	busy    atomic.Bool // Read holds bytes the session has not taken (see terminalReader)
 	exited  atomic.Bool // the command has been reaped
 	procs   procFiles   // the slave and the foreground leader's /proc files, kept open for Foreground
+	ending  ending      // End's one run, alone or with the other sessions Close ends (endall_unix.go)
 	// Read's end-of-output state; only Read touches it.
 	eio    bool
 	drains int
@@ -38,7 +39,7 @@ type localTerminal struct {
 func (b localBackend) Start(_ context.Context, c Command) (Terminal, error) {
 	cmd, f, group, err := launch(b.m, c.Name, c.Argv, childEnv(c.Env), c.Dir, c.Cols, c.Rows)
 	if err != nil {
-		return nil, err
+		return nil, hostLimit(err, false)
 	}
 	t, err := newLocalTerminal(b.m, cmd, f, group)
 	if err != nil {
@@ -136,9 +137,15 @@ func (t *localTerminal) Wait() (ExitStatus, error) {
 	return st, nil
 }
 
-// End ends every process the command started (see endProcesses).
+// End ends every process the command started (see endProcesses), or
+// waits for Close, which ends them together with other sessions'.
 func (t *localTerminal) End(ctx context.Context, grace time.Duration) error {
-	return endProcesses(ctx, t.containment(), grace)
+	if !t.ending.claim() {
+		return t.ending.wait(ctx)
+	}
+	err := endProcesses(ctx, t.containment(), grace)
+	t.ending.finish(err)
+	return err
 }
 
 // containment returns what holds the command's processes.

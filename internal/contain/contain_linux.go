@@ -362,7 +362,7 @@ func (g *Group) freeze(on bool) error {
 	defer cancel()
 	// Freezing takes the kernel well under a millisecond, and its notice
 	// does not always wake a poller: look every millisecond.
-	return g.waitEvent(ctx, "frozen 1", time.Millisecond)
+	return waitEvent(ctx, g.dir, "frozen 1", time.Millisecond)
 }
 
 // Members returns the pids in the group now, those in cgroups a program
@@ -377,6 +377,12 @@ func (g *Group) Members() []int {
 				pids = append(pids, p)
 			}
 		}
+		// A cgroup directory's link count is 2 and one for each cgroup
+		// inside it: one stat spares listing its thirty-odd files.
+		var st unix.Stat_t
+		if unix.Stat(d, &st) == nil && st.Nlink <= 2 {
+			continue
+		}
 		ents, _ := os.ReadDir(d)
 		for _, e := range ents {
 			if e.IsDir() {
@@ -390,11 +396,7 @@ func (g *Group) Members() []int {
 // Left reports whether process pid has left the group (and the cgroups
 // inside it) for another cgroup; false for a process that is gone.
 func (g *Group) Left(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil {
-		return false
-	}
-	p := v2Path(string(b))
+	p := v2Path(readFile("/proc/" + strconv.Itoa(pid) + "/cgroup"))
 	// An exiting process keeps its cgroup here after it left cgroup.procs.
 	return p != "" && p != g.rel && !strings.HasPrefix(p, g.rel+"/")
 }
@@ -437,13 +439,30 @@ func (g *Group) Kill() error {
 // inside it ("populated 0"), woken by the kernel's notice on
 // cgroup.events, or until ctx ends.
 func (g *Group) WaitEmpty(ctx context.Context) error {
-	return g.waitEvent(ctx, "populated 0", 50*time.Millisecond)
+	return waitEvent(ctx, g.dir, "populated 0", 50*time.Millisecond)
 }
 
-// waitEvent waits until cgroup.events holds the line want, looking at
-// least every interval.
-func (g *Group) waitEvent(ctx context.Context, want string, every time.Duration) error {
-	fd, err := unix.Open(filepath.Join(g.dir, "cgroup.events"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+// Populated reports whether a process is left in the group or the
+// cgroups inside it; true when the kernel cannot say.
+func (g *Group) Populated() bool {
+	return !slices.Contains(strings.Split(readFile(filepath.Join(g.dir, "cgroup.events")), "\n"), "populated 0")
+}
+
+// WaitEmpty waits until no process is left in any group of the Host
+// (one notice for all of them), or until ctx ends.
+func (h *Host) WaitEmpty(ctx context.Context) error {
+	return waitEvent(ctx, h.dir, "populated 0", 50*time.Millisecond)
+}
+
+// Kill sends SIGKILL to every process of every group of the Host at once.
+func (h *Host) Kill() error {
+	return writeFile(filepath.Join(h.dir, "cgroup.kill"), "1")
+}
+
+// waitEvent waits until the cgroup.events of the cgroup dir holds the
+// line want, looking at least every interval.
+func waitEvent(ctx context.Context, dir, want string, every time.Duration) error {
+	fd, err := unix.Open(filepath.Join(dir, "cgroup.events"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -549,9 +568,24 @@ func unescape(s string) string {
 
 func hasWord(s, w string) bool { return slices.Contains(strings.Fields(s), w) }
 
+// readFile reads a small kernel file (a cgroup's, a process's) with
+// plain system calls: os.ReadFile would also stat it and offer it to the
+// runtime's poller, which Close pays for thousands of times.
 func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	var buf [4096]byte
+	var out []byte
+	for {
+		n, err := unix.Read(fd, buf[:])
+		if n <= 0 || err != nil {
+			return string(out)
+		}
+		out = append(out, buf[:n]...)
+	}
 }
 
 // writeFile writes one value to a cgroup file; the kernel takes it in one

@@ -51,3 +51,12 @@ func (*Group) WaitEmpty(context.Context) error { return nil }
 
 // Remove does nothing.
 func (*Group) Remove() error { return nil }
+
+// Populated reports false: there are no groups here.
+func (*Group) Populated() bool { return false }
+
+// WaitEmpty returns at once: there are no groups here.
+func (*Host) WaitEmpty(context.Context) error { return nil }
+
+// Kill does nothing: there are no groups here.
+func (*Host) Kill() error { return nil }
