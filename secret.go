@@ -108,10 +108,8 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	if !s.echoOff() {
 		return WriteResult{}, errorf(ErrInvalid, "%s %s: the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt", op, id)
 	}
-	if list := m.opts.SecretPrograms; list != nil {
-		if err := trustedPrompt(op, id, s.fgProcs(), list); err != nil {
-			return WriteResult{}, err
-		}
+	if err := s.trustedReaders(op, m.opts.SecretPrograms); err != nil {
+		return WriteResult{}, err
 	}
 	s.addSecret(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
@@ -168,6 +166,36 @@ func trustedPrompt(op, id string, procs []fgProc, list []string) error {
 		}
 	}
 	return nil
+}
+
+// trustedReaders refuses a secret, under a SecretPrograms list, unless
+// the program at the prompt is trusted and nothing else holds the
+// terminal; without a list, anything goes.
+func (s *Session) trustedReaders(op string, list []string) error {
+	if list == nil {
+		return nil
+	}
+	procs := s.fgProcs()
+	if err := trustedPrompt(op, s.id, procs, list); err != nil {
+		return err
+	}
+	return s.soleReader(op, s.id, procs)
+}
+
+// holderCheck is a terminal that can list every process holding it open:
+// this machine's (see soleReader).
+type holderCheck interface {
+	soleReader(op, id string, procs []fgProc) error
+}
+
+// soleReader refuses a secret while a process other than the prompt's
+// holds the terminal, or where the terminal cannot tell.
+func (s *Session) soleReader(op, id string, procs []fgProc) error {
+	t, ok := s.term.(holderCheck)
+	if !ok {
+		return errorf(ErrDenied, "%s %s: this session's terminal cannot list the processes holding it, and Options.SecretPrograms is set", op, id)
+	}
+	return t.soleReader(op, id, procs)
 }
 
 // masker replaces the session's secrets in its output before the reader

@@ -9,3 +9,8 @@ import "os"
 func fgProcs(*os.File) []fgProc { return nil }
 
 func untrusted(fgProc, []string) string { return "this platform cannot name its executable" }
+
+// soleReader needs /proc to list the processes holding the terminal.
+func soleReader(op, id string, _ *os.File, _ []fgProc) error {
+	return errorf(ErrDenied, "%s %s: this platform cannot list the processes holding a terminal", op, id)
+}

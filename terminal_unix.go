@@ -170,3 +170,9 @@ func (t *localTerminal) OutputPending() bool { return readable(t.f) || t.busy.Lo
 
 // fgProcs lists the foreground group's processes (see fgProcs).
 func (t *localTerminal) fgProcs() []fgProc { return fgProcs(t.f) }
+
+// soleReader refuses a secret while another process holds the terminal
+// (see soleReader).
+func (t *localTerminal) soleReader(op, id string, procs []fgProc) error {
+	return soleReader(op, id, t.f, procs)
+}

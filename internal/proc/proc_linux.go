@@ -94,6 +94,7 @@ type Stat struct {
 	Comm            string // the command name
 	State           byte   // R, S, D, T, Z, ...
 	PPID, Pgrp, SID int
+	TTY             uint64 // its controlling terminal's device (as Stat_t.Rdev), 0 for none
 	Start           uint64 // when it started, in clock ticks since boot
 }
 
@@ -143,11 +144,14 @@ func ParseStat(b []byte, comm string) (Stat, bool) {
 	if !ok1 || !ok2 || !ok3 {
 		return Stat{}, false
 	}
-	var start uint64
+	var start, tty uint64
 	if v, ok := atoi(f[19]); k > 19 && ok && v >= 0 {
 		start = uint64(v)
 	}
-	return Stat{Comm: comm, State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid, Start: start}, true
+	if v, ok := atoi(f[4]); k > 4 && ok && v > 0 {
+		tty = uint64(v) // the kernel's encoding and Mkdev's agree below major 4096
+	}
+	return Stat{Comm: comm, State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid, TTY: tty, Start: start}, true
 }
 
 // Fields splits b at spaces and newlines into f, as many fields as f
