@@ -144,18 +144,7 @@ func TestSecretProgramsHoldersFromUnprivilegedHost(t *testing.T) {
 	const secret = "Host-Thief-Pw-97"
 	user := testUser(t, secret)
 	need(t, "setpriv", "python3", "od", "setsid")
-	dir, bin := copyTestBinary(t, "agentpty-holders-", 0o755)
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second) // without the check the host may hang behind a robbed sudo
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "setpriv", "--reuid="+user, "--regid="+user, "--init-groups", "--", bin, "-test.run=^$")
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), childModeEnv+"=secret-holders", "AGENTPTY_TEST_SECRET="+secret, "HOME=/tmp")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the host as %s: %v\n%s", user, err, out)
-	}
-	text := string(out)
+	text := hostAs(t, user, "secret-holders", secret)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`od: ready true, err agentpty: denied.*od \(pid \d+\) holds the terminal.*leaked false`),
 		regexp.MustCompile(`hidden: ready true, err agentpty: denied.*python3 \(pid \d+\) holds the terminal: its descriptors cannot be looked at.*leaked false`),
