@@ -140,7 +140,7 @@ func terminalHolders(tty uint64) ([]ttyHolder, map[int]proc.Stat, error) {
 		switch {
 		case err == nil && holds:
 			out = append(out, ttyHolder{pid: pid, st: st})
-		case err != nil && (st.TTY == tty || realUID(pid) == uid || realUID(pid) < 0):
+		case err != nil && (st.TTY == tty || ownedBy(pid, uid)):
 			// Another user's process that never had this terminal cannot
 			// open it (its slave is the host's, mode 0620); one of this
 			// user's or this terminal's that hides its descriptors can.
@@ -194,6 +194,12 @@ func sameFiles(pid, tid int) bool {
 	const kcmpFiles = 2
 	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(pid), uintptr(tid), kcmpFiles, 0, 0, 0)
 	return errno == 0 && r == 0
+}
+
+// ownedBy reports that uid is pid's real user, or that it cannot be told.
+func ownedBy(pid, uid int) bool {
+	r := realUID(pid)
+	return r == uid || r < 0
 }
 
 // realUID returns pid's real user id, -1 when it cannot be told.
