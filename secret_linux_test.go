@@ -340,15 +340,7 @@ func TestSecretProgramsSudoFromUnprivilegedHost(t *testing.T) {
 	const secret = "Host-Pw-2468"
 	user := testUser(t, secret)
 	need(t, "setpriv", "python3")
-	dir, bin := copyTestBinary(t, "agentpty-secret-", 0o755)
-	cmd := exec.Command("setpriv", "--reuid="+user, "--regid="+user, "--init-groups", "--", bin, "-test.run=^$")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), childModeEnv+"=secret-host", "AGENTPTY_TEST_SECRET="+secret, "HOME=/tmp")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the host as %s: %v\n%s", user, err, out)
-	}
-	text := string(out)
+	text := hostAs(t, user, "secret-host", secret)
 	if !strings.Contains(text, "sudo: matched true, err <nil>") || !strings.Contains(text, `root\n`) || !strings.Contains(text, "sudo exit 0") {
 		t.Errorf("sudo from a host that is not root, with SecretPrograms: %s", text)
 	}
@@ -358,6 +350,25 @@ func TestSecretProgramsSudoFromUnprivilegedHost(t *testing.T) {
 	if strings.Contains(text, secret) || strings.Contains(text, reversed(secret)) {
 		t.Errorf("the secret shows: %s", text)
 	}
+}
+
+// hostAs runs this test binary as user, in child mode mode with secret
+// in its environment, and returns what it printed; within 150 s, as a
+// host without a check may hang behind a sudo robbed of its password.
+func hostAs(t *testing.T, user, mode, secret string) string {
+	t.Helper()
+	dir, bin := copyTestBinary(t, "agentpty-"+mode+"-", 0o755)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "setpriv", "--reuid="+user, "--regid="+user, "--init-groups", "--", bin, "-test.run=^$")
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), childModeEnv+"="+mode, "AGENTPTY_TEST_SECRET="+secret, "HOME=/tmp")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the host as %s: %v\n%s", user, err, out)
+	}
+	return string(out)
 }
 
 // pty-run's result at a password prompt names the executable asking, as

@@ -187,13 +187,18 @@ func (localBackend) AtPrompt(t Terminal) (name, exe string) {
 }
 
 // CheckPrograms judges the processes of a local terminal's foreground
-// group (see ProgramChecker and checkPrograms).
+// group, then every other process on the machine that holds the terminal
+// (see ProgramChecker, checkPrograms and soleReader).
 func (localBackend) CheckPrograms(t Terminal, programs []string) error {
 	lt, ok := t.(*localTerminal)
 	if !ok {
 		return errors.New("the terminal is not one of this machine's")
 	}
-	return checkPrograms(fgProcs(lt.f), programs)
+	procs := fgProcs(lt.f)
+	if err := checkPrograms(procs, programs); err != nil {
+		return err
+	}
+	return soleReader(lt.f, procs)
 }
 
 // echoesNothing reports that the terminal itself echoes nothing typed.

@@ -74,7 +74,7 @@ func (b *Backend) fileExec(ctx context.Context, script, arg string, stdin []byte
 	if strings.ContainsRune(arg, 0) {
 		return "", fmt.Errorf("%q holds a NUL byte", arg)
 	}
-	exe, err := b.executor([]string{"sh", "-c", script, "kubepty", arg}, false, stdin != nil, false, nil)
+	exe, err := b.executor([]string{"/bin/sh", "-c", script, "kubepty", arg}, false, stdin != nil, false, nil)
 	if err != nil {
 		return "", err
 	}

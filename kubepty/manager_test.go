@@ -296,3 +296,30 @@ func TestProbeWithoutBash(t *testing.T) {
 	}
 	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got typed"})
 }
+
+// kubepty runs its scripts with /bin/sh, not the first sh of the image's
+// PATH, which may be anything (a busybox applet, a wrapper): here one that
+// is no shell at all. The session still starts, runs its command in its
+// working directory, and its state and files work. Before, every start
+// ran the PATH's sh and failed.
+func TestScriptsRunUnderBinSh(t *testing.T) {
+	fake := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fake, "sh"), []byte("#!/bin/sh\necho not-a-shell; exit 99\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, b := standin(t, kubetest.Env("PATH="+fake+":"+pathWithout(t, "sh")))
+	m := newManager(t, b)
+	res := mustStart(t, m, agentpty.StartRequest{Command: `echo "dir=$PWD it's $((6*7))"; read -s -p 'Password: ' pw; echo "got ${#pw}"`, Cwd: "/usr", WaitFor: "Password: "})
+	if !strings.Contains(res.Output, "dir=/usr it's 42") || strings.Contains(res.Output, "not-a-shell") {
+		t.Errorf("a start where the PATH's sh is no shell: %q", res.Output)
+	}
+	w := mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, WaitUntil: agentpty.WaitUntilInput, WaitMS: ptr(5000)})
+	if w.State != agentpty.StateWaitingInput || !w.InputHidden {
+		t.Errorf("the probe where the PATH's sh is no shell: state %q input_hidden %v", w.State, w.InputHidden)
+	}
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "typed", Submit: true, WaitFor: "got 5"})
+	sh := mustStart(t, m, agentpty.StartRequest{Shell: true, WaitUntil: agentpty.WaitUntilInput})
+	if r, err := m.Run(ctx10(t), agentpty.RunRequest{ID: sh.ID, Command: "echo run-ok; (exit 4)"}); err != nil || r.Output != "run-ok" || r.ExitCode == nil || *r.ExitCode != 4 {
+		t.Errorf("a shell session's run where the PATH's sh is no shell: %+v %v", r, err)
+	}
+}

@@ -33,7 +33,7 @@ func (t *terminal) probe(ctx context.Context, action string, args ...string) ([]
 	if l := t.leader.Load(); l != nil {
 		hint = strconv.Itoa(l.pid)
 	}
-	argv := append([]string{"sh", "-c", probeShell, "kubepty", probeScript, t.nonce, hint, action}, args...)
+	argv := append([]string{"/bin/sh", "-c", probeShell, "kubepty", probeScript, t.nonce, hint, action}, args...)
 	exe, err := t.b.executor(argv, false, false, false, nil)
 	if err != nil {
 		return nil, err

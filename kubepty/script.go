@@ -5,7 +5,7 @@ import "github.com/agentpty/agentpty/internal/remotestate"
 // probeShell runs probeScript in bash where there is one: dash reads
 // files a byte at a time, which makes a walk through a busy /proc take
 // seconds; bash reads /proc's files whole.
-const probeShell = `S=$1; shift; if command -v bash >/dev/null 2>&1; then exec bash -c "$S" kubepty "$@"; fi; exec sh -c "$S" kubepty "$@"`
+const probeShell = `S=$1; shift; if command -v bash >/dev/null 2>&1; then exec bash -c "$S" kubepty "$@"; fi; exec /bin/sh -c "$S" kubepty "$@"`
 
 // probeScript is the POSIX sh the probes run in the container, with only
 // what any image with a shell has (sh's builtins, grep, stty, uname,

@@ -152,7 +152,7 @@ func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
 	return t
 }
 
-// startScript runs in sh as the command's first moments: it prints its
+// startScript runs in /bin/sh (not the sh of the image's PATH) as the command's first moments: it prints its
 // pid in a private OSC sequence (the command keeps that pid, as exec
 // keeps it), enters the directory, and execs env, which sets the nonce
 // and the session's variables and runs the command.
@@ -160,7 +160,7 @@ const startScript = `printf '\033]7771;%s;%s\007' "$0" "$$"; [ -z "$1" ] || cd -
 
 // argv is what the container runs: startScript, then the command.
 func (t *terminal) argv(cmd agentpty.Command) []string {
-	argv := []string{"sh", "-c", startScript, t.nonce, cmd.Dir, "AGENTPTY_ID=" + t.nonce}
+	argv := []string{"/bin/sh", "-c", startScript, t.nonce, cmd.Dir, "AGENTPTY_ID=" + t.nonce}
 	argv = append(argv, cmd.Env...)
 	return append(argv, cmd.Argv...)
 }

@@ -257,9 +257,9 @@ func (b *Backend) openSession(cmd agentpty.Command, termName, line string) (*ssh
 // working directory).
 const markOSC = "\x1b]6973;"
 
-// commandLine is the line the user's login shell runs for cmd (it must be
-// a POSIX shell: sh, bash, dash, zsh, ksh), TERM, and the nonce of its
-// process-id mark.
+// commandLine is the line the user's login shell runs for cmd, TERM, and
+// the nonce of its process-id mark. The line only hands a script to
+// /bin/sh (see loginLine), so the login shell may be fish or tcsh.
 func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
 	if len(cmd.Argv) == 0 || cmd.Argv[0] == "" {
 		return "", "", "", fmt.Errorf("%w: %s: no command to run", agentpty.ErrInvalid, cmd.Name)
@@ -272,8 +272,9 @@ func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
 	nonce = hex.EncodeToString(nb[:])
 	term = "xterm-256color"
 	var b strings.Builder
+	b.WriteString(`nl=$(printf '\nx'); nl=${nl%x}; `) // see shWord
 	if cmd.Dir != "" {
-		fmt.Fprintf(&b, "cd %s 2>/dev/null || { printf '\\033]6973;%s;nodir\\007'; exit 1; }; ", quote(cmd.Dir), nonce)
+		fmt.Fprintf(&b, "cd %s 2>/dev/null || { printf '\\033]6973;%s;nodir\\007'; exit 1; }; ", shWord(cmd.Dir), nonce)
 	}
 	for _, kv := range cmd.Env {
 		k, v, ok := strings.Cut(kv, "=")
@@ -283,13 +284,43 @@ func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
 		if k == "TERM" {
 			term = v
 		}
-		fmt.Fprintf(&b, "export %s=%s; ", k, quote(v))
+		fmt.Fprintf(&b, "export %s=%s; ", k, shWord(v))
 	}
 	fmt.Fprintf(&b, "printf '\\033]6973;%s;%%s\\007' \"$$\"; exec", nonce)
 	for _, a := range cmd.Argv {
-		b.WriteString(" " + quote(a))
+		b.WriteString(" " + shWord(a))
 	}
-	return b.String(), term, nonce, nil
+	return loginLine(b.String()), term, nonce, nil
+}
+
+// loginLine is the line that has the login shell (sshd runs "$SHELL -c
+// LINE") hand script, which holds no newline, to /bin/sh: quoted so
+// that a POSIX shell, fish, csh and tcsh all read it as the same word.
+// Inside '…' each takes every character as it is but for ' itself,
+// fish's \\ and \', and csh's ! (history) and newline: ', \ and ! are
+// written outside the quotes after a backslash, which all of them read
+// as the character. A login shell that runs no commands (nologin) prints
+// its refusal instead, and the start fails with it.
+func loginLine(script string) string {
+	var b strings.Builder
+	b.WriteString("exec /bin/sh -c '")
+	for i := 0; i < len(script); i++ {
+		switch c := script[i]; c {
+		case '\'', '\\', '!':
+			b.WriteString("'\\" + string(c) + "'")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// shWord quotes s as one word of the script /bin/sh runs; a newline in
+// it is written "$nl" (set at the script's start to a newline), since csh
+// cannot quote one in the line that carries the script.
+func shWord(s string) string {
+	return strings.ReplaceAll(quote(s), "\n", `'"$nl"'`)
 }
 
 // quote quotes s for a POSIX shell.

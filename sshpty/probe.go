@@ -58,7 +58,7 @@ func startHelper(c *ssh.Client) (*helper, error) {
 	}
 	// bash when there is one: its read -t 0 polls the terminal, which
 	// hands the line discipline what was typed, as the local poll does.
-	if err := s.Start(`if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`); err != nil {
+	if err := s.Start(loginLine(`if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`)); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -76,6 +76,7 @@ func (h *helper) read(out io.Reader) {
 	defer close(h.done)
 	br := bufio.NewReader(out)
 	var err error
+	var stray string // the first line that answers nothing: the login shell's own words
 	for {
 		var line string
 		line, err = br.ReadString('\n')
@@ -83,7 +84,10 @@ func (h *helper) read(out io.Reader) {
 			break
 		}
 		num, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
-		n, _ := strconv.Atoi(num)
+		n, nerr := strconv.Atoi(num)
+		if nerr != nil && stray == "" {
+			stray = strings.TrimSpace(line[:min(len(line), 200)])
+		}
 		h.mu.Lock()
 		if a := h.waiting[n]; a != nil {
 			if rest == "." {
@@ -94,6 +98,10 @@ func (h *helper) read(out io.Reader) {
 			}
 		}
 		h.mu.Unlock()
+	}
+	if stray != "" {
+		// nologin runs no command: it says so and ends.
+		err = fmt.Errorf("the login shell ran no command, saying %q (a login shell must run commands: sh, bash, zsh, fish, tcsh, not nologin): %w", stray, err)
 	}
 	h.mu.Lock()
 	h.dead = err

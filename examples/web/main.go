@@ -7,7 +7,10 @@
 //
 //	go run ./web --demo                      # python3, top and vim, at once
 //	go run ./web --addr 127.0.0.1:9000       # an empty manager, for a host to fill
-//	go run ./web --public --addr 0.0.0.0:8080 # beyond loopback: a token is printed
+//	go run ./web --public --addr 0.0.0.0:8080 # beyond loopback
+//
+// The URL printed at start holds a token that every request needs, on
+// loopback too: other users and processes of the machine reach loopback.
 package main
 
 import (
@@ -52,7 +55,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs := flag.NewFlagSet("web", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "where to listen (host:port)")
-	fs.BoolVar(&c.public, "public", false, "allow an address beyond loopback; every request then needs the token printed at start")
+	fs.BoolVar(&c.public, "public", false, "allow an address beyond loopback (every request needs the token in the URL printed at start, wherever it listens)")
 	fs.BoolVar(&c.allowTyping, "allow-typing", false, "let the person in the page type into the sessions (one typist at a time, as Session.Attach)")
 	fs.BoolVar(&c.demo, "demo", false, "start python3, a shell running top, and vim")
 	if err := fs.Parse(args); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,9 @@ func (s *server) base() string {
 	return "http://" + net.JoinHostPort("127.0.0.1", s.port)
 }
 
+// at is path on the server, with the token.
+func (s *server) at(path string) string { return s.base() + path + "?token=" + s.token }
+
 // awaitViewers waits until the server counts n pages showing id: a page
 // that closed its WebSocket has then had everything it sent read.
 func (s *server) awaitViewers(t *testing.T, ctx context.Context, id string, n int) {
@@ -122,7 +126,7 @@ func TestWeb(t *testing.T) {
 		vim, _ := srv.m.Session(res.ID)
 
 		tab := newTab(t, browser)
-		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+vim.ID()))
+		do(t, ctx, tab, chromedp.Navigate(srv.at("/s/"+vim.ID())))
 		awaitList(t, tab, py.ID()+" python3 -q waiting_input python3 90×16 0\n"+
 			vim.ID()+" vim -i NONE notes.txt waiting_input vim 100×24 1")
 		awaitScreen(t, tab, vim)
@@ -198,7 +202,7 @@ func TestWeb(t *testing.T) {
 		if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: py.ID(), Input: "print('model' + 'typed')", Submit: true, WaitMS: agentpty.Millis(0)}); !errors.Is(err, agentpty.ErrDenied) {
 			t.Fatalf("the model's write past the approver: %v, want ErrDenied", err)
 		}
-		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/"))
+		do(t, ctx, tab, chromedp.Navigate(srv.at("/")))
 		awaitScreen(t, tab, py)
 		if !eval[bool](t, tab, "window.agentpty.shown.typing") {
 			t.Fatal("the page says typing is not allowed")
@@ -227,7 +231,7 @@ func TestWeb(t *testing.T) {
 			}
 		}
 		mu.Unlock()
-		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+py.ID()))
+		do(t, ctx, tab, chromedp.Navigate(srv.at("/s/"+py.ID())))
 		awaitScreen(t, tab, py)
 		screenshot(t, tab, "agentpty-web-typing.png")
 	})
@@ -297,7 +301,7 @@ os.write(1, b"done\r\n")
 		var emitted []string
 		watched := ask("watched", func(id string) {
 			sess, _ := srv.m.Session(id)
-			do(t, ctx, tab, chromedp.Navigate(srv.base()+"/s/"+id))
+			do(t, ctx, tab, chromedp.Navigate(srv.at("/s/"+id)))
 			awaitScreen(t, tab, sess)
 			eval[bool](t, tab, `(window.emitted = [], window.agentpty.term.onData(d => window.emitted.push(d)), true)`)
 			goAsk(id)
@@ -323,7 +327,7 @@ os.write(1, b"done\r\n")
 	})
 
 	t.Run("token", func(t *testing.T) {
-		ctx, srv, py, tab := pythonPage(t, browser, config{addr: "127.0.0.1:0", public: true})
+		ctx, srv, py, tab := pythonPage(t, browser, config{addr: "127.0.0.1:0"}) // loopback needs it too
 		do(t, ctx, tab, chromedp.Navigate(srv.base()+"/"))
 		if got := eval[string](t, tab, "document.body.innerText"); !strings.Contains(got, "needs the token") {
 			t.Errorf("the page without the token shows %q", got)
@@ -368,6 +372,49 @@ func dial(t *testing.T, ctx context.Context, url, origin string) (*websocket.Con
 		return nil, resp.StatusCode
 	}
 	return c, resp.StatusCode
+}
+
+// TestLoopbackNeedsToken: on loopback too, a request or a WebSocket
+// without the token (another local user, a client that sends no Origin)
+// gets nothing, with --allow-typing as without. The control: the same
+// client without an Origin, with the token, gets the session's live
+// bytes, so the Origin check alone (all a loopback server had) let it in.
+func TestLoopbackNeedsToken(t *testing.T) {
+	ctx := testContext(t)
+	srv := startServer(t, config{addr: "127.0.0.1:0", allowTyping: true})
+	res, err := srv.m.Start(ctx, agentpty.StartRequest{Command: readyCat, WaitFor: "ready", Cols: 40, Rows: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/", "/s/" + res.ID, "/api/sessions"} {
+		if code := get(t, srv.base()+path, nil); code != http.StatusUnauthorized {
+			t.Errorf("%s on loopback without the token: %d, want 401", path, code)
+		}
+		if code := get(t, srv.at(path), nil); code != http.StatusOK {
+			t.Errorf("%s on loopback with the token: %d, want 200", path, code)
+		}
+	}
+	for _, path := range []string{"/ws/list", "/ws/term/" + res.ID} {
+		if c, code := dial(t, ctx, srv.base()+path, ""); c != nil || code != http.StatusUnauthorized {
+			t.Errorf("a WebSocket to %s without the token or an Origin: %d, want 401", path, code)
+		}
+	}
+	c, code := dial(t, ctx, srv.at("/ws/term/"+res.ID), "")
+	if c == nil {
+		t.Fatalf("control: a WebSocket without an Origin, with the token: %d", code)
+	}
+	defer c.CloseNow()
+	if _, err := srv.m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: "live-bytes", Submit: true, WaitFor: "live-bytes"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for !strings.Contains(string(got), "live-bytes") {
+		_, p, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("control: the WebSocket without an Origin got %q, then %v", got, err)
+		}
+		got = append(got, p...)
+	}
 }
 
 // TestRefusals: beyond loopback nothing is served without the token; a
@@ -430,20 +477,20 @@ func TestRefusals(t *testing.T) {
 		"/ws/term/..%2F..":   http.StatusNotFound,
 		"/ws/term/":          http.StatusNotFound,
 	} {
-		if code := get(t, loop.base()+path, nil); code != want {
+		if code := get(t, loop.at(path), nil); code != want {
 			t.Errorf("%s: %d, want %d", path, code, want)
 		}
 	}
-	if _, code := dial(t, ctx, loop.base()+"/ws/term/pty-2", loop.base()); code != http.StatusNotFound {
+	if _, code := dial(t, ctx, loop.at("/ws/term/pty-2"), loop.base()); code != http.StatusNotFound {
 		t.Errorf("a terminal WebSocket for no session: %d, want 404", code)
 	}
-	if _, code := dial(t, ctx, loop.base()+"/ws/list", "http://evil.example"); code != http.StatusForbidden {
+	if _, code := dial(t, ctx, loop.at("/ws/list"), "http://evil.example"); code != http.StatusForbidden {
 		t.Errorf("the list WebSocket from another origin: %d, want 403", code)
 	}
-	if code := get(t, loop.base()+"/", http.Header{"Host": {"rebound.example:" + loop.port}}); code != http.StatusForbidden {
+	if code := get(t, loop.at("/"), http.Header{"Host": {"rebound.example:" + loop.port}}); code != http.StatusForbidden {
 		t.Errorf("a loopback server asked for by another name: %d, want 403", code)
 	}
-	c, code = dial(t, ctx, loop.base()+"/ws/list", loop.base())
+	c, code = dial(t, ctx, loop.at("/ws/list"), loop.base())
 	if c == nil {
 		t.Fatalf("the list WebSocket from the page's origin: %d", code)
 	}
@@ -482,7 +529,7 @@ func TestSlowViewer(t *testing.T) {
 	}
 	transport := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Control: small}).DialContext}
 	defer transport.CloseIdleConnections()
-	c, _, err := websocket.Dial(ctx, "ws://127.0.0.1:"+srv.port+"/ws/term/"+res.ID, &websocket.DialOptions{HTTPClient: &http.Client{Transport: transport}})
+	c, _, err := websocket.Dial(ctx, "ws://127.0.0.1:"+srv.port+"/ws/term/"+res.ID+"?token="+srv.token, &websocket.DialOptions{HTTPClient: &http.Client{Transport: transport}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +589,12 @@ func TestRunDemo(t *testing.T) {
 	if page == "" {
 		t.Fatalf("no URL printed: %v", <-done)
 	}
-	resp, err := httpClient.Get(page + "api/sessions")
+	u, err := url.Parse(page)
+	if err != nil || u.Query().Get("token") == "" {
+		t.Fatalf("the URL printed, %q, holds no token: %v", page, err)
+	}
+	u.Path = "/api/sessions"
+	resp, err := httpClient.Get(u.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +629,7 @@ func TestExitedSession(t *testing.T) {
 	if _, err := sess.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, code := dial(t, ctx, srv.base()+"/ws/term/"+res.ID, "")
+	c, code := dial(t, ctx, srv.at("/ws/term/"+res.ID), "")
 	if c == nil {
 		t.Fatalf("dial: %d", code)
 	}

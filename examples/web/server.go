@@ -32,7 +32,7 @@ type server struct {
 	cfg    config
 	ln     net.Listener
 	port   string
-	token  string // required on every request but static files; empty on loopback
+	token  string // required on every request but static files, on loopback too
 	list   *hub   // pokes the list WebSockets on every Manager event
 	http   *http.Server
 	page   []byte
@@ -60,13 +60,13 @@ func listen(c config) (*server, error) {
 		return nil, err
 	}
 	s := &server{cfg: c, list: newHub(), page: page, viewers: map[string]int{}}
-	if c.public {
-		b := make([]byte, 24)
-		if _, err := rand.Read(b); err != nil {
-			return nil, err
-		}
-		s.token = hex.EncodeToString(b)
+	// On loopback too: every local user, and any local process (a
+	// WebSocket client sends no Origin unless it wants to), reaches it.
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
 	}
+	s.token = hex.EncodeToString(b)
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return nil, err
@@ -117,16 +117,14 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// url is the page's address, with the token when one is needed.
+// url is the page's address, with the token.
 func (s *server) url() string {
 	host, _, _ := net.SplitHostPort(s.ln.Addr().String())
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host, _ = os.Hostname()
 	}
 	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, s.port), Path: "/"}
-	if s.token != "" {
-		u.RawQuery = url.Values{"token": {s.token}}.Encode()
-	}
+	u.RawQuery = url.Values{"token": {s.token}}.Encode()
 	return u.String()
 }
 
@@ -177,7 +175,7 @@ func (s *server) headers(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A name that resolves to 127.0.0.1 (DNS rebinding) must not
 		// reach a loopback server: its Origin would match its Host.
-		if s.token == "" && !s.loopbackHost(r.Host) {
+		if !s.cfg.public && !s.loopbackHost(r.Host) {
 			http.Error(w, "agentpty: host "+strconv.Quote(r.Host)+" is not this loopback server", http.StatusForbidden)
 			return
 		}
@@ -193,10 +191,10 @@ func (s *server) loopbackHost(hostport string) bool {
 	return err == nil && port == s.port && isLoopback(host)
 }
 
-// guard refuses a request without the token, when one is needed.
+// guard refuses a request without the token.
 func (s *server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.token != "" && subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("token")), []byte(s.token)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("token")), []byte(s.token)) != 1 {
 			http.Error(w, "agentpty: this server needs the token it printed at start (?token=…)", http.StatusUnauthorized)
 			return
 		}

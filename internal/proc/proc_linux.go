@@ -95,6 +95,7 @@ type Stat struct {
 	State           byte   // R, S, D, T, Z, ...
 	PPID, Pgrp, SID int
 	Threads         int    // how many threads it has; 0 when not told
+	TTY             uint64 // its controlling terminal's device (as Stat_t.Rdev), 0 for none
 	Start           uint64 // when it started, in clock ticks since boot
 }
 
@@ -144,7 +145,7 @@ func ParseStat(b []byte, comm string) (Stat, bool) {
 	if !ok1 || !ok2 || !ok3 {
 		return Stat{}, false
 	}
-	var start uint64
+	var start, tty uint64
 	if v, ok := atoi(f[19]); k > 19 && ok && v >= 0 {
 		start = uint64(v)
 	}
@@ -152,7 +153,10 @@ func ParseStat(b []byte, comm string) (Stat, bool) {
 	if v, ok := atoi(f[17]); k > 17 && ok {
 		threads = v
 	}
-	return Stat{Comm: comm, State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid, Threads: threads, Start: start}, true
+	if v, ok := atoi(f[4]); k > 4 && ok && v > 0 {
+		tty = uint64(v) // the kernel's encoding and Mkdev's agree below major 4096
+	}
+	return Stat{Comm: comm, State: f[0][0], PPID: ppid, Pgrp: pgrp, SID: sid, Threads: threads, TTY: tty, Start: start}, true
 }
 
 // Fields splits b at spaces and newlines into f, as many fields as f

@@ -11,7 +11,7 @@ import (
 func TestParseStat(t *testing.T) {
 	line := []byte("4242 (a (b) c) S 1 4242 4240 34816 4242 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100\n")
 	st, ok := ParseStat(line, "")
-	want := Stat{Comm: "a (b) c", State: 'S', PPID: 1, Pgrp: 4242, SID: 4240, Threads: 1, Start: 987654}
+	want := Stat{Comm: "a (b) c", State: 'S', PPID: 1, Pgrp: 4242, SID: 4240, Threads: 1, TTY: 34816, Start: 987654} // pts/0
 	if !ok || st != want {
 		t.Fatalf("ParseStat = %+v %v, want %+v", st, ok, want)
 	}

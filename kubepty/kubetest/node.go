@@ -3,10 +3,12 @@ package kubetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,10 +87,32 @@ func (n *node) ExecInContainer(ctx context.Context, name, uid, container string,
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = n.env
 	c.Dir = "/"
+	if !strings.Contains(argv[0], "/") {
+		// A runtime finds the program in the container's PATH, not the
+		// node's.
+		c.Path, c.Err = lookPathIn(argv[0], n.env)
+	}
 	if !tty {
 		return n.execPipes(c, in, out, stderr)
 	}
 	return n.execTTY(c, in, out, resize)
+}
+
+// lookPathIn finds name in the directories of env's PATH (its last).
+func lookPathIn(name string, env []string) (string, error) {
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: executable file not found in the container's $PATH", name)
 }
 
 // execTTY runs c on a terminal of the size the client sends first, as the
