@@ -357,6 +357,7 @@ var tools = []Tool{
   "additionalProperties": false
 }`),
 	},
+	listTool,
 }
 
 // Tools returns the tools with descriptions written for a model, the JSON
@@ -423,8 +424,14 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 			return nil, err
 		}
 		res, err = m.Kill(ctx, req.ID)
+	case ToolList:
+		var req ListRequest
+		if err := decodeArgs(name, args, &req); err != nil {
+			return nil, err
+		}
+		res, err = m.ListSessions(ctx)
 	default:
-		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s, %s or %s)", name, ToolStart, ToolWrite, ToolRun, ToolKill)
+		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s, %s, %s or %s)", name, ToolStart, ToolWrite, ToolRun, ToolKill, ToolList)
 	}
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ func TestToolsDescribeTheContract(t *testing.T) {
 		ToolWrite: {[]string{"cols", "id", "input", "keys", "literal", "peek", "rows", "screen", "send_signal", "submit", "wait_for", "wait_for_regex", "wait_ms", "wait_until"}, []string{"id"}},
 		ToolRun:   {[]string{"command", "id", "timeout_ms", "wait_until"}, []string{"id", "command"}},
 		ToolKill:  {[]string{"id"}, []string{"id"}},
+		ToolList:  {nil, nil},
 	}
 	tools := m.Tools()
 	if len(tools) != len(want) {
