@@ -8,7 +8,7 @@ func (s *Session) startResult(w waitResult) StartResult {
 	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
 		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, Spool: w.spool,
 		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
-		Cursor: w.cursor, Highlights: w.highlights}
+		Cursor: w.cursor, Highlights: w.highlights, Waited: w.waited}
 }
 
 // startFromRun is a shell session's start whose first command ran.
@@ -23,7 +23,7 @@ func (s *Session) writeResult(w waitResult) WriteResult {
 	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, InputHidden: w.inputHidden, Spool: w.spool,
 		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
-		Cursor: w.cursor, Highlights: w.highlights}
+		Cursor: w.cursor, Highlights: w.highlights, Waited: w.waited}
 }
 
 // runResult is a run's result from what collect took, with the command's
@@ -64,6 +64,7 @@ type waitResult struct {
 	state         TerminalState
 	cursor        *Cursor     // with a screen mode (screenview.go)
 	highlights    []Highlight // ...
+	waited        string      // why a settled wait ended (settledwait.go)
 }
 
 // collect takes everything new as one result and marks it read; a peek

@@ -116,7 +116,8 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	s.addSecret(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
-	return s.writeInTurn(ctx, input, want, req.WaitMS, callView{waitUntil: req.WaitUntil, secret: true})
+	settle, _ := settleFor(op, req.WaitUntil, nil) // "settled" waits its default
+	return s.writeInTurn(ctx, input, want, req.WaitMS, callView{waitUntil: req.WaitUntil, settle: settle, secret: true})
 }
 
 // fgProc is a process of the terminal's foreground group.

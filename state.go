@@ -18,8 +18,8 @@ const (
 	StateExited = "exited"
 )
 
-// WaitUntilInput is the one value of wait_until: return once the
-// foreground program waits for input.
+// WaitUntilInput is the value of wait_until that returns once the
+// foreground program waits for input (WaitUntilSettled is the other).
 const WaitUntilInput = "input"
 
 // TerminalState says what the terminal's foreground program is doing, as
@@ -121,13 +121,17 @@ func (s *Session) outputSettled(sr StateReader) bool {
 
 // checkWaitUntil validates a request's wait_until.
 func checkWaitUntil(tool, id, v string) error {
-	if v != "" && v != WaitUntilInput {
-		if id != "" {
-			tool += " " + id
-		}
+	run := tool == ToolRun // a run waits for its prompt: nothing to settle
+	if v == "" || v == WaitUntilInput || v == WaitUntilSettled && !run {
+		return nil
+	}
+	if id != "" {
+		tool += " " + id
+	}
+	if run {
 		return errorf(ErrInvalid, "%s: wait_until %q is not %q", tool, v, WaitUntilInput)
 	}
-	return nil
+	return errorf(ErrInvalid, "%s: wait_until %q is not %q or %q", tool, v, WaitUntilInput, WaitUntilSettled)
 }
 
 // The kernel gives no event for "the program now blocks reading the
