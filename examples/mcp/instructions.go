@@ -25,6 +25,7 @@ var guide = []struct{ needs, text string }{
 	{"pty-write.state", "Read state on each result: \"waiting_input\" means the program in the foreground (named by foreground) waits for you to type; \"running\" means it is still working: wait or read again; \"exited\" means it ended (see exit_code or signal)."},
 	{"pty-write", "input_hidden: true means the program is reading a password or other secret: do not invent one; ask the user."},
 	{"pty-write.screen", "Full-screen programs show their screen as output. screen: \"full\" returns the whole screen with the cursor and the highlighted spans (a menu's selected item, a focused button); screen: \"diff\" returns only what changed, which is how to see the effect of a Tab or an arrow key."},
+	{"pty-list", "pty-list lists the sessions still held, with their command, state, last line of output and exit status: use it to find a server or job started earlier instead of starting another."},
 	{"pty-kill", "Kill every session you no longer need with pty-kill: a session holds one of a limited number of slots until it is killed, even after its program has exited."},
 }
 

@@ -60,7 +60,7 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
-	err = run(ctx, opts, &lineTransport{r: os.Stdin, w: os.Stdout}, os.Stderr)
+	err = runHost(ctx, opts, cfg.host(), &lineTransport{r: os.Stdin, w: os.Stdout}, os.Stderr)
 	closeRemote()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
@@ -88,8 +88,28 @@ func (c config) remote(ctx context.Context, opts *agentpty.Options) (func(), err
 // run serves the tools over t until the client goes away or ctx ends, then
 // kills every session the model left running. Session lifecycle lines go
 // to stderr.
-func run(ctx context.Context, opts agentpty.Options, t mcp.Transport, stderr io.Writer) (err error) {
+func run(ctx context.Context, opts agentpty.Options, t mcp.Transport, stderr io.Writer) error {
+	return runHost(ctx, opts, host{}, t, stderr)
+}
+
+// host is what the server offers besides the manager's tools.
+type host struct {
+	// secrets offers pty-secret, whose pages wait secretTimeout for the
+	// person (0: defaultSecretTimeout).
+	secrets       bool
+	secretTimeout time.Duration
+}
+
+// runHost is run with what the host offers besides the tools; an
+// opts.Approver made by newAskApprover puts what its rules refuse to the
+// person.
+func runHost(ctx context.Context, opts agentpty.Options, h host, t mcp.Transport, stderr io.Writer) (err error) {
 	srv := &server{stderr: stderr}
+	srv.ask, _ = opts.Approver.(*askApprover)
+	if h.secrets {
+		srv.secrets = newSecretPages(h.secretTimeout)
+		defer srv.secrets.close()
+	}
 	opts.OnEvent = srv.event
 	m := agentpty.NewManager(opts)
 	srv.m = m
@@ -112,6 +132,10 @@ type config struct {
 	allow, deny, writable       list
 	approveWrites, sandbox, net bool
 	noSnapshot                  bool
+	approve                     string // "rules" or "ask"
+	secretPrograms              list
+	secretAny                   bool
+	secretTimeout               time.Duration
 	shell                       string
 	ssh                         string // user@host[:port], or empty for this machine
 	kube                        string // NAMESPACE/POD[/CONTAINER]
@@ -162,6 +186,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.noSnapshot, "no-snapshot", false, "run the login profile for every start instead of once (with --shell 'bash -lc', commands start from a snapshot of the login shell)")
 	fs.StringVar(&c.ssh, "ssh", "", "run every session on `user@host[:port]` over SSH: the host key checked against ~/.ssh/known_hosts, the ssh-agent's keys or ~/.ssh/id_*")
 	fs.StringVar(&c.kube, "kube", "", "run sessions in a Kubernetes pod, `NAMESPACE/POD[/CONTAINER]`, through the kubeconfig kubectl uses")
+	fs.StringVar(&c.approve, "approve", "rules", "who decides what --allow/--deny refuse: `rules` alone, or ask: put it to the person through the client (a form elicitation: allow once, allow for this session, deny); a client that cannot ask leaves it to the rules")
+	fs.Var(&c.secretPrograms, "secret-program", "a `program` (name or path, root-owned) pty-secret may type the person's secret into (repeatable); offers the tool pty-secret")
+	fs.BoolVar(&c.secretAny, "secret-any", false, "offer pty-secret for any program at a prompt with echo off, not only --secret-program's")
+	fs.DurationVar(&c.secretTimeout, "secret-timeout", defaultSecretTimeout, "how long pty-secret's one-time page waits for the person")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -180,6 +208,10 @@ func (c config) options() (agentpty.Options, error) {
 		Cols: c.cols, Rows: c.rows, MaxSessions: c.maxSessions, KillGrace: c.killGrace,
 		IdleTimeout: c.idle, MaxLifetime: c.lifetime, ApproveWrites: c.approveWrites,
 		Shell: strings.Fields(c.shell), ShellSnapshot: !c.noSnapshot,
+		SecretPrograms: c.secretPrograms,
+	}
+	if c.approve != "rules" && c.approve != "ask" {
+		return opts, fmt.Errorf("--approve %q: want rules or ask", c.approve)
 	}
 	if c.cols < 1 || c.cols > 1000 || c.rows < 1 || c.rows > 500 {
 		return opts, fmt.Errorf("--cols %d --rows %d: the size must be within 1-1000 by 1-500", c.cols, c.rows)
@@ -203,6 +235,9 @@ func (c config) options() (agentpty.Options, error) {
 			}
 			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
 		})
+	}
+	if c.approve == "ask" {
+		opts.Approver = newAskApprover(opts.Approver)
 	}
 	sandboxed := c.sandbox || len(c.writable) > 0 || !c.net
 	remote := ""
@@ -233,6 +268,11 @@ func (c config) options() (agentpty.Options, error) {
 		opts.Sandbox = sb
 	}
 	return opts, nil
+}
+
+// host is what the flags offer besides the manager's options.
+func (c config) host() host {
+	return host{secrets: len(c.secretPrograms) > 0 || c.secretAny, secretTimeout: c.secretTimeout}
 }
 
 // version reports the agentpty module this server was built with.
