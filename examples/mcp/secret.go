@@ -170,7 +170,7 @@ var secretForm = template.Must(template.New("secret").Parse(`<!doctype html>
 // other origin; a used or expired token says so.
 func (p *secretPages) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Referrer-Policy", "same-origin") // no-referrer would make the form post Origin: null
 	w.Header().Set("X-Frame-Options", "DENY")
 	p.mu.Lock()
 	origin := p.origin
