@@ -210,35 +210,17 @@ func (c config) options() (agentpty.Options, error) {
 		Shell: strings.Fields(c.shell), ShellSnapshot: !c.noSnapshot,
 		SecretPrograms: c.secretPrograms,
 	}
-	if c.approve != "rules" && c.approve != "ask" {
-		return opts, fmt.Errorf("--approve %q: want rules or ask", c.approve)
-	}
 	if c.cols < 1 || c.cols > 1000 || c.rows < 1 || c.rows > 500 {
 		return opts, fmt.Errorf("--cols %d --rows %d: the size must be within 1-1000 by 1-500", c.cols, c.rows)
 	}
 	if len(opts.Shell) == 0 {
 		return opts, errors.New("--shell is empty")
 	}
-	switch {
-	case len(c.allow) > 0:
-		opts.Approver = agentpty.Rules{Allow: c.allow, Deny: c.deny}
-	case len(c.deny) > 0:
-		// Deny rules alone refuse what they match and nothing else: what
-		// is judged is its own allow rule, the command of a start or a
-		// run, the typed lines of a write (as Rules reads them, Enter as a
-		// line feed).
-		deny := c.deny
-		opts.Approver = agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
-			own := req.Command
-			if req.Tool == agentpty.ToolWrite {
-				own = strings.ReplaceAll(req.Input, "\r", "\n")
-			}
-			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
-		})
+	approver, err := c.approver()
+	if err != nil {
+		return opts, err
 	}
-	if c.approve == "ask" {
-		opts.Approver = newAskApprover(opts.Approver)
-	}
+	opts.Approver = approver
 	sandboxed := c.sandbox || len(c.writable) > 0 || !c.net
 	remote := ""
 	switch {
@@ -268,6 +250,35 @@ func (c config) options() (agentpty.Options, error) {
 		opts.Sandbox = sb
 	}
 	return opts, nil
+}
+
+// approver is what --allow, --deny and --approve make of the rules.
+func (c config) approver() (agentpty.Approver, error) {
+	var approver agentpty.Approver
+	if c.approve != "rules" && c.approve != "ask" {
+		return nil, fmt.Errorf("--approve %q: want rules or ask", c.approve)
+	}
+	switch {
+	case len(c.allow) > 0:
+		approver = agentpty.Rules{Allow: c.allow, Deny: c.deny}
+	case len(c.deny) > 0:
+		// Deny rules alone refuse what they match and nothing else: what
+		// is judged is its own allow rule, the command of a start or a
+		// run, the typed lines of a write (as Rules reads them, Enter as a
+		// line feed).
+		deny := c.deny
+		approver = agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
+			own := req.Command
+			if req.Tool == agentpty.ToolWrite {
+				own = strings.ReplaceAll(req.Input, "\r", "\n")
+			}
+			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
+		})
+	}
+	if c.approve == "ask" {
+		approver = newAskApprover(approver)
+	}
+	return approver, nil
 }
 
 // host is what the flags offer besides the manager's options.
