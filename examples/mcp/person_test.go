@@ -93,15 +93,21 @@ func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool str
 	return textOf(res), res.IsError
 }
 
-// startID starts command and returns its id.
+// startID starts command and returns its id, once waitFor appeared or,
+// without one, once the program waits for input.
 func startID(t *testing.T, ctx context.Context, cs *mcp.ClientSession, command, waitFor string) string {
 	t.Helper()
-	text, isErr := callTool(t, ctx, cs, "pty-start", map[string]any{"command": command, "wait_for": waitFor})
+	args := map[string]any{"command": command, "wait_for": waitFor}
+	if waitFor == "" {
+		args = map[string]any{"command": command, "wait_until": "input"}
+	}
+	text, isErr := callTool(t, ctx, cs, "pty-start", args)
 	var r struct {
 		ID      string `json:"id"`
 		Matched bool   `json:"matched"`
+		State   string `json:"state"`
 	}
-	if isErr || json.Unmarshal([]byte(text), &r) != nil || !r.Matched {
+	if isErr || json.Unmarshal([]byte(text), &r) != nil || !r.Matched && r.State != agentpty.StateWaitingInput {
 		t.Fatalf("pty-start %q: %s", command, text)
 	}
 	return r.ID
