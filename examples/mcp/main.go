@@ -98,6 +98,8 @@ type host struct {
 	// person (0: defaultSecretTimeout).
 	secrets       bool
 	secretTimeout time.Duration
+	// manager, when set, is handed the manager once made (tests).
+	manager func(*agentpty.Manager)
 }
 
 // runHost is run with what the host offers besides the tools; an
@@ -113,6 +115,9 @@ func runHost(ctx context.Context, opts agentpty.Options, h host, t mcp.Transport
 	opts.OnEvent = srv.event
 	m := agentpty.NewManager(opts)
 	srv.m = m
+	if h.manager != nil {
+		h.manager(m)
+	}
 	// A signal ends every session at once, so calls waiting on one return
 	// and the server can stop.
 	stop := context.AfterFunc(ctx, func() { _ = m.Close() })

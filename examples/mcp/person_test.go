@@ -225,7 +225,8 @@ func sudoUser(t *testing.T, password string) string {
 // the page a URL elicitation opens, on both protocols: returned as an
 // input request on the newest, sent as a nested request on the older.
 // The password shows nowhere the model or the client could see it: not
-// in any message either way, not in the server's log.
+// in any message either way, not in the server's log, not in a recording
+// of the session.
 func TestSecretThroughThePage(t *testing.T) {
 	const password = "Mcp-Sudo-Pw-7319"
 	user := sudoUser(t, password)
@@ -246,9 +247,15 @@ func TestSecretThroughThePage(t *testing.T) {
 				}
 				return &mcp.ElicitResult{Action: "accept"}, nil
 			}, Capabilities: bothModes()}
-			cs := connectHost(t, ctx, agentpty.Options{SecretPrograms: []string{"sudo"}}, host{secrets: true}, copts, version, w, log)
+			var m *agentpty.Manager
+			h := host{secrets: true, manager: func(made *agentpty.Manager) { m = made }}
+			cs := connectHost(t, ctx, agentpty.Options{SecretPrograms: []string{"sudo"}}, h, copts, version, w, log)
 			id := startID(t, ctx, cs, "setpriv --reuid="+user+" --regid="+user+" --init-groups -- "+
 				`sudo -k -p "[sudo] pw: " true; echo "sudo exit $?"; exec cat`, "[sudo] pw: ")
+			rec := &syncBuffer{}
+			if sess, ok := m.Session(id); !ok || sess.Record(rec) != nil {
+				t.Fatalf("record %s", id)
+			}
 			text, isErr := callTool(t, ctx, cs, toolSecret, map[string]any{"id": id})
 			if isErr || !strings.Contains(text, "sudo exit 0") {
 				t.Fatalf("pty-secret: %s (the page said %q); want sudo exit 0", text, shown)
@@ -268,6 +275,9 @@ func TestSecretThroughThePage(t *testing.T) {
 			}
 			if want := version < "2026-07-28"; nested != want {
 				t.Errorf("protocol %s: a nested elicitation request: %v, want %v", version, nested, want)
+			}
+			if !strings.Contains(rec.String(), "sudo exit 0") || strings.Contains(rec.String(), password) {
+				t.Errorf("the recording: %q; want sudo's exit and no password", rec.String())
 			}
 			if strings.Contains(log.String(), password) {
 				t.Errorf("the password is in the server's log: %s", log.String())

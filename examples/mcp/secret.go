@@ -322,7 +322,7 @@ func (s *server) secretHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	prompt := a.Prompt
 	if prompt == "" {
-		prompt = lastLine(sess.Tail(4))
+		prompt = shownLast(s.m, a.ID)
 	}
 	pg, url, err := s.secrets.open(a.ID, st.Foreground, prompt)
 	if err != nil {
@@ -391,11 +391,13 @@ func clientHas(ss *mcp.ServerSession, mode string) bool {
 	return e.Form != nil || e.URL == nil // neither named: form, as the protocol had it first
 }
 
-// lastLine is the last non-blank line of lines.
-func lastLine(lines []string) string {
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return l
+// shownLast is the last line session id shows, as pty-list has it: the
+// prompt, at a prompt.
+func shownLast(m *agentpty.Manager, id string) string {
+	list, _ := m.ListSessions(context.Background())
+	for _, l := range list.Sessions {
+		if l.ID == id {
+			return l.LastLine
 		}
 	}
 	return ""
