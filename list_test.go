@@ -24,7 +24,7 @@ func TestListFindsEarlierSessions(t *testing.T) {
 	}
 	mustWrite(t, m, WriteRequest{ID: srv.ID, Input: "GET /health", Submit: true, WaitFor: "GET /health", WaitMS: ms(10000)})
 	// What the program printed after the last read stays unread.
-	mustWrite(t, m, WriteRequest{ID: srv.ID, Input: "unread line", Submit: true, WaitMS: ms(0)})
+	mustWrite(t, m, WriteRequest{ID: srv.ID, Input: "unread line", Submit: true, WaitMS: ms(0), Peek: true})
 	sess, _ := m.Session(srv.ID)
 	awaitUnread(t, sess, "unread line\nunread line")
 
