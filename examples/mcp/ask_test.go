@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -122,5 +123,38 @@ func TestListAndSettledThroughMCP(t *testing.T) {
 	}
 	if isErr || json.Unmarshal([]byte(text), &top) != nil || top.Waited != "settled" || !strings.Contains(top.Output, "load average") {
 		t.Errorf("top with wait_until settled: %s", text)
+	}
+}
+
+// The flags of the person in the loop: --approve ask wraps the rules,
+// anything else but rules is refused, and --secret-program or
+// --secret-any offer pty-secret.
+func TestPersonFlags(t *testing.T) {
+	c, err := parseFlags([]string{"--approve", "ask", "--allow", "cat", "--secret-program", "sudo"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := c.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := opts.Approver.(*askApprover); !ok || a.rules == nil || len(opts.SecretPrograms) != 1 || !c.host().secrets {
+		t.Errorf("--approve ask --allow cat --secret-program sudo: approver %T, secret programs %v, host %+v", opts.Approver, opts.SecretPrograms, c.host())
+	}
+	c, _ = parseFlags(nil, io.Discard)
+	if opts, _ := c.options(); opts.Approver != nil || c.host().secrets {
+		t.Errorf("no flags: approver %T, pty-secret offered %v", opts.Approver, c.host().secrets)
+	}
+	c, _ = parseFlags([]string{"--approve", "maybe"}, io.Discard)
+	if _, err := c.options(); err == nil || !strings.Contains(err.Error(), "--approve") {
+		t.Errorf("--approve maybe: %v", err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil || !strings.Contains(string(readme), "> "+secretGuide+"\n") {
+		t.Errorf("the README's MCP section lacks pty-secret's paragraph (%v)", err)
+	}
+	c, _ = parseFlags([]string{"--secret-any"}, io.Discard)
+	if opts, _ := c.options(); !c.host().secrets || opts.SecretPrograms != nil {
+		t.Errorf("--secret-any: host %+v, secret programs %v", c.host(), opts.SecretPrograms)
 	}
 }
