@@ -418,7 +418,8 @@ func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, w
 	if s.sh != nil {
 		return s.startShell(ctx, req)
 	}
-	w, err := s.wait(ctx, want, req.WaitMS, req.WaitUntil)
+	settle, _ := settleFor(ToolStart, req.WaitUntil, req.SettleMS) // checked by checkStart
+	w, err := s.wait(ctx, want, req.WaitMS, req.WaitUntil, settle)
 	if errors.Is(err, ErrUnsupported) {
 		_, _ = m.end(context.Background(), s, EventKilled) // no one learns the id
 		return StartResult{}, err
@@ -452,6 +453,9 @@ func checkStart(req StartRequest) error {
 		}
 	}
 	if err := checkWaitUntil(ToolStart, "", req.WaitUntil); err != nil {
+		return err
+	}
+	if _, err := settleFor(ToolStart, req.WaitUntil, req.SettleMS); err != nil {
 		return err
 	}
 	if len(req.Command) > maxCommandBytes {

@@ -60,8 +60,13 @@ type StartRequest struct {
 	// most 700). Any wait is capped at 30000 and ends when the program exits.
 	WaitMS *int `json:"wait_ms,omitempty"`
 	// WaitUntil "input" returns as soon as the program waits for input
-	// (state waiting_input); WaitMS then defaults to 10000.
+	// (state waiting_input); "settled" once the output has changed and
+	// then stayed still for SettleMS, for programs that redraw and never
+	// wait for input (top, watch). WaitMS then defaults to 10000.
 	WaitUntil string `json:"wait_until,omitempty"`
+	// SettleMS is how long the output must stay still for wait_until
+	// "settled"; nil means 300. Only with "settled"; at most 10000.
+	SettleMS *int `json:"settle_ms,omitempty"`
 	// Screen "full" makes Output the rendered screen, "diff" a unified diff
 	// of it against a blank one; both add Cursor and Highlights. Empty
 	// means the plain output.
@@ -99,8 +104,12 @@ type WriteRequest struct {
 	// the wait ends early when the program exits.
 	WaitMS *int `json:"wait_ms,omitempty"`
 	// WaitUntil "input" returns as soon as the program waits for input
-	// (state waiting_input); WaitMS then defaults to 10000.
+	// (state waiting_input); "settled" once the output no result returned
+	// yet has stayed still for SettleMS (a redraw of top or watch has
+	// ended). WaitMS then defaults to 10000.
 	WaitUntil string `json:"wait_until,omitempty"`
+	// SettleMS is as in StartRequest.
+	SettleMS *int `json:"settle_ms,omitempty"`
 	// Screen "full" makes Output the rendered screen; "diff" makes it a
 	// unified diff of the screen before and after this call (see
 	// screenview.go for its form). Both add Cursor and Highlights. Empty
@@ -205,8 +214,9 @@ type WriteResult struct {
 	// "input" (the kernel shows the program waiting for input), "exit"
 	// (it exited), "timeout" (the wait ran out) or "quiet" (output
 	// stopped for a program the library cannot see into, such as ssh or
-	// a tmux client, or a start's first output paused: a guess). See the
-	// Waited constants.
+	// a tmux client, or a start's first output paused: a guess), or
+	// "settled" (wait_until "settled": the output changed, then stayed
+	// still for settle_ms). See the Waited constants.
 	Waited string `json:"waited,omitempty"`
 	// StateGuessed is true when State is "waiting_input" only because a
 	// relay's output paused (TerminalState.Guessed): the program may
@@ -306,7 +316,8 @@ var tools = []Tool{
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in the output, e.g. a prompt like \">>> \"."},
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else until output goes quiet, at most 700)."},
-    "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input), with no text to wait for."},
+    "wait_until": {"type": "string", "enum": ["input", "settled"], "description": "\"input\": return as soon as the program waits for input (state waiting_input), with no text to wait for. \"settled\": for programs that redraw and never wait for input (top, watch, dashboards): return once the output has stayed still for settle_ms; waited says \"settled\" or \"timeout\"."},
+    "settle_ms": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "With wait_until \"settled\": how long the output must stay still, in milliseconds (default 300)."},
     "shell": {"type": "boolean", "description": "Start an interactive bash for pty-run, which returns each command's own output and exit code; command is then optional and runs first."},
     "screen": {"type": "string", "enum": ["full", "diff"], "description": "For full-screen programs (menus, dialogs, editors): \"full\" returns the whole rendered screen as output, \"diff\" a unified diff of it; both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based), the selected or focused items."}
   },
@@ -343,7 +354,8 @@ var tools = []Tool{
     "wait_for": {"type": "string", "description": "Return as soon as this literal text appears in what the program printed since the last read (the echo of the input typed does not count)."},
     "wait_for_regex": {"type": "string", "description": "Like wait_for, an RE2 regular expression, e.g. \"\\\\$ $\" for a shell prompt ending the output; (?m) makes ^ and $ match at every line. Give wait_for or wait_for_regex, not both."},
     "wait_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "description": "Longest wait in milliseconds (default 10000 with wait_for or wait_until, else 700)."},
-    "wait_until": {"type": "string", "enum": ["input"], "description": "\"input\": return as soon as the program waits for input (state waiting_input)."},
+    "wait_until": {"type": "string", "enum": ["input", "settled"], "description": "\"input\": return as soon as the program waits for input (state waiting_input). \"settled\": for programs that redraw and never wait for input (top, watch, dashboards): return once the output not yet read has stayed still for settle_ms, between two redraws; waited says \"settled\" or \"timeout\"."},
+    "settle_ms": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "With wait_until \"settled\": how long the output must stay still, in milliseconds (default 300)."},
     "screen": {"type": "string", "enum": ["full", "diff"], "description": "\"full\": output is the whole rendered screen, to look at a full-screen program (menu, dialog, editor). \"diff\": output is a unified diff of the screen before and after this call (hunk headers give 1-based rows, e.g. @@ -5 +5 @@; the header lines give the cursor; a row whose highlight alone changed is a context line under a header naming the highlighted text): use it after a keystroke such as Tab or an arrow to see what moved. Both add cursor {row, col} and highlights [{row, col, len, text}] (zero-based): the spans drawn in reverse video or on a distinct background, such as the selected menu item or the focused button. A row of key labels (a function-key bar) is never listed; after the first read of a screen, highlights lists what changed first and leaves out spans that looked the same on every read (a status bar)."},
     "peek": {"type": "boolean", "description": "Look without consuming: the next read returns this output again."},
     "send_signal": {"type": "string", "description": "Signal for the foreground program, sent before typing: a name like \"SIGINT\", \"TERM\", or a number. Use it when a control key is not read (raw mode) or to send one with no key (SIGTERM, SIGHUP)."},
@@ -393,6 +405,7 @@ var tools = []Tool{
   "additionalProperties": false
 }`),
 	},
+	listTool,
 }
 
 // Tools returns the tools with descriptions written for a model, the JSON
@@ -468,8 +481,14 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 			return nil, err
 		}
 		res, err = m.Kill(ctx, req.ID)
+	case ToolList:
+		var req ListRequest
+		if err := decodeArgs(name, args, &req); err != nil {
+			return nil, err
+		}
+		res, err = m.ListSessions(ctx)
 	default:
-		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s, %s or %s)", name, ToolStart, ToolWrite, ToolRun, ToolKill)
+		return nil, errorf(ErrInvalid, "unknown tool %q (want %s, %s, %s, %s or %s)", name, ToolStart, ToolWrite, ToolRun, ToolKill, ToolList)
 	}
 	if err != nil {
 		return nil, err

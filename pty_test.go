@@ -16,10 +16,11 @@ func TestToolsDescribeTheContract(t *testing.T) {
 		props    []string
 		required []string
 	}{
-		ToolStart: {[]string{"cols", "command", "cwd", "rows", "screen", "shell", "wait_for", "wait_for_regex", "wait_ms", "wait_until"}, nil}, // command is optional with shell
-		ToolWrite: {[]string{"cols", "id", "input", "keys", "literal", "peek", "rows", "screen", "send_signal", "submit", "wait_for", "wait_for_regex", "wait_ms", "wait_until"}, []string{"id"}},
+		ToolStart: {[]string{"cols", "command", "cwd", "rows", "screen", "settle_ms", "shell", "wait_for", "wait_for_regex", "wait_ms", "wait_until"}, nil}, // command is optional with shell
+		ToolWrite: {[]string{"cols", "id", "input", "keys", "literal", "peek", "rows", "screen", "send_signal", "settle_ms", "submit", "wait_for", "wait_for_regex", "wait_ms", "wait_until"}, []string{"id"}},
 		ToolRun:   {[]string{"command", "id", "timeout_ms", "wait_until"}, []string{"id", "command"}},
 		ToolKill:  {[]string{"id"}, []string{"id"}},
+		ToolList:  {nil, nil},
 	}
 	tools := m.Tools()
 	if len(tools) != len(want) {

@@ -109,19 +109,30 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	if st, exited := s.ended(); exited {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
-	if !s.echoOff() {
-		if err := s.trustedRelay(op, m.opts.SecretRelays); err != nil {
-			return WriteResult{}, err
-		}
-	} else if list := m.opts.SecretPrograms; list != nil {
-		if err := s.programs().CheckPrograms(s.term, list); err != nil {
-			return WriteResult{}, fmt.Errorf("%w: %s %s: Options.SecretPrograms: %w", ErrDenied, op, id, err)
-		}
+	if err := s.trustedReader(op, m.opts); err != nil {
+		return WriteResult{}, err
 	}
 	s.addSecret(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
-	return s.writeInTurn(ctx, input, want, req.WaitMS, callView{waitUntil: req.WaitUntil, secret: true})
+	settle, _ := settleFor(op, req.WaitUntil, nil) // "settled" waits its default
+	return s.writeInTurn(ctx, input, want, req.WaitMS, callView{waitUntil: req.WaitUntil, settle: settle, secret: true})
+}
+
+// trustedReader is WriteSecret's last check before typing: a password
+// prompt (echo off) whose program, and every other holder of the
+// terminal, Options.SecretPrograms trusts when it is set; else a relay
+// Options.SecretRelays trusts.
+func (s *Session) trustedReader(op string, opts Options) error {
+	if !s.echoOff() {
+		return s.trustedRelay(op, opts.SecretRelays)
+	}
+	if list := opts.SecretPrograms; list != nil {
+		if err := s.programs().CheckPrograms(s.term, list); err != nil {
+			return fmt.Errorf("%w: %s %s: Options.SecretPrograms: %w", ErrDenied, op, s.id, err)
+		}
+	}
+	return nil
 }
 
 // trustedRelay is WriteSecret's check where the terminal is not at a

@@ -35,6 +35,9 @@ const (
 	// or a start's first output that paused. A guess: the program may
 	// still be working.
 	WaitedQuiet = "quiet"
+	// WaitedSettled: wait_until "settled": the output changed, then
+	// stayed still for settle_ms.
+	WaitedSettled = "settled"
 )
 
 // waitedHow names why a wait ended: matched, the program exited, the
@@ -56,8 +59,8 @@ func waitedHow(matched, exited, input, quiet bool, st TerminalState) string {
 	return WaitedTimeout
 }
 
-// WaitUntilInput is the one value of wait_until: return once the
-// foreground program waits for input.
+// WaitUntilInput is the value of wait_until that returns once the
+// foreground program waits for input (WaitUntilSettled is the other).
 const WaitUntilInput = "input"
 
 // TerminalState says what the terminal's foreground program is doing, as
@@ -166,13 +169,17 @@ func (s *Session) outputSettled(sr StateReader) bool {
 
 // checkWaitUntil validates a request's wait_until.
 func checkWaitUntil(tool, id, v string) error {
-	if v != "" && v != WaitUntilInput {
-		if id != "" {
-			tool += " " + id
-		}
+	run := tool == ToolRun // a run waits for its prompt: nothing to settle
+	if v == "" || v == WaitUntilInput || v == WaitUntilSettled && !run {
+		return nil
+	}
+	if id != "" {
+		tool += " " + id
+	}
+	if run {
 		return errorf(ErrInvalid, "%s: wait_until %q is not %q", tool, v, WaitUntilInput)
 	}
-	return nil
+	return errorf(ErrInvalid, "%s: wait_until %q is not %q or %q", tool, v, WaitUntilInput, WaitUntilSettled)
 }
 
 // The kernel gives no event for "the program now blocks reading the

@@ -44,7 +44,7 @@ var errExitDrained = errors.New("agentpty: the output written before the exit is
 // checkInputWait refuses wait_until where the terminal cannot tell that
 // its program waits for input: a wait would only run out.
 func (s *Session) checkInputWait(tool, waitUntil string) error {
-	if _, ok := s.term.(StateReader); ok || waitUntil == "" {
+	if _, ok := s.term.(StateReader); ok || waitUntil != WaitUntilInput {
 		return nil
 	}
 	return errorf(ErrUnsupported, "%s %s: wait_until %q: this session's terminal cannot tell when its program waits for input", tool, s.id, waitUntil)

@@ -328,7 +328,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 			return WriteResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes%s: %w", ToolWrite, s.id, n, len(input), why, err)
 		}
 	}
-	w, err := s.waitUntil(ctx, want, deadline, false, v.waitUntil != "", v.peek)
+	w, err := s.waitUntil(ctx, want, deadline, false, modeOf(v.waitUntil, v.settle), v.peek)
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -342,7 +342,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
 // it returns once output has appeared and paused.
-func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUntil string) (waitResult, error) {
+func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUntil string, settle time.Duration) (waitResult, error) {
 	defer s.use()() // the idle clock starts when start returns
 	leave, err := s.turn(ctx, ToolStart)
 	if err != nil {
@@ -353,20 +353,25 @@ func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUnt
 		return waitResult{}, err
 	}
 	quiet := want == nil && waitMS == nil && waitUntil == ""
-	return s.waitUntil(ctx, want, time.Now().Add(untilLimit(want, waitMS, waitUntil)), quiet, waitUntil != "", false)
+	return s.waitUntil(ctx, want, time.Now().Add(untilLimit(want, waitMS, waitUntil)), quiet, modeOf(waitUntil, settle), false)
 }
 
-// waitUntil waits as await does (awaitInput when input) and, on a full
-// screen, for the frame to be finished, then collects the result, with
-// the state taken before the output (the one that ended an input wait);
-// a peek consumes nothing.
-func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet, input, peek bool) (waitResult, error) {
+// waitUntil waits as await does (awaitInput or awaitSettled as until
+// asks) and, on a full screen, for the frame to be finished, then collects
+// the result, with the state taken before the output (the one that ended
+// an input wait); a peek consumes nothing.
+func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.Time, quiet bool, until untilMode, peek bool) (waitResult, error) {
 	var matched bool
 	var err error
 	var st TerminalState
-	if input {
+	var waited string // set by a settled wait only
+	switch {
+	case until.settle > 0:
+		waited, err = s.awaitSettled(ctx, want, deadline, until.settle)
+		matched = waited == WaitedMatch
+	case until.input:
 		matched, st, err = s.awaitInput(ctx, want, deadline)
-	} else {
+	default:
 		matched, err = s.await(ctx, want, deadline, quiet)
 	}
 	if err == nil {
@@ -381,7 +386,10 @@ func (s *Session) waitUntil(ctx context.Context, want *waitSpec, deadline time.T
 	}
 	w := s.collect(matched, peek)
 	w.state = resultState(st, w.exited)
-	w.waited = waitedHow(matched, w.exited, input, paused, w.state)
+	if waited == "" {
+		waited = waitedHow(matched, w.exited, until.input, paused, w.state)
+	}
+	w.waited = waited
 	return w, nil
 }
 

@@ -4,18 +4,20 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // callView is what a pty-write asks for besides typing: how its result
 // shows the screen, whether it consumes output, and what happens to the
 // terminal before typing.
 type callView struct {
-	screen     string    // "", ScreenFull or ScreenDiff
-	peek       bool      // the result consumes nothing
-	signal     os.Signal // sent to the foreground group before typing; nil for none
-	cols, rows int       // the size to take before typing; 0 keeps the current one
-	waitUntil  string    // "" or "input" (checkWaitUntil)
-	secret     bool      // the input is a secret: no copy is kept to tell its echo
+	screen     string        // "", ScreenFull or ScreenDiff
+	peek       bool          // the result consumes nothing
+	signal     os.Signal     // sent to the foreground group before typing; nil for none
+	cols, rows int           // the size to take before typing; 0 keeps the current one
+	waitUntil  string        // "", "input" or "settled" (checkWaitUntil)
+	settle     time.Duration // with "settled": how long the output must be still
+	secret     bool          // the input is a secret: no copy is kept to tell its echo
 }
 
 // writeView checks a write's screen, signal and size arguments before
@@ -29,6 +31,11 @@ func writeView(who string, req WriteRequest) (callView, error) {
 	if err := checkSize(who, req.Cols, req.Rows); err != nil {
 		return v, err
 	}
+	settle, err := settleFor(who, req.WaitUntil, req.SettleMS)
+	if err != nil {
+		return v, err
+	}
+	v.settle = settle
 	if req.SendSignal != "" {
 		sig, ok := parseSignal(req.SendSignal)
 		if !ok {

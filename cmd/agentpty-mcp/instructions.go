@@ -26,6 +26,7 @@ var guide = []struct{ needs, text string }{
 	{"pty-write.waited", "waited says why a call's wait ended: \"input\" (the kernel shows the program waiting for you), \"match\" (your wait_for appeared), \"exit\", \"timeout\" (it is still working: read again), or \"quiet\": output stopped in a program whose far side cannot be seen (ssh, tmux, sudo). \"quiet\", and state_guessed: true beside waiting_input, are guesses: the far side may still be working, so wait_for the prompt you expect before you type."},
 	{"pty-write", "input_hidden: true means the program is reading a password or other secret: do not invent one; ask the user. A password prompt on the far side of ssh or telnet does not set input_hidden: recognise it by its text and ask the user the same way."},
 	{"pty-write.screen", "Full-screen programs show their screen as output. screen: \"full\" returns the whole screen with the cursor and the highlighted spans (a menu's selected item, a focused button); screen: \"diff\" returns only what changed, which is how to see the effect of a Tab or an arrow key."},
+	{"pty-list", "pty-list lists the sessions still held, with their command, state, last line of output and exit status: use it to find a server or job started earlier instead of starting another."},
 	{"pty-kill", "Kill every session you no longer need with pty-kill: a session holds one of a limited number of slots until it is killed, even after its program has exited."},
 }
 

@@ -66,7 +66,7 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
-	err = run(ctx, opts, &lineTransport{r: os.Stdin, w: os.Stdout}, os.Stderr)
+	err = runHost(ctx, opts, cfg.host(), &lineTransport{r: os.Stdin, w: os.Stdout}, os.Stderr)
 	closeRemote()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "agentpty-mcp: %v\n", err)
@@ -94,11 +94,36 @@ func (c config) remote(ctx context.Context, opts *agentpty.Options) (func(), err
 // run serves the tools over t until the client goes away or ctx ends, then
 // kills every session the model left running. Session lifecycle lines go
 // to stderr.
-func run(ctx context.Context, opts agentpty.Options, t mcp.Transport, stderr io.Writer) (err error) {
+func run(ctx context.Context, opts agentpty.Options, t mcp.Transport, stderr io.Writer) error {
+	return runHost(ctx, opts, host{}, t, stderr)
+}
+
+// host is what the server offers besides the manager's tools.
+type host struct {
+	// secrets offers pty-secret, whose pages wait secretTimeout for the
+	// person (0: defaultSecretTimeout).
+	secrets       bool
+	secretTimeout time.Duration
+	// manager, when set, is handed the manager once made (tests).
+	manager func(*agentpty.Manager)
+}
+
+// runHost is run with what the host offers besides the tools; an
+// opts.Approver made by newAskApprover puts what its rules refuse to the
+// person.
+func runHost(ctx context.Context, opts agentpty.Options, h host, t mcp.Transport, stderr io.Writer) (err error) {
 	srv := &server{stderr: stderr}
+	srv.ask, _ = opts.Approver.(*askApprover)
+	if h.secrets {
+		srv.secrets = newSecretPages(h.secretTimeout)
+		defer srv.secrets.close()
+	}
 	opts.OnEvent = srv.event
 	m := agentpty.NewManager(opts)
 	srv.m = m
+	if h.manager != nil {
+		h.manager(m)
+	}
 	// A signal ends every session at once, so calls waiting on one return
 	// and the server can stop.
 	stop := context.AfterFunc(ctx, func() { _ = m.Close() })
@@ -118,6 +143,10 @@ type config struct {
 	allow, deny, writable       list
 	approveWrites, sandbox, net bool
 	noSnapshot, version         bool
+	approve                     string // "rules" or "ask"
+	secretPrograms              list
+	secretAny                   bool
+	secretTimeout               time.Duration
 	shell                       string
 	ssh                         string // user@host[:port], or empty for this machine
 	kube                        string // NAMESPACE/POD[/CONTAINER]
@@ -169,6 +198,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.ssh, "ssh", "", "run every session on `user@host[:port]` over SSH: the host key checked against ~/.ssh/known_hosts, the ssh-agent's keys or ~/.ssh/id_*")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.StringVar(&c.kube, "kube", "", "run sessions in a Kubernetes pod, `NAMESPACE/POD[/CONTAINER]`, through the kubeconfig kubectl uses")
+	fs.StringVar(&c.approve, "approve", "rules", "who decides what --allow/--deny refuse: `rules` alone, or ask: put it to the person through the client (a form elicitation: allow once, allow for this session, deny); a client that cannot ask leaves it to the rules")
+	fs.Var(&c.secretPrograms, "secret-program", "a `program` (name or path, root-owned) pty-secret may type the person's secret into (repeatable); offers the tool pty-secret")
+	fs.BoolVar(&c.secretAny, "secret-any", false, "offer pty-secret for any program at a prompt with echo off, not only --secret-program's")
+	fs.DurationVar(&c.secretTimeout, "secret-timeout", defaultSecretTimeout, "how long pty-secret's one-time page waits for the person")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -187,6 +220,7 @@ func (c config) options() (agentpty.Options, error) {
 		Cols: c.cols, Rows: c.rows, MaxSessions: c.maxSessions, KillGrace: c.killGrace,
 		IdleTimeout: c.idle, MaxLifetime: c.lifetime, ApproveWrites: c.approveWrites,
 		Shell: strings.Fields(c.shell), ShellSnapshot: !c.noSnapshot,
+		SecretPrograms: c.secretPrograms,
 	}
 	if c.cols < 1 || c.cols > 1000 || c.rows < 1 || c.rows > 500 {
 		return opts, fmt.Errorf("--cols %d --rows %d: the size must be within 1-1000 by 1-500", c.cols, c.rows)
@@ -194,23 +228,11 @@ func (c config) options() (agentpty.Options, error) {
 	if len(opts.Shell) == 0 {
 		return opts, errors.New("--shell is empty")
 	}
-	switch {
-	case len(c.allow) > 0:
-		opts.Approver = agentpty.Rules{Allow: c.allow, Deny: c.deny}
-	case len(c.deny) > 0:
-		// Deny rules alone refuse what they match and nothing else: what
-		// is judged is its own allow rule, the command of a start or a
-		// run, the typed lines of a write (as Rules reads them, Enter as a
-		// line feed).
-		deny := c.deny
-		opts.Approver = agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
-			own := req.Command
-			if req.Tool == agentpty.ToolWrite {
-				own = strings.ReplaceAll(req.Input, "\r", "\n")
-			}
-			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
-		})
+	approver, err := c.approver()
+	if err != nil {
+		return opts, err
 	}
+	opts.Approver = approver
 	sandboxed := c.sandbox || len(c.writable) > 0 || !c.net
 	remote := ""
 	switch {
@@ -240,6 +262,40 @@ func (c config) options() (agentpty.Options, error) {
 		opts.Sandbox = sb
 	}
 	return opts, nil
+}
+
+// approver is what --allow, --deny and --approve make of the rules.
+func (c config) approver() (agentpty.Approver, error) {
+	var approver agentpty.Approver
+	if c.approve != "rules" && c.approve != "ask" {
+		return nil, fmt.Errorf("--approve %q: want rules or ask", c.approve)
+	}
+	switch {
+	case len(c.allow) > 0:
+		approver = agentpty.Rules{Allow: c.allow, Deny: c.deny}
+	case len(c.deny) > 0:
+		// Deny rules alone refuse what they match and nothing else: what
+		// is judged is its own allow rule, the command of a start or a
+		// run, the typed lines of a write (as Rules reads them, Enter as a
+		// line feed).
+		deny := c.deny
+		approver = agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
+			own := req.Command
+			if req.Tool == agentpty.ToolWrite {
+				own = strings.ReplaceAll(req.Input, "\r", "\n")
+			}
+			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
+		})
+	}
+	if c.approve == "ask" {
+		approver = newAskApprover(approver)
+	}
+	return approver, nil
+}
+
+// host is what the flags offer besides the manager's options.
+func (c config) host() host {
+	return host{secrets: len(c.secretPrograms) > 0 || c.secretAny, secretTimeout: c.secretTimeout}
 }
 
 // version reports this module's version, as go install stamped it

@@ -20,6 +20,11 @@ type server struct {
 	m      *agentpty.Manager
 	srv    atomic.Pointer[mcp.Server] // set before any session can start
 	stderr io.Writer
+	// secrets serves pty-secret's pages; nil when the host offers no
+	// pty-secret (neither --secret-program nor --secret-any).
+	secrets *secretPages
+	// ask is the Approver of --approve ask; nil otherwise.
+	ask *askApprover
 }
 
 // mcp returns the MCP server whose tools are s.m's.
@@ -27,8 +32,12 @@ func (s *server) mcp(version string) *mcp.Server {
 	tools := s.m.Tools()
 	//lint:ignore SA1019 logging is deprecated from protocol 2026-07-28 on but still served; lifecycle lines go to stderr too
 	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	text := instructions(tools)
+	if s.secrets != nil {
+		text += "\n\n" + secretGuide
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentpty", Title: "Interactive terminals", Version: version},
-		&mcp.ServerOptions{Instructions: instructions(tools), Capabilities: caps})
+		&mcp.ServerOptions{Instructions: text, Capabilities: caps})
 	for _, t := range tools {
 		// The raw-schema form of AddTool: Manager.Call validates and decodes
 		// the arguments itself, strictly, with errors written for a model.
@@ -44,6 +53,9 @@ func (s *server) mcp(version string) *mcp.Server {
 			},
 		}, s.handler(t.Name))
 	}
+	if s.secrets != nil {
+		srv.AddTool(secretTool, s.secretHandler)
+	}
 	s.srv.Store(srv)
 	return srv
 }
@@ -56,7 +68,16 @@ func (s *server) handler(tool string) mcp.ToolHandler {
 			defer p.stop()
 			ctx = agentpty.WithEvents(ctx, p.output)
 		}
-		res, err := s.m.Call(ctx, tool, req.Params.Arguments)
+		var res json.RawMessage
+		var err error
+		if s.ask != nil {
+			var q *mcp.CallToolResult
+			if q, res, err = s.ask.call(ctx, s, tool, req); q != nil {
+				return q, nil // a question for the person (ask.go)
+			}
+		} else {
+			res, err = s.m.Call(ctx, tool, req.Params.Arguments)
+		}
 		if ctx.Err() != nil {
 			// Cancelled: the client expects no answer and the transport
 			// sends none; a start has killed what it started.
