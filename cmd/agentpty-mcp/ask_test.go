@@ -149,9 +149,9 @@ func TestPersonFlags(t *testing.T) {
 	if _, err := c.options(); err == nil || !strings.Contains(err.Error(), "--approve") {
 		t.Errorf("--approve maybe: %v", err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/mcp.md")
 	if err != nil || !strings.Contains(string(readme), "> "+secretGuide+"\n") {
-		t.Errorf("the README's MCP section lacks pty-secret's paragraph (%v)", err)
+		t.Errorf("docs/mcp.md lacks pty-secret's paragraph (%v)", err)
 	}
 	c, _ = parseFlags([]string{"--secret-any"}, io.Discard)
 	if opts, _ := c.options(); !c.host().secrets || opts.SecretPrograms != nil {

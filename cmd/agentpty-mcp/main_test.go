@@ -444,14 +444,14 @@ func TestInstructionsFollowTheTools(t *testing.T) {
 	if full := instructions(all); strings.Count(full, "\n\n")+1 != len(guide) {
 		t.Errorf("with every capability the instructions have %d paragraphs, want %d", strings.Count(full, "\n\n")+1, len(guide))
 	}
-	// The README shows the model's instructions as they are.
-	readme, err := os.ReadFile("../../README.md")
+	// docs/mcp.md shows the model's instructions as they are.
+	readme, err := os.ReadFile("../../docs/mcp.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range guide {
 		if !strings.Contains(string(readme), "> "+g.text+"\n") {
-			t.Errorf("the README's MCP section lacks the paragraph %q", g.text)
+			t.Errorf("docs/mcp.md lacks the paragraph %q", g.text)
 		}
 	}
 }
