@@ -130,7 +130,9 @@ type ApprovalRequest struct {
 // sudo -s and env -S, which run a string, are refused; so is an option,
 // an option's argument or an operand only the shell knows; a word holding
 // the {} of find -exec or the string xargs -I replaces is known only when
-// the program runs, as a glob is). nice -n 5 make needs rules for both
+// the program runs, as a glob is; xargs adds the words it reads after its
+// command, so a wrapper it runs with no command of its own, xargs nice,
+// and find are refused). nice -n 5 make needs rules for both
 // nice and make. The command line of bash -c
 // and sh -c (dash, ash) is read with bash's options as bash reads them
 // (--rcfile FILE, -o OPT, -O OPT take an argument) and judged as the

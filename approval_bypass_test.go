@@ -79,6 +79,7 @@ func TestApproveRulesBypasses(t *testing.T) {
 	echo := agentpty.Rules{Allow: []string{"echo *"}, Deny: []string{"rm *"}}
 	all := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
 	sudo := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"sudo *"}}
+	xargsWrap := agentpty.Rules{Allow: []string{"echo *", "xargs *", "nice *", "env *"}}
 	for _, tc := range []struct {
 		name    string
 		rules   agentpty.Rules
@@ -118,6 +119,9 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"SudoU", all, "sudo -u root rm -rf d", "", `matches deny rule "rm *"`},
 		{"Xargs", all, "echo d | xargs rm -rf", "", `"xargs rm -rf" matches deny rule "rm *"`},
 		{"FindExec", all, "find . -name d -exec rm -rf {} +", "", `matches deny rule "rm *"`},
+		{"XargsNice", xargsWrap, "echo rm -rf d | xargs nice", "", "nice run by xargs with no command, which runs what xargs reads"},
+		{"XargsEnv", xargsWrap, "echo rm -rf d | xargs env X=1", "", "env X=1 run by xargs with no command"},
+		{"XargsXargs", xargsWrap, "echo nice rm -rf d | xargs xargs", "", "xargs run by xargs with no command"},
 		{"Timeout", all, "timeout 5 rm -rf d", "", `matches deny rule "rm *"`},
 		{"Stdbuf", all, "stdbuf -o0 rm -rf d", "", `matches deny rule "rm *"`},
 		{"AnsiProgram", all, `$'\x72m' -rf d`, "", `matches deny rule "rm *"`},

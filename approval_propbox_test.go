@@ -114,13 +114,12 @@ func (b *propBox) run(t *testing.T, c propCase) (propRun, error) {
 		err = b.typeLines(ctx, res, c.typed)
 	}
 	if s, ok := b.m.Session(res.ID); ok {
-		if res.State != StateWaitingInput || c.typed != nil {
-			// Gone, or waiting for what a line typed, or running: a moment
-			// more, then killed.
-			wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-			_, werr := s.Wait(wctx)
+		if c.typed == nil && res.State != StateWaitingInput {
+			// Still running, or gone: strace, in front, ends only when
+			// every process it traces has ended, in the background too.
+			wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+			_, _ = s.Wait(wctx)
 			wcancel()
-			r.timeout = werr != nil && c.typed == nil && res.State != StateWaitingInput
 		}
 		r.out = s.Scrollback()
 	}
@@ -236,4 +235,3 @@ func unC(s string) string {
 	}
 	return s
 }
-

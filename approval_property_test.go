@@ -55,7 +55,6 @@ type propRun struct {
 	execs   [][]string
 	changed []string
 	out     string
-	timeout bool
 }
 
 // propBudget is how long and how many commands the property runs, and

@@ -150,8 +150,13 @@ func shellArgs(name string, opts *shellOptions, words []token, refusef func(stri
 // those, the ones that need an allow rule of their own.
 func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
 	levels := 0
-	for queue := [][]token{words}; len(queue) > 0; queue = queue[1:] {
-		w := queue[0]
+	// open: xargs adds words from its input after this command's.
+	type cmd struct {
+		words []token
+		open  bool
+	}
+	for queue := []cmd{{words: words}}; len(queue) > 0; queue = queue[1:] {
+		w := queue[0].words
 		if len(w) == 0 {
 			continue
 		}
@@ -170,9 +175,36 @@ func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
 		if err != nil {
 			sc.refuse(err.Error())
 		}
-		queue = append(append(queue, findExecs(w)...), inner)
+		if queue[0].open {
+			sc.judgeOpen(w, inner)
+		}
+		for _, x := range findExecs(w) {
+			queue = append(queue, cmd{words: x})
+		}
+		name := path.Base(w[0].val)
+		open := queue[0].open || name == "xargs" && xargsReplace(w[1:]) == ""
+		queue = append(queue, cmd{words: inner, open: open && inner != nil})
 	}
 	return runs, needs
+}
+
+// judgeOpen refuses a command xargs runs with words of its input added
+// at its end, when those words may become a command: a wrapper with no
+// command of its own (xargs nice, given "rm -rf d", runs nice rm -rf d;
+// xargs alone runs echo only when nothing is added), or find, whose
+// expression may become -exec.
+func (sc *shellCommand) judgeOpen(w, inner []token) {
+	name := path.Base(w[0].val)
+	if !w[0].static {
+		return
+	}
+	_, wraps := wrappers[name]
+	switch {
+	case name == "find":
+		sc.refuse("find run by xargs, whose input may add -exec and a command")
+	case wraps && (inner == nil || name == "xargs" && &inner[0] != &w[len(w)-len(inner)]):
+		sc.refusef("%s run by xargs with no command, which runs what xargs reads", clip(wordsText(w)))
+	}
 }
 
 // judge refuses the builtins that run or evaluate code from their
