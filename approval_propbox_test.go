@@ -31,10 +31,13 @@ const propShellStart = "exec bash --norc --noprofile -i"
 // the sandbox's only writable root, and a watched directory beside it.
 type propBox struct {
 	m       *Manager
+	drive   *Manager    // runs propDriver, for batches (approval_propbatch_test.go); made at the first
+	t       string      // where a batch's commands, traces and snapshots go, in root
 	control atomic.Bool // approve everything: for the controls only
-	root    string      // the writable root; each command gets root/c
-	trace   string      // strace's output, in root under a name no command knows
-	outside string      // a watched directory outside the root
+	sb      Sandbox
+	root    string // the writable root; each command gets root/c
+	trace   string // strace's output, in root under a name no command knows
+	outside string // a watched directory outside the root
 	before  map[string]string
 }
 
@@ -62,18 +65,23 @@ func newPropBox(t *testing.T) *propBox {
 		}
 		return propRules.Approve(ctx, req)
 	})
+	b.sb = sb
 	b.m = newManager(t, Options{Sandbox: sb, Approver: approver, ApproveWrites: true, Shell: []string{
 		"strace", "-f", "-qq", "-v", "-s", "256", "-e", "trace=execve", "-e", "signal=none", "-o", b.trace,
 		"bash", "--norc", "--noprofile", "-c"}})
+	b.t = filepath.Join(b.root, ".batch-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.Mkdir(b.t, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	b.before = snapshot(t, b.outside)
 	return b
 }
 
 // plant makes the scratch directory a command runs in: d and keep, which
 // a bypass tends to remove, and x.sh, which one tends to run.
-func (b *propBox) plant(t *testing.T) (work, home string) {
+func (b *propBox) plant(t *testing.T, name string) (work, home string) {
 	t.Helper()
-	c := filepath.Join(b.root, "c")
+	c := filepath.Join(b.root, name)
 	work, home = filepath.Join(c, "work"), filepath.Join(c, "home")
 	for _, d := range []string{work, home, filepath.Join(work, "d")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -95,9 +103,9 @@ func (b *propBox) plant(t *testing.T) (work, home string) {
 // the approver refused (nil when none).
 func (b *propBox) run(t *testing.T, c propCase) (propRun, error) {
 	t.Helper()
-	work, home := b.plant(t)
+	work, home := b.plant(t, "c")
 	defer os.RemoveAll(filepath.Join(b.root, "c"))
-	before := snapshot(t, b.root)
+	before := snapshot(t, b.root, b.t, b.trace)
 	_ = os.Remove(b.trace)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -127,9 +135,7 @@ func (b *propBox) run(t *testing.T, c propCase) (propRun, error) {
 		t.Fatalf("Kill(%s): %v", res.ID, err)
 	}
 	r.execs = readTrace(t, b.trace)
-	after := snapshot(t, b.root)
-	delete(after, filepath.Base(b.trace))
-	delete(before, filepath.Base(b.trace))
+	after := snapshot(t, b.root, b.t, b.trace)
 	r.changed = append(diffSnap(before, after), diffSnap(b.before, snapshot(t, b.outside))...)
 	return r, err
 }
@@ -151,14 +157,20 @@ func (b *propBox) typeLines(ctx context.Context, res StartResult, lines []string
 	return nil
 }
 
-// snapshot lists every file under dir with its type, mode, size and
-// modification time.
-func snapshot(t *testing.T, dir string) map[string]string {
+// snapshot lists every file under dir but those in skip, with its type,
+// mode, size and modification time.
+func snapshot(t *testing.T, dir string, skip ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if slices.Contains(skip, p) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		info, err := d.Info()
 		if err != nil {
