@@ -162,7 +162,8 @@ type ApprovalRequest struct {
 //
 // A Deny rule that cannot be parsed or uses a refused construct makes
 // every command denied, naming the rule; such an Allow rule approves only
-// a command equal to it.
+// a command equal to it. So do time and ! in a rule: commands are matched
+// through them (time make matches "make *"), and "time *" would be "*".
 //
 // With Options.ApproveWrites, Rules judge a pty-write's Input as the
 // command line a shell would read: it must be whole lines (end in Enter),

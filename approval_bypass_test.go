@@ -119,6 +119,8 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"SudoU", all, "sudo -u root rm -rf d", "", `matches deny rule "rm *"`},
 		{"Xargs", all, "echo d | xargs rm -rf", "", `"xargs rm -rf" matches deny rule "rm *"`},
 		{"FindExec", all, "find . -name d -exec rm -rf {} +", "", `matches deny rule "rm *"`},
+		{"TimeRule", agentpty.Rules{Allow: []string{"time *"}}, "echo x; rm -rf d", "", `"echo x" matches no allow rule`},
+		{"NegatedRule", agentpty.Rules{Allow: []string{"! *"}}, "echo x; rm -rf d", "", `"echo x" matches no allow rule`},
 		{"XargsNice", xargsWrap, "echo rm -rf d | xargs nice", "", "nice run by xargs with no command, which runs what xargs reads"},
 		{"XargsEnv", xargsWrap, "echo rm -rf d | xargs env X=1", "", "env X=1 run by xargs with no command"},
 		{"XargsXargs", xargsWrap, "echo nice rm -rf d | xargs xargs", "", "xargs run by xargs with no command"},

@@ -229,6 +229,9 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	if s.Coprocess || s.Disown {
 		sc.refuse("a coprocess")
 	}
+	if s.Negated && sc.rule {
+		sc.refuse("! in a rule, which matching looks through: \"! *\" would be \"*\"")
+	}
 	redirs = append(redirs[:len(redirs):len(redirs)], sc.redirects(s.Redirs)...)
 	switch c := s.Cmd.(type) {
 	case nil:
@@ -291,6 +294,9 @@ func (sc *shellCommand) compound(c syntax.Command, sep string, redirs []token) {
 	case *syntax.TimeClause:
 		if sc.posix {
 			sc.refuse("time, which sh runs as a program")
+		}
+		if sc.rule {
+			sc.refuse("time in a rule, which matching looks through: \"time *\" would be \"*\"")
 		}
 		if c.Stmt != nil {
 			sc.stmt(timed(c.Stmt), sep, redirs)
