@@ -123,6 +123,8 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"NegatedRule", agentpty.Rules{Allow: []string{"! *"}}, "echo x; rm -rf d", "", `"echo x" matches no allow rule`},
 		{"XargsNice", xargsWrap, "echo rm -rf d | xargs nice", "", "nice run by xargs with no command, which runs what xargs reads"},
 		{"XargsEnv", xargsWrap, "echo rm -rf d | xargs env X=1", "", "env X=1 run by xargs with no command"},
+		{"XargsEnvI", xargsWrap, "echo rm -rf d | xargs env -i", "", "env -i run by xargs with no command"},
+		{"PipeTime", agentpty.Rules{Allow: []string{"echo *", "true"}}, "echo x | time true", "elapsed", "time after |, which bash runs as the program time"},
 		{"XargsXargs", xargsWrap, "echo nice rm -rf d | xargs xargs", "", "xargs run by xargs with no command"},
 		{"Timeout", all, "timeout 5 rm -rf d", "", `matches deny rule "rm *"`},
 		{"Stdbuf", all, "stdbuf -o0 rm -rf d", "", `matches deny rule "rm *"`},
@@ -139,6 +141,9 @@ func TestApproveRulesBypasses(t *testing.T) {
 			`uses alias, which makes a word run something else`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.harm == "elapsed" {
+				testkit.Need(t, "time") // GNU time, whose report says "elapsed"
+			}
 			if strings.Contains(tc.command, "sudo") && exec.Command("sudo", "-n", "true").Run() != nil {
 				testkit.Lacks(t, "the control needs sudo without a password")
 			}

@@ -181,11 +181,20 @@ func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
 		for _, x := range findExecs(w) {
 			queue = append(queue, cmd{words: x})
 		}
-		name := path.Base(w[0].val)
-		open := queue[0].open || name == "xargs" && xargsReplace(w[1:]) == ""
+		open := queue[0].open || appends(w)
 		queue = append(queue, cmd{words: inner, open: open && inner != nil})
 	}
 	return runs, needs
+}
+
+// appends reports whether w is xargs adding words of its input after its
+// command's: without -I, -i or --replace among its own options.
+func appends(w []token) bool {
+	if !w[0].static || path.Base(w[0].val) != "xargs" {
+		return false
+	}
+	i, _ := wrappers["xargs"].skipOptions("xargs", w)
+	return i >= 0 && xargsReplace(w[1:min(i, len(w))]) == ""
 }
 
 // judgeOpen refuses a command xargs runs with words of its input added

@@ -251,6 +251,9 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 		if sc.posix && c.Op == syntax.PipeAll {
 			sc.refuse("|&, which sh does not read as bash does")
 		}
+		if _, timed := c.Y.Cmd.(*syntax.TimeClause); timed && (c.Op == syntax.Pipe || c.Op == syntax.PipeAll) {
+			sc.refuse("time after " + c.Op.String() + ", which bash runs as the program time, not as the keyword")
+		}
 		sc.stmt(c.X, c.Op.String(), redirs)
 		sc.stmt(c.Y, sep, redirs)
 	case *syntax.Block:
