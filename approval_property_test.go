@@ -64,7 +64,7 @@ type propRun struct {
 // propBudget is how long and how many commands the property runs, and
 // from which seed: make test's short run by default.
 func propBudget(t *testing.T) (budget time.Duration, maxRuns int, seed int64) {
-	budget, maxRuns, seed = 35*time.Second, 120, 1
+	budget, maxRuns, seed = 45*time.Second, 150, 1
 	if v := os.Getenv("AGENTPTY_PROPERTY_BUDGET"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -255,6 +255,25 @@ var propPayloads = []string{"rm", "x.sh", "id", "sh", "tset", "reset"}
 var propMarks = []string{"\\", "$'", "<", ">", "exec", "history", "stty", "-x", "-c", "xargs", "env", "{}",
 	"command", "builtin", "nice", "timeout", "jobs", "set", "shopt", "$", "~", "*", "#", "=", "|", "&"}
 
+// propPrinters take their words as text: a payload after one of them
+// is only printed or read.
+var propPrinters = []string{"echo", "printf", "ls", "cat", "grep", "head", "wc", "type", "test", "[", "cd", "-v", "-p"}
+
+// payloadRuns counts the words of c that name a planted program and
+// follow a word that may run them (a wrapper, an option, an operator)
+// rather than one that prints them: where a bypass runs it.
+func payloadRuns(c string) int {
+	n := 0
+	words := strings.Fields(c)
+	for j := 1; j < len(words); j++ {
+		w := strings.NewReplacer(`\`, "", "'", "", `"`, "", "$", "").Replace(words[j])
+		if (w == "rm" || w == "x72m" || w == "./x.sh" || w == "id") && !slices.Contains(propPrinters, words[j-1]) {
+			n++
+		}
+	}
+	return n
+}
+
 // propOrder orders commands to run: grouped by their first word, and
 // taken from each group in turn, most marks first, so that a run of
 // any length tries every program the batch starts with.
@@ -266,6 +285,7 @@ func propOrder(cmds []string) []string {
 				n += 4
 			}
 		}
+		n += 20 * payloadRuns(c)
 		for _, m := range propMarks {
 			if strings.Contains(c, m) {
 				n++
