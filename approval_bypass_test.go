@@ -125,6 +125,8 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"XargsEnv", xargsWrap, "echo rm -rf d | xargs env X=1", "", "env X=1 run by xargs with no command"},
 		{"XargsEnvI", xargsWrap, "echo rm -rf d | xargs env -i", "", "env -i run by xargs with no command"},
 		{"PipeTime", agentpty.Rules{Allow: []string{"echo *", "true"}}, "echo x | time true", "elapsed", "time after |, which bash runs as the program time"},
+		{"XargsExactRule", agentpty.Rules{Allow: []string{"echo *", "xargs *", "ls"}}, "echo /proc/self/cmdline | xargs ls", "/proc/self/cmdline",
+			`runs "ls (what xargs reads)", which matches no allow rule`},
 		{"XargsXargs", xargsWrap, "echo nice rm -rf d | xargs xargs", "", "xargs run by xargs with no command"},
 		{"Timeout", all, "timeout 5 rm -rf d", "", `matches deny rule "rm *"`},
 		{"Stdbuf", all, "stdbuf -o0 rm -rf d", "", `matches deny rule "rm *"`},
@@ -183,7 +185,7 @@ func TestApproveRulesWrappers(t *testing.T) {
 		"nice --frobnicate make":   "nice with option --frobnicate, which the rules do not know",
 		"timeout 5 $CMD":           `runs "$CMD", which matches no allow rule`,
 		"find . -exec sh -c x \\;": `runs "sh -c x", which matches no allow rule`,
-		"xargs":                    `runs "echo", which matches no allow rule`,
+		"xargs":                    `runs "echo (what xargs reads)", which matches no allow rule`,
 	} {
 		if err := approve(r, c); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want ...%s", c, err, want)

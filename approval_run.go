@@ -165,7 +165,12 @@ func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
 			break
 		}
 		runs = append(runs, w)
-		if levels > 1 {
+		switch {
+		case queue[0].open:
+			// Its rule must take the words xargs adds: "pwd" does not
+			// approve xargs pwd, which runs pwd rm -rf d.
+			needs = append(needs, append(w[:len(w):len(w)], xargsInput))
+		case levels > 1:
 			needs = append(needs, w)
 		}
 		sc.judge(w)
@@ -186,6 +191,10 @@ func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
 	}
 	return runs, needs
 }
+
+// xargsInput stands for the words xargs adds after its command: as a
+// glob, only a rule's lone * matches it.
+var xargsInput = token{kind: tokWord, raw: "(what xargs reads)", val: "(what xargs reads)", pat: "*"}
 
 // appends reports whether w is xargs adding words of its input after its
 // command's: without -I, -i or --replace among its own options.
