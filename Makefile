@@ -2,6 +2,7 @@
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
+PROPERTY_BUDGET ?= 10m
 # PROXYCHECK: the install check make test ends with (PROXYCHECK=true skips it).
 PROXYCHECK ?= scripts/proxycheck.sh
 # MODULES: every module of the repository.
@@ -73,8 +74,13 @@ cross:
 	GOOS=freebsd $(GO) vet ./...
 	GOOS=windows $(GO) build ./...
 
-# fuzz: a short run of every fuzz target, one at a time.
+# fuzz: a short run of every fuzz target, one at a time, then the rules'
+# property test (commands the rules approve, run for real under strace in
+# the sandbox) for PROPERTY_BUDGET from a new seed; make test runs it for
+# about half a minute from a fixed one.
+fuzz: SHELL := /bin/bash
 fuzz:
+	set -o pipefail; AGENTPTY_PROPERTY_BUDGET=$(PROPERTY_BUDGET) AGENTPTY_PROPERTY_SEED=random $(GO) test -count=1 -timeout 0 -run '^TestApproveRulesProperty$$' -v . | grep -v '^=== '
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \

@@ -138,7 +138,9 @@ type ApprovalRequest struct {
 // sudo -s and env -S, which run a string, are refused; so is an option,
 // an option's argument or an operand only the shell knows; a word holding
 // the {} of find -exec or the string xargs -I replaces is known only when
-// the program runs, as a glob is). nice -n 5 make needs rules for both
+// the program runs, as a glob is; xargs adds the words it reads after its
+// command, so a wrapper it runs with no command of its own, xargs nice,
+// and find are refused). nice -n 5 make needs rules for both
 // nice and make. The command line of bash -c
 // and sh -c (dash, ash) is read with bash's options as bash reads them
 // (--rcfile FILE, -o OPT, -O OPT take an argument) and judged as the
@@ -168,7 +170,8 @@ type ApprovalRequest struct {
 //
 // A Deny rule that cannot be parsed or uses a refused construct makes
 // every command denied, naming the rule; such an Allow rule approves only
-// a command equal to it.
+// a command equal to it. So do time and ! in a rule: commands are matched
+// through them (time make matches "make *"), and "time *" would be "*".
 //
 // With Options.ApproveWrites, Rules judge a pty-write's Input as the
 // command line a shell would read: it must be whole lines (end in Enter),

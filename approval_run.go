@@ -150,8 +150,13 @@ func shellArgs(name string, opts *shellOptions, words []token, refusef func(stri
 // those, the ones that need an allow rule of their own.
 func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
 	levels := 0
-	for queue := [][]token{words}; len(queue) > 0; queue = queue[1:] {
-		w := queue[0]
+	// open: xargs adds words from its input after this command's.
+	type cmd struct {
+		words []token
+		open  bool
+	}
+	for queue := []cmd{{words: words}}; len(queue) > 0; queue = queue[1:] {
+		w := queue[0].words
 		if len(w) == 0 {
 			continue
 		}
@@ -160,7 +165,12 @@ func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
 			break
 		}
 		runs = append(runs, w)
-		if levels > 1 {
+		switch {
+		case queue[0].open:
+			// Its rule must take the words xargs adds: "pwd" does not
+			// approve xargs pwd, which runs pwd rm -rf d.
+			needs = append(needs, append(w[:len(w):len(w)], xargsInput))
+		case levels > 1:
 			needs = append(needs, w)
 		}
 		sc.judge(w)
@@ -170,9 +180,49 @@ func (sc *shellCommand) runsOf(words []token) (runs, needs [][]token) {
 		if err != nil {
 			sc.refuse(err.Error())
 		}
-		queue = append(append(queue, findExecs(w)...), inner)
+		if queue[0].open {
+			sc.judgeOpen(w, inner)
+		}
+		for _, x := range findExecs(w) {
+			queue = append(queue, cmd{words: x})
+		}
+		open := queue[0].open || appends(w)
+		queue = append(queue, cmd{words: inner, open: open && inner != nil})
 	}
 	return runs, needs
+}
+
+// xargsInput stands for the words xargs adds after its command: as a
+// glob, only a rule's lone * matches it.
+var xargsInput = token{kind: tokWord, raw: "(what xargs reads)", val: "(what xargs reads)", pat: "*"}
+
+// appends reports whether w is xargs adding words of its input after its
+// command's: without -I, -i or --replace among its own options.
+func appends(w []token) bool {
+	if !w[0].static || path.Base(w[0].val) != "xargs" {
+		return false
+	}
+	i, _ := wrappers["xargs"].skipOptions("xargs", w)
+	return i >= 0 && xargsReplace(w[1:min(i, len(w))]) == ""
+}
+
+// judgeOpen refuses a command xargs runs with words of its input added
+// at its end, when those words may become a command: a wrapper with no
+// command of its own (xargs nice, given "rm -rf d", runs nice rm -rf d;
+// xargs alone runs echo only when nothing is added), or find, whose
+// expression may become -exec.
+func (sc *shellCommand) judgeOpen(w, inner []token) {
+	name := path.Base(w[0].val)
+	if !w[0].static {
+		return
+	}
+	_, wraps := wrappers[name]
+	switch {
+	case name == "find":
+		sc.refuse("find run by xargs, whose input may add -exec and a command")
+	case wraps && (inner == nil || name == "xargs" && &inner[0] != &w[len(w)-len(inner)]):
+		sc.refusef("%s run by xargs with no command, which runs what xargs reads", clip(wordsText(w)))
+	}
 }
 
 // judge refuses the builtins that run or evaluate code from their

@@ -229,6 +229,9 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	if s.Coprocess || s.Disown {
 		sc.refuse("a coprocess")
 	}
+	if s.Negated && sc.rule {
+		sc.refuse("! in a rule, which matching looks through: \"! *\" would be \"*\"")
+	}
 	redirs = append(redirs[:len(redirs):len(redirs)], sc.redirects(s.Redirs)...)
 	switch c := s.Cmd.(type) {
 	case nil:
@@ -247,6 +250,9 @@ func (sc *shellCommand) stmt(s *syntax.Stmt, sep string, redirs []token) {
 	case *syntax.BinaryCmd:
 		if sc.posix && c.Op == syntax.PipeAll {
 			sc.refuse("|&, which sh does not read as bash does")
+		}
+		if _, timed := c.Y.Cmd.(*syntax.TimeClause); timed && (c.Op == syntax.Pipe || c.Op == syntax.PipeAll) {
+			sc.refuse("time after " + c.Op.String() + ", which bash runs as the program time, not as the keyword")
 		}
 		sc.stmt(c.X, c.Op.String(), redirs)
 		sc.stmt(c.Y, sep, redirs)
@@ -291,6 +297,9 @@ func (sc *shellCommand) compound(c syntax.Command, sep string, redirs []token) {
 	case *syntax.TimeClause:
 		if sc.posix {
 			sc.refuse("time, which sh runs as a program")
+		}
+		if sc.rule {
+			sc.refuse("time in a rule, which matching looks through: \"time *\" would be \"*\"")
 		}
 		if c.Stmt != nil {
 			sc.stmt(timed(c.Stmt), sep, redirs)
