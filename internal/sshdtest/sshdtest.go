@@ -181,7 +181,14 @@ func (s *Server) config(port int, hostKey string, opts Options) string {
 	if maxSessions == 0 {
 		maxSessions = 200
 	}
-	auth += "SetEnv " + strings.Join(append([]string{markerVar + "=" + s.Dir}, opts.SetEnv...), " ") + "\n"
+	env := []string{markerVar + "=" + s.Dir}
+	if opts.PasswordUser == "" {
+		// The developer's own logins start in an empty HOME, so that the
+		// login shell (bash sources ~/.bashrc when sshd runs it) does not
+		// run the developer's profile.
+		env = append(env, "HOME="+s.Dir)
+	}
+	auth += "SetEnv " + strings.Join(append(env, opts.SetEnv...), " ") + "\n"
 	return fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
