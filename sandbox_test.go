@@ -84,9 +84,10 @@ func startSandboxed(sb Sandbox, command, marker string) (*Manager, StartResult, 
 }
 
 func startIn(m *Manager, command, marker string) (StartResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	res, err := m.Start(ctx, StartRequest{Command: command, Cols: 100, Rows: 30, WaitFor: marker})
+	// The whole 30 s: an attack script runs many programs, each slow to start on a loaded machine.
+	res, err := m.Start(ctx, StartRequest{Command: command, Cols: 100, Rows: 30, WaitFor: marker, WaitMS: Millis(30000)})
 	if err != nil {
 		return res, fmt.Errorf("Start(%q): %v", command, err)
 	}
