@@ -16,7 +16,7 @@
 #	go install github.com/agentpty/agentpty/cmd/agentpty-mcp@VERSION
 #
 # runs the installed binary with --version and an MCP initialize and
-# tools/list over stdio, and builds a new module that requires kubepty
+# tools/list over stdio, runs the server's own MCP tests against it, and builds a new module that requires kubepty
 # from the same proxy. Run by make proxycheck (part of make test).
 set -euo pipefail
 version=${1:-v0.9.0}
@@ -28,6 +28,7 @@ say() { echo "proxycheck: $*"; }
 
 upstream=$(go env GOPROXY)
 localcache=$(go env GOMODCACHE)/cache/download
+devpath=$(go env GOPATH) devmodcache=$(go env GOMODCACHE)
 unset GOFLAGS GOWORK
 export GOWORK=off GOTOOLCHAIN=local
 export GONOSUMDB=github.com/agentpty/agentpty GOPRIVATE= # no checksum database knows these modules
@@ -105,6 +106,7 @@ mcp_check() { # mcp_check BINARY: the replies, one JSON message a line
 		done
 		[ $id = 1 ] && printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' >&"${SRV[1]}"
 	done
+	# shellcheck disable=SC1083,SC2093 # closes the coprocess's stdin, a descriptor in a variable
 	exec {SRV[1]}>&-
 	wait "$SRV_PID" || true
 }
@@ -118,6 +120,19 @@ for want in '"id":1' "\"version\":\"$version\"" '"id":2' '"name":"pty-start"' '"
 	fi
 done
 say "initialize and tools/list over stdio: $(grep -o '"name":"pty-[a-z]*"' <<<"$reply" | sort -u | wc -l) tools"
+
+# The server's own tests of the MCP protocol (the official SDK's client,
+# and raw JSON-RPC), run against the installed binary instead of the
+# checkout's (cmd/agentpty-mcp's serverCmd reads AGENTPTY_MCP_BINARY).
+conformance='TestStdio|TestProgress|TestCancelKillsItsStart|TestShutdown|TestToolErrors|TestArgumentsArrayIsAnswered|TestWaitTotal|TestBadInputIsAnswered|TestCancelledRequestIsNotAnswered'
+(cd "$root/cmd/agentpty-mcp" && env -u GOWORK -u GIT_CONFIG_GLOBAL -u GOBIN GOPATH="$devpath" GOMODCACHE="$devmodcache" GOPROXY="$upstream" \
+	AGENTPTY_MCP_BINARY="$tmp/bin/agentpty-mcp" go test -count=1 -run "^($conformance)\$" . >"$tmp/conformance.log" 2>&1) || {
+	say "the server's MCP tests fail against the installed binary:"
+	cat "$tmp/conformance.log"
+	exit 1
+}
+tested=$(date +%s)
+say "the server's MCP tests ($(tr '|' ' ' <<<"$conformance")) pass against the installed binary: $((tested - installed)) s"
 
 # kubepty, required by a new module from the same proxy.
 mkdir -p "$tmp/user"
@@ -141,5 +156,5 @@ GO
 go get "github.com/agentpty/agentpty/kubepty@$version" >/dev/null 2>&1 || go get "github.com/agentpty/agentpty/kubepty@$version"
 go build -o /dev/null .
 done=$(date +%s)
-say "a module requiring kubepty@$version builds: $((done - installed)) s"
+say "a module requiring kubepty@$version builds: $((done - tested)) s"
 say "ok in $((done - begin)) s"

@@ -42,8 +42,18 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(testkit.EmptyHome()))
 }
 
+// serverBinaryEnv names an installed agentpty-mcp for the tests that talk
+// to the server over stdio to run instead of this test binary: the proxy
+// check (scripts/proxycheck.sh) runs them against what go install built.
+const serverBinaryEnv = "AGENTPTY_MCP_BINARY"
+
 // serverCmd is the server as a subprocess with flags.
 func serverCmd(flags ...string) *exec.Cmd {
+	if bin := os.Getenv(serverBinaryEnv); bin != "" {
+		cmd := exec.Command(bin, flags...)
+		cmd.Stderr = os.Stderr
+		return cmd
+	}
 	args, _ := json.Marshal(flags)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	// Without atexit_sleep_ms=0 a server built with -race lingers a second
