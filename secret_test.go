@@ -213,14 +213,7 @@ func testUser(t *testing.T, password string) string {
 		t.Skip("creating a throwaway user with a password needs root; run the tests as root (CI does) to cover sudo and ssh")
 	}
 	need(t, "useradd", "userdel", "chpasswd", "sudo")
-	name := "aptytest" + strconv.Itoa(os.Getpid()%100000)
-	testkit.LoginUser(t, name, password)
-	sudoers := "/etc/sudoers.d/" + name
-	t.Cleanup(func() { os.Remove(sudoers) })
-	if err := os.WriteFile(sudoers, []byte(name+" ALL=(ALL) ALL\nDefaults:"+name+" lecture=never\n"), 0o440); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return testkit.SudoUser(t, "aptytest"+strconv.Itoa(os.Getpid()%100000), password)
 }
 
 // sudo for a user with a password: a wrong one is refused, the right one

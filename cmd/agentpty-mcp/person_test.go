@@ -211,14 +211,7 @@ func sudoUser(t *testing.T, password string) string {
 		t.Skip("a throwaway user with a sudo password needs root; run the tests as root (CI does)")
 	}
 	testkit.Need(t, "useradd", "userdel", "chpasswd", "sudo", "setpriv")
-	name := "aptymcp" + strconv.Itoa(os.Getpid()%100000)
-	testkit.LoginUser(t, name, password)
-	sudoers := "/etc/sudoers.d/" + name
-	t.Cleanup(func() { os.Remove(sudoers) })
-	if err := os.WriteFile(sudoers, []byte(name+" ALL=(ALL) ALL\nDefaults:"+name+" lecture=never\n"), 0o440); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return testkit.SudoUser(t, "aptymcp"+strconv.Itoa(os.Getpid()%100000), password)
 }
 
 // An unprivileged user's sudo gets its password from the person through

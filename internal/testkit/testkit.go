@@ -57,6 +57,20 @@ func LoginUser(t testing.TB, name, password string) {
 	run(name+":"+password+"\n", "chpasswd")
 }
 
+// SudoUser adds, as LoginUser does, the user name with password, who may
+// run anything with sudo after giving the password; the sudoers entry is
+// removed when t ends.
+func SudoUser(t testing.TB, name, password string) string {
+	t.Helper()
+	LoginUser(t, name, password)
+	sudoers := "/etc/sudoers.d/" + name
+	t.Cleanup(func() { os.Remove(sudoers) })
+	if err := os.WriteFile(sudoers, []byte(name+" ALL=(ALL) ALL\nDefaults:"+name+" lecture=never\n"), 0o440); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
 // OpenFDs counts this process's open file descriptors (skipping t where
 // /proc cannot say).
 func OpenFDs(t testing.TB) int {
