@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -500,7 +501,16 @@ func waitEvent(ctx context.Context, dir, want string, every time.Duration) error
 // first; it fails while processes are left.
 func (g *Group) Remove() error {
 	g.closeFD()
-	return removeAll(g.pidsDir, g.dir)
+	err := removeAll(g.pidsDir, g.dir)
+	// A process that has just been killed holds its cgroup until it is
+	// reaped (by init, when it was orphaned), a moment after the group
+	// reads as empty: the kernel says nothing when that happens, so a
+	// busy cgroup is tried again for a short while.
+	for deadline := time.Now().Add(time.Second); errors.Is(err, unix.EBUSY) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		err = removeAll(g.pidsDir, g.dir)
+	}
+	return err
 }
 
 // cgroupDir finds where this process's cgroup lives: in the cgroup2 mount
