@@ -393,6 +393,13 @@ func TestApproveRulesBounded(t *testing.T) {
 			t.Fatalf("%s: %d bytes", name, len(c))
 		}
 		took, alloc, err := measure(c)
+		if took > 5*plain+200*time.Millisecond {
+			// A busy machine only ever adds time: measure both again and
+			// keep the faster of each, so one unlucky pause cannot fail it.
+			again, _, _ := measure(c)
+			p, _, _ := measure(strings.Repeat("echo x; ", limit/8))
+			took, plain = min(took, again), min(plain, p)
+		}
 		t.Logf("%s: %d bytes, %v (plain %v), %d KB: %.120v", name, len(c), took, plain, alloc>>10, err)
 		if took > 5*plain+200*time.Millisecond || alloc > 64<<20 {
 			t.Errorf("%s (%d bytes): %v (plain %v) and %d MB", name, len(c), took, plain, alloc>>20)

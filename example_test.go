@@ -59,6 +59,7 @@ func ExampleManager_Call() {
 	// pty-write
 	// pty-run
 	// pty-kill
+	// pty-list
 	// {"id":"pty-1","output":"hi","matched":false,"exited":true,"exit_code":3,"state":"exited","waited":"exit"}
 }
 
