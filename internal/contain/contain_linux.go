@@ -505,12 +505,30 @@ func (g *Group) Remove() error {
 	// A process that has just been killed holds its cgroup until it is
 	// reaped (by init, when it was orphaned), a moment after the group
 	// reads as empty: the kernel says nothing when that happens, so a
-	// busy cgroup is tried again for a short while.
-	for deadline := time.Now().Add(time.Second); errors.Is(err, unix.EBUSY) && time.Now().Before(deadline); {
+	// cgroup busy with nothing but the dying is tried again for a short
+	// while. One a live process holds (a frozen one, say) fails at once.
+	for deadline := time.Now().Add(time.Second); errors.Is(err, unix.EBUSY) && onlyDying(g.pidsDir, g.dir) && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 		err = removeAll(g.pidsDir, g.dir)
 	}
 	return err
+}
+
+// onlyDying reports whether every process listed in the cgroups dirs
+// (those that are not "") is gone or a zombie.
+func onlyDying(dirs ...string) bool {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		for _, f := range strings.Fields(readFile(filepath.Join(d, "cgroup.procs"))) {
+			stat := readFile("/proc/" + f + "/stat")
+			if i := strings.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // cgroupDir finds where this process's cgroup lives: in the cgroup2 mount
