@@ -87,14 +87,6 @@ func (c propCase) String() string {
 	return "typed " + strings.Join(q, " ")
 }
 
-// text is everything the case types or runs, for propKnownOpen.
-func (c propCase) text() string {
-	if c.typed == nil {
-		return c.start
-	}
-	return strings.Join(c.typed, "\n")
-}
-
 // propCorpusFile keeps what the property found: replayed first, each run.
 const propCorpusFile = "testdata/property/corpus.txt"
 

@@ -106,10 +106,7 @@ func violations(c propCase, r propRun) []string {
 			out = append(out, fmt.Sprintf("ran %q", argv))
 		}
 	}
-	for _, ch := range r.changed {
-		out = append(out, ch)
-	}
-	return out
+	return append(out, r.changed...)
 }
 
 // propStats counts what the property did.
