@@ -62,37 +62,54 @@ func TestSecretProgramsRefuseOtherHolder(t *testing.T) {
 	need(t, "setpriv", "od", "setsid")
 	ctx := waitCtx(t)
 	for _, list := range [][]string{nil, {"sudo"}} {
-		m := newManager(t, Options{Shell: []string{"bash", "-c"}, SecretPrograms: list})
-		start := mustStart(t, m, StartRequest{
-			Command: "setpriv --reuid=" + user + " --regid=" + user + " --init-groups -- bash -c '" + strings.ReplaceAll(odThief, "'", `'\''`) + "'",
-			WaitFor: "[sudo] pw: ",
-		})
-		awaitReader(t, m, start.ID)
-		if !awaitOd(t, user) {
-			t.Fatal("od is not reading the terminal: the test would not show the fault")
-		}
-		s, _ := m.Session(start.ID)
-		_, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitMS: ms(0)})
-		switch {
-		case list == nil && err != nil:
-			t.Fatalf("control: %v; want the secret typed", err)
-		case list == nil:
-			out := mustWrite(t, m, WriteRequest{ID: start.ID, WaitForRegex: odLeak(secret).String(), WaitMS: ms(15000)})
-			if !odLeak(secret).MatchString(secretTrail(s)) {
-				t.Fatalf("control: %q; want od to print the secret", out.Output)
+		// Both read the terminal, and the kernel hands the line to one:
+		// the control tries again when sudo took it.
+		for try := 1; !odThiefTry(t, ctx, user, secret, list); try++ {
+			if try == 3 {
+				t.Fatalf("control: od printed the secret in none of %d tries; want it to, typed without SecretPrograms", try)
 			}
-		case !isErr(err, ErrDenied) || !strings.Contains(err.Error(), "od (pid") || !strings.Contains(err.Error(), "holds the terminal"):
-			t.Errorf("with SecretPrograms: %v; want ErrDenied naming od", err)
-		default:
-			out := mustWrite(t, m, WriteRequest{ID: start.ID, WaitMS: ms(500)})
-			if odLeak(secret).MatchString(secretTrail(s)) || strings.Contains(out.Output, secret) {
-				t.Errorf("the secret leaked: %q", out.Output)
-			}
-		}
-		if _, err := m.Kill(ctx, start.ID); err != nil {
-			t.Fatal(err)
 		}
 	}
+}
+
+// odThiefTry runs the od attack once under list: the control (no list)
+// types the secret and reports whether od printed it; with the list it
+// must be refused, naming od, and leak nowhere (true).
+func odThiefTry(t *testing.T, ctx context.Context, user, secret string, list []string) (leaked bool) {
+	t.Helper()
+	leaked = true
+	m := newManager(t, Options{Shell: []string{"bash", "-c"}, SecretPrograms: list})
+	start := mustStart(t, m, StartRequest{
+		Command: "setpriv --reuid=" + user + " --regid=" + user + " --init-groups -- bash -c '" + strings.ReplaceAll(odThief, "'", `'\''`) + "'",
+		WaitFor: "[sudo] pw: ",
+	})
+	awaitReader(t, m, start.ID)
+	if !awaitOd(t, user) {
+		t.Fatal("od is not reading the terminal: the test would not show the fault")
+	}
+	s, _ := m.Session(start.ID)
+	_, err := m.WriteSecretWith(ctx, SecretRequest{ID: start.ID, Secret: []byte(secret), WaitMS: ms(0)})
+	switch {
+	case list == nil && err != nil:
+		t.Fatalf("control: %v; want the secret typed", err)
+	case list == nil:
+		out := mustWrite(t, m, WriteRequest{ID: start.ID, WaitForRegex: odLeak(secret).String(), WaitMS: ms(15000)})
+		if !odLeak(secret).MatchString(secretTrail(s)) {
+			t.Logf("control: %q: sudo read the line before od", out.Output)
+			leaked = false
+		}
+	case !isErr(err, ErrDenied) || !strings.Contains(err.Error(), "od (pid") || !strings.Contains(err.Error(), "holds the terminal"):
+		t.Errorf("with SecretPrograms: %v; want ErrDenied naming od", err)
+	default:
+		out := mustWrite(t, m, WriteRequest{ID: start.ID, WaitMS: ms(500)})
+		if odLeak(secret).MatchString(secretTrail(s)) || strings.Contains(out.Output, secret) {
+			t.Errorf("the secret leaked: %q", out.Output)
+		}
+	}
+	if _, err := m.Kill(ctx, start.ID); err != nil {
+		t.Fatal(err)
+	}
+	return leaked
 }
 
 // awaitOd waits for user's od to read the terminal.
