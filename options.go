@@ -18,6 +18,9 @@ import (
 //     only (the error wraps ErrUnsupported too, as starts did before).
 //   - Backend with SecretPrograms, when the Backend is no ProgramChecker:
 //     every WriteSecret would be refused.
+//   - Backend with SecretRelays: whether a relay's terminal echoes
+//     nothing itself is read on this machine's terminals only, so every
+//     WriteSecret through a relay would be refused.
 //   - Backend with MaxMemory or MaxProcesses set: they bound this
 //     machine's cgroups only.
 //   - Cols or Rows outside 0–1000 and 0–500, an empty (non-nil) Shell,
@@ -42,6 +45,9 @@ func (o Options) Validate() error {
 		}
 		if _, ok := o.Backend.(ProgramChecker); !ok && o.SecretPrograms != nil {
 			bad("Options.Backend (%s) and Options.SecretPrograms: the backend cannot name the programs at its prompts (it is no ProgramChecker), so every WriteSecret would be refused", name)
+		}
+		if o.SecretRelays != nil {
+			bad("Options.Backend (%s) and Options.SecretRelays: whether a relay's terminal echoes nothing itself can be told on this machine only, so every WriteSecret through a relay would be refused", name)
 		}
 		if o.MaxMemory != 0 {
 			bad("Options.Backend (%s) and Options.MaxMemory %d: the bound applies to this machine's sessions only", name, o.MaxMemory)

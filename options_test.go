@@ -74,6 +74,14 @@ func TestValidateBackendSecretPrograms(t *testing.T) {
 	}
 }
 
+// SecretRelays with a Backend used to start sessions whose every
+// WriteSecret through a relay was refused (its terminal cannot say it
+// echoes nothing itself), a ProgramChecker backend included.
+func TestValidateBackendSecretRelays(t *testing.T) {
+	b := &checkingBackend{}
+	refusedAtStart(t, Options{Backend: b, SecretRelays: []string{"ssh"}}, &b.memBackend, "Options.Backend", "Options.SecretRelays")
+}
+
 // MaxMemory and MaxProcesses bound this machine's cgroups; with a Backend
 // they would bound nothing.
 func TestValidateBackendBounds(t *testing.T) {
