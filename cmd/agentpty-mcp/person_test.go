@@ -250,6 +250,12 @@ func TestSecretThroughThePage(t *testing.T) {
 				t.Fatalf("record %s", id)
 			}
 			text, isErr := callTool(t, ctx, cs, toolSecret, map[string]any{"id": id})
+			if !isErr && !strings.Contains(text, "sudo exit 0") && strings.Contains(text, `"waited":"quiet"`) {
+				// sudo relays through a pty of its own: its wait is a guess
+				// (waited quiet), and the model reads again, as here.
+				more, _ := callTool(t, ctx, cs, "pty-write", map[string]any{"id": id, "wait_for": "sudo exit"})
+				text += more
+			}
 			if isErr || !strings.Contains(text, "sudo exit 0") {
 				t.Fatalf("pty-secret: %s (the page said %q); want sudo exit 0", text, shown)
 			}
