@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // A printable character bound to one of the terminal's special characters
@@ -69,7 +71,7 @@ func (s *Session) checkControlChars(tool string, input []byte) error {
 		return nil
 	}
 	deny := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s %s %s: %s", ErrDenied, tool, s.id, quoteShort(string(input)), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s %s %s: %s", ErrDenied, tool, s.id, cmdline.Quote(string(input)), fmt.Sprintf(format, args...))
 	}
 	m, err := r.inputModes()
 	if err != nil {

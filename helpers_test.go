@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
@@ -96,45 +94,21 @@ func childCommand(mode string) (string, []string) {
 // asks for every test to run.
 var need = testkit.Need
 
-// leakMarkEnv marks the processes of a test's sessions (see newManager);
-// leakMarks numbers the managers.
-const leakMarkEnv = "AGENTPTY_TEST_MANAGER"
-
-var leakMarks atomic.Int64
-
 // newManager returns a manager that the test closes at its end, checking
 // that nothing the sessions started is still running and that no file
-// descriptor leaked. Goroutines are checked for the whole run by TestMain.
+// descriptor leaked (testkit.Managed). Goroutines are checked for the
+// whole run by TestMain.
 func newManager(t *testing.T, opts Options) *Manager {
 	t.Helper()
-	fds := openFDs(t)
-	var pids []int
-	// Every session carries the manager's mark, so that what left its
-	// session (setsid, a terminal of its own) is found too.
-	mark := leakMarkEnv + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(leakMarks.Add(1), 10)
-	opts.Env = append(slices.Clip(opts.Env), mark)
-	m := NewManager(opts)
-	t.Cleanup(func() {
+	var m *Manager
+	pids := func() (out []int) {
 		for _, info := range m.List() {
-			pids = append(pids, info.PID)
+			out = append(out, info.PID)
 		}
-		if err := m.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		for _, pid := range pids {
-			if pid <= 0 {
-				continue // not a process of this machine
-			}
-			if left := proc.Members(pid); len(left) > 0 {
-				t.Errorf("session %d still has processes %v after Close", pid, left)
-			}
-		}
-		testkit.NoneMarked(t, mark, "the manager's sessions")
-		goleak.VerifyNone(t)
-		if now := openFDs(t); now > fds {
-			t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
-		}
-	})
+		return out
+	}
+	opts.Env = append(slices.Clip(opts.Env), testkit.Managed(t, pids, func() error { return m.Close() }))
+	m = NewManager(opts)
 	return m
 }
 
@@ -151,12 +125,7 @@ const readyCat = "echo ready; exec cat"
 func mustStart(t *testing.T, m *Manager, req StartRequest) StartResult {
 	t.Helper()
 	res, err := m.Start(context.Background(), req)
-	if err != nil {
-		t.Fatalf("Start(%q): %v", req.Command, err)
-	}
-	if req.WaitFor != "" && !res.Matched {
-		t.Fatalf("Start(%q): %q did not appear; output %q", req.Command, req.WaitFor, res.Output)
-	}
+	testkit.Done(t, fmt.Sprintf("Start(%q)", req.Command), err, req.WaitFor, res.Matched, res.Output)
 	return res
 }
 
@@ -164,12 +133,7 @@ func mustStart(t *testing.T, m *Manager, req StartRequest) StartResult {
 func mustWrite(t *testing.T, m *Manager, req WriteRequest) WriteResult {
 	t.Helper()
 	res, err := m.Write(context.Background(), req)
-	if err != nil {
-		t.Fatalf("Write(%q): %v", req.Input, err)
-	}
-	if req.WaitFor != "" && !res.Matched {
-		t.Fatalf("Write(%q): %q did not appear; output %q", req.Input, req.WaitFor, res.Output)
-	}
+	testkit.Done(t, fmt.Sprintf("Write(%q)", req.Input), err, req.WaitFor, res.Matched, res.Output)
 	return res
 }
 

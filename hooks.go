@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // The host's Approver and Sandbox.Prepare are called only through these
@@ -21,13 +23,13 @@ func (m *Manager) approve(ctx context.Context, req ApprovalRequest) (err error) 
 	if m.opts.Approver == nil {
 		return nil
 	}
-	what := req.Tool + " " + quoteShort(req.Command)
+	what := req.Tool + " " + cmdline.Quote(req.Command)
 	switch req.Tool {
 	case ToolStart:
 	case ToolWrite:
-		what = req.Tool + " " + req.ID + " " + quoteShort(req.Input)
+		what = req.Tool + " " + req.ID + " " + cmdline.Quote(req.Input)
 	default:
-		what = req.Tool + " " + req.ID + " " + quoteShort(req.Command)
+		what = req.Tool + " " + req.ID + " " + cmdline.Quote(req.Command)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -86,8 +88,8 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	if err := m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg}); err != nil {
 		return false, err
 	}
-	opts, shell := shells[path.Base(fg)]
-	return shell && opts != nil, nil
+	bashLike, _ := cmdline.Shell(path.Base(fg))
+	return bashLike, nil
 }
 
 // lineClear goes before an approved write into a shell at its prompt, as

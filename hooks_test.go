@@ -3,6 +3,7 @@ package agentpty
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,75 +196,13 @@ func TestApproveWrites(t *testing.T) {
 	}
 }
 
-// TestApproveWritesRules: Rules judge typed lines as a shell would read
-// them. The control shows the same write removes d when writes are not
-// approved.
-func TestApproveWritesRules(t *testing.T) {
-	rules := Rules{Allow: []string{"bash --norc --noprofile", "echo *"}, Deny: []string{"rm *"}}
-	for _, approveWrites := range []bool{false, true} {
-		t.Run("ApproveWrites="+strconv.FormatBool(approveWrites), func(t *testing.T) { writeRules(t, rules, approveWrites) })
-	}
-}
-
-// writeRules starts a shell approved by rules and types rm -rf d into it.
-func writeRules(t *testing.T, rules Rules, approveWrites bool) {
-	dir := t.TempDir()
-	d := filepath.Join(dir, "d")
-	if err := os.Mkdir(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	m := newManager(t, Options{Approver: rules, ApproveWrites: approveWrites})
-	res := mustStart(t, m, StartRequest{Command: "bash --norc --noprofile", Cwd: dir, WaitFor: "bash-"})
-	prompt := res.Output[strings.LastIndex(res.Output, "bash-"):] // bash-5.2#
-	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "echo hi", Submit: true, WaitFor: "hi\n" + prompt})
-	_, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "rm -rf d", Submit: true, WaitFor: prompt})
-	_, statErr := os.Stat(d)
-	// History expansion rewrites an approved-looking line into another:
-	// the quotes of the line before are stripped and touch runs.
-	pwn := filepath.Join(dir, "pwn")
-	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "echo 'x;touch pwn'", Submit: true, WaitFor: "x;touch pwn\n" + prompt})
-	_, histErr := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "echo !!:1:gs/'//", Submit: true, WaitFor: prompt})
-	_, pwnErr := os.Stat(pwn)
-	if !approveWrites {
-		if err != nil || statErr == nil {
-			t.Fatalf("control: write %v, d %v; want d removed", err, statErr)
-		}
-		if histErr != nil || pwnErr != nil {
-			t.Fatalf("control: write %v, pwn %v; want pwn created", histErr, pwnErr)
-		}
-		return
-	}
-	if !errors.Is(histErr, ErrDenied) || pwnErr == nil {
-		t.Errorf("history expansion: write %v, pwn %v; want denied and no pwn", histErr, pwnErr)
-	}
-	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `matches deny rule "rm *"`) {
-		t.Errorf("Write: %v; want the deny rule named", err)
-	}
-	if statErr != nil {
-		t.Errorf("d: %v after a denied write", statErr)
-	}
-	for input, want := range map[string]string{
-		"echo a":             "types a partial line",
-		"echo a \\\r":        "ends in a line continuation",
-		"\x15rm -rf d\r":     `types the control character '\x15'`,
-		"ls\r":               "matches no allow rule",
-		"echo x\t\r":         `types the control character '\t'`,
-		"echo !!:1:gs/'//\r": "which an interactive shell expands from its history",
-		"^echo^rm\r":         "which an interactive shell expands from its history",
-	} {
-		if _, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: input}); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), want) {
-			t.Errorf("Write(%q): %v; want ...%s", input, err, want)
-		}
-	}
-}
-
 // TestApproveWritesWaitsForThePrompt: a shell prints its prompt before it
 // reads; a write typed as soon as the prompt shows is judged once the
 // shell reads, not refused because nothing read yet. Here the shell sleeps
 // between its prompt's text and the read, as a slow PROMPT_COMMAND does.
+// The approver approves a write only when bash reads it.
 func TestApproveWritesWaitsForThePrompt(t *testing.T) {
-	rules := Rules{Allow: []string{"bash --norc --noprofile", "echo *"}}
-	m := newManager(t, Options{Approver: rules, ApproveWrites: true,
+	m := newManager(t, Options{Approver: typedIntoBash, ApproveWrites: true,
 		Env: []string{"PROMPT_COMMAND=echo at-prompt; sleep 0.3", "PS1=$ "}})
 	res := mustStart(t, m, StartRequest{Command: "bash --norc --noprofile", WaitFor: "at-prompt"})
 	out, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "echo hi", Submit: true, WaitFor: "hi\n"})
@@ -274,19 +213,28 @@ func TestApproveWritesWaitsForThePrompt(t *testing.T) {
 
 // TestApproveWritesWaitsOnlyASecond: the wait for a reader is bounded: a
 // write typed into a program that never waits for input (a busy loop) is
-// judged after about approveReaderWait, with no program reading it, so the
-// rules refuse it.
+// judged after about approveReaderWait, with no program reading it, so an
+// approver that wants bash reading refuses it.
 func TestApproveWritesWaitsOnlyASecond(t *testing.T) {
 	const loop = "echo looping; while :; do :; done"
-	m := newManager(t, Options{Approver: Rules{Allow: []string{loop, "echo *"}}, ApproveWrites: true})
+	m := newManager(t, Options{Approver: typedIntoBash, ApproveWrites: true})
 	res := mustStart(t, m, StartRequest{Command: loop, WaitFor: "looping"})
 	begin := time.Now()
 	_, err := m.Write(waitCtx(t), WriteRequest{ID: res.ID, Input: "echo hi", Submit: true})
 	took := time.Since(begin)
-	if want := "a terminal where no program waits for input"; !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), want) {
+	if want := `typed into ""`; !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), want) {
 		t.Errorf("a write into a busy loop: %v; want ErrDenied ...%s", err, want)
 	}
 	if took < 900*time.Millisecond || took >= 5*time.Second {
 		t.Errorf("a write into a busy loop was judged after %v; want about %v", took, approveReaderWait)
 	}
 }
+
+// typedIntoBash approves every start, and a write only when bash waits for
+// it at its prompt (ApprovalRequest.Foreground), as package rules do.
+var typedIntoBash = ApproverFunc(func(_ context.Context, req ApprovalRequest) error {
+	if req.Tool == ToolWrite && req.Foreground != "bash" {
+		return fmt.Errorf("typed into %q, not bash", req.Foreground)
+	}
+	return nil
+})

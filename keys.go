@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // keyModes are the terminal modes that decide what a key sends, as the
@@ -130,7 +132,7 @@ func parseKeys(where string, names []string) ([]key, error) {
 		if why != "" {
 			return nil, errorf(ErrInvalid, "%s: keys[%d] %s %s; keys are named as tmux's send-keys names them "+
 				"(Up, Down, Left, Right, Home, End, PageUp, PageDown, Insert, Delete, Enter, Tab, BTab, Escape, BSpace, Space, F1-F12, KP0-KP9, "+
-				"a single character, with C-, M- or S- before it: C-c, M-x, C-Up); type text with input", where, i, quoteShort(name), why)
+				"a single character, with C-, M- or S- before it: C-c, M-x, C-Up); type text with input", where, i, cmdline.Quote(name), why)
 		}
 		keys = append(keys, k)
 	}

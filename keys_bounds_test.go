@@ -24,14 +24,13 @@ func allocated(f func()) (uint64, time.Duration) {
 // converted and typed out into a buffer before the approver refused the
 // write: hundreds of megabytes. The control converts far fewer keys the
 // old way and shows the cost the measure sees; a write to a real bash
-// under Rules and ApproveWrites is refused with ErrInvalid before the
-// keys are read, through Call and Write, and so is too much input or a
-// key name too long to be one.
+// under an Approver and ApproveWrites is refused with ErrInvalid before
+// the keys are read, through Call and Write, and so is too much input or
+// a key name too long to be one.
 func TestWriteKeysBounded(t *testing.T) {
 	ctx := waitCtx(t)
-	rules := Rules{Allow: []string{promptCommand(""), "ls *"}}
-	m := promptManager(t, rules, true)
-	res, _ := promptSession(t, m, "")
+	m := newManager(t, Options{Shell: []string{"bash", "-c"}, Approver: typedIntoBash, ApproveWrites: true})
+	res := mustStart(t, m, StartRequest{Command: "exec bash --norc --noprofile -i", WaitUntil: WaitUntilInput})
 	names := make([]string, 2_000_000)
 	for i := range names {
 		names[i] = "Up"
@@ -83,7 +82,7 @@ func TestWriteKeysBounded(t *testing.T) {
 		}
 	}
 	// The session is untouched: a line still runs.
-	if _, err := typeLine(ctx, m, res.ID, "ls -d /"); err != nil {
+	if _, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "ls -d /", Submit: true, WaitUntil: WaitUntilInput, WaitMS: ms(10000)}); err != nil {
 		t.Errorf("a line after the refusals: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentpty/agentpty/internal/cmdline"
 	"github.com/agentpty/agentpty/internal/contain"
 )
 
@@ -458,8 +459,8 @@ func checkStart(req StartRequest) error {
 	if _, err := settleFor(ToolStart, req.WaitUntil, req.SettleMS); err != nil {
 		return err
 	}
-	if len(req.Command) > maxCommandBytes {
-		return errorf(ErrInvalid, "%s: command is %d bytes; exec takes at most %d", ToolStart, len(req.Command), maxCommandBytes)
+	if len(req.Command) > cmdline.MaxBytes {
+		return errorf(ErrInvalid, "%s: command is %d bytes; exec takes at most %d", ToolStart, len(req.Command), cmdline.MaxBytes)
 	}
 	if err := checkSize(ToolStart, req.Cols, req.Rows); err != nil {
 		return err

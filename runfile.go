@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // The run channel: a pty-run command reaches the shell as a file in the
@@ -138,7 +140,7 @@ func (sh *shell) handOver(ctx context.Context, command string) (string, string, 
 		return "", "", err
 	}
 	sh.shown.add(sh.dir, sh.runs, command)
-	return path, "\x07\x05\x15 . " + shellQuote(path) + "\r", nil
+	return path, "\x07\x05\x15 . " + cmdline.ShellQuote(path) + "\r", nil
 }
 
 // done removes a run file once its command has ended; left keeps it until
@@ -165,9 +167,4 @@ func (sh *shell) remove(ctx context.Context) {
 		sh.fs.removeAll(ctx, sh.dir)
 		sh.dir, sh.stale = "", nil
 	}
-}
-
-// shellQuote quotes s for bash as one word.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

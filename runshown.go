@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // runShownKept is how many pty-run commands a session remembers for its
@@ -29,7 +31,7 @@ func (r *runShown) add(dir string, n int, command string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cmds == nil {
-		q := shellQuote(dir + "/")
+		q := cmdline.ShellQuote(dir + "/")
 		r.prefix, r.cmds = " . "+q[:len(q)-1], map[int]string{}
 	}
 	r.cmds[n] = command

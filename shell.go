@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // ToolRun is the tool that runs one command in a shell session.
@@ -156,7 +158,7 @@ func (sh *shell) rcText(snapshot string) string {
 	mark := func(body string) string { return `\[\e]133;` + body + `;aid=` + sh.nonce + `\a\]` }
 	load := ""
 	if snapshot != "" {
-		load = ". " + shellQuote(snapshot) + "\n"
+		load = ". " + cmdline.ShellQuote(snapshot) + "\n"
 	}
 	return load + "set +H\n" +
 		"HISTCONTROL=${HISTCONTROL:+$HISTCONTROL:}ignorespace\n" +

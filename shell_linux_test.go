@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // TestShellSandboxKeepsCommandsReadOnly: a sandboxed shell whose writable
@@ -33,7 +35,7 @@ func TestShellSandboxKeepsCommandsReadOnly(t *testing.T) {
 	// A run file is written anew each run (O_EXCL): replacing the rcfile
 	// or planting the next run's file are the changes that would count.
 	attack := func(dir string) string {
-		return try + `d=` + shellQuote(dir) + `; try replace sh -c 'mv "$0"/rc "$0"/rc.old && echo "rm -rf /" > "$0"/rc' "$d"; ` +
+		return try + `d=` + cmdline.ShellQuote(dir) + `; try replace sh -c 'mv "$0"/rc "$0"/rc.old && echo "rm -rf /" > "$0"/rc' "$d"; ` +
 			`try plant sh -c 'echo "rm -rf /" > "$0"/3' "$d"; try remove rm -f "$d"/rc`
 	}
 	res := mustRun(t, m, RunRequest{ID: id, Command: attack(ctl)})

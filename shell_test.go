@@ -197,7 +197,10 @@ func TestShellRunIsApproved(t *testing.T) {
 	var asked []ApprovalRequest
 	m := newManager(t, Options{Approver: ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
 		asked = append(asked, req)
-		return Rules{Allow: []string{"bash --norc --noprofile -i", "echo *"}}.Approve(ctx, req)
+		if req.Tool == ToolStart || strings.HasPrefix(req.Command, "echo ") {
+			return nil
+		}
+		return errors.New("only echo runs")
 	})})
 	id := startShell(t, m)
 	if res := mustRun(t, m, RunRequest{ID: id, Command: "echo allowed"}); res.Output != "allowed" {
@@ -223,11 +226,12 @@ func TestShellRunIsApproved(t *testing.T) {
 func pasteCommand(command string) string { return "\x05\x15\x1b[200~" + command + "\x1b[201~\r" }
 
 // TestShellRunRunsWhatWasJudged: bash executes exactly the text the
-// Approver judged, as a script. Each command below is approved under an
-// allow list of echo and ls; typed into readline, as runs once were (the
-// control, in a plain interactive bash), each removes the canary d.
+// Approver judged, as a script. Each command below reads as echo or ls;
+// typed into readline, as runs once were (the control, in a plain
+// interactive bash), each removes the canary d. The approver approves
+// exactly the text it read, so the channel is tried even for what
+// package rules would refuse (control bytes).
 func TestShellRunRunsWhatWasJudged(t *testing.T) {
-	rules := Rules{Allow: []string{"bash --norc --noprofile -i", "echo *", "ls *"}}
 	cases := []struct {
 		name, command, output string
 		code                  int
@@ -251,16 +255,12 @@ func TestShellRunRunsWhatWasJudged(t *testing.T) {
 				t.Fatalf("control: typing %q into readline left d in place: the attack does not work here", c.command)
 			}
 		})
-		// Rules that refuse control bytes stop most of these before they
-		// run: a person who approves exactly the text read makes sure the
-		// channel is tried all the same.
 		exactly := ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
 			if req.Tool == ToolStart || req.Command == c.command {
 				return nil
 			}
 			return errors.New("not the command read")
 		})
-		t.Run(c.name+", rules", func(t *testing.T) { runJudged(t, rules, c.command, c.output, c.code) })
 		t.Run(c.name+", approved as read", func(t *testing.T) { runJudged(t, exactly, c.command, c.output, c.code) })
 	}
 }

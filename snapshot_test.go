@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // snapshotProfile is a login profile that sets one of each thing a
@@ -122,7 +124,7 @@ func TestShellSnapshotEnvironmentEqualsLogin(t *testing.T) {
 		for _, kv := range strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00") {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
-			case "_", "SHLVL", "PWD", "OLDPWD", leakMarkEnv:
+			case "_", "SHLVL", "PWD", "OLDPWD", testkit.SessionMarkEnv:
 				continue
 			case "PYTHONSTARTUP": // the manager's own file, in each manager's own directory
 				v = filepath.Base(v)

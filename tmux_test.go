@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // TestScreenMatchesTmux holds Session.Screen up against tmux, a terminal
@@ -420,7 +422,7 @@ func (x *tmuxServer) play(t *testing.T, cols, rows int, raw []byte) string {
 	writeFile(t, f, string(raw)+"\x1b]2;"+mark+"\a")
 	// Raw mode: no onlcr, and no echo of the replies tmux gives to the
 	// queries in raw.
-	x.newPane(t, name, cols, rows, "", "stty raw -echo; cat "+shellQuote(f)+"; exec cat >/dev/null")
+	x.newPane(t, name, cols, rows, "", "stty raw -echo; cat "+cmdline.ShellQuote(f)+"; exec cat >/dev/null")
 	x.run(t, "wait-for", mark)
 	return name
 }
@@ -434,9 +436,9 @@ func (x *tmuxServer) live(t *testing.T, cols, rows int, cwd string, env []string
 	var sh strings.Builder
 	sh.WriteString("exec env -u TMUX -u TMUX_PANE -u COLUMNS -u LINES -u STY TERM=xterm-256color")
 	for _, kv := range slices.Concat(env, []string{"AGENTPTY_MARK=" + mark}) {
-		sh.WriteString(" " + shellQuote(kv))
+		sh.WriteString(" " + cmdline.ShellQuote(kv))
 	}
-	sh.WriteString(" bash -lc " + shellQuote(command))
+	sh.WriteString(" bash -lc " + cmdline.ShellQuote(command))
 	x.newPane(t, name, cols, rows, cwd, sh.String())
 	x.run(t, "wait-for", mark+"-1")
 	if key != "" {

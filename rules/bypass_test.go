@@ -1,4 +1,4 @@
-package agentpty_test
+package rules_test
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/cmdline"
 	"github.com/agentpty/agentpty/internal/testkit"
+	"github.com/agentpty/agentpty/rules"
 )
 
 // runInTemp runs command through bash in a new directory holding the
@@ -59,7 +61,7 @@ func (a attack) run(t *testing.T) (removed bool, out string) {
 		if b, err := git.CombinedOutput(); err != nil {
 			t.Fatalf("git: %v: %s", err, b)
 		}
-		cmd = exec.Command("script", "-qec", "bash -c "+shellQuote(a.command), "/dev/null")
+		cmd = exec.Command("script", "-qec", "bash -c "+cmdline.ShellQuote(a.command), "/dev/null")
 	}
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), a.env...)
@@ -76,26 +78,26 @@ func (a attack) run(t *testing.T) (removed bool, out string) {
 // and shows the harm (d removed, sudo run); the rules must now deny it,
 // naming the rule or construct that decided.
 func TestApproveRulesBypasses(t *testing.T) {
-	echo := agentpty.Rules{Allow: []string{"echo *"}, Deny: []string{"rm *"}}
-	all := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
-	sudo := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"sudo *"}}
-	xargsWrap := agentpty.Rules{Allow: []string{"echo *", "xargs *", "nice *", "env *"}}
+	echo := rules.Rules{Allow: []string{"echo *"}, Deny: []string{"rm *"}}
+	all := rules.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
+	sudo := rules.Rules{Allow: []string{"*"}, Deny: []string{"sudo *"}}
+	xargsWrap := rules.Rules{Allow: []string{"echo *", "xargs *", "nice *", "env *"}}
 	for _, tc := range []struct {
 		name    string
-		rules   agentpty.Rules
+		policy  rules.Rules
 		command string
 		harm    string // "" when the harm is d removed; else what the output shows
 		want    string
 	}{
 		{"LineContinuation", echo, "echo \"$\\\n(rm -rf d)\"", "", "uses a line continuation"},
 		{"LineContinuationUnquoted", echo, "echo $\\\n(rm -rf d)", "", "uses a line continuation"},
-		{"TestV", agentpty.Rules{Allow: []string{"test *"}}, `test -v $'a[\x24(rm -rf d)]'`, "",
+		{"TestV", rules.Rules{Allow: []string{"test *"}}, `test -v $'a[\x24(rm -rf d)]'`, "",
 			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
-		{"BracketV", agentpty.Rules{Allow: []string{"[ *"}}, `[ -v $'a[\x24(rm -rf d)]' ]`, "",
+		{"BracketV", rules.Rules{Allow: []string{"[ *"}}, `[ -v $'a[\x24(rm -rf d)]' ]`, "",
 			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
-		{"PrintfV", agentpty.Rules{Allow: []string{"printf *"}}, `printf -v $'a[\x24(rm -rf d)]' x`, "",
+		{"PrintfV", rules.Rules{Allow: []string{"printf *"}}, `printf -v $'a[\x24(rm -rf d)]' x`, "",
 			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
-		{"TestVEscaped", agentpty.Rules{Allow: []string{"test *"}}, `test -v a[\$\(rm\ -rf\ d\)]`, "",
+		{"TestVEscaped", rules.Rules{Allow: []string{"test *"}}, `test -v a[\$\(rm\ -rf\ d\)]`, "",
 			`uses a command substitution $(...) in the value "a[$(rm -rf d)]"`},
 		{"NiceSudo", sudo, "nice sudo id", "uid=0", `matches deny rule "sudo *"`},
 		{"NiceN", all, "nice -n 5 rm -rf d", "", `matches deny rule "rm *"`},
@@ -119,27 +121,27 @@ func TestApproveRulesBypasses(t *testing.T) {
 		{"SudoU", all, "sudo -u root rm -rf d", "", `matches deny rule "rm *"`},
 		{"Xargs", all, "echo d | xargs rm -rf", "", `"xargs rm -rf" matches deny rule "rm *"`},
 		{"FindExec", all, "find . -name d -exec rm -rf {} +", "", `matches deny rule "rm *"`},
-		{"TimeRule", agentpty.Rules{Allow: []string{"time *"}}, "echo x; rm -rf d", "", `"echo x" matches no allow rule`},
-		{"NegatedRule", agentpty.Rules{Allow: []string{"! *"}}, "echo x; rm -rf d", "", `"echo x" matches no allow rule`},
+		{"TimeRule", rules.Rules{Allow: []string{"time *"}}, "echo x; rm -rf d", "", `"echo x" matches no allow rule`},
+		{"NegatedRule", rules.Rules{Allow: []string{"! *"}}, "echo x; rm -rf d", "", `"echo x" matches no allow rule`},
 		{"XargsNice", xargsWrap, "echo rm -rf d | xargs nice", "", "nice run by xargs with no command, which runs what xargs reads"},
 		{"XargsEnv", xargsWrap, "echo rm -rf d | xargs env X=1", "", "env X=1 run by xargs with no command"},
 		{"XargsEnvI", xargsWrap, "echo rm -rf d | xargs env -i", "", "env -i run by xargs with no command"},
-		{"PipeTime", agentpty.Rules{Allow: []string{"echo *", "true"}}, "echo x | time true", "elapsed", "time after |, which bash runs as the program time"},
-		{"XargsExactRule", agentpty.Rules{Allow: []string{"echo *", "xargs *", "ls"}}, "echo /proc/self/cmdline | xargs ls", "/proc/self/cmdline",
+		{"PipeTime", rules.Rules{Allow: []string{"echo *", "true"}}, "echo x | time true", "elapsed", "time after |, which bash runs as the program time"},
+		{"XargsExactRule", rules.Rules{Allow: []string{"echo *", "xargs *", "ls"}}, "echo /proc/self/cmdline | xargs ls", "/proc/self/cmdline",
 			`runs "ls (what xargs reads)", which matches no allow rule`},
 		{"XargsXargs", xargsWrap, "echo nice rm -rf d | xargs xargs", "", "xargs run by xargs with no command"},
 		{"Timeout", all, "timeout 5 rm -rf d", "", `matches deny rule "rm *"`},
 		{"Stdbuf", all, "stdbuf -o0 rm -rf d", "", `matches deny rule "rm *"`},
 		{"AnsiProgram", all, `$'\x72m' -rf d`, "", `matches deny rule "rm *"`},
-		{"WrapperNotAllowed", agentpty.Rules{Allow: []string{"nice *"}}, "nice -n 5 rm -rf d", "",
+		{"WrapperNotAllowed", rules.Rules{Allow: []string{"nice *"}}, "nice -n 5 rm -rf d", "",
 			`"nice -n 5 rm -rf d" runs "rm -rf d", which matches no allow rule`},
-		{"FindExecNotAllowed", agentpty.Rules{Allow: []string{"find *"}}, "find . -name d -exec rm -rf {} +", "",
+		{"FindExecNotAllowed", rules.Rules{Allow: []string{"find *"}}, "find . -name d -exec rm -rf {} +", "",
 			`runs "rm -rf {}", which matches no allow rule`},
-		{"Declare", agentpty.Rules{Allow: []string{"*"}}, `declare $'a[\x24(rm -rf d)]=1'`, "",
+		{"Declare", rules.Rules{Allow: []string{"*"}}, `declare $'a[\x24(rm -rf d)]=1'`, "",
 			`uses declare with arguments, which assigns the variables they name`},
-		{"Read", agentpty.Rules{Allow: []string{"*"}}, `x='a[$'; y="${x}(rm -rf d)]"; read "$y" <<< 1`, "",
+		{"Read", rules.Rules{Allow: []string{"*"}}, `x='a[$'; y="${x}(rm -rf d)]"; read "$y" <<< 1`, "",
 			`uses read, which assigns the variables it names`},
-		{"Alias", agentpty.Rules{Allow: []string{"*"}}, "shopt -s expand_aliases\nalias ls='rm -rf d'\nls", "",
+		{"Alias", rules.Rules{Allow: []string{"*"}}, "shopt -s expand_aliases\nalias ls='rm -rf d'\nls", "",
 			`uses alias, which makes a word run something else`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,9 +158,9 @@ func TestApproveRulesBypasses(t *testing.T) {
 			if tc.harm != "" && !strings.Contains(out, tc.harm) {
 				t.Fatalf("control: bash ran %q and printed %q, not %q", tc.command, out, tc.harm)
 			}
-			err := approve(tc.rules, tc.command)
+			err := approve(tc.policy, tc.command)
 			if err == nil {
-				t.Fatalf("%q approved by %+v", tc.command, tc.rules)
+				t.Fatalf("%q approved by %+v", tc.command, tc.policy)
 			}
 			if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%q: %v\nwant ErrDenied ...%s", tc.command, err, tc.want)
@@ -170,7 +172,7 @@ func TestApproveRulesBypasses(t *testing.T) {
 // TestApproveRulesWrappers: a wrapper and the program it runs each need
 // an allow rule; ordinary wrapped commands still pass.
 func TestApproveRulesWrappers(t *testing.T) {
-	r := agentpty.Rules{Allow: []string{"nice *", "timeout *", "make *", "go test *", "find *", "grep *", "xargs *", "ls *"}}
+	r := rules.Rules{Allow: []string{"nice *", "timeout *", "make *", "go test *", "find *", "grep *", "xargs *", "ls *"}}
 	for _, c := range []string{
 		"nice -n 5 make test", "nice -5 make", "timeout 60 go test ./...", "timeout -k 5 -s INT 10s make",
 		"find . -name '*.go' -exec grep -l TODO {} +", "ls | xargs -n 1 grep x", "make 2>&1",
@@ -196,7 +198,7 @@ func TestApproveRulesWrappers(t *testing.T) {
 // TestApproveRulesRefused: every construct on the refused list is denied
 // under an allow-everything rule, and the denial names it.
 func TestApproveRulesRefused(t *testing.T) {
-	all := agentpty.Rules{Allow: []string{"*"}}
+	all := rules.Rules{Allow: []string{"*"}}
 	for c, want := range map[string]string{
 		"echo $(id)":                       "a command substitution $(...)",
 		"echo `id`":                        "a command substitution `...`",
@@ -298,15 +300,15 @@ func TestApproveRulesRefused(t *testing.T) {
 func TestApproveRulesLongCommand(t *testing.T) {
 	const limit = 128<<10 - 1 // MAX_ARG_STRLEN less its NUL
 	over := ": " + strings.Repeat("x", limit-1)
-	err := approve(agentpty.Rules{Allow: []string{"*"}}, over)
+	err := approve(rules.Rules{Allow: []string{"*"}}, over)
 	if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), "is 131072 bytes, more than the 131071 a command may have") {
 		t.Errorf("Rules on %d bytes: %v", len(over), err)
 	}
-	if err := approve(agentpty.Rules{Allow: []string{"*"}}, over[:len(over)-1]); err != nil {
+	if err := approve(rules.Rules{Allow: []string{"*"}}, over[:len(over)-1]); err != nil {
 		t.Errorf("Rules on %d bytes: %v", len(over)-1, err)
 	}
 	// An approver that would allow it: the length is refused before it is asked.
-	m := agentpty.NewManager(agentpty.Options{Approver: agentpty.Rules{Allow: []string{"*"}}})
+	m := agentpty.NewManager(agentpty.Options{Approver: rules.Rules{Allow: []string{"*"}}})
 	defer m.Close()
 	if _, err := m.Start(context.Background(), agentpty.StartRequest{Command: over}); !errors.Is(err, agentpty.ErrInvalid) ||
 		!strings.Contains(err.Error(), "pty-start: command is 131072 bytes; exec takes at most 131071") {
@@ -324,7 +326,7 @@ func TestApproveRulesLongCommand(t *testing.T) {
 // TestApproveRulesShellC: the command line of sh -c is judged like the
 // command itself, for deny and allow rules and the refused constructs.
 func TestApproveRulesShellC(t *testing.T) {
-	r := agentpty.Rules{Allow: []string{"bash *", "sh *", "make *"}, Deny: []string{"rm *"}}
+	r := rules.Rules{Allow: []string{"bash *", "sh *", "make *"}, Deny: []string{"rm *"}}
 	for _, c := range []string{"bash -c 'make test'", "sh -ec 'make a && make b'", "bash -o pipefail -c make"} {
 		if err := approve(r, c); err != nil {
 			t.Errorf("%q: %v", c, err)
@@ -353,7 +355,7 @@ func TestApproveRulesShellC(t *testing.T) {
 // the shell knows what it holds, so only a rule that spells it the same
 // matches it: a lone * does not, quoted or not.
 func TestApproveRulesSplitting(t *testing.T) {
-	r := agentpty.Rules{Allow: []string{"cat *.txt", "echo *", "ls $D"}}
+	r := rules.Rules{Allow: []string{"cat *.txt", "echo *", "ls $D"}}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -376,9 +378,6 @@ func ansiQuote(s string) string {
 	return "$'" + strings.NewReplacer(`\`, `\\`, "'", `\'`, "\n", `\n`).Replace(s) + "'"
 }
 
-// shellQuote quotes s as one word for bash.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // TestApproveRulesModelledOnly: each attack here was approved and ran
 // rm: a comment that hid a line continuation, names assigned by for and
 // wait -p whose values bash evaluates (the variables SECONDS, RANDOM,
@@ -388,11 +387,11 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // whose argument was read as the script. The control runs each through
 // bash for real and shows d removed; the rules must deny it.
 func TestApproveRulesModelledOnly(t *testing.T) {
-	echo := agentpty.Rules{Allow: []string{"echo *"}}
-	echoDeny := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
-	ls := agentpty.Rules{Allow: []string{"ls *"}}
-	wait := agentpty.Rules{Allow: []string{"sleep *", "wait *"}}
-	git := agentpty.Rules{Allow: []string{"bash -c *", "echo *", "git log *", "git diff *"}}
+	echo := rules.Rules{Allow: []string{"echo *"}}
+	echoDeny := rules.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
+	ls := rules.Rules{Allow: []string{"ls *"}}
+	wait := rules.Rules{Allow: []string{"sleep *", "wait *"}}
+	git := rules.Rules{Allow: []string{"bash -c *", "echo *", "git log *", "git diff *"}}
 	comment := "echo $$'\\' # '\\\nrm -rf d\n"
 	escaped := "\\\\$'X\\'Y' # ' \\\nrm -rf d\n"
 	forVar := func(name string) string {
@@ -405,7 +404,7 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 		{"CommentDeny", echoDeny, attack{command: comment}, false, "a line continuation"},
 		{"CommentWrite", echo, attack{command: comment, interactive: true}, true, "a line continuation"},
 		{"CommentEscapedWrite", echo, attack{command: "echo " + escaped, interactive: true}, true, "a line continuation"},
-		{"CommentShellC", agentpty.Rules{Allow: []string{"bash -c *", "echo *"}}, attack{command: "bash -c " + ansiQuote(comment)}, false, "a line continuation"},
+		{"CommentShellC", rules.Rules{Allow: []string{"bash -c *", "echo *"}}, attack{command: "bash -c " + ansiQuote(comment)}, false, "a line continuation"},
 		{"ForSeconds", ls, attack{command: forVar("SECONDS")}, false, "uses a for loop"},
 		{"ForRandom", ls, attack{command: forVar("RANDOM")}, false, "uses a for loop"},
 		{"ForSrandom", ls, attack{command: forVar("SRANDOM")}, false, "uses a for loop"},
@@ -414,7 +413,7 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 		{"ForSecondsWrite", ls, attack{command: forVar("SECONDS") + "\n", interactive: true}, true, "uses a for loop"},
 		{"ForRandomGlob", ls, attack{command: "for RANDOM in a*; do ls; done", files: planted}, false, "uses a for loop"},
 		{"ForPromptCommand", ls, attack{command: "for PROMPT_COMMAND in 'rm -rf d'; do ls; done\n", interactive: true}, true, "uses a for loop"},
-		{"ForSecondsShellC", agentpty.Rules{Allow: []string{"bash -c *", "ls *"}}, attack{command: "bash -c " + shellQuote(forVar("SECONDS"))}, false, "uses a for loop"},
+		{"ForSecondsShellC", rules.Rules{Allow: []string{"bash -c *", "ls *"}}, attack{command: "bash -c " + cmdline.ShellQuote(forVar("SECONDS"))}, false, "uses a for loop"},
 		{"WaitP", wait, attack{command: `sleep 0 & wait -n -p "a[$x(rm -rf d)]"`, env: []string{"x=$"}}, false, "uses wait -p"},
 		{"WaitPGlob", wait, attack{command: "sleep 0 & wait -n -p a*", files: planted}, false, "uses wait -p"},
 		{"WaitNP", wait, attack{command: "sleep 0 & wait -np a*", files: planted}, false, "uses wait -np"},
@@ -424,7 +423,7 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 			`runs "GIT_PAGER=\"rm -rf d\" git log", which matches no allow rule`},
 		{"RcfileDeny", echoDeny, attack{command: "bash --rcfile /dev/null -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
 		{"InitFileDeny", echoDeny, attack{command: "bash --init-file /dev/null -c 'rm -rf d'"}, false, `matches deny rule "rm *"`},
-		{"EnvShellopts", agentpty.Rules{Allow: []string{"env *", "bash -c *", "echo *", "git diff *"}},
+		{"EnvShellopts", rules.Rules{Allow: []string{"env *", "bash -c *", "echo *", "git diff *"}},
 			attack{command: `env SHELLOPTS=keyword bash -c 'git diff --no-index --ext-diff /etc/hostname keep GIT_EXTERNAL_DIFF="rm -rf d;:"'`}, false,
 			"env SHELLOPTS=keyword, whose value a shell runs"},
 		{"XargsReplace", echoDeny, attack{command: "echo rm -rf d | xargs -I{} bash -c {}"}, false,
@@ -438,8 +437,8 @@ func TestApproveRulesModelledOnly(t *testing.T) {
 // deniedAttack is an attack with the rules that must deny it: as a
 // start's command, or with write as a pty-write's input.
 type deniedAttack struct {
-	name  string
-	rules agentpty.Rules
+	name   string
+	policy rules.Rules
 	attack
 	write bool // judged as a pty-write's input, typed into an interactive shell
 	want  string
@@ -449,7 +448,7 @@ type deniedAttack struct {
 func runDeniedAttacks(t *testing.T, cases []deniedAttack) {
 	t.Helper()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { checkDeniedAttack(t, tc.rules, tc.attack, tc.write, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { checkDeniedAttack(t, tc.policy, tc.attack, tc.write, tc.want) })
 	}
 }
 
@@ -457,7 +456,7 @@ func runDeniedAttacks(t *testing.T, cases []deniedAttack) {
 // fails t unless rules deny it with a message holding want: as a start's
 // command, or with write as a pty-write's input typed into bash at its
 // prompt.
-func checkDeniedAttack(t *testing.T, rules agentpty.Rules, a attack, write bool, want string) {
+func checkDeniedAttack(t *testing.T, policy rules.Rules, a attack, write bool, want string) {
 	t.Helper()
 	removed, out := a.run(t)
 	if !removed {
@@ -467,9 +466,9 @@ func checkDeniedAttack(t *testing.T, rules agentpty.Rules, a attack, write bool,
 	if write {
 		req = agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: strings.ReplaceAll(a.command, "\n", "\r"), Foreground: "bash"}
 	}
-	err := rules.Approve(context.Background(), req)
+	err := policy.Approve(context.Background(), req)
 	if err == nil {
-		t.Fatalf("%q approved by %+v", a.command, rules)
+		t.Fatalf("%q approved by %+v", a.command, policy)
 	}
 	if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), want) {
 		t.Errorf("%q: %v\nwant ErrDenied ...%s", a.command, err, want)

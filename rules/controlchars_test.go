@@ -1,4 +1,4 @@
-package agentpty
+package rules
 
 import (
 	"context"
@@ -7,13 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // promptManager returns a manager whose commands run through bash -c (no
 // login profile). Confined, Rules decide its starts and, with
 // ApproveWrites, its writes; unconfined, nothing is asked: the control.
-func promptManager(t *testing.T, rules Rules, confined bool) *Manager {
-	opts := Options{Shell: []string{"bash", "-c"}}
+func promptManager(t *testing.T, rules Rules, confined bool) *agentpty.Manager {
+	opts := agentpty.Options{Shell: []string{"bash", "-c"}}
 	if confined {
 		opts.Approver, opts.ApproveWrites = rules, true
 	}
@@ -32,14 +35,14 @@ func promptCommand(pre string) string {
 // promptSession starts promptCommand(pre) in a new directory holding the
 // directory d and returns the start and the directory; the manager's
 // rules must allow the command.
-func promptSession(t *testing.T, m *Manager, pre string) (StartResult, string) {
+func promptSession(t *testing.T, m *agentpty.Manager, pre string) (agentpty.StartResult, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	res := mustStart(t, m, StartRequest{Command: promptCommand(pre), Cwd: dir, WaitUntil: WaitUntilInput})
-	if res.State != StateWaitingInput || res.Foreground != "bash" {
+	res := mustStart(t, m, agentpty.StartRequest{Command: promptCommand(pre), Cwd: dir, WaitUntil: agentpty.WaitUntilInput})
+	if res.State != agentpty.StateWaitingInput || res.Foreground != "bash" {
 		t.Fatalf("bash is not at its prompt: %+v", res)
 	}
 	return res, dir
@@ -52,8 +55,8 @@ func removed(dir string) bool {
 }
 
 // typeLine types line and Enter, waiting for the prompt after it.
-func typeLine(ctx context.Context, m *Manager, id, line string) (WriteResult, error) {
-	return m.Write(ctx, WriteRequest{ID: id, Input: line, Literal: true, Submit: true, WaitUntil: WaitUntilInput, WaitMS: ms(10000)})
+func typeLine(ctx context.Context, m *agentpty.Manager, id, line string) (agentpty.WriteResult, error) {
+	return m.Write(ctx, agentpty.WriteRequest{ID: id, Input: line, Literal: true, Submit: true, WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(10000)})
 }
 
 // TestApproveWritesSpecialCharacters: with a printable character bound to
@@ -74,7 +77,7 @@ func TestApproveWritesSpecialCharacters(t *testing.T) {
 	} {
 		t.Run(tc.control, func(t *testing.T) {
 			rules := Rules{Allow: []string{promptCommand(tc.stty), "ls *"}}
-			if err := rules.Approve(ctx, ApprovalRequest{Tool: ToolWrite, ID: "pty-1", Input: tc.line + "\r", Foreground: "bash"}); err != nil {
+			if err := rules.Approve(ctx, agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Input: tc.line + "\r", Foreground: "bash"}); err != nil {
 				t.Fatalf("the rules refuse %q on its own: %v; the test would not show the fault", tc.line, err)
 			}
 			for _, confined := range []bool{false, true} {
@@ -89,7 +92,7 @@ func TestApproveWritesSpecialCharacters(t *testing.T) {
 					continue
 				}
 				want := "types '@', which the terminal binds to " + tc.control
-				if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), res.ID) {
+				if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), res.ID) {
 					t.Errorf("%q after %q: %v; want ErrDenied naming %s and ...%s", tc.line, tc.stty, err, res.ID, want)
 				}
 				if removed(dir) {
@@ -114,8 +117,8 @@ func TestApproveWritesSpecialCharacters(t *testing.T) {
 // rules refuse the stty that would set it) and clears istrip.
 func TestApproveWritesEveryControlChar(t *testing.T) {
 	ctx := waitCtx(t)
-	all := ApproverFunc(func(context.Context, ApprovalRequest) error { return nil })
-	m := newManager(t, Options{Shell: []string{"bash", "-c"}, Approver: all, ApproveWrites: true})
+	all := agentpty.ApproverFunc(func(context.Context, agentpty.ApprovalRequest) error { return nil })
+	m := newManager(t, agentpty.Options{Shell: []string{"bash", "-c"}, Approver: all, ApproveWrites: true})
 	type setting struct{ stty, want, shell, line string }
 	cases := []setting{
 		{"istrip", "types the byte 0xc2, which the terminal strips to 7 bits (stty istrip)", "exec dash -i", "echo x»rm"},
@@ -135,12 +138,12 @@ func TestApproveWritesEveryControlChar(t *testing.T) {
 		pre := "stty " + tc.stty
 		cmd := promptCommand(pre)
 		if tc.shell != "" {
-			need(t, "dash")
+			testkit.Need(t, "dash")
 			cmd = pre + "; " + tc.shell
 		}
-		res := mustStart(t, m, StartRequest{Command: cmd, WaitUntil: WaitUntilInput})
+		res := mustStart(t, m, agentpty.StartRequest{Command: cmd, WaitUntil: agentpty.WaitUntilInput})
 		_, err := typeLine(ctx, m, res.ID, tc.line)
-		if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want ErrDenied ...%s", pre, err, tc.want)
 		}
 		if _, err := typeLine(ctx, m, res.ID, "echo ab"); err != nil {

@@ -1,11 +1,14 @@
-package agentpty
+package rules
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty"
 )
 
 // TestApproveRulesExecRebindsShell: exec with redirections and no command
@@ -24,7 +27,7 @@ func TestApproveRulesExecRebindsShell(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "x.sh"), []byte("rm -rf d\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: line, Submit: true, WaitMS: ms(10000), WaitFor: "no-such-text"})
+			_, err := m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: line, Submit: true, WaitMS: ms(10000), WaitFor: "no-such-text"})
 			if !confined {
 				// bash reads x.sh and then its end: it exits.
 				if err != nil || !removed(dir) {
@@ -34,7 +37,7 @@ func TestApproveRulesExecRebindsShell(t *testing.T) {
 				continue
 			}
 			want := "exec with redirections and no command, which rebinds the shell's own input or output"
-			if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), want) {
+			if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), want) {
 				t.Errorf("%q: %v; want ErrDenied ...%s", line, err, want)
 			}
 			if removed(dir) {
@@ -44,12 +47,12 @@ func TestApproveRulesExecRebindsShell(t *testing.T) {
 		}
 	}
 	// exec that runs a command keeps being judged as a wrapper.
-	if err := rules.Approve(context.Background(), ApprovalRequest{Command: "exec ls -l > /dev/null"}); err != nil {
+	if err := rules.Approve(context.Background(), agentpty.ApprovalRequest{Command: "exec ls -l > /dev/null"}); err != nil {
 		t.Errorf("exec ls: %v", err)
 	}
 	all := Rules{Allow: []string{"*"}}
 	for _, c := range []string{"builtin exec < x.sh", "command -p exec <x.sh", "exec 2>log", "exec 3<x.sh", "time exec <x.sh", "bash -c 'exec <x.sh'", "exec -a x <x.sh", "{ exec; } <x.sh"} {
-		if err := all.Approve(context.Background(), ApprovalRequest{Command: c}); !isErr(err, ErrDenied) {
+		if err := all.Approve(context.Background(), agentpty.ApprovalRequest{Command: c}); !errors.Is(err, agentpty.ErrDenied) {
 			t.Errorf("%q: %v; want ErrDenied", c, err)
 		}
 	}

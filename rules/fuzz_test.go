@@ -1,4 +1,4 @@
-package agentpty_test
+package rules_test
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/rules"
 )
 
 // The rules that bash itself checks: builtins, one program, and bash -c.
 var (
-	tracedRules   = agentpty.Rules{Allow: []string{"echo *", "printf *", "true", "cd *", "pwd", "ls *", "bash -c *"}}
+	tracedRules   = rules.Rules{Allow: []string{"echo *", "printf *", "true", "cd *", "pwd", "ls *", "bash -c *"}}
 	tracedAllowed = []string{"echo", "printf", "true", "cd", "pwd", "ls", "bash"}
 )
 

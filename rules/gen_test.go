@@ -1,4 +1,4 @@
-package agentpty
+package rules
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // How the property test finds commands: every string the approval tests
@@ -216,7 +218,7 @@ func (g *propGen) grammar() string {
 	case 2:
 		return "if true; then " + b.String() + "; fi"
 	case 3:
-		return "bash -c " + shellQuote(b.String())
+		return "bash -c " + cmdline.ShellQuote(b.String())
 	}
 	return b.String()
 }
@@ -291,7 +293,7 @@ func (g *propGen) mutate(s string) string {
 func (g *propGen) requote(w string) string {
 	switch g.rng.Intn(4) {
 	case 0:
-		return shellQuote(w)
+		return cmdline.ShellQuote(w)
 	case 1:
 		return `"` + w + `"`
 	case 2:

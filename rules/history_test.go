@@ -1,11 +1,14 @@
-package agentpty
+package rules
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty"
 )
 
 // TestApproveRulesHistoryWritesFile: "history *" approved history -s
@@ -34,7 +37,7 @@ func TestApproveRulesHistoryWritesFile(t *testing.T) {
 			err  error
 			want string
 		}{{errS, "history -s"}, {errW, "history -w"}} {
-			if !isErr(e.err, ErrDenied) || !strings.Contains(e.err.Error(), e.want+", which reads or writes a file it names") {
+			if !errors.Is(e.err, agentpty.ErrDenied) || !strings.Contains(e.err.Error(), e.want+", which reads or writes a file it names") {
 				t.Errorf("%v; want ErrDenied naming %s", e.err, e.want)
 			}
 		}
@@ -44,12 +47,12 @@ func TestApproveRulesHistoryWritesFile(t *testing.T) {
 	}
 	all := Rules{Allow: []string{"*"}}
 	for _, c := range []string{"history", "history 10", "history -c", "history -d 3", "history -d5"} {
-		if err := all.Approve(context.Background(), ApprovalRequest{Command: c}); err != nil {
+		if err := all.Approve(context.Background(), agentpty.ApprovalRequest{Command: c}); err != nil {
 			t.Errorf("%q: %v", c, err)
 		}
 	}
 	for _, c := range []string{"history -a f", "history -r f", "history -n", "history -p x", "history -cw f", "history f", "history 1 2"} {
-		if err := all.Approve(context.Background(), ApprovalRequest{Command: c}); !isErr(err, ErrDenied) {
+		if err := all.Approve(context.Background(), agentpty.ApprovalRequest{Command: c}); !errors.Is(err, agentpty.ErrDenied) {
 			t.Errorf("%q: %v; want ErrDenied", c, err)
 		}
 	}

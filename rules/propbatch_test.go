@@ -1,4 +1,4 @@
-package agentpty
+package rules
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // Running approved commands in batches: one sandboxed session runs a
@@ -41,7 +44,7 @@ echo batch-done
 // driverCommand is the start that runs propDriver: the only one the
 // batch manager approves.
 func (b *propBox) driverCommand() string {
-	return "exec bash " + shellQuote(filepath.Join(b.t, "driver.sh"))
+	return "exec bash " + cmdline.ShellQuote(filepath.Join(b.t, "driver.sh"))
 }
 
 // runBatch runs cmds, each already approved, and returns what each did.
@@ -50,8 +53,8 @@ func (b *propBox) runBatch(t *testing.T, cmds []string) []propRun {
 	if b.drive == nil {
 		// Made after m has run sessions, which open descriptors it keeps:
 		// each manager's leak check counts from its own making.
-		b.drive = newManager(t, Options{Sandbox: b.sb, Shell: []string{"bash", "--norc", "--noprofile", "-c"},
-			Approver: ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
+		b.drive = newManager(t, agentpty.Options{Sandbox: b.sb, Shell: []string{"bash", "--norc", "--noprofile", "-c"},
+			Approver: agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
 				if req.Command != b.driverCommand() {
 					return errors.New("the batch manager runs only the driver")
 				}
@@ -61,7 +64,7 @@ func (b *propBox) runBatch(t *testing.T, cmds []string) []propRun {
 	if err := os.RemoveAll(b.t); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{"n": strconv.Itoa(len(cmds)), "driver.sh": fmt.Sprintf(propDriver, shellQuote(b.t), shellQuote(b.root))}
+	files := map[string]string{"n": strconv.Itoa(len(cmds)), "driver.sh": fmt.Sprintf(propDriver, cmdline.ShellQuote(b.t), cmdline.ShellQuote(b.root))}
 	for i, c := range cmds {
 		files["cmd"+strconv.Itoa(i)] = c
 		b.plant(t, "c"+strconv.Itoa(i))
@@ -81,7 +84,7 @@ func (b *propBox) runBatch(t *testing.T, cmds []string) []propRun {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(cmds))*10*time.Second+time.Minute)
 	defer cancel()
-	res, err := b.drive.Start(ctx, StartRequest{Command: b.driverCommand(), WaitFor: "batch-done", WaitMS: ms(30000)})
+	res, err := b.drive.Start(ctx, agentpty.StartRequest{Command: b.driverCommand(), WaitFor: "batch-done", WaitMS: ms(30000)})
 	if err != nil {
 		t.Fatalf("the batch driver: %v", err)
 	}

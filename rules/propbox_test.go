@@ -1,4 +1,4 @@
-package agentpty
+package rules
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // The property test's sandbox: each command it runs goes through
@@ -30,11 +33,11 @@ const propShellStart = "exec bash --norc --noprofile -i"
 // Shell (strace, then bash -c) in the sandbox, a scratch root that is
 // the sandbox's only writable root, and a watched directory beside it.
 type propBox struct {
-	m       *Manager
-	drive   *Manager    // runs propDriver, for batches (approval_propbatch_test.go); made at the first
-	t       string      // where a batch's commands, traces and snapshots go, in root
-	control atomic.Bool // approve everything: for the controls only
-	sb      Sandbox
+	m       *agentpty.Manager
+	drive   *agentpty.Manager // runs propDriver, for batches (approval_propbatch_test.go); made at the first
+	t       string            // where a batch's commands, traces and snapshots go, in root
+	control atomic.Bool       // approve everything: for the controls only
+	sb      agentpty.Sandbox
 	root    string // the writable root; each command gets root/c
 	trace   string // strace's output, in root under a name no command knows
 	outside string // a watched directory outside the root
@@ -44,7 +47,7 @@ type propBox struct {
 // newPropBox builds the box, skipping t without strace or the sandbox.
 func newPropBox(t *testing.T) *propBox {
 	t.Helper()
-	need(t, "strace", "bash")
+	testkit.Need(t, "strace", "bash")
 	base := t.TempDir()
 	b := &propBox{root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside")}
 	for _, d := range []string{b.root, b.outside} {
@@ -58,15 +61,15 @@ func newPropBox(t *testing.T) *propBox {
 		}
 	}
 	b.trace = filepath.Join(b.root, ".trace-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	sb := newTestSandbox(t, SandboxPolicy{WritableRoots: []string{b.root}, Env: append(slices.Clone(DefaultSandboxEnv), "HISTFILE")})
-	approver := ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
-		if b.control.Load() || req.Tool == ToolStart && req.Command == propShellStart {
+	sb := newSandbox(t, agentpty.SandboxPolicy{WritableRoots: []string{b.root}, Env: append(slices.Clone(agentpty.DefaultSandboxEnv), "HISTFILE")})
+	approver := agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
+		if b.control.Load() || req.Tool == agentpty.ToolStart && req.Command == propShellStart {
 			return nil
 		}
 		return propRules.Approve(ctx, req)
 	})
 	b.sb = sb
-	b.m = newManager(t, Options{Sandbox: sb, Approver: approver, ApproveWrites: true, Shell: []string{
+	b.m = newManager(t, agentpty.Options{Sandbox: sb, Approver: approver, ApproveWrites: true, Shell: []string{
 		"strace", "-f", "-qq", "-v", "-s", "256", "-e", "trace=execve", "-e", "signal=none", "-o", b.trace,
 		"bash", "--norc", "--noprofile", "-c"}})
 	b.t = filepath.Join(b.root, ".batch-"+strconv.FormatInt(time.Now().UnixNano(), 36))
@@ -109,7 +112,7 @@ func (b *propBox) run(t *testing.T, c propCase) (propRun, error) {
 	_ = os.Remove(b.trace)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	req := StartRequest{Command: c.start, Cwd: work, Env: []string{"HOME=" + home}, WaitUntil: WaitUntilInput, WaitMS: ms(5000)}
+	req := agentpty.StartRequest{Command: c.start, Cwd: work, Env: []string{"HOME=" + home}, WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(5000)}
 	if c.typed != nil {
 		req.Command, req.Env = propShellStart, append(req.Env, "HISTFILE=/dev/null")
 	}
@@ -122,7 +125,7 @@ func (b *propBox) run(t *testing.T, c propCase) (propRun, error) {
 		err = b.typeLines(ctx, res, c.typed)
 	}
 	if s, ok := b.m.Session(res.ID); ok {
-		if c.typed == nil && res.State != StateWaitingInput {
+		if c.typed == nil && res.State != agentpty.StateWaitingInput {
 			// Still running, or gone: strace, in front, ends only when
 			// every process it traces has ended, in the background too.
 			wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
@@ -131,7 +134,7 @@ func (b *propBox) run(t *testing.T, c propCase) (propRun, error) {
 		}
 		r.out = s.Scrollback()
 	}
-	if _, err := b.m.Kill(ctx, res.ID); err != nil && !errors.Is(err, ErrNoSession) {
+	if _, err := b.m.Kill(ctx, res.ID); err != nil && !errors.Is(err, agentpty.ErrNoSession) {
 		t.Fatalf("Kill(%s): %v", res.ID, err)
 	}
 	r.execs = readTrace(t, b.trace)
@@ -143,11 +146,11 @@ func (b *propBox) run(t *testing.T, c propCase) (propRun, error) {
 // typeLines types each line, then Enter, into the shell res started,
 // waiting after each until a program waits for input again; it stops at
 // the first the approver refuses and returns that refusal.
-func (b *propBox) typeLines(ctx context.Context, res StartResult, lines []string) error {
+func (b *propBox) typeLines(ctx context.Context, res agentpty.StartResult, lines []string) error {
 	for _, l := range lines {
-		_, err := b.m.Write(ctx, WriteRequest{ID: res.ID, Input: strings.ReplaceAll(l, `\`, `\\`), Submit: true,
-			WaitUntil: WaitUntilInput, WaitMS: ms(3000)})
-		if errors.Is(err, ErrDenied) {
+		_, err := b.m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: strings.ReplaceAll(l, `\`, `\\`), Submit: true,
+			WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(3000)})
+		if errors.Is(err, agentpty.ErrDenied) {
 			return err
 		}
 		if err != nil {

@@ -1,4 +1,4 @@
-package agentpty
+package rules
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty"
 )
 
 // The property the rules promise, checked for real: a command Rules
@@ -294,7 +296,7 @@ func propCheckAlone(t *testing.T, b *propBox, c propCase, st *propStats) bool {
 	t.Helper()
 	r, err := b.run(t, c)
 	if err != nil {
-		if !errors.Is(err, ErrDenied) || c.typed == nil {
+		if !errors.Is(err, agentpty.ErrDenied) || c.typed == nil {
 			t.Errorf("%s: approved by the rules, then %v", c, err)
 		}
 		return false
@@ -329,10 +331,10 @@ func keepFinding(t *testing.T, c propCase) {
 func propApproved(c propCase) bool {
 	ctx := context.Background()
 	if c.typed == nil {
-		return propRules.Approve(ctx, ApprovalRequest{Tool: ToolStart, Command: c.start, Cols: 120, Rows: 32}) == nil
+		return propRules.Approve(ctx, agentpty.ApprovalRequest{Tool: agentpty.ToolStart, Command: c.start, Cols: 120, Rows: 32}) == nil
 	}
 	for _, l := range c.typed {
-		req := ApprovalRequest{Tool: ToolWrite, ID: "pty-1", Command: propShellStart, Input: l + "\r", Foreground: "bash"}
+		req := agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: propShellStart, Input: l + "\r", Foreground: "bash"}
 		if propRules.Approve(ctx, req) != nil {
 			return false
 		}

@@ -1,4 +1,4 @@
-package agentpty
+package rules
 
 import (
 	"strconv"

@@ -1,10 +1,12 @@
-package agentpty
+package rules
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty"
 )
 
 // TestApproveWritesReplyAtPrompt: printf '\e[?2004$p' asks the terminal
@@ -23,7 +25,7 @@ func TestApproveWritesReplyAtPrompt(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The reply's echo at the prompt shows it typed and read.
-		q, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: `printf '\e[?2004$p'`, Literal: true, Submit: true,
+		q, err := m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: `printf '\e[?2004$p'`, Literal: true, Submit: true,
 			WaitFor: "2004;0$y", WaitMS: ms(10000)})
 		if err != nil || !q.Matched {
 			t.Fatalf("the reply did not reach the prompt: %v %+v", err, q)

@@ -1,4 +1,9 @@
-package agentpty
+// Package rules is an [agentpty.Approver] configured by patterns instead
+// of code, for hosts that read their policy from a file: allow and deny
+// rules written like the commands they match, judged on commands as bash
+// reads them (through mvdan.cc/sh). It is a package of its own so that a
+// host that approves in code does not build the shell reader.
+package rules
 
 import (
 	"context"
@@ -8,10 +13,14 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
-// Rules is an Approver configured by patterns instead of code, for hosts
-// that read their policy from a file. The zero value approves nothing.
+// Rules is an [agentpty.Approver] configured by patterns instead of code,
+// for hosts that read their policy from a file. The zero value approves
+// nothing.
 //
 // Rules approve only what they model completely. A command is approved
 // when it is, as bash reads it (through mvdan.cc/sh): a list, pipeline,
@@ -114,10 +123,11 @@ import (
 // deny rule "git push *"). Deny rules are best effort, a guard against
 // mistakes and not a boundary: a script, an interpreter or a copy of the
 // program under another name still reaches rm. The boundary is a short
-// Allow list of programs that run no other programs, and the Sandbox.
+// Allow list of programs that run no other programs, and the sandbox
+// ([agentpty.NewSandbox]).
 //
-// Denials wrap ErrDenied and name the command and the rule or construct
-// that decided:
+// Denials wrap [agentpty.ErrDenied] and name the command and the rule or
+// construct that decided:
 //
 //	agentpty: denied: pty-start "rm -rf /": matches deny rule "rm *"
 //	agentpty: denied: pty-start "ls; rm -rf x": "rm -rf x" matches no allow rule
@@ -128,33 +138,34 @@ import (
 // a command equal to it. So do time and ! in a rule: commands are matched
 // through them (time make matches "make *"), and "time *" would be "*".
 //
-// With Options.ApproveWrites, Rules judge a pty-write's Input as the
-// command line a shell would read: it must be whole lines (end in Enter),
-// hold no control character (a tab would complete the line into something
-// else) and no history expansion (! anywhere, ^ leading a line), and each
-// line's commands are judged as a start's are. A write is approved only
-// into a shell waiting at its prompt (ApprovalRequest.Foreground: bash, rbash, sh,
-// dash or ash) and only one line at a time: a pager, an editor or a REPL
-// reads typed text as keys of its own, and a program the first line
-// starts would read the next ones.
+// With [agentpty.Options].ApproveWrites, Rules judge a pty-write's Input
+// as the command line a shell would read: it must be whole lines (end in
+// Enter), hold no control character (a tab would complete the line into
+// something else) and no history expansion (! anywhere, ^ leading a
+// line), and each line's commands are judged as a start's are. A write is
+// approved only into a shell waiting at its prompt
+// ([agentpty.ApprovalRequest].Foreground: bash, rbash, sh, dash or ash)
+// and only one line at a time: a pager, an editor or a REPL reads typed
+// text as keys of its own, and a program the first line starts would read
+// the next ones.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
 }
 
 // Approve approves req when the rules allow it. It never blocks.
-func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
-	what := quoteShort(req.Command)
-	if req.Tool == ToolWrite {
-		what = req.ID + " " + quoteShort(req.Input)
+func (r Rules) Approve(_ context.Context, req agentpty.ApprovalRequest) error {
+	what := cmdline.Quote(req.Command)
+	if req.Tool == agentpty.ToolWrite {
+		what = req.ID + " " + cmdline.Quote(req.Input)
 	}
 	if req.Tool != "" {
 		what = req.Tool + " " + what
 	}
 	deny := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrDenied, what, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s: %s", agentpty.ErrDenied, what, fmt.Sprintf(format, args...))
 	}
-	if err := r.approve(req, deny); err != nil || req.Tool != ToolWrite {
+	if err := r.approve(req, deny); err != nil || req.Tool != agentpty.ToolWrite {
 		return err
 	}
 	return typedInto(req, deny)
@@ -165,8 +176,8 @@ func (r Rules) Approve(_ context.Context, req ApprovalRequest) error {
 // an editor or a REPL reads them as keys of its own (less, which git log
 // starts, saves its input to the file named after "s" or "-o"). One line
 // only: the program the first line starts would read the next ones.
-func typedInto(req ApprovalRequest, deny func(string, ...any) error) error {
-	if opts, ok := shells[path.Base(req.Foreground)]; !ok || opts == nil {
+func typedInto(req agentpty.ApprovalRequest, deny func(string, ...any) error) error {
+	if bashLike, _ := cmdline.Shell(path.Base(req.Foreground)); !bashLike {
 		who := "a terminal where no program waits for input"
 		if req.Foreground != "" {
 			who = fmt.Sprintf("%q, which is not a shell the rules read", req.Foreground)
@@ -180,15 +191,15 @@ func typedInto(req ApprovalRequest, deny func(string, ...any) error) error {
 }
 
 // approve judges text, the command of a start or the lines a write types.
-func (r Rules) approve(req ApprovalRequest, deny func(string, ...any) error) error {
+func (r Rules) approve(req agentpty.ApprovalRequest, deny func(string, ...any) error) error {
 	text := req.Command
-	if req.Tool == ToolWrite {
+	if req.Tool == agentpty.ToolWrite {
 		text = req.Input
 	}
-	if len(text) > maxCommandBytes {
-		return deny("is %d bytes, more than the %d a command may have", len(text), maxCommandBytes)
+	if len(text) > cmdline.MaxBytes {
+		return deny("is %d bytes, more than the %d a command may have", len(text), cmdline.MaxBytes)
 	}
-	if req.Tool == ToolWrite {
+	if req.Tool == agentpty.ToolWrite {
 		var why string
 		if text, why = typedLines(text); why != "" {
 			return deny("%s", why)
@@ -214,7 +225,7 @@ func (r Rules) approve(req ApprovalRequest, deny func(string, ...any) error) err
 			if n == len(sc.cmds) {
 				return deny("matches deny rule %q", rule)
 			}
-			return deny("%s matches deny rule %q", quoteShort(runText(sc.src, sc.cmds[at:at+n])), rule)
+			return deny("%s matches deny rule %q", cmdline.Quote(runText(sc.src, sc.cmds[at:at+n])), rule)
 		}
 	}
 	switch {
@@ -244,8 +255,8 @@ func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, 
 			if !slices.ContainsFunc(allow, func(rule []simpleCmd) bool {
 				return len(rule) == 1 && matchTokens(rule[0].allow, need)
 			}) {
-				return deny("%s runs %s, which matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])),
-					quoteShort(wordsText(need)), spelled(need, allow))
+				return deny("%s runs %s, which matches no allow rule%s", cmdline.Quote(runText(sc.src, cmds[i:i+1])),
+					cmdline.Quote(wordsText(need)), spelled(need, allow))
 			}
 		}
 	}
@@ -270,7 +281,7 @@ func (r Rules) covered(sc *shellCommand, allow [][]simpleCmd, deny func(string, 
 			if len(cmds) == 1 {
 				return deny("matches no allow rule%s", spelled(cmds[i].toks, allow))
 			}
-			return deny("%s matches no allow rule%s", quoteShort(runText(sc.src, cmds[i:i+1])), spelled(cmds[i].toks, allow))
+			return deny("%s matches no allow rule%s", cmdline.Quote(runText(sc.src, cmds[i:i+1])), spelled(cmds[i].toks, allow))
 		}
 	}
 	return deny("matches no allow rule as a whole")
@@ -314,7 +325,7 @@ func typedLines(input string) (string, string) {
 	}
 	for _, line := range strings.Split(text, "\n") {
 		if strings.Contains(line, "!") || strings.HasPrefix(line, "^") {
-			return "", "types " + quoteShort(line) + ", which an interactive shell expands from its history (! and ^)"
+			return "", "types " + cmdline.Quote(line) + ", which an interactive shell expands from its history (! and ^)"
 		}
 	}
 	if strings.HasSuffix(strings.TrimRight(text, "\n"), `\`) {
@@ -328,17 +339,7 @@ func clip(s string) string {
 	if len(s) <= 300 {
 		return s
 	}
-	return quoteShort(s)
-}
-
-// quoteShort quotes s for a message, eliding the middle of a long one.
-func quoteShort(s string) string {
-	const keep = 100
-	if len(s) <= 3*keep {
-		return fmt.Sprintf("%q", s)
-	}
-	head, tail := strings.ToValidUTF8(s[:keep], ""), strings.ToValidUTF8(s[len(s)-keep:], "")
-	return fmt.Sprintf("%q...(%d bytes)...%q", head, len(s)-2*keep, tail)
+	return cmdline.Quote(s)
 }
 
 func wordsText(words []token) string {

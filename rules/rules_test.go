@@ -1,4 +1,4 @@
-package agentpty_test
+package rules_test
 
 import (
 	"context"
@@ -15,14 +15,15 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/rules"
 )
 
-func approve(r agentpty.Rules, command string) error {
+func approve(r rules.Rules, command string) error {
 	return r.Approve(context.Background(), agentpty.ApprovalRequest{Tool: "pty-start", Command: command})
 }
 
 func TestApproveRules(t *testing.T) {
-	rules := agentpty.Rules{
+	policy := rules.Rules{
 		Allow: []string{
 			"ls *", "cat *", "cd *", "grep *", "echo *", "git status", "git log *", "go test *",
 			"python3 *.py", "CGO_ENABLED=0 go build *", "make * 2>&1 | tee *.log", "echo $(date)", "$EDITOR *",
@@ -121,7 +122,7 @@ func TestApproveRules(t *testing.T) {
 		{`echo "open`, "cannot be parsed: reached EOF without closing quote `\"`"},
 		{`echo open\`, ""}, // bash keeps a backslash at the end
 	} {
-		err := approve(rules, tc.command)
+		err := approve(policy, tc.command)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%q: %v; want it approved", tc.command, err)
@@ -137,21 +138,21 @@ func TestApproveRules(t *testing.T) {
 
 func TestApproveRulesMessages(t *testing.T) {
 	for _, tc := range []struct {
-		rules   agentpty.Rules
+		policy  rules.Rules
 		command string
 		want    string
 	}{
-		{agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}, "rm -rf /",
+		{rules.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}, "rm -rf /",
 			`agentpty: denied: pty-start "rm -rf /": matches deny rule "rm *"`},
-		{agentpty.Rules{Allow: []string{"ls *"}}, "ls; rm -rf x",
+		{rules.Rules{Allow: []string{"ls *"}}, "ls; rm -rf x",
 			`agentpty: denied: pty-start "ls; rm -rf x": "rm -rf x" matches no allow rule`},
-		{agentpty.Rules{}, "ls",
+		{rules.Rules{}, "ls",
 			`agentpty: denied: pty-start "ls": matches no allow rule`},
-		{agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm 'x"}}, "ls",
+		{rules.Rules{Allow: []string{"*"}, Deny: []string{"rm 'x"}}, "ls",
 			`agentpty: denied: pty-start "ls": deny rule "rm 'x" cannot be used: reached EOF without closing quote ` + "`'`"},
 	} {
-		if err := approve(tc.rules, tc.command); err == nil || err.Error() != tc.want {
-			t.Errorf("%+v on %q:\n got %v\nwant %s", tc.rules, tc.command, err, tc.want)
+		if err := approve(tc.policy, tc.command); err == nil || err.Error() != tc.want {
+			t.Errorf("%+v on %q:\n got %v\nwant %s", tc.policy, tc.command, err, tc.want)
 		}
 	}
 }
@@ -159,7 +160,7 @@ func TestApproveRulesMessages(t *testing.T) {
 // TestApproveRulesStar: a lone * approves any simple command, but never a
 // construct the rules refuse, a file redirection, or a program it cannot name.
 func TestApproveRulesStar(t *testing.T) {
-	all := agentpty.Rules{Allow: []string{"*"}}
+	all := rules.Rules{Allow: []string{"*"}}
 	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "ls 2>&1", "(ls)", "{ ls; }", "ls *.go"} {
 		if err := approve(all, c); err != nil {
 			t.Errorf("%q: %v", c, err)
@@ -176,7 +177,7 @@ func TestApproveRulesStar(t *testing.T) {
 // TestApproveRulesLong: matching stays linear-ish in the command's length,
 // whatever the rule's stars.
 func TestApproveRulesLong(t *testing.T) {
-	r := agentpty.Rules{Allow: []string{"echo * * * * * * * * x"}}
+	r := rules.Rules{Allow: []string{"echo * * * * * * * * x"}}
 	long := "echo" + strings.Repeat(" a", 20000)
 	start := time.Now()
 	if err := approve(r, long); err == nil {
@@ -187,7 +188,7 @@ func TestApproveRulesLong(t *testing.T) {
 	}
 	// Each wrapper looked through copies the words after it.
 	start = time.Now()
-	if err := approve(agentpty.Rules{Allow: []string{"*"}}, strings.Repeat("nice ", 26000)+"ls"); err == nil ||
+	if err := approve(rules.Rules{Allow: []string{"*"}}, strings.Repeat("nice ", 26000)+"ls"); err == nil ||
 		!strings.Contains(err.Error(), "uses more than 16 wrappers in one command") {
 		t.Errorf("26000 wrappers: %v", err)
 	}
@@ -202,7 +203,7 @@ func TestApproveRulesWithManager(t *testing.T) {
 		t.Skip("no sessions on Windows")
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
-	m := agentpty.NewManager(agentpty.Options{Approver: agentpty.Rules{Allow: []string{"ls *"}}})
+	m := agentpty.NewManager(agentpty.Options{Approver: rules.Rules{Allow: []string{"ls *"}}})
 	defer m.Close()
 	_, err := m.Start(context.Background(), agentpty.StartRequest{Command: "ls; touch " + marker})
 	if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), `"touch `+marker+`" matches no allow rule`) {
@@ -217,7 +218,7 @@ func TestApproveRulesWithManager(t *testing.T) {
 }
 
 func ExampleRules_Approve() {
-	rules := agentpty.Rules{
+	policy := rules.Rules{
 		Allow: []string{"ls *", "cat *", "cd *", "go test *", "git status", "git diff *"},
 		Deny:  []string{"git push *"},
 	}
@@ -228,7 +229,7 @@ func ExampleRules_Approve() {
 		"git push origin main",
 		"cat $(ls)",
 	} {
-		err := rules.Approve(context.Background(), agentpty.ApprovalRequest{Tool: "pty-start", Command: command})
+		err := policy.Approve(context.Background(), agentpty.ApprovalRequest{Tool: "pty-start", Command: command})
 		if err == nil {
 			fmt.Println("approved:", command)
 			continue
@@ -245,12 +246,12 @@ func ExampleRules_Approve() {
 // Rules can come from a host's configuration file.
 func ExampleRules_Approve_json() {
 	config := []byte(`{"allow": ["python3 *.py", "pytest *"], "deny": ["pip install *"]}`)
-	var rules agentpty.Rules
-	if err := json.Unmarshal(config, &rules); err != nil {
+	var policy rules.Rules
+	if err := json.Unmarshal(config, &policy); err != nil {
 		panic(err)
 	}
-	fmt.Println(approve(rules, "pytest -x tests/"))
-	fmt.Println(approve(rules, "python3 -m pip install requests"))
+	fmt.Println(approve(policy, "pytest -x tests/"))
+	fmt.Println(approve(policy, "python3 -m pip install requests"))
 	// Output:
 	// <nil>
 	// agentpty: denied: pty-start "python3 -m pip install requests": matches no allow rule
@@ -267,7 +268,7 @@ func FuzzApproveRules(f *testing.F) {
 		"declare 'a[1]=2'", "printf -v x y", "[ -v x ]", "eval ls", ". f", "alias a=b", "let x=1", "echo $((1))"} {
 		f.Add(s)
 	}
-	all := agentpty.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
+	all := rules.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
 	parser := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	f.Fuzz(func(t *testing.T, command string) {
 		if approve(all, command) != nil {
@@ -356,13 +357,13 @@ func TestApproveRulesBounded(t *testing.T) {
 		n := (limit - len(prefix) - len(mid)) / (len(open) + len(close))
 		return prefix + strings.Repeat(open, n) + mid + strings.Repeat(close, n)
 	}
-	rules := agentpty.Rules{Allow: []string{"*", "echo *", "bash -c *"}, Deny: []string{"rm *", "git push *", "* > /etc/*"}}
+	policy := rules.Rules{Allow: []string{"*", "echo *", "bash -c *"}, Deny: []string{"rm *", "git push *", "* > /etc/*"}}
 	measure := func(c string) (time.Duration, uint64, error) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		start := time.Now()
-		err := approve(rules, c)
+		err := approve(policy, c)
 		took := time.Since(start)
 		runtime.ReadMemStats(&after)
 		return took, after.TotalAlloc - before.TotalAlloc, err

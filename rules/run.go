@@ -1,10 +1,12 @@
-package agentpty
+package rules
 
 import (
 	"fmt"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // What a command runs: the builtins that evaluate code from their
@@ -33,10 +35,15 @@ var bashOptions = &shellOptions{
 	longArg: "init-file rcfile",
 }
 
-// shells run the string after -c as a command line; nil: in a language
-// Rules do not read.
-var shells = map[string]*shellOptions{"bash": bashOptions, "rbash": bashOptions, "sh": bashOptions, "dash": bashOptions, "ash": bashOptions,
-	"zsh": nil, "ksh": nil, "mksh": nil}
+// shellOpts is how the shell name reads its options, nil for a shell in a
+// language Rules do not read; ok is false for a program that is no shell.
+func shellOpts(name string) (opts *shellOptions, ok bool) {
+	bashLike, ok := cmdline.Shell(name)
+	if bashLike {
+		return bashOptions, true
+	}
+	return nil, ok
+}
 
 // maxNesting bounds how deep sh -c 'sh -c ...' is read.
 const maxNesting = 4
@@ -47,7 +54,7 @@ const maxNesting = 4
 func (sc *shellCommand) shellString(words []token) (runs, needs [][]token) {
 	prog := words[0]
 	name := path.Base(prog.val)
-	opts, ok := shells[name]
+	opts, ok := shellOpts(name)
 	if !prog.static || !ok {
 		return nil, nil
 	}
@@ -73,11 +80,11 @@ func (sc *shellCommand) shellString(words []token) (runs, needs [][]token) {
 	}
 	inner, err := parseShell(words[i].val, false, sc.depth+1, sc.parser, name != "bash")
 	if err != nil {
-		sc.refusef("%s -c %s, which %s", prog.val, quoteShort(words[i].val), unreadable(err))
+		sc.refusef("%s -c %s, which %s", prog.val, cmdline.Quote(words[i].val), unreadable(err))
 		return nil, nil
 	}
 	if inner.refused != nil {
-		sc.refusef("%s in %s -c %s", inner.refused.what, prog.val, quoteShort(words[i].val))
+		sc.refusef("%s in %s -c %s", inner.refused.what, prog.val, cmdline.Quote(words[i].val))
 	}
 	for _, c := range inner.cmds {
 		runs = append(runs, c.runs...)

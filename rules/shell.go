@@ -1,4 +1,4 @@
-package agentpty
+package rules
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentpty/agentpty/internal/cmdline"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -13,10 +14,6 @@ import (
 // result is a flat list of simple commands, each with the commands it runs
 // through wrappers, and the first construct outside the grammar Rules
 // model completely: an allow rule never approves a command that has one.
-
-// maxCommandBytes is the longest command Rules read and Start runs: exec
-// refuses a single argument of 128 KiB (MAX_ARG_STRLEN, its NUL included).
-const maxCommandBytes = 128<<10 - 1
 
 // maxParens and maxDepth bound the work of reading a command: mvdan.cc/sh
 // spends tens of microseconds on each nested (, and each level of nesting
@@ -546,7 +543,7 @@ func (sc *shellCommand) doubleQuoted(x *syntax.DblQuoted, lit func(string), expa
 func (sc *shellCommand) refuseMarks(val string) {
 	for _, m := range opaqueMarks[:2] {
 		if strings.Contains(val, m.s) {
-			sc.refusef("%s in the value %s", m.what, quoteShort(val))
+			sc.refusef("%s in the value %s", m.what, cmdline.Quote(val))
 		}
 	}
 }

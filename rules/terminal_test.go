@@ -1,9 +1,12 @@
-package agentpty
+package rules
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty"
 )
 
 // TestApproveRulesTerminalSettings: "stty *" approved stty kill @, after
@@ -38,7 +41,7 @@ func TestApproveRulesTerminalSettings(t *testing.T) {
 					m.Close()
 					continue
 				}
-				if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), "which sets a special character") &&
+				if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), "which sets a special character") &&
 					!strings.Contains(err.Error(), "which changes how the terminal reads what is typed") {
 					t.Errorf("%q: %v; want ErrDenied naming the setting", set, err)
 				}
@@ -57,7 +60,7 @@ func TestApproveRulesTerminalSettingsJudged(t *testing.T) {
 	all := Rules{Allow: []string{"*"}}
 	for _, c := range []string{"stty", "stty -a", "stty -g", "stty size", "stty rows 40 cols 100", "stty -F /dev/tty -a",
 		"stty --file=/dev/tty size", "tset -Q", "reset", "tset -I -Q xterm"} {
-		if err := all.Approve(context.Background(), ApprovalRequest{Command: c}); err != nil {
+		if err := all.Approve(context.Background(), agentpty.ApprovalRequest{Command: c}); err != nil {
 			t.Errorf("%q: %v", c, err)
 		}
 	}
@@ -80,8 +83,8 @@ func TestApproveRulesTerminalSettingsJudged(t *testing.T) {
 		"reset -i @":               "reset -i",
 		"tset -I *":                "tset with *",
 	} {
-		err := all.Approve(context.Background(), ApprovalRequest{Command: c})
-		if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), want) {
+		err := all.Approve(context.Background(), agentpty.ApprovalRequest{Command: c})
+		if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want ErrDenied ...%s", c, err, want)
 		}
 	}

@@ -1,20 +1,26 @@
-package agentpty
+package rules
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/cmdline"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // pagerRepo makes a git repository of one commit and returns it with the
 // start of a session running git log through less, which shows the line
 // "rm -rf d" forty times: more than the terminal's rows, so less waits.
-func pagerRepo(t *testing.T) (string, StartRequest) {
+func pagerRepo(t *testing.T) (string, agentpty.StartRequest) {
 	t.Helper()
-	need(t, "git", "less")
+	testkit.Need(t, "git", "less")
 	dir := t.TempDir()
 	git := exec.Command("sh", "-c", "git init -q && git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x")
 	git.Dir = dir
@@ -22,23 +28,23 @@ func pagerRepo(t *testing.T) (string, StartRequest) {
 		t.Fatalf("git: %v: %s", err, b)
 	}
 	format := "--format=tformat:" + strings.Repeat("rm -rf d%n", 40)
-	return dir, StartRequest{Command: "git log -1 " + shellQuote(format), Cwd: dir, Rows: 10,
-		Env: []string{"GIT_PAGER=less", "LESS=R"}, WaitUntil: WaitUntilInput}
+	return dir, agentpty.StartRequest{Command: "git log -1 " + cmdline.ShellQuote(format), Cwd: dir, Rows: 10,
+		Env: []string{"GIT_PAGER=less", "LESS=R"}, WaitUntil: agentpty.WaitUntilInput}
 }
 
 // writesManager returns a manager whose rules decide starts and, with
 // ApproveWrites, writes; for the control, every write is approved.
-func writesManager(t *testing.T, rules Rules, control bool) *Manager {
-	var approver Approver = rules
+func writesManager(t *testing.T, rules Rules, control bool) *agentpty.Manager {
+	var approver agentpty.Approver = rules
 	if control {
-		approver = ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
-			if req.Tool == ToolWrite {
+		approver = agentpty.ApproverFunc(func(ctx context.Context, req agentpty.ApprovalRequest) error {
+			if req.Tool == agentpty.ToolWrite {
 				return nil
 			}
 			return rules.Approve(ctx, req)
 		})
 	}
-	return newManager(t, Options{Approver: approver, ApproveWrites: true})
+	return newManager(t, agentpty.Options{Approver: approver, ApproveWrites: true})
 }
 
 // With ApproveWrites, Rules judge typed lines as a shell reads them; a
@@ -59,22 +65,22 @@ func TestApproveRulesWriteIntoPager(t *testing.T) {
 			t.Fatalf("git log did not show its output in less: %+v", res)
 		}
 		line := "git log -o" + out
-		if err := rules.Approve(ctx, ApprovalRequest{Tool: ToolWrite, ID: res.ID, Command: start.Command, Input: line + "\r", Foreground: "bash"}); err != nil {
+		if err := rules.Approve(ctx, agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: res.ID, Command: start.Command, Input: line + "\r", Foreground: "bash"}); err != nil {
 			t.Fatalf("the rules refuse %q typed into bash: %v; the test would not show the fault", line, err)
 		}
-		_, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: line, Submit: true, WaitUntil: WaitUntilInput})
+		_, err := m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: line, Submit: true, WaitUntil: agentpty.WaitUntilInput})
 		if control {
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Quitting finishes the copy.
-			mustWrite(t, m, WriteRequest{ID: res.ID, Input: "q", WaitMS: ms(10000)})
+			mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "q", WaitMS: ms(10000)})
 			b, err := os.ReadFile(out)
 			if err != nil || strings.Count(string(b), "rm -rf d") != 40 {
 				t.Fatalf("control: less did not write %s: %v %q", out, err, b)
 			}
 		} else {
-			if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), `types into "less", which is not a shell the rules read`) {
+			if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), `types into "less", which is not a shell the rules read`) {
 				t.Errorf("write into less: %v; want ErrDenied naming less", err)
 			}
 			if _, err := m.Kill(ctx, res.ID); err != nil {
@@ -98,9 +104,9 @@ func TestApproveRulesWriteLinesForTheNextProgram(t *testing.T) {
 		dir, start := pagerRepo(t)
 		out := filepath.Join(dir, "written.sh")
 		m := writesManager(t, Rules{Allow: []string{"git log *", "bash"}}, control)
-		res := mustStart(t, m, StartRequest{Command: "bash", Cwd: dir, Rows: 10, Env: start.Env, WaitUntil: WaitUntilInput})
+		res := mustStart(t, m, agentpty.StartRequest{Command: "bash", Cwd: dir, Rows: 10, Env: start.Env, WaitUntil: agentpty.WaitUntilInput})
 		input := start.Command + "\rgit log -o" + out + "\r"
-		_, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: input, WaitUntil: WaitUntilInput})
+		_, err := m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: input, WaitUntil: agentpty.WaitUntilInput})
 		if control {
 			if err != nil {
 				t.Fatal(err)
@@ -109,14 +115,14 @@ func TestApproveRulesWriteLinesForTheNextProgram(t *testing.T) {
 				t.Fatalf("control: less did not write %s: %v %q", out, err, b)
 			}
 		} else {
-			if !isErr(err, ErrDenied) || !strings.Contains(err.Error(), "types 2 lines") {
+			if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), "types 2 lines") {
 				t.Errorf("two lines: %v; want ErrDenied", err)
 			}
 			if _, err := os.Stat(out); !os.IsNotExist(err) {
 				t.Errorf("%s was written (%v)", out, err)
 			}
 			// One line into bash at its prompt is approved.
-			if _, err := m.Write(ctx, WriteRequest{ID: res.ID, Input: "git log -1 --oneline", Submit: true, WaitUntil: WaitUntilInput}); err != nil {
+			if _, err := m.Write(ctx, agentpty.WriteRequest{ID: res.ID, Input: "git log -1 --oneline", Submit: true, WaitUntil: agentpty.WaitUntilInput}); err != nil {
 				t.Errorf("one line into bash: %v", err)
 			}
 		}
@@ -130,7 +136,7 @@ func TestApproveRulesWriteLinesForTheNextProgram(t *testing.T) {
 func TestApproveRulesWriteForeground(t *testing.T) {
 	rules := Rules{Allow: []string{"echo *"}}
 	judge := func(fg string) error {
-		return rules.Approve(context.Background(), ApprovalRequest{Tool: ToolWrite, ID: "pty-1", Command: "bash", Input: "echo hi\r", Foreground: fg})
+		return rules.Approve(context.Background(), agentpty.ApprovalRequest{Tool: agentpty.ToolWrite, ID: "pty-1", Command: "bash", Input: "echo hi\r", Foreground: fg})
 	}
 	for _, fg := range []string{"bash", "rbash", "sh", "dash", "ash", "/bin/bash", "/usr/bin/rbash"} {
 		if err := judge(fg); err != nil {
@@ -142,8 +148,70 @@ func TestApproveRulesWriteForeground(t *testing.T) {
 		"python3": `"python3", which is not a shell the rules read`,
 		"":        "a terminal where no program waits for input",
 	} {
-		if err := judge(fg); !isErr(err, ErrDenied) || !strings.Contains(err.Error(), want) {
+		if err := judge(fg); !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), want) {
 			t.Errorf("typed into %q: %v; want ErrDenied ...%s", fg, err, want)
+		}
+	}
+}
+
+// TestApproveWritesRules: Rules judge typed lines as a shell would read
+// them. The control shows the same write removes d when writes are not
+// approved.
+func TestApproveWritesRules(t *testing.T) {
+	rules := Rules{Allow: []string{"bash --norc --noprofile", "echo *"}, Deny: []string{"rm *"}}
+	for _, approveWrites := range []bool{false, true} {
+		t.Run("ApproveWrites="+strconv.FormatBool(approveWrites), func(t *testing.T) { writeRules(t, rules, approveWrites) })
+	}
+}
+
+// writeRules starts a shell approved by rules and types rm -rf d into it.
+func writeRules(t *testing.T, rules Rules, approveWrites bool) {
+	dir := t.TempDir()
+	d := filepath.Join(dir, "d")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, agentpty.Options{Shell: []string{"bash", "-c"}, Approver: rules, ApproveWrites: approveWrites})
+	res := mustStart(t, m, agentpty.StartRequest{Command: "bash --norc --noprofile", Cwd: dir, WaitFor: "bash-"})
+	prompt := res.Output[strings.LastIndex(res.Output, "bash-"):] // bash-5.2#
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "echo hi", Submit: true, WaitFor: "hi\n" + prompt})
+	_, err := m.Write(waitCtx(t), agentpty.WriteRequest{ID: res.ID, Input: "rm -rf d", Submit: true, WaitFor: prompt})
+	_, statErr := os.Stat(d)
+	// History expansion rewrites an approved-looking line into another:
+	// the quotes of the line before are stripped and touch runs.
+	pwn := filepath.Join(dir, "pwn")
+	mustWrite(t, m, agentpty.WriteRequest{ID: res.ID, Input: "echo 'x;touch pwn'", Submit: true, WaitFor: "x;touch pwn\n" + prompt})
+	_, histErr := m.Write(waitCtx(t), agentpty.WriteRequest{ID: res.ID, Input: "echo !!:1:gs/'//", Submit: true, WaitFor: prompt})
+	_, pwnErr := os.Stat(pwn)
+	if !approveWrites {
+		if err != nil || statErr == nil {
+			t.Fatalf("control: write %v, d %v; want d removed", err, statErr)
+		}
+		if histErr != nil || pwnErr != nil {
+			t.Fatalf("control: write %v, pwn %v; want pwn created", histErr, pwnErr)
+		}
+		return
+	}
+	if !errors.Is(histErr, agentpty.ErrDenied) || pwnErr == nil {
+		t.Errorf("history expansion: write %v, pwn %v; want denied and no pwn", histErr, pwnErr)
+	}
+	if !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), `matches deny rule "rm *"`) {
+		t.Errorf("Write: %v; want the deny rule named", err)
+	}
+	if statErr != nil {
+		t.Errorf("d: %v after a denied write", statErr)
+	}
+	for input, want := range map[string]string{
+		"echo a":             "types a partial line",
+		"echo a \\\r":        "ends in a line continuation",
+		"\x15rm -rf d\r":     `types the control character '\x15'`,
+		"ls\r":               "matches no allow rule",
+		"echo x\t\r":         `types the control character '\t'`,
+		"echo !!:1:gs/'//\r": "which an interactive shell expands from its history",
+		"^echo^rm\r":         "which an interactive shell expands from its history",
+	} {
+		if _, err := m.Write(waitCtx(t), agentpty.WriteRequest{ID: res.ID, Input: input}); !errors.Is(err, agentpty.ErrDenied) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Write(%q): %v; want ...%s", input, err, want)
 		}
 	}
 }
