@@ -18,8 +18,9 @@
 // A Manager owns the numbered sessions. Hosts either call Manager.Call with
 // a tool name and JSON arguments (Manager.Tools gives the schemas), or use
 // the typed methods Start, Write and Kill. Options hold the host's hooks
-// (an Approver asked before anything starts, a Sandbox applied to every
-// child) and bounds.
+// (an Approver asked before anything starts, such as rules.Rules from
+// package github.com/agentpty/agentpty/rules, which reads a command as bash
+// does; a Sandbox applied to every child) and bounds.
 //
 // An error from Call is meant for the model: hand err.Error() back as the
 // tool call's result, marked as an error, and the model can correct its

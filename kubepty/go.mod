@@ -15,7 +15,7 @@ require (
 
 require (
 	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
+	github.com/rogpeppe/go-internal v1.15.0 // indirect
 )
 
 require (

@@ -21,8 +21,8 @@ import (
 // expansions and redirections.
 
 // propSeedFiles are the tests whose strings seed the generator.
-var propSeedFiles = []string{"approval_bypass_test.go", "approval_test.go", "approval_shell_test.go",
-	"approval_fuzz_test.go", "approval_write_test.go", "approval_state_test.go"}
+var propSeedFiles = []string{"bypass_test.go", "rules_test.go", "shell_test.go",
+	"fuzz_test.go", "write_test.go", "state_test.go"}
 
 // propSeeds returns every string literal of propSeedFiles and every
 // string of the approval fuzz corpora that bash could read as a command.

@@ -34,7 +34,7 @@ const propShellStart = "exec bash --norc --noprofile -i"
 // the sandbox's only writable root, and a watched directory beside it.
 type propBox struct {
 	m       *agentpty.Manager
-	drive   *agentpty.Manager // runs propDriver, for batches (approval_propbatch_test.go); made at the first
+	drive   *agentpty.Manager // runs propDriver, for batches (propbatch_test.go); made at the first
 	t       string            // where a batch's commands, traces and snapshots go, in root
 	control atomic.Bool       // approve everything: for the controls only
 	sb      agentpty.Sandbox

@@ -19,9 +19,9 @@ import (
 // approve under propRules runs, under bash in the library's own sandbox,
 // only programs an allow rule names, and changes no file. Commands come
 // from every attack the tests hold, mutated, and from a grammar of bash
-// (approval_gen_test.go); each approved one runs in a fresh scratch
+// (gen_test.go); each approved one runs in a fresh scratch
 // directory under strace, which records every execve
-// (approval_propbox_test.go). What it finds goes into propCorpusFile,
+// (propbox_test.go). What it finds goes into propCorpusFile,
 // replayed first on every run.
 //
 // AGENTPTY_PROPERTY_BUDGET (a duration) runs it longer than make test's

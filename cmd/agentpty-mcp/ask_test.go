@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/rules"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -53,12 +54,12 @@ func (a *answers) count() int {
 // Both protocol versions; and a client that cannot ask leaves it to the
 // rules.
 func TestApproveAsk(t *testing.T) {
-	rules := agentpty.Rules{Allow: []string{"cat", "echo *"}}
+	policy := rules.Rules{Allow: []string{"cat", "echo *"}}
 	for _, version := range protocols {
 		t.Run(version, func(t *testing.T) {
 			ctx := testCtx(t)
 			a := &answers{}
-			opts := agentpty.Options{Approver: newAskApprover(rules), ApproveWrites: true}
+			opts := agentpty.Options{Approver: newAskApprover(policy), ApproveWrites: true}
 			cs := connectHost(t, ctx, opts, host{}, &mcp.ClientOptions{ElicitationHandler: a.handle}, version, nil, io.Discard)
 			one, two := startReady(t, ctx, cs, "cat", ""), startReady(t, ctx, cs, "cat", "")
 			write := func(id, input string) (string, bool) {
@@ -92,7 +93,7 @@ func TestApproveAsk(t *testing.T) {
 	}
 	t.Run("no elicitation", func(t *testing.T) {
 		ctx := testCtx(t)
-		opts := agentpty.Options{Approver: newAskApprover(rules), ApproveWrites: true}
+		opts := agentpty.Options{Approver: newAskApprover(policy), ApproveWrites: true}
 		cs := connectHost(t, ctx, opts, host{}, nil, "", nil, io.Discard)
 		id := startReady(t, ctx, cs, "cat", "")
 		text, isErr := callTool(t, ctx, cs, "pty-write", map[string]any{"id": id, "input": "forbidden", "submit": true})

@@ -16,6 +16,7 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/sshdtest"
 	"github.com/agentpty/agentpty/internal/testkit"
+	"github.com/agentpty/agentpty/rules"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -156,8 +157,8 @@ func TestFlagsToOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, ok := opts.Approver.(agentpty.Rules)
-	if !opts.ApproveWrites || !ok || len(rules.Allow) != 2 || len(rules.Deny) != 1 || strings.Join(opts.Shell, " ") != "zsh -c" || opts.KillGrace != 3*time.Second {
+	policy, ok := opts.Approver.(rules.Rules)
+	if !opts.ApproveWrites || !ok || len(policy.Allow) != 2 || len(policy.Deny) != 1 || strings.Join(opts.Shell, " ") != "zsh -c" || opts.KillGrace != 3*time.Second {
 		t.Errorf("options %+v", opts)
 	}
 	// --deny alone with --approve-writes refuses what it matches, in a

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/rules"
 	"github.com/agentpty/agentpty/sshpty"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -272,7 +273,7 @@ func (c config) approver() (agentpty.Approver, error) {
 	}
 	switch {
 	case len(c.allow) > 0:
-		approver = agentpty.Rules{Allow: c.allow, Deny: c.deny}
+		approver = rules.Rules{Allow: c.allow, Deny: c.deny}
 	case len(c.deny) > 0:
 		// Deny rules alone refuse what they match and nothing else: what
 		// is judged is its own allow rule, the command of a start or a
@@ -284,7 +285,7 @@ func (c config) approver() (agentpty.Approver, error) {
 			if req.Tool == agentpty.ToolWrite {
 				own = strings.ReplaceAll(req.Input, "\r", "\n")
 			}
-			return agentpty.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
+			return rules.Rules{Allow: []string{own}, Deny: deny}.Approve(ctx, req)
 		})
 	}
 	if c.approve == "ask" {
