@@ -62,6 +62,7 @@ type Backend struct {
 	users  int        // live terminals holding helper
 	more   []*Backend // the connections dial added, oldest first
 	closed bool       // Close was called: dial adds no connection
+	ends   endQueue   // the sessions waiting to end together
 }
 
 // New returns a Backend that runs sessions over client, a connection the
