@@ -47,7 +47,7 @@ func TestBenchReport(t *testing.T) {
 	}
 	defer c.Close()
 	b := New(c)
-	m := agentpty.NewManager(agentpty.Options{Backend: b, Shell: noProfile, MaxSessions: 64})
+	m := agentpty.NewManager(agentpty.Options{Backend: b, Shell: noProfile, MaxSessions: 400})
 	defer m.Close()
 
 	var out strings.Builder
@@ -61,6 +61,7 @@ func TestBenchReport(t *testing.T) {
 	row("drain seq, 20 MB (s)", p, "s", "≤ 1.2×", 1.2)
 
 	bt, st, wt := newBareTrip(t, c), newSendTrip(t, m), newWriteTrip(t, m)
+	startRows(t, c, b, m, 2*runs, row)
 	trips := 100 * runs
 	p = pairs(trips, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, st) }) * 1e6 })
 	row("round trip, Send+Expect (µs)", p, "µs", "≤ 1.5×", 1.5)
@@ -77,9 +78,16 @@ func TestBenchReport(t *testing.T) {
 	bt.close()
 	fmt.Fprintf(&out, "%-30s %-34s\n", "probe (state, one call)", fmt.Sprintf("%.3g ms median", probe*1e3))
 
-	cpu, server := idleCPU(t, m, 50, 2*time.Second, srv)
-	fmt.Fprintf(&out, "%-30s %-34s %-9s %s\n", "50 idle remote sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
-	fmt.Fprintf(&out, "%-30s %-34s\n", "  the server's side of them", fmt.Sprintf("%.2f ms CPU per second (sshd and all below it)", float64(server)/1e6))
+	began := time.Now()
+	cpu, server := idleCPU(t, m, 100, 3*time.Second, srv)
+	fmt.Fprintf(&out, "%-30s %-34s\n", "100 remote sessions: start", fmt.Sprintf("%.3g s, 8 at a time", time.Since(began).Seconds()-3))
+	fmt.Fprintf(&out, "%-30s %-34s %-9s %s\n", "  idle, here", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
+	fmt.Fprintf(&out, "%-30s %-34s\n", "  idle, the server's side", fmt.Sprintf("%.2f ms CPU per second (sshd and all below it)", float64(server)/1e6))
+	began = time.Now()
+	if err := m.Close(); err != nil {
+		t.Error(err)
+	}
+	fmt.Fprintf(&out, "%-30s %-34s\n", "  Close (all of them)", fmt.Sprintf("%.3g s", time.Since(began).Seconds()))
 	t.Log(out.String())
 }
 
@@ -138,6 +146,77 @@ func drainLibrary(t *testing.T, m *agentpty.Manager) float64 {
 		t.Fatalf("the drain ended at %q", tail)
 	}
 	if _, err := m.Kill(ctx, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	return took
+}
+
+// startRows measures starts: the session's, Backend.Start's alone, and
+// the session's beside a bare start followed by what a bare client does
+// to learn the echo flag a session's result carries (its state).
+func startRows(t *testing.T, c *ssh.Client, b *Backend, m *agentpty.Manager, n int, row func(string, testkit.Paired, string, string, float64)) {
+	p := pairs(n, func() float64 { return startBare(t, c) * 1e3 }, func() float64 { return startLibrary(t, m) * 1e3 })
+	row("start, until its first line (ms)", p, "ms", "≤ 1.5×", 1.5)
+	p = pairs(n, func() float64 { return startBare(t, c) * 1e3 }, func() float64 { return startBackend(t, b) * 1e3 })
+	row("  Backend.Start alone (ms)", p, "ms", "", 0)
+	bs := newBareStateTrip(t, c)
+	defer bs.close()
+	p = pairs(n, func() float64 { return startBareState(t, c, bs) * 1e3 }, func() float64 { return startLibrary(t, m) * 1e3 })
+	row("  vs bare start + stty (ms)", p, "ms", "", 0)
+}
+
+// startBackend is Backend.Start until the first line has been read; the
+// command is ended after, outside the time.
+func startBackend(t *testing.T, b *Backend) float64 {
+	start := time.Now()
+	term, out := startTerm(t, b, "echo ready; exec tr a-z A-Z")
+	out.waitFor(t, "ready")
+	took := time.Since(start).Seconds()
+	if err := term.End(context.Background(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	closeTerm(term, out)
+	return took
+}
+
+// startBareState is startBare for a command that names its terminal, then
+// stty for it in sh's shell on the host.
+func startBareState(t *testing.T, c *ssh.Client, sh *bareStateTrip) float64 {
+	start := time.Now()
+	bt := startBareTrip(t, c, "exec bash -c 'echo \"$(tty) ready\"; exec tr a-z A-Z'")
+	dev := regexp.MustCompile(`/dev/pts/\d+`).FindString(string(bt.before))
+	if _, err := fmt.Fprintf(sh.shIn, "stty -a <%s; echo END\n", dev); err != nil {
+		t.Fatal(err)
+	}
+	sh.shSeen = sh.shSeen[:0]
+	if err := bareUntil(sh.shOut, []byte("END\n"), sh.shBuf, &sh.shSeen); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start).Seconds()
+	bt.close()
+	return took
+}
+
+// startBare is the floor of a start: a session with a pty whose command
+// is run by the login shell, until its first line has been read.
+func startBare(t *testing.T, c *ssh.Client) float64 {
+	start := time.Now()
+	bt := startBareTrip(t, c, "exec bash -c 'echo ready; exec tr a-z A-Z'")
+	took := time.Since(start).Seconds()
+	bt.close()
+	return took
+}
+
+// startLibrary is a session's start until its first line is matched;
+// the session is killed after, outside the time.
+func startLibrary(t *testing.T, m *agentpty.Manager) float64 {
+	start := time.Now()
+	res, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo ready; exec tr a-z A-Z", WaitFor: "ready"})
+	took := time.Since(start).Seconds()
+	if err != nil || !res.Matched {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	if _, err := m.Kill(context.Background(), res.ID); err != nil {
 		t.Fatal(err)
 	}
 	return took
