@@ -199,15 +199,7 @@ func TestHundredSessions(t *testing.T) {
 	if local > 100*time.Millisecond || server > 100*time.Millisecond {
 		t.Errorf("%d idle sessions cost %v CPU per second here and %v on the server; want under 100 ms each", n, local, server)
 	}
-	h, err := b.probeShell()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := func() int {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.seq
-	}
+	calls := probeCalls(t, b)
 	before := calls()
 	start := time.Now()
 	if err := m.Close(); err != nil {

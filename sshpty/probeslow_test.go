@@ -5,6 +5,8 @@ package sshpty
 import (
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty"
 )
 
 // A probe slower than stateFresh (a distant host, a loaded one) still
@@ -15,25 +17,8 @@ import (
 func TestSlowProbeServesTheResult(t *testing.T) {
 	srv, c := connect(t)
 	b := New(c)
-	term, out := startTerm(t, b, `echo ready; read -s x; echo "got ${#x}"`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
-	st := term.(stateTerminal)
-	ctx := waitCtx(t)
-	for !st.Foreground().Waiting { // read -s may not have begun yet
-		if ctx.Err() != nil {
-			t.Fatal("bash never waited at read -s")
-		}
-	}
-	h, err := b.probeShell()
-	if err != nil {
-		t.Fatal(err)
-	}
-	probes := func() int {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.seq
-	}
+	term, out, st := startReadS(t, b)
+	probes := probeCalls(t, b)
 	saved := stateFresh
 	t.Cleanup(func() { stateFresh = saved })
 	stateFresh = 20 * time.Millisecond
@@ -60,4 +45,37 @@ func TestSlowProbeServesTheResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "got 2")
+}
+
+// probeCalls returns a count of the calls b's probe shell has run (probes,
+// kills, files).
+func probeCalls(t *testing.T, b *Backend) func() int {
+	t.Helper()
+	h, err := b.probeShell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.seq
+	}
+}
+
+// startReadS starts bash at read -s on b, which says how many characters
+// it read, and probes until it waits there; the terminal is closed when
+// t ends.
+func startReadS(t *testing.T, b *Backend) (agentpty.Terminal, *pump, stateTerminal) {
+	t.Helper()
+	term, out := startTerm(t, b, `echo ready; read -s x; echo "got ${#x}"`)
+	t.Cleanup(func() { closeTerm(term, out) })
+	out.waitFor(t, "ready")
+	st := term.(stateTerminal)
+	ctx := waitCtx(t)
+	for !st.Foreground().Waiting { // read -s may not have begun yet
+		if ctx.Err() != nil {
+			t.Fatal("bash never waited at read -s")
+		}
+	}
+	return term, out, st
 }
