@@ -78,9 +78,11 @@ func TestBenchReport(t *testing.T) {
 	bt.close()
 	fmt.Fprintf(&out, "%-30s %-34s\n", "probe (state, one call)", fmt.Sprintf("%.3g ms median", probe*1e3))
 
+	bare := startBareMany(t, c, 100)
 	began := time.Now()
 	cpu, server := idleCPU(t, m, 100, 3*time.Second, srv)
-	fmt.Fprintf(&out, "%-30s %-34s\n", "100 remote sessions: start", fmt.Sprintf("%.3g s, 8 at a time", time.Since(began).Seconds()-3))
+	lib := time.Since(began).Seconds() - 3
+	fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s\n", "100 sessions, 8 at a time (s)", fmt.Sprintf("%.3g s", bare), fmt.Sprintf("%.3g s", lib), fmt.Sprintf("%.2f×", lib/bare))
 	fmt.Fprintf(&out, "%-30s %-34s %-9s %s\n", "  idle, here", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
 	fmt.Fprintf(&out, "%-30s %-34s\n", "  idle, the server's side", fmt.Sprintf("%.2f ms CPU per second (sshd and all below it)", float64(server)/1e6))
 	began = time.Now()
@@ -265,30 +267,41 @@ func newBareTrip(t *testing.T, c *ssh.Client) *bareTrip {
 // over a bare session with a pseudo-terminal; before is what came before
 // "ready".
 func startBareTrip(t *testing.T, c *ssh.Client, command string) *bareTrip {
-	s, err := c.NewSession()
+	bt, err := openBareTrip(c, command)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err != nil {
-		t.Fatal(err)
+	return bt
+}
+
+// openBareTrip is startBareTrip, for any goroutine.
+func openBareTrip(c *ssh.Client, command string) (*bareTrip, error) {
+	s, err := c.NewSession()
+	if err != nil {
+		return nil, err
 	}
 	in, _ := s.StdinPipe()
 	out, _ := s.StdoutPipe()
-	if err := s.Start(command); err != nil {
-		t.Fatal(err)
+	if err := s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err == nil {
+		err = s.Start(command)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
 	bt := &bareTrip{s: s, in: in, out: out, buf: make([]byte, 32<<10)}
 	for !bytes.Contains(bt.seen, []byte("ready")) {
 		n, err := out.Read(bt.buf)
 		bt.seen = append(bt.seen, bt.buf[:n]...)
 		if err != nil {
-			t.Fatalf("ready did not come: %v: %q", err, bt.seen)
+			bt.close()
+			return nil, fmt.Errorf("ready did not come: %v: %q", err, bt.seen)
 		}
 	}
 	i := bytes.Index(bt.seen, []byte("ready"))
 	bt.before = bytes.Clone(bt.seen[:i])
 	bt.seen = append(bt.seen[:0], bt.seen[i+len("ready"):]...)
-	return bt
+	return bt, nil
 }
 
 func (b *bareTrip) trip(i int) error {
@@ -416,13 +429,27 @@ func probeCost(t *testing.T, m *agentpty.Manager, id string, n int) float64 {
 // idle on the host, and that of the server's processes (the server is
 // local).
 func idleCPU(t *testing.T, m *agentpty.Manager, n int, window time.Duration, srv *sshdtest.Server) (local, server time.Duration) {
+	eightAtATime(t, n, func(int) error {
+		_, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo idle; exec cat", WaitFor: "idle"})
+		return err
+	})
+	sshd := serverPID(t, srv)
+	sBefore := treeCPU(sshd) // outside this process's window: the walk through /proc costs
+	before := cpuTime()
+	time.Sleep(window) // a measurement window, not synchronisation
+	local = (cpuTime() - before) * time.Second / window
+	return local, (treeCPU(sshd) - sBefore) * time.Second / window
+}
+
+// eightAtATime runs start(i) for i below n, 8 at a time.
+func eightAtATime(t *testing.T, n int, start func(i int) error) {
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				if _, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo idle; exec cat", WaitFor: "idle"}); err != nil {
+				if err := start(i); err != nil {
 					t.Error(err)
 					return
 				}
@@ -430,12 +457,24 @@ func idleCPU(t *testing.T, m *agentpty.Manager, n int, window time.Duration, srv
 		}()
 	}
 	wg.Wait()
-	sshd := serverPID(t, srv)
-	sBefore := treeCPU(sshd) // outside this process's window: the walk through /proc costs
-	before := cpuTime()
-	time.Sleep(window) // a measurement window, not synchronisation
-	local = (cpuTime() - before) * time.Second / window
-	return local, (treeCPU(sshd) - sBefore) * time.Second / window
+}
+
+// startBareMany is how long n bare sessions (as startBare's) take to
+// start, 8 at a time; they are closed after.
+func startBareMany(t *testing.T, c *ssh.Client, n int) float64 {
+	trips := make([]*bareTrip, n)
+	start := time.Now()
+	eightAtATime(t, n, func(i int) (err error) {
+		trips[i], err = openBareTrip(c, "exec bash -c 'echo ready; exec tr a-z A-Z'")
+		return err
+	})
+	took := time.Since(start).Seconds()
+	for _, bt := range trips {
+		if bt != nil {
+			bt.close()
+		}
+	}
+	return took
 }
 
 // serverPID is the server's listening process, from its pid file.
