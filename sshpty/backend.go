@@ -49,11 +49,20 @@ type Backend struct {
 	client *ssh.Client
 	host   string // user@address, for messages
 	stop   func() // ends what Dial added to the connection (keepalives)
+	// parent is the Backend whose connection refused a session this
+	// connection was dialed for: the probe shell and what the host
+	// offers are parent's (see fleet.go).
+	parent *Backend
+	dial   dialer     // opens another connection to the host; nil: none
+	grow   sync.Mutex // one start at a time looks past the first connection
 
 	mu     sync.Mutex // guards the fields below
 	info   *hostInfo  // what the host offers, learnt at the first start
 	helper *helper    // the shell that answers probes, shared by the live terminals
 	users  int        // live terminals holding helper
+	more   []*Backend // the connections dial added, oldest first
+	closed bool       // Close was called: dial adds no connection
+	ends   endQueue   // the sessions waiting to end together
 }
 
 // New returns a Backend that runs sessions over client, a connection the
@@ -63,12 +72,46 @@ func New(client *ssh.Client) *Backend {
 	return &Backend{client: client, host: client.User() + "@" + client.RemoteAddr().String()}
 }
 
+// Options are a Backend's settings beyond its connection.
+type Options struct {
+	// Dial opens another connection to the same host, for the sessions
+	// the server refuses on the connections the Backend has: OpenSSH
+	// allows MaxSessions channels a connection (10 unless sshd_config
+	// says otherwise), and each session is one, as is the probe shell
+	// the sessions on a Linux host share. The Backend closes the
+	// connections Dial returned when it closes. It must reach the same
+	// host: the probe shell, on the first connection, reads every
+	// session's processes. Nil: a start past the limit fails with
+	// agentpty.ErrTooManySessions, naming MaxSessions.
+	Dial func(ctx context.Context) (*ssh.Client, error)
+}
+
+// NewWith is New with opts.
+func NewWith(client *ssh.Client, opts Options) *Backend {
+	b := New(client)
+	if opts.Dial != nil {
+		b.dial = func(ctx context.Context) (*ssh.Client, func(), error) {
+			c, err := opts.Dial(ctx)
+			return c, nil, err
+		}
+	}
+	return b
+}
+
 // String names the backend and its host: "ssh root@10.0.0.7:22".
 func (b *Backend) String() string { return "ssh " + b.host }
 
-// Close closes the connection, which ends every session on it. A Backend
-// from New closes the client the host gave it.
+// Close closes the connection, which ends every session on it, and the
+// connections Options.Dial added. A Backend from New closes the client
+// the host gave it.
 func (b *Backend) Close() error {
+	b.mu.Lock()
+	more := b.more
+	b.more, b.closed = nil, true
+	b.mu.Unlock()
+	for _, c := range more {
+		_ = c.Close()
+	}
 	if b.stop != nil {
 		b.stop()
 	}
@@ -93,6 +136,9 @@ var noProc = false
 // once through the probe shell. A terminal on a host without /proc does
 // not hold the shell.
 func (b *Backend) acquire(name string) (*hostInfo, error) {
+	if b.parent != nil {
+		return b.parent.acquire(name)
+	}
 	b.mu.Lock()
 	b.users++
 	info := b.info
@@ -198,11 +244,11 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 			}
 		}()
 	}
-	sess, in, out, err := b.openSession(cmd, termName, line)
+	conn, sess, in, out, err := b.openSession(ctx, cmd, termName, line)
 	if err != nil {
 		return nil, err
 	}
-	t := newTerminal(b, cmd.Name, sess, in, out, info)
+	t := newTerminal(conn, cmd.Name, sess, in, out, info)
 	t.nonce = nonce
 	pid, err := t.awaitPID(ctx, nonce)
 	if err != nil {
@@ -222,11 +268,11 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 }
 
 // openSession opens a channel with a pseudo-terminal of cmd's size and
-// runs line there.
-func (b *Backend) openSession(cmd agentpty.Command, termName, line string) (*ssh.Session, io.WriteCloser, io.Reader, error) {
-	sess, err := b.client.NewSession()
+// runs line there, on the connection it returns (see newSession).
+func (b *Backend) openSession(ctx context.Context, cmd agentpty.Command, termName, line string) (*Backend, *ssh.Session, io.WriteCloser, io.Reader, error) {
+	conn, sess, err := b.newSession(ctx, cmd.Name)
 	if err != nil {
-		return nil, nil, nil, b.lostOr(cmd.Name, err)
+		return nil, nil, nil, nil, err
 	}
 	// No modes: the pseudo-terminal keeps the kernel's defaults, as a
 	// local one does.
@@ -247,9 +293,9 @@ func (b *Backend) openSession(cmd agentpty.Command, termName, line string) (*ssh
 	}
 	if err != nil {
 		sess.Close()
-		return nil, nil, nil, b.lostOr(cmd.Name, err)
+		return nil, nil, nil, nil, conn.lostOr(cmd.Name, err)
 	}
-	return sess, in, out, nil
+	return conn, sess, in, out, nil
 }
 
 // The command's process id reaches the terminal's reader as this private
@@ -341,6 +387,10 @@ func isName(s string) bool {
 // release counts a terminal out; the last one out closes the probe
 // shell, so nothing of it outlives the sessions.
 func (b *Backend) release() {
+	if b.parent != nil {
+		b.parent.release()
+		return
+	}
 	b.mu.Lock()
 	b.users--
 	var h *helper
@@ -355,6 +405,9 @@ func (b *Backend) release() {
 
 // probeShell returns the shell that answers probes, starting it if needed.
 func (b *Backend) probeShell() (*helper, error) {
+	if b.parent != nil {
+		return b.parent.probeShell()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.helper != nil && b.helper.err() == nil {

@@ -47,7 +47,7 @@ func TestBenchReport(t *testing.T) {
 	}
 	defer c.Close()
 	b := New(c)
-	m := agentpty.NewManager(agentpty.Options{Backend: b, Shell: noProfile, MaxSessions: 64})
+	m := agentpty.NewManager(agentpty.Options{Backend: b, Shell: noProfile, MaxSessions: 400})
 	defer m.Close()
 
 	var out strings.Builder
@@ -61,6 +61,7 @@ func TestBenchReport(t *testing.T) {
 	row("drain seq, 20 MB (s)", p, "s", "≤ 1.2×", 1.2)
 
 	bt, st, wt := newBareTrip(t, c), newSendTrip(t, m), newWriteTrip(t, m)
+	startRows(t, c, b, m, 2*runs, row)
 	trips := 100 * runs
 	p = pairs(trips, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, st) }) * 1e6 })
 	row("round trip, Send+Expect (µs)", p, "µs", "≤ 1.5×", 1.5)
@@ -77,9 +78,18 @@ func TestBenchReport(t *testing.T) {
 	bt.close()
 	fmt.Fprintf(&out, "%-30s %-34s\n", "probe (state, one call)", fmt.Sprintf("%.3g ms median", probe*1e3))
 
-	cpu, server := idleCPU(t, m, 50, 2*time.Second, srv)
-	fmt.Fprintf(&out, "%-30s %-34s %-9s %s\n", "50 idle remote sessions", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
-	fmt.Fprintf(&out, "%-30s %-34s\n", "  the server's side of them", fmt.Sprintf("%.2f ms CPU per second (sshd and all below it)", float64(server)/1e6))
+	bare := startBareMany(t, c, 100)
+	began := time.Now()
+	cpu, server := idleCPU(t, m, 100, 3*time.Second, srv)
+	lib := time.Since(began).Seconds() - 3
+	fmt.Fprintf(&out, "%-30s %-12s %-12s %-8s\n", "100 sessions, 8 at a time (s)", fmt.Sprintf("%.3g s", bare), fmt.Sprintf("%.3g s", lib), fmt.Sprintf("%.2f×", lib/bare))
+	fmt.Fprintf(&out, "%-30s %-34s %-9s %s\n", "  idle, here", fmt.Sprintf("%.2f ms CPU per second", float64(cpu)/1e6), "< 20 ms", verdict(cpu < 20*time.Millisecond))
+	fmt.Fprintf(&out, "%-30s %-34s\n", "  idle, the server's side", fmt.Sprintf("%.2f ms CPU per second (sshd and all below it)", float64(server)/1e6))
+	began = time.Now()
+	if err := m.Close(); err != nil {
+		t.Error(err)
+	}
+	fmt.Fprintf(&out, "%-30s %-34s\n", "  Close (all of them)", fmt.Sprintf("%.3g s", time.Since(began).Seconds()))
 	t.Log(out.String())
 }
 
@@ -143,6 +153,77 @@ func drainLibrary(t *testing.T, m *agentpty.Manager) float64 {
 	return took
 }
 
+// startRows measures starts: the session's, Backend.Start's alone, and
+// the session's beside a bare start followed by what a bare client does
+// to learn the echo flag a session's result carries (its state).
+func startRows(t *testing.T, c *ssh.Client, b *Backend, m *agentpty.Manager, n int, row func(string, testkit.Paired, string, string, float64)) {
+	p := pairs(n, func() float64 { return startBare(t, c) * 1e3 }, func() float64 { return startLibrary(t, m) * 1e3 })
+	row("start, until its first line (ms)", p, "ms", "≤ 1.5×", 1.5)
+	p = pairs(n, func() float64 { return startBare(t, c) * 1e3 }, func() float64 { return startBackend(t, b) * 1e3 })
+	row("  Backend.Start alone (ms)", p, "ms", "", 0)
+	bs := newBareStateTrip(t, c)
+	defer bs.close()
+	p = pairs(n, func() float64 { return startBareState(t, c, bs) * 1e3 }, func() float64 { return startLibrary(t, m) * 1e3 })
+	row("  vs bare start + stty (ms)", p, "ms", "", 0)
+}
+
+// startBackend is Backend.Start until the first line has been read; the
+// command is ended after, outside the time.
+func startBackend(t *testing.T, b *Backend) float64 {
+	start := time.Now()
+	term, out := startTerm(t, b, "echo ready; exec tr a-z A-Z")
+	out.waitFor(t, "ready")
+	took := time.Since(start).Seconds()
+	if err := term.End(context.Background(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	closeTerm(term, out)
+	return took
+}
+
+// startBareState is startBare for a command that names its terminal, then
+// stty for it in sh's shell on the host.
+func startBareState(t *testing.T, c *ssh.Client, sh *bareStateTrip) float64 {
+	start := time.Now()
+	bt := startBareTrip(t, c, "exec bash -c 'echo \"$(tty) ready\"; exec tr a-z A-Z'")
+	dev := regexp.MustCompile(`/dev/pts/\d+`).FindString(string(bt.before))
+	if _, err := fmt.Fprintf(sh.shIn, "stty -a <%s; echo END\n", dev); err != nil {
+		t.Fatal(err)
+	}
+	sh.shSeen = sh.shSeen[:0]
+	if err := bareUntil(sh.shOut, []byte("END\n"), sh.shBuf, &sh.shSeen); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start).Seconds()
+	bt.close()
+	return took
+}
+
+// startBare is the floor of a start: a session with a pty whose command
+// is run by the login shell, until its first line has been read.
+func startBare(t *testing.T, c *ssh.Client) float64 {
+	start := time.Now()
+	bt := startBareTrip(t, c, "exec bash -c 'echo ready; exec tr a-z A-Z'")
+	took := time.Since(start).Seconds()
+	bt.close()
+	return took
+}
+
+// startLibrary is a session's start until its first line is matched;
+// the session is killed after, outside the time.
+func startLibrary(t *testing.T, m *agentpty.Manager) float64 {
+	start := time.Now()
+	res, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo ready; exec tr a-z A-Z", WaitFor: "ready"})
+	took := time.Since(start).Seconds()
+	if err != nil || !res.Matched {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	if _, err := m.Kill(context.Background(), res.ID); err != nil {
+		t.Fatal(err)
+	}
+	return took
+}
+
 // bareUntil reads r until seen holds want.
 func bareUntil(r io.Reader, want, buf []byte, seen *[]byte) error {
 	for !bytes.Contains(*seen, want) {
@@ -186,30 +267,41 @@ func newBareTrip(t *testing.T, c *ssh.Client) *bareTrip {
 // over a bare session with a pseudo-terminal; before is what came before
 // "ready".
 func startBareTrip(t *testing.T, c *ssh.Client, command string) *bareTrip {
-	s, err := c.NewSession()
+	bt, err := openBareTrip(c, command)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err != nil {
-		t.Fatal(err)
+	return bt
+}
+
+// openBareTrip is startBareTrip, for any goroutine.
+func openBareTrip(c *ssh.Client, command string) (*bareTrip, error) {
+	s, err := c.NewSession()
+	if err != nil {
+		return nil, err
 	}
 	in, _ := s.StdinPipe()
 	out, _ := s.StdoutPipe()
-	if err := s.Start(command); err != nil {
-		t.Fatal(err)
+	if err := s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err == nil {
+		err = s.Start(command)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
 	bt := &bareTrip{s: s, in: in, out: out, buf: make([]byte, 32<<10)}
 	for !bytes.Contains(bt.seen, []byte("ready")) {
 		n, err := out.Read(bt.buf)
 		bt.seen = append(bt.seen, bt.buf[:n]...)
 		if err != nil {
-			t.Fatalf("ready did not come: %v: %q", err, bt.seen)
+			bt.close()
+			return nil, fmt.Errorf("ready did not come: %v: %q", err, bt.seen)
 		}
 	}
 	i := bytes.Index(bt.seen, []byte("ready"))
 	bt.before = bytes.Clone(bt.seen[:i])
 	bt.seen = append(bt.seen[:0], bt.seen[i+len("ready"):]...)
-	return bt
+	return bt, nil
 }
 
 func (b *bareTrip) trip(i int) error {
@@ -337,13 +429,27 @@ func probeCost(t *testing.T, m *agentpty.Manager, id string, n int) float64 {
 // idle on the host, and that of the server's processes (the server is
 // local).
 func idleCPU(t *testing.T, m *agentpty.Manager, n int, window time.Duration, srv *sshdtest.Server) (local, server time.Duration) {
+	eightAtATime(t, n, func(int) error {
+		_, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo idle; exec cat", WaitFor: "idle"})
+		return err
+	})
+	sshd := serverPID(t, srv)
+	sBefore := treeCPU(sshd) // outside this process's window: the walk through /proc costs
+	before := cpuTime()
+	time.Sleep(window) // a measurement window, not synchronisation
+	local = (cpuTime() - before) * time.Second / window
+	return local, (treeCPU(sshd) - sBefore) * time.Second / window
+}
+
+// eightAtATime runs start(i) for i below n, 8 at a time.
+func eightAtATime(t *testing.T, n int, start func(i int) error) {
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				if _, err := m.Start(context.Background(), agentpty.StartRequest{Command: "echo idle; exec cat", WaitFor: "idle"}); err != nil {
+				if err := start(i); err != nil {
 					t.Error(err)
 					return
 				}
@@ -351,12 +457,24 @@ func idleCPU(t *testing.T, m *agentpty.Manager, n int, window time.Duration, srv
 		}()
 	}
 	wg.Wait()
-	sshd := serverPID(t, srv)
-	sBefore := treeCPU(sshd) // outside this process's window: the walk through /proc costs
-	before := cpuTime()
-	time.Sleep(window) // a measurement window, not synchronisation
-	local = (cpuTime() - before) * time.Second / window
-	return local, (treeCPU(sshd) - sBefore) * time.Second / window
+}
+
+// startBareMany is how long n bare sessions (as startBare's) take to
+// start, 8 at a time; they are closed after.
+func startBareMany(t *testing.T, c *ssh.Client, n int) float64 {
+	trips := make([]*bareTrip, n)
+	start := time.Now()
+	eightAtATime(t, n, func(i int) (err error) {
+		trips[i], err = openBareTrip(c, "exec bash -c 'echo ready; exec tr a-z A-Z'")
+		return err
+	})
+	took := time.Since(start).Seconds()
+	for _, bt := range trips {
+		if bt != nil {
+			bt.close()
+		}
+	}
+	return took
 }
 
 // serverPID is the server's listening process, from its pid file.

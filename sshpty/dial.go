@@ -40,7 +40,9 @@ type DialConfig struct {
 
 // Dial connects to target, "user@host[:port]" (the user defaults to the
 // current one, the port to 22), and returns a Backend that owns the
-// connection: Close closes it.
+// connection: Close closes it. Sessions the server refuses past its
+// MaxSessions go to another connection Dial makes the same way (as
+// Options.Dial does for New).
 func Dial(ctx context.Context, target string, cfg DialConfig) (*Backend, error) {
 	userName, addr, err := parseTarget(target)
 	if err != nil {
@@ -54,32 +56,48 @@ func Dial(ctx context.Context, target string, cfg DialConfig) (*Backend, error) 
 	if len(auth) == 0 {
 		return nil, fmt.Errorf("agentpty: ssh %s: no ssh-agent and no key file to authenticate with", target)
 	}
-	client, err := handshake(ctx, addr, &ssh.ClientConfig{
+	config := &ssh.ClientConfig{
 		User:              userName,
 		Auth:              auth,
 		HostKeyCallback:   hostKey,
 		HostKeyAlgorithms: algos,
-	})
+	}
+	client, err := handshake(ctx, addr, config)
 	if err != nil {
 		closeAgent()
 		return nil, fmt.Errorf("agentpty: ssh %s: %w", target, err)
 	}
 	b := New(client)
+	b.stop = watch(client, cfg.KeepAlive, closeAgent)
+	// Sessions past the server's MaxSessions go to another connection
+	// made the same way (the agent's connection is the first one's).
+	b.dial = func(ctx context.Context) (*ssh.Client, func(), error) {
+		c, err := handshake(ctx, addr, config)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agentpty: ssh %s: %w", target, err)
+		}
+		return c, watch(c, cfg.KeepAlive, func() {}), nil
+	}
+	return b, nil
+}
+
+// watch checks c every keepalive interval (zero: 30 s; negative: none)
+// and calls after once c has closed; the stop it returns closes c and
+// waits for that.
+func watch(c *ssh.Client, every time.Duration, after func()) (stop func()) {
 	done := make(chan struct{})
 	go func() {
-		_ = b.client.Wait()
-		closeAgent()
+		_ = c.Wait()
+		after()
 		close(done)
 	}()
-	every := cfg.KeepAlive
 	if every == 0 {
 		every = 30 * time.Second
 	}
 	if every > 0 {
-		go keepAlive(b.client, every, done)
+		go keepAlive(c, every, done)
 	}
-	b.stop = func() { b.client.Close(); <-done }
-	return b, nil
+	return func() { c.Close(); <-done }
 }
 
 // authMethods are the agent's keys (unless cfg leaves it out), then the

@@ -260,10 +260,9 @@ func (t stateTerminal) OutputPending() bool {
 	return len(t.buf) > 0 || !t.waiting
 }
 
-// end runs killsess in the background of the probe shell and returns
+// end runs killsess in the background of the probe shell, with the
+// other sessions that end at the same time (see endBatch), and returns
 // what it printed.
 func (t *terminal) end(ctx context.Context, hup, grace time.Duration) (string, error) {
-	cs := func(d time.Duration) int64 { return int64((d + 9*time.Millisecond) / (10 * time.Millisecond)) }
-	out, err := t.helperRun(ctx, fmt.Sprintf("killsess %d %d %d %d", t.pid, cs(hup), cs(grace), cs(killBound)), true)
-	return string(out), err
+	return t.b.endBatch(ctx, t.pid, hup, grace)
 }

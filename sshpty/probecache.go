@@ -27,7 +27,11 @@ type probeCache struct {
 	echo *probed
 }
 
-// probed is one probe's answer, stamped with when the probe began.
+// probed is one probe's answer, stamped with what had happened when the
+// probe began and with when its answer came: the answer serves for
+// stateFresh from then, however long the round trip took (a probe slower
+// than stateFresh, on a distant host or a loaded one, would otherwise
+// serve nothing, and a result's state cost three probes instead of one).
 type probed struct {
 	r       remotestate.Result
 	at      time.Time
@@ -44,14 +48,14 @@ func (c *probeCache) changed() {
 }
 
 // stamp is a probe's stamp, taken before it begins; keep fills in its
-// answer.
+// answer and the time it came.
 func (c *probeCache) stamp() probed {
-	return probed{gen: c.gen.Load(), in: c.inGen.Load(), at: time.Now()}
+	return probed{gen: c.gen.Load(), in: c.inGen.Load()}
 }
 
 // keep keeps r, the answer of the probe stamped s.
 func (c *probeCache) keep(r remotestate.Result, s probed) {
-	s.r = r
+	s.r, s.at = r, time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last = &s

@@ -75,8 +75,9 @@ sig() {
 }
 `
 
-// killsess ends every process of the session whose id is $1 (the
-// command's pid): its session and process group, and every process found
+// killsess ends every process of the sessions whose ids are $1 (the
+// commands' pids, separated by spaces: sessions ending together share its
+// scans of /proc, see endBatch): their sessions and process groups, and every process found
 // below one of them (a subshell's child that called setsid while its
 // parent lived), each remembered by pid and start time. SIGTERM and
 // SIGCONT; SIGHUP to what is left $2 centiseconds later (at once when all
@@ -98,9 +99,10 @@ scan() {
 		set -- $r
 		[ "$1" = Z ] && continue
 		case "$K" in *" $p:${20} "*) L="$L $p"; continue;; esac
-		if [ "$4" = "$S" ] || [ "$3" = "$S" ]; then K="$K$p:${20} "; L="$L $p"
-		else case "$K" in *" $2:"*) K="$K$p:${20} "; L="$L $p";; esac
-		fi
+		case " $S " in
+		*" $4 "* | *" $3 "*) K="$K$p:${20} "; L="$L $p";;
+		*) case "$K" in *" $2:"*) K="$K$p:${20} "; L="$L $p";; esac;;
+		esac
 	done
 }
 ign() {

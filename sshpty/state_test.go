@@ -75,25 +75,8 @@ func TestSecretProgramsRefusedOverSSH(t *testing.T) {
 func TestOneProbePerState(t *testing.T) {
 	_, c := connect(t)
 	b := New(c)
-	term, out := startTerm(t, b, `echo ready; read -s x; echo "got ${#x}"`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
-	st := term.(stateTerminal)
-	h, err := b.probeShell()
-	if err != nil {
-		t.Fatal(err)
-	}
-	probes := func() int {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.seq
-	}
-	ctx := waitCtx(t)
-	for !st.Foreground().Waiting { // read -s may not have begun yet
-		if ctx.Err() != nil {
-			t.Fatal("bash never waited at read -s")
-		}
-	}
+	term, out, st := startReadS(t, b)
+	probes := probeCalls(t, b)
 	lengthenFresh(t)
 	st.changed() // as input does: the last answer is not reused
 	n := probes()
