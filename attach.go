@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,21 +45,19 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 		return err
 	})
 	a := &attachment{tap: t}
-	redraw, _, _, err := s.startTap(t, "attach")
+	redraw, _, _, err := startTap(s, t, "attach")
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.keyboard = append(s.keyboard, a)
-	s.mu.Unlock()
-	defer s.leaveKeyboard(a)
+	s.taps.join(a)
+	defer s.taps.leave(a)
 	if _, err := rw.Write(redraw); err != nil {
-		s.dropTap(t)
+		s.taps.drop(t)
 		return fmt.Errorf("agentpty: %s: attach: %w", s.id, err)
 	}
 	go t.run()
 	typed := make(chan error, 1)
-	go s.attachInput(a, rw, typed)
+	go attachInput(s, a, rw, typed)
 
 	inputDone := false
 	select {
@@ -101,24 +98,19 @@ type attachment struct {
 }
 
 // attachInput types what the person types, while it is their turn.
-func (s *Session) attachInput(a *attachment, r io.Reader, done chan<- error) {
+func attachInput(s *Session, a *attachment, r io.Reader, done chan<- error) {
 	buf := make([]byte, 4<<10)
 	for {
 		n, err := r.Read(buf)
 		switch {
 		case n == 0 || a.gone.Load():
-		case s.typist() == a:
+		case s.taps.typist() == a:
 			p := buf[:n]
 			// A program that has exited or stopped reading drops the keys,
 			// as a terminal would; Attach goes on until its output ends.
 			_, _ = s.typeInput(context.Background(), p, time.Now().Add(maxWait))
 		default:
-			s.mu.Lock() // someone else has the keyboard: ring this person's bell
-			if len(a.tap.marks) < maxMarks {
-				a.tap.marks = append(a.tap.marks, tapMark{kind: 'o', data: []byte("\a")})
-			}
-			s.mu.Unlock()
-			a.tap.poke()
+			a.tap.queue(tapMark{kind: 'o', data: []byte("\a")}) // someone else has the keyboard: ring this person's bell
 		}
 		if err != nil {
 			if personLeft(err) || (a.gone.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
@@ -128,22 +120,6 @@ func (s *Session) attachInput(a *attachment, r io.Reader, done chan<- error) {
 			return
 		}
 	}
-}
-
-// typist is the attached person whose keys are typed.
-func (s *Session) typist() *attachment {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.keyboard) == 0 {
-		return nil
-	}
-	return s.keyboard[0]
-}
-
-func (s *Session) leaveKeyboard(a *attachment) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keyboard = slices.DeleteFunc(s.keyboard, func(have *attachment) bool { return have == a })
 }
 
 // personLeft reports an error that says the attached person left: end of

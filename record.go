@@ -44,7 +44,7 @@ func (s *Session) Record(w io.Writer) error {
 func (s *Session) StartRecording(w io.Writer) (*Recording, error) {
 	r := &recorder{w: w, start: time.Now()}
 	t := newTap(s, s.m.opts.RecordInput, r.event)
-	redraw, cols, rows, err := s.startTap(t, "record")
+	redraw, cols, rows, err := startTap(s, t, "record")
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (s *Session) StartRecording(w io.Writer) (*Recording, error) {
 		err = r.event('o', redraw)
 	}
 	if err != nil {
-		s.dropTap(t)
+		s.taps.drop(t)
 		return nil, fmt.Errorf("agentpty: %s: record: %w", s.id, err)
 	}
 	go t.run()

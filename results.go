@@ -133,7 +133,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	if w.inputHidden {
 		_, w.foregroundExe = s.promptProgram()
 	}
-	s.noteHidden(w.inputHidden)
+	noteHidden(s, w.inputHidden)
 	return w
 }
 

@@ -372,7 +372,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	}
 	// The command is not typed: recordings that keep input name it in an
 	// asciicast marker.
-	s.tapInputMark('m', []byte(command))
+	tapInput(s, 'm', []byte(command))
 	if n, err := s.typeInput(ctx, []byte(input), deadline); err != nil {
 		s.sh.done(file, false)
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolRun, s.id, n, len(input), err)
