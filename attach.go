@@ -68,18 +68,18 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 		if err != nil {
 			err = fmt.Errorf("agentpty: %s: attach: read: %w", s.id, err)
 		}
-	case <-t.done:
-		if t.err != nil && !personLeft(t.err) { // a write to a hung-up terminal: the person left
-			err = fmt.Errorf("agentpty: %s: attach: write: %w", s.id, t.err)
+	case <-t.ended():
+		if werr := t.failure(); werr != nil && !personLeft(werr) { // a write to a hung-up terminal: the person left
+			err = fmt.Errorf("agentpty: %s: attach: write: %w", s.id, werr)
 		}
 	}
-	a.gone.Store(true)
+	a.leave()
 	t.stopTap()
 	if d, ok := rw.(interface{ SetWriteDeadline(time.Time) error }); ok && ctx.Err() != nil {
 		_ = d.SetWriteDeadline(time.Now()) // a person's stalled terminal must not hold the return
 		defer d.SetWriteDeadline(time.Time{})
 	}
-	<-t.done
+	<-t.ended()
 	// A descriptor in blocking mode (an Fd call makes it so) takes a
 	// deadline but cannot honour it: its read is left to end on its own.
 	if d, ok := rw.(interface{ SetReadDeadline(time.Time) error }); ok && !inputDone && !readBlocks(rw) {
@@ -97,23 +97,32 @@ type attachment struct {
 	gone atomic.Bool // Attach has returned: what is read now is dropped
 }
 
+// leave notes that Attach has returned: what is read now is dropped.
+func (a *attachment) leave() { a.gone.Store(true) }
+
+// left reports whether Attach has returned.
+func (a *attachment) left() bool { return a.gone.Load() }
+
+// bell rings the person's bell: someone else has the keyboard.
+func (a *attachment) bell() { a.tap.queue(tapMark{kind: 'o', data: []byte("\a")}) }
+
 // attachInput types what the person types, while it is their turn.
 func attachInput(s *Session, a *attachment, r io.Reader, done chan<- error) {
 	buf := make([]byte, 4<<10)
 	for {
 		n, err := r.Read(buf)
 		switch {
-		case n == 0 || a.gone.Load():
+		case n == 0 || a.left():
 		case s.taps.typist() == a:
 			p := buf[:n]
 			// A program that has exited or stopped reading drops the keys,
 			// as a terminal would; Attach goes on until its output ends.
 			_, _ = s.typeInput(context.Background(), p, time.Now().Add(maxWait))
 		default:
-			a.tap.queue(tapMark{kind: 'o', data: []byte("\a")}) // someone else has the keyboard: ring this person's bell
+			a.bell()
 		}
 		if err != nil {
-			if personLeft(err) || (a.gone.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
+			if personLeft(err) || (a.left() && errors.Is(err, os.ErrDeadlineExceeded)) {
 				err = nil
 			}
 			done <- err

@@ -244,77 +244,34 @@ type feeder interface{ feed(p []byte) }
 // add makes the reader mask secret from now on.
 func (sc *secrets) add(secret []byte) {
 	sc.mask.CompareAndSwap(nil, &masker{}) // two first secrets at once make one masker
-	k := sc.mask.Load()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, have := range k.secrets {
-		if bytes.Equal(have, secret) {
-			return
-		}
-	}
-	k.secrets = append(k.secrets, bytes.Clone(secret))
-	k.first[secret[0]] = true
-	k.longest = max(k.longest, len(secret))
+	sc.mask.Load().add(secret)
 }
 
-// pass hands p to to with every secret masked, holding back what may be
-// the start of one for at most maskPause. It reports false, passing
-// nothing, while no secret was given: the caller feeds p itself.
+// pass hands p to to with every secret masked (masker.pass). It reports
+// false, passing nothing, while no secret was given: the caller feeds p
+// itself.
 func (sc *secrets) pass(p []byte, to feeder) bool {
 	k := sc.mask.Load()
 	if k == nil {
 		return false
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if out := k.filter(p, false); len(out) > 0 {
-		to.feed(out)
-	}
-	if len(k.pending) > 0 && !k.wiped {
-		if k.timer == nil {
-			k.timer = time.AfterFunc(maskPause, func() { sc.flush(to) })
-		} else {
-			k.timer.Reset(maskPause)
-		}
-	}
+	k.pass(p, to)
 	return true
 }
 
-// flush passes on to to what the masker holds back, masked where it is
-// the start of a secret at least maskShortest bytes long.
+// flush passes on to to what is held back (masker.flush).
 func (sc *secrets) flush(to feeder) {
-	k := sc.mask.Load()
-	if k == nil {
-		return
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if len(k.pending) > 0 && !k.wiped {
-		if out := k.filter(nil, true); len(out) > 0 {
-			to.feed(out)
-		}
+	if k := sc.mask.Load(); k != nil {
+		k.flush(to)
 	}
 }
 
-// wipe forgets the secrets, overwriting them, and drops what is held
-// back; called when the session is killed.
+// wipe forgets the secrets (masker.wipe); called when the session is
+// killed.
 func (sc *secrets) wipe() {
-	k := sc.mask.Load()
-	if k == nil {
-		return
+	if k := sc.mask.Load(); k != nil {
+		k.wipe()
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.timer != nil {
-		k.timer.Stop()
-	}
-	for _, sec := range k.secrets {
-		clear(sec)
-	}
-	for _, b := range [][]byte{k.back, k.pending, k.work, k.out} {
-		clear(b[:cap(b)])
-	}
-	k.secrets, k.back, k.pending, k.wiped = nil, nil, nil, true
 }
 
 // maskInput returns p with the secrets masked, for recordings of what was
@@ -324,12 +281,7 @@ func (sc *secrets) maskInput(p []byte) []byte {
 	if k == nil {
 		return p
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, sec := range k.secrets {
-		p = bytes.ReplaceAll(p, sec, []byte(secretMask))
-	}
-	return p
+	return k.maskInput(p)
 }
 
 // hidden notes whether the terminal echoes nothing in line mode now, and
@@ -347,6 +299,76 @@ func (sc *secrets) hidden(hidden bool, announced <-chan struct{}) bool {
 		return false
 	}
 	return sc.hiddenSent.CompareAndSwap(false, true)
+}
+
+// add masks secret from now on.
+func (k *masker) add(secret []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, have := range k.secrets {
+		if bytes.Equal(have, secret) {
+			return
+		}
+	}
+	k.secrets = append(k.secrets, bytes.Clone(secret))
+	k.first[secret[0]] = true
+	k.longest = max(k.longest, len(secret))
+}
+
+// pass hands p to to with every secret masked, holding back what may be
+// the start of one for at most maskPause.
+func (k *masker) pass(p []byte, to feeder) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if out := k.filter(p, false); len(out) > 0 {
+		to.feed(out)
+	}
+	if len(k.pending) > 0 && !k.wiped {
+		if k.timer == nil {
+			k.timer = time.AfterFunc(maskPause, func() { k.flush(to) })
+		} else {
+			k.timer.Reset(maskPause)
+		}
+	}
+}
+
+// flush passes on to to what is held back, masked where it is the start
+// of a secret at least maskShortest bytes long.
+func (k *masker) flush(to feeder) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.pending) > 0 && !k.wiped {
+		if out := k.filter(nil, true); len(out) > 0 {
+			to.feed(out)
+		}
+	}
+}
+
+// wipe forgets the secrets, overwriting them, and drops what is held
+// back.
+func (k *masker) wipe() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+	for _, sec := range k.secrets {
+		clear(sec)
+	}
+	for _, b := range [][]byte{k.back, k.pending, k.work, k.out} {
+		clear(b[:cap(b)])
+	}
+	k.secrets, k.back, k.pending, k.wiped = nil, nil, nil, true
+}
+
+// maskInput returns p with the secrets masked.
+func (k *masker) maskInput(p []byte) []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, sec := range k.secrets {
+		p = bytes.ReplaceAll(p, sec, []byte(secretMask))
+	}
+	return p
 }
 
 // filter returns the output to pass on for p: what was held back and p,

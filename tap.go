@@ -72,7 +72,7 @@ func (ts *tapSet) mark(mk tapMark) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	for _, t := range ts.taps {
-		if (mk.kind == 'i' || mk.kind == 'm') && !t.input {
+		if (mk.kind == 'i' || mk.kind == 'm') && !t.wantsInput() {
 			continue
 		}
 		t.queue(mk)
@@ -89,7 +89,7 @@ func (ts *tapSet) resize(off int64, cols, rows int) {
 func (ts *tapSet) wantInput() bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	return slices.ContainsFunc(ts.taps, func(t *tap) bool { return t.input })
+	return slices.ContainsFunc(ts.taps, (*tap).wantsInput)
 }
 
 // end has every tap deliver the rest and end, waiting for each at most
@@ -105,11 +105,7 @@ func (ts *tapSet) end(ctx context.Context, grace time.Duration) {
 	bound, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	for _, t := range taps {
-		t.stopTap()
-		select {
-		case <-t.done:
-		case <-bound.Done():
-		}
+		_ = t.stopWait(bound)
 	}
 }
 
@@ -154,13 +150,38 @@ func startTap(s *Session, t *tap, op string) (redraw []byte, cols, rows int, err
 	s.syncScreenLocked()
 	redraw = s.disp.screen.Redraw(nil)
 	cols, rows = s.disp.screen.Size()
-	t.off = s.disp.screenOff.Load()
+	t.startAt(s.disp.screenOff.Load())
 	s.taps.add(t)
 	return redraw, cols, rows, nil
 }
 
 // stopTap asks t to deliver what is rendered and end.
 func (t *tap) stopTap() { t.halt.Do(func() { close(t.stop) }) }
+
+// stopWait asks t to end, as stopTap, and waits until it has, or until
+// ctx ends: then it returns ctx's error.
+func (t *tap) stopWait(ctx context.Context) error {
+	t.stopTap()
+	select {
+	case <-t.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ended is closed when t's goroutine has ended; failure then says why.
+func (t *tap) ended() <-chan struct{} { return t.done }
+
+// failure is the error of emit that ended t, or nil; read it once ended
+// is closed.
+func (t *tap) failure() error { return t.err }
+
+// wantsInput reports whether t delivers what is typed ('i', 'm' marks).
+func (t *tap) wantsInput() bool { return t.input }
+
+// startAt sets the ring offset t delivers from, before it runs.
+func (t *tap) startAt(off int64) { t.off = off }
 
 // queue adds mk to what t delivers, up to maxMarks, and wakes t.
 func (t *tap) queue(mk tapMark) {
