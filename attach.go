@@ -37,7 +37,7 @@ import (
 // While attached, the session does not count as idle.
 func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 	defer s.use()()
-	t := newTap(s, false, func(kind byte, p []byte) error {
+	t := newTap(false, func(kind byte, p []byte) error {
 		if kind != 'o' {
 			return nil
 		}
@@ -55,7 +55,7 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 		s.taps.drop(t)
 		return fmt.Errorf("agentpty: %s: attach: %w", s.id, err)
 	}
-	go t.run()
+	go runTap(s, t)
 	typed := make(chan error, 1)
 	go attachInput(s, a, rw, typed)
 

@@ -43,7 +43,7 @@ func (s *Session) Record(w io.Writer) error {
 // output), then close w.
 func (s *Session) StartRecording(w io.Writer) (*Recording, error) {
 	r := newRecorder(w)
-	t := newTap(s, s.m.opts.RecordInput, r.event)
+	t := newTap(s.m.opts.RecordInput, r.event)
 	redraw, cols, rows, err := startTap(s, t, "record")
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func (s *Session) StartRecording(w io.Writer) (*Recording, error) {
 		s.taps.drop(t)
 		return nil, fmt.Errorf("agentpty: %s: record: %w", s.id, err)
 	}
-	go t.run()
+	go runTap(s, t)
 	return &Recording{t: t, id: s.id}, nil
 }
 

@@ -16,7 +16,6 @@ import (
 // what it shows ends right. It holds no more than the ring does, plus at
 // most maxMarks resizes and inputs not yet delivered.
 type tap struct {
-	s     *Session
 	emit  func(kind byte, p []byte) error // 'o' output, 'r' resize ("COLSxROWS"), 'i' input, 'm' a run's command
 	input bool                            // wants 'i' marks
 
@@ -40,8 +39,8 @@ type tapMark struct {
 
 const maxMarks = 1024
 
-func newTap(s *Session, input bool, emit func(kind byte, p []byte) error) *tap {
-	return &tap{s: s, emit: emit, input: input, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+func newTap(input bool, emit func(kind byte, p []byte) error) *tap {
+	return &tap{emit: emit, input: input, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // tapSet is the part of a session that keeps its taps (recordings and
@@ -202,12 +201,16 @@ func (t *tap) takeMarks() []tapMark {
 	return marks
 }
 
-// run delivers the output and the marks in order until the session's
-// output is complete, the tap is stopped, or emit fails.
-func (t *tap) run() {
-	s := t.s
-	defer close(t.done)
-	defer s.taps.drop(t)
+// runTap delivers t's output and marks in order until s's output is
+// complete, t is stopped, or emit fails; then t is dropped and ends.
+func runTap(s *Session, t *tap) {
+	err := followTap(s, t)
+	s.taps.drop(t)
+	t.finish(err)
+}
+
+// followTap is runTap's loop; it returns emit's error.
+func followTap(s *Session, t *tap) error {
 	stopping := false
 	for {
 		s.mu.Lock()
@@ -216,53 +219,81 @@ func (t *tap) run() {
 		over := s.text.drained
 		s.mu.Unlock()
 		for _, mk := range t.takeMarks() {
-			if t.err = t.deliver(mk.off); t.err == nil {
-				t.err = t.emit(mk.kind, mk.data)
+			if err := deliverTap(s, t, mk.off); err != nil {
+				return err
 			}
-			if t.err != nil {
-				return
+			if err := t.send(mk); err != nil {
+				return err
 			}
 		}
-		if t.err = t.deliver(end); t.err != nil || over || stopping {
-			return
+		if err := deliverTap(s, t, end); err != nil || over || stopping {
+			return err
 		}
-		select {
-		case <-ch:
-		case <-t.wake:
-		case <-t.stop:
-			stopping = true
-		}
+		stopping = t.await(ch)
 	}
 }
 
-// deliver emits the output from t.off up to ring offset end.
-func (t *tap) deliver(end int64) error {
-	s := t.s
-	if end <= t.off {
-		return nil
+// deliverTap emits s's output up to ring offset end to t, or the screen
+// redrawn when the ring has left t behind.
+func deliverTap(s *Session, t *tap, end int64) error {
+	lost, err := t.deliver(end, &s.out)
+	if !lost {
+		return err
 	}
-	var lost int64
-	t.buf, lost = s.out.copyRange(t.buf[:0], t.off, end)
-	if lost > 0 {
-		return t.resync()
-	}
-	t.off += int64(len(t.buf))
-	err := t.emit('o', t.buf)
-	if cap(t.buf) > 64<<10 {
-		t.buf = nil
-	}
-	return err
-}
-
-// resync redraws the screen for a tap the ring has left behind.
-func (t *tap) resync() error {
-	s := t.s
 	s.disp.mu.Lock()
 	s.syncScreenLocked()
 	redraw := s.disp.screen.Redraw(nil)
-	t.off = s.disp.screenOff.Load()
+	off := s.disp.screenOff.Load()
 	s.disp.mu.Unlock()
+	return t.redrawn(redraw, off)
+}
+
+// deliver emits the output from t.off up to ring offset end, read from
+// out. When the ring has dropped some of it, it emits nothing and reports
+// lost: t is to be redrawn.
+func (t *tap) deliver(end int64, out *output) (lost bool, err error) {
+	if end <= t.off {
+		return false, nil
+	}
+	var dropped int64
+	t.buf, dropped = out.copyRange(t.buf[:0], t.off, end)
+	if dropped > 0 {
+		return true, nil
+	}
+	t.off += int64(len(t.buf))
+	err = t.emit('o', t.buf)
+	if cap(t.buf) > 64<<10 {
+		t.buf = nil
+	}
+	return false, err
+}
+
+// send emits mk.
+func (t *tap) send(mk tapMark) error { return t.emit(mk.kind, mk.data) }
+
+// redrawn emits redraw, the screen as it is at ring offset off, and goes
+// on from there.
+func (t *tap) redrawn(redraw []byte, off int64) error {
+	t.off = off
 	return t.emit('o', redraw)
+}
+
+// await waits until ch is closed, a mark comes or t is stopped; it
+// reports a stop.
+func (t *tap) await(ch <-chan struct{}) (stopped bool) {
+	select {
+	case <-ch:
+	case <-t.wake:
+	case <-t.stop:
+		return true
+	}
+	return false
+}
+
+// finish records why t ended and says it has.
+func (t *tap) finish(err error) {
+	t.err = err
+	close(t.done)
 }
 
 // poke wakes t for its marks.
