@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -38,7 +37,7 @@ import (
 // While attached, the session does not count as idle.
 func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 	defer s.use()()
-	t := newTap(s, false, func(kind byte, p []byte) error {
+	t := newTap(false, func(kind byte, p []byte) error {
 		if kind != 'o' {
 			return nil
 		}
@@ -46,21 +45,19 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 		return err
 	})
 	a := &attachment{tap: t}
-	redraw, _, _, err := s.startTap(t, "attach")
+	redraw, _, _, err := startTap(s, t, "attach")
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.keyboard = append(s.keyboard, a)
-	s.mu.Unlock()
-	defer s.leaveKeyboard(a)
+	s.taps.join(a)
+	defer s.taps.leave(a)
 	if _, err := rw.Write(redraw); err != nil {
-		s.dropTap(t)
+		s.taps.drop(t)
 		return fmt.Errorf("agentpty: %s: attach: %w", s.id, err)
 	}
-	go t.run()
+	go runTap(s, t)
 	typed := make(chan error, 1)
-	go s.attachInput(a, rw, typed)
+	go attachInput(s, a, rw, typed)
 
 	inputDone := false
 	select {
@@ -71,18 +68,18 @@ func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
 		if err != nil {
 			err = fmt.Errorf("agentpty: %s: attach: read: %w", s.id, err)
 		}
-	case <-t.done:
-		if t.err != nil && !personLeft(t.err) { // a write to a hung-up terminal: the person left
-			err = fmt.Errorf("agentpty: %s: attach: write: %w", s.id, t.err)
+	case <-t.ended():
+		if werr := t.failure(); werr != nil && !personLeft(werr) { // a write to a hung-up terminal: the person left
+			err = fmt.Errorf("agentpty: %s: attach: write: %w", s.id, werr)
 		}
 	}
-	a.gone.Store(true)
+	a.leave()
 	t.stopTap()
 	if d, ok := rw.(interface{ SetWriteDeadline(time.Time) error }); ok && ctx.Err() != nil {
 		_ = d.SetWriteDeadline(time.Now()) // a person's stalled terminal must not hold the return
 		defer d.SetWriteDeadline(time.Time{})
 	}
-	<-t.done
+	<-t.ended()
 	// A descriptor in blocking mode (an Fd call makes it so) takes a
 	// deadline but cannot honour it: its read is left to end on its own.
 	if d, ok := rw.(interface{ SetReadDeadline(time.Time) error }); ok && !inputDone && !readBlocks(rw) {
@@ -100,50 +97,38 @@ type attachment struct {
 	gone atomic.Bool // Attach has returned: what is read now is dropped
 }
 
+// leave notes that Attach has returned: what is read now is dropped.
+func (a *attachment) leave() { a.gone.Store(true) }
+
+// left reports whether Attach has returned.
+func (a *attachment) left() bool { return a.gone.Load() }
+
+// bell rings the person's bell: someone else has the keyboard.
+func (a *attachment) bell() { a.tap.queue(tapMark{kind: 'o', data: []byte("\a")}) }
+
 // attachInput types what the person types, while it is their turn.
-func (s *Session) attachInput(a *attachment, r io.Reader, done chan<- error) {
+func attachInput(s *Session, a *attachment, r io.Reader, done chan<- error) {
 	buf := make([]byte, 4<<10)
 	for {
 		n, err := r.Read(buf)
 		switch {
-		case n == 0 || a.gone.Load():
-		case s.typist() == a:
+		case n == 0 || a.left():
+		case s.taps.typist() == a:
 			p := buf[:n]
 			// A program that has exited or stopped reading drops the keys,
 			// as a terminal would; Attach goes on until its output ends.
 			_, _ = s.typeInput(context.Background(), p, time.Now().Add(maxWait))
 		default:
-			s.mu.Lock() // someone else has the keyboard: ring this person's bell
-			if len(a.tap.marks) < maxMarks {
-				a.tap.marks = append(a.tap.marks, tapMark{kind: 'o', data: []byte("\a")})
-			}
-			s.mu.Unlock()
-			a.tap.poke()
+			a.bell()
 		}
 		if err != nil {
-			if personLeft(err) || (a.gone.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
+			if personLeft(err) || (a.left() && errors.Is(err, os.ErrDeadlineExceeded)) {
 				err = nil
 			}
 			done <- err
 			return
 		}
 	}
-}
-
-// typist is the attached person whose keys are typed.
-func (s *Session) typist() *attachment {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.keyboard) == 0 {
-		return nil
-	}
-	return s.keyboard[0]
-}
-
-func (s *Session) leaveKeyboard(a *attachment) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keyboard = slices.DeleteFunc(s.keyboard, func(have *attachment) bool { return have == a })
 }
 
 // personLeft reports an error that says the attached person left: end of

@@ -221,7 +221,7 @@ func (s *Session) Resize(cols, rows int) error {
 		return fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, err)
 	}
 	s.disp.screen.Resize(cols, rows)
-	s.tapResize(cols, rows) // with disp.mu held: at the place in the output where it happened
+	s.taps.resize(s.disp.screenOff.Load(), cols, rows) // with disp.mu held: at the place in the output where it happened
 	s.mu.Lock()
 	s.text.settle.setCols(cols)
 	s.text.settle.setRows(rows)

@@ -34,14 +34,11 @@ func (s *Session) Expect(ctx context.Context, re *regexp.Regexp) (string, error)
 	for {
 		s.mu.Lock()
 		ch := s.changes()
-		if s.text.readOff > e.off {
-			e.skipTo(s.text.readOff) // a result returned it
-		}
+		e.skipTo(s.text.readOff) // a result returned it
 		end, over := s.out.settled.Load(), s.text.drained
 		s.mu.Unlock()
-		s.expectFill(end)
-		if loc := re.FindIndex(e.text); loc != nil {
-			out, off := e.take(loc[1])
+		e.fill(end, &s.out)
+		if out, off, ok := e.match(re); ok {
 			s.mu.Lock()
 			s.readTo(off)
 			s.mu.Unlock()
@@ -69,8 +66,12 @@ type expectState struct {
 	rest []byte  // ... of which this tail (an escape or character cut off) is not text yet
 }
 
-// skipTo drops everything before ring offset off.
+// skipTo drops everything before ring offset off, once that is past what
+// Expect consumed.
 func (e *expectState) skipTo(off int64) {
+	if off <= e.off {
+		return
+	}
 	i := 0
 	for i < len(e.ends) && e.ends[i] <= off {
 		i++
@@ -82,6 +83,17 @@ func (e *expectState) skipTo(off int64) {
 		e.text, e.ends = append(e.text[:0], e.text[i:]...), append(e.ends[:0], e.ends[i:]...)
 	}
 	e.off = off
+}
+
+// match consumes the text up to the end of re's first match and returns
+// it and the ring offset it ends at; ok is false when re does not match.
+func (e *expectState) match(re *regexp.Regexp) (out string, off int64, ok bool) {
+	loc := re.FindIndex(e.text)
+	if loc == nil {
+		return "", 0, false
+	}
+	out, off = e.take(loc[1])
+	return out, off, true
 }
 
 // take consumes the first n bytes of text and returns them and the ring
@@ -104,15 +116,12 @@ func (e *expectState) tail() string {
 	return string(t)
 }
 
-// expectFill adds the output up to ring offset end to Expect's text.
-func (s *Session) expectFill(end int64) {
-	e := &s.exp
+// fill adds the output up to ring offset end, read from out, to the text.
+func (e *expectState) fill(end int64, out *output) {
 	if end <= e.raw {
 		return
 	}
-	s.out.inMu.Lock()
-	raw, lost := s.out.ring.appendRange(e.rest, e.raw, end)
-	s.out.inMu.Unlock()
+	raw, lost := out.copyRange(e.rest, e.raw, end)
 	n := len(raw) - len(e.rest)
 	if lost > 0 { // the ring dropped output Expect never saw: go on after it
 		raw = raw[len(e.rest):]

@@ -49,10 +49,10 @@ func (m *Manager) approve(ctx context.Context, req ApprovalRequest) (err error) 
 // secret, waits for a program to wait for input before it is judged.
 const approveReaderWait = time.Second
 
-// awaitReader gives a program that has just printed its prompt a moment
+// awaitReading gives a program that has just printed its prompt a moment
 // to read (it prints before it reads), up to approveReaderWait, and
 // returns the state it saw last.
-func (s *Session) awaitReader(ctx context.Context) (TerminalState, error) {
+func awaitReading(ctx context.Context, s *Session) (TerminalState, error) {
 	_, st, err := s.awaitInput(ctx, nil, time.Now().Add(approveReaderWait))
 	return st, err
 }
@@ -72,7 +72,7 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	// reads: one that has just printed it is given a moment.
 	fg := ""
 	if _, ok := s.term.(StateReader); ok {
-		st, err := s.awaitReader(ctx)
+		st, err := awaitReading(ctx, s)
 		if err != nil {
 			return false, err
 		}

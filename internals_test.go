@@ -32,9 +32,9 @@ func queuedReplies(s *Session) int {
 
 // tapCount is how many taps (recordings, attachments) are registered.
 func tapCount(s *Session) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.taps)
+	s.taps.mu.Lock()
+	defer s.taps.mu.Unlock()
+	return len(s.taps.taps)
 }
 
 // nextChange returns the channel the next rendered output closes, and

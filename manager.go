@@ -417,7 +417,7 @@ func startNotice(s *Session, from *snapshotStart, res StartResult, err error) st
 // prompt, or the wait the request asks for.
 func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, want *waitSpec) (StartResult, error) {
 	if s.sh != nil {
-		return s.startShell(ctx, req)
+		return awaitShellStart(ctx, s, req)
 	}
 	settle, _ := settleFor(ToolStart, req.WaitUntil, req.SettleMS) // checked by checkStart
 	w, err := s.wait(ctx, want, req.WaitMS, req.WaitUntil, settle)

@@ -124,7 +124,7 @@ func (s *Session) kickProcessor() {
 // drainSeenAt records that the reader has everything the program wrote up
 // to now; Wait returns once that much is rendered.
 func (s *Session) drainSeenAt() {
-	s.flushMask() // nothing more comes to complete a secret held back
+	s.sec.flush(s) // nothing more comes to complete a secret held back
 	end := s.out.end()
 	s.mu.Lock()
 	if !s.text.drainSeen {
@@ -244,4 +244,25 @@ func (s *Session) changes() <-chan struct{} {
 		s.changed = make(chan struct{})
 	}
 	return s.changed
+}
+
+// --- added by parts-around ---
+
+// take is the reader's way in: p goes to feed, masked when the session has
+// secrets (secrets.pass).
+func (s *Session) take(p []byte) {
+	if !s.sec.pass(p, s) {
+		s.feed(p)
+	}
+	if s.m.opts.OnEvent != nil {
+		noteHidden(s, s.echoOff())
+	}
+}
+
+// copyRange appends the ring's bytes from offset off up to to to dst under
+// the input lock, as ring.appendRange says (lost: what the ring dropped).
+func (o *output) copyRange(dst []byte, off, to int64) (b []byte, lost int64) {
+	o.inMu.Lock()
+	defer o.inMu.Unlock()
+	return o.ring.appendRange(dst, off, to)
 }

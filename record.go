@@ -42,9 +42,9 @@ func (s *Session) Record(w io.Writer) error {
 // session's Wait when the recording should hold the program's whole
 // output), then close w.
 func (s *Session) StartRecording(w io.Writer) (*Recording, error) {
-	r := &recorder{w: w, start: time.Now()}
-	t := newTap(s, s.m.opts.RecordInput, r.event)
-	redraw, cols, rows, err := s.startTap(t, "record")
+	r := newRecorder(w)
+	t := newTap(s.m.opts.RecordInput, r.event)
+	redraw, cols, rows, err := startTap(s, t, "record")
 	if err != nil {
 		return nil, err
 	}
@@ -56,16 +56,17 @@ func (s *Session) StartRecording(w io.Writer) (*Recording, error) {
 		err = r.event('o', redraw)
 	}
 	if err != nil {
-		s.dropTap(t)
+		s.taps.drop(t)
 		return nil, fmt.Errorf("agentpty: %s: record: %w", s.id, err)
 	}
-	go t.run()
-	return &Recording{t: t}, nil
+	go runTap(s, t)
+	return &Recording{t: t, id: s.id}, nil
 }
 
 // Recording is a recording under way (Session.StartRecording).
 type Recording struct {
-	t *tap
+	t  *tap
+	id string // the session's
 }
 
 // Stop ends the recording once everything the session has rendered so far
@@ -76,22 +77,18 @@ type Recording struct {
 // Stop may be called more than once, and after the recording ended by
 // itself.
 func (r *Recording) Stop(ctx context.Context) error {
-	t := r.t
-	t.stopTap()
-	select {
-	case <-t.done:
-	case <-ctx.Done():
-		return fmt.Errorf("agentpty: %s: record: stop: %w", t.s.id, ctx.Err())
+	if err := r.t.stopWait(ctx); err != nil {
+		return fmt.Errorf("agentpty: %s: record: stop: %w", r.id, err)
 	}
-	if t.err != nil {
-		return fmt.Errorf("agentpty: %s: record: %w", t.s.id, t.err)
+	if err := r.t.failure(); err != nil {
+		return fmt.Errorf("agentpty: %s: record: %w", r.id, err)
 	}
 	return nil
 }
 
 // Done is closed when the recording has ended: stopped, the program's
 // output complete, the session killed, or w failed.
-func (r *Recording) Done() <-chan struct{} { return r.t.done }
+func (r *Recording) Done() <-chan struct{} { return r.t.ended() }
 
 // recorder writes asciicast v2 lines.
 type recorder struct {
@@ -100,6 +97,9 @@ type recorder struct {
 	carry [2][]byte // the start of a character cut off at the end of the last "o", "i" event
 	line  []byte
 }
+
+// newRecorder writes to w, its times counted from now.
+func newRecorder(w io.Writer) *recorder { return &recorder{w: w, start: time.Now()} }
 
 // header writes the cast's header; SHELL is the program the session's
 // command runs under, left out when there is none.

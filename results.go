@@ -45,7 +45,7 @@ func (s *Session) runResult(w waitResult, state TerminalState, done bool, out, w
 // after (see Manager.spool).
 func (s *Session) killResult() (KillResult, string) {
 	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
-	out, whole = s.shown().text(out), s.shown().text(whole)
+	out, whole = s.sh.showRuns(out), s.sh.showRuns(whole)
 	truncated, lost := s.readTo(s.out.settled.Load())
 	res := KillResult{ID: s.id, Output: out, Truncated: truncated, OutputLost: outputLost(truncated, lost)}
 	res.ExitCode, res.Signal = s.text.status.exitFields()
@@ -127,13 +127,13 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 		s.disp.shown = nil
 		s.disp.mu.Unlock()
 	}
-	w.output = s.shown().text(out)
-	w.spool = s.m.spool(s.id, s.shown().text(whole))
+	w.output = s.sh.showRuns(out)
+	w.spool = s.m.spool(s.id, s.sh.showRuns(whole))
 	w.inputHidden = s.inputHiddenNow()
 	if w.inputHidden {
 		_, w.foregroundExe = s.promptProgram()
 	}
-	s.noteHidden(w.inputHidden)
+	noteHidden(s, w.inputHidden)
 	return w
 }
 

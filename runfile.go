@@ -2,15 +2,11 @@ package agentpty
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/agentpty/agentpty/internal/cmdline"
 )
 
 // The run channel: a pty-run command reaches the shell as a file in the
@@ -112,59 +108,4 @@ func writeNew(path, text string) error {
 		os.Remove(path)
 	}
 	return err
-}
-
-// handOver writes command to a new run file and returns the line that
-// runs it: the file sourced at the top level, so that bash executes
-// exactly the text the Approver judged, parsed as a script, while neither
-// readline nor the terminal ever sees it (no history expansion, no
-// bracketed-paste end, no Ctrl-C or carriage return in it). The line
-// starts by cancelling a key sequence left pending at the prompt (C-g:
-// after C-x, C-e would edit and execute the line), then goes to the end of
-// whatever was typed there and kills it (C-e C-u), so it is the only
-// thing on the line.
-func (sh *shell) handOver(ctx context.Context, command string) (string, string, error) {
-	sh.files.Lock()
-	defer sh.files.Unlock()
-	if sh.dir == "" {
-		return "", "", errors.New("the shell's directory is gone")
-	}
-	// The commands before this one have ended: their files were read.
-	for _, f := range sh.stale {
-		sh.fs.removeRun(f)
-	}
-	sh.stale = nil
-	sh.runs++
-	path := sh.dir + "/" + strconv.Itoa(sh.runs)
-	if err := sh.fs.write(ctx, path, command); err != nil {
-		return "", "", err
-	}
-	sh.shown.add(sh.dir, sh.runs, command)
-	return path, "\x07\x05\x15 . " + cmdline.ShellQuote(path) + "\r", nil
-}
-
-// done removes a run file once its command has ended; left keeps it until
-// the next run, for a command that may not have been read yet.
-func (sh *shell) done(path string, ended bool) {
-	sh.files.Lock()
-	defer sh.files.Unlock()
-	if ended || sh.dir == "" {
-		sh.fs.removeRun(path)
-		return
-	}
-	sh.stale = append(sh.stale, path)
-}
-
-// remove deletes the session's directory, within ctx on another machine;
-// nil does nothing.
-func (sh *shell) remove(ctx context.Context) {
-	if sh == nil {
-		return
-	}
-	sh.files.Lock()
-	defer sh.files.Unlock()
-	if sh.dir != "" {
-		sh.fs.removeAll(ctx, sh.dir)
-		sh.dir, sh.stale = "", nil
-	}
 }

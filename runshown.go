@@ -41,9 +41,6 @@ func (r *runShown) add(dir string, n int, command string) {
 // text returns t with each source line's typed part replaced by its
 // command, as readline echoed " . '<file>'" after the prompt.
 func (r *runShown) text(t string) string {
-	if r == nil {
-		return t
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.prefix == "" || !strings.Contains(t, r.prefix) {
@@ -76,14 +73,6 @@ func (r *runShown) text(t string) string {
 	}
 	b.WriteString(t)
 	return b.String()
-}
-
-// shown is the session's runShown; nil outside a shell session.
-func (s *Session) shown() *runShown {
-	if s.sh == nil {
-		return nil
-	}
-	return &s.sh.shown
 }
 
 // lines is text applied to each of ls, in place.

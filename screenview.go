@@ -84,13 +84,13 @@ func (s *Session) applyScreen(mode string, before *screenView, peek bool, w *wai
 	s.disp.mu.Unlock()
 	w.cursor = &after.cursor
 	if mode == ScreenFull {
-		w.output = s.shown().text(Screen{Lines: after.lines}.Text())
+		w.output = s.sh.showRuns(Screen{Lines: after.lines}.Text())
 		return
 	}
 	if before == nil {
 		before = &screenView{}
 	}
-	w.output = s.shown().text(screenDiff(*before, after))
+	w.output = s.sh.showRuns(screenDiff(*before, after))
 }
 
 // litMemory remembers the highlights the reads of one screen returned, so

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -103,16 +104,16 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	// A prompt seen in the output may be printed before its program turns
 	// echo off and reads: the checks below are made once it reads, or
 	// once it has exited.
-	if _, err := s.awaitReader(ctx); err != nil {
+	if _, err := awaitReading(ctx, s); err != nil {
 		return WriteResult{}, err
 	}
 	if st, exited := s.ended(); exited {
 		return WriteResult{}, errorf(ErrExited, "%s %s: the program has exited (%s)", op, id, st)
 	}
-	if err := s.trustedReader(op, m.opts); err != nil {
+	if err := trustedReader(s, op, m.opts); err != nil {
 		return WriteResult{}, err
 	}
-	s.addSecret(secret)
+	s.sec.add(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
 	settle, _ := settleFor(op, req.WaitUntil, nil) // "settled" waits its default
@@ -123,9 +124,9 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 // prompt (echo off) whose program, and every other holder of the
 // terminal, Options.SecretPrograms trusts when it is set; else a relay
 // Options.SecretRelays trusts.
-func (s *Session) trustedReader(op string, opts Options) error {
+func trustedReader(s *Session, op string, opts Options) error {
 	if !s.echoOff() {
-		return s.trustedRelay(op, opts.SecretRelays)
+		return trustedRelay(s, op, opts.SecretRelays)
 	}
 	if list := opts.SecretPrograms; list != nil {
 		if err := s.programs().CheckPrograms(s.term, list); err != nil {
@@ -138,7 +139,7 @@ func (s *Session) trustedReader(op string, opts Options) error {
 // trustedRelay is WriteSecret's check where the terminal is not at a
 // password prompt of its own: nil only when relays (Options.SecretRelays)
 // lists the relay in front, whose terminal echoes nothing itself.
-func (s *Session) trustedRelay(op string, relays []string) error {
+func trustedRelay(s *Session, op string, relays []string) error {
 	const notHidden = "the terminal echoes what is typed (echo is on, or a line editor reads the keys); a secret is typed only at a password prompt"
 	if relays == nil {
 		return errorf(ErrInvalid, "%s %s: %s (or, with Options.SecretRelays, into a relay the host trusts)", op, s.id, notHidden)
@@ -226,10 +227,82 @@ type masker struct {
 	wiped         bool
 }
 
-// addSecret makes the reader mask secret from now on.
-func (s *Session) addSecret(secret []byte) {
-	s.mask.CompareAndSwap(nil, &masker{}) // two first secrets at once make one masker
-	k := s.mask.Load()
+// secrets is the part of a session that keeps the secrets given to
+// WriteSecret and hides them in its output and in what taps see typed.
+// The reader pays one atomic load for it while no secret was given.
+//
+// The masker's mutex is held by the reader while it stores and renders
+// masked output: its place in the lock order is in session.go.
+type secrets struct {
+	mask       atomic.Pointer[masker] // nil until WriteSecret gives a secret
+	hiddenSent atomic.Bool            // input_hidden was emitted and echo has stayed off since
+}
+
+// feeder is where masked output goes: the session's output pipeline.
+type feeder interface{ feed(p []byte) }
+
+// add makes the reader mask secret from now on.
+func (sc *secrets) add(secret []byte) {
+	sc.mask.CompareAndSwap(nil, &masker{}) // two first secrets at once make one masker
+	sc.mask.Load().add(secret)
+}
+
+// pass hands p to to with every secret masked (masker.pass). It reports
+// false, passing nothing, while no secret was given: the caller feeds p
+// itself.
+func (sc *secrets) pass(p []byte, to feeder) bool {
+	k := sc.mask.Load()
+	if k == nil {
+		return false
+	}
+	k.pass(p, to)
+	return true
+}
+
+// flush passes on to to what is held back (masker.flush).
+func (sc *secrets) flush(to feeder) {
+	if k := sc.mask.Load(); k != nil {
+		k.flush(to)
+	}
+}
+
+// wipe forgets the secrets (masker.wipe); called when the session is
+// killed.
+func (sc *secrets) wipe() {
+	if k := sc.mask.Load(); k != nil {
+		k.wipe()
+	}
+}
+
+// maskInput returns p with the secrets masked, for recordings of what was
+// typed.
+func (sc *secrets) maskInput(p []byte) []byte {
+	k := sc.mask.Load()
+	if k == nil {
+		return p
+	}
+	return k.maskInput(p)
+}
+
+// hidden notes whether the terminal echoes nothing in line mode now, and
+// reports whether it has just stopped echoing, once announced is closed:
+// input_hidden is due. Before Start has announced the session nothing is
+// due: "created" comes first, and Start's own read notices echo off again.
+func (sc *secrets) hidden(hidden bool, announced <-chan struct{}) bool {
+	if !hidden {
+		sc.hiddenSent.Store(false)
+		return false
+	}
+	select {
+	case <-announced:
+	default:
+		return false
+	}
+	return sc.hiddenSent.CompareAndSwap(false, true)
+}
+
+// add masks secret from now on.
+func (k *masker) add(secret []byte) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, have := range k.secrets {
@@ -242,54 +315,38 @@ func (s *Session) addSecret(secret []byte) {
 	k.longest = max(k.longest, len(secret))
 }
 
-// take is the reader's way in: p goes to feed, masked when the session has
-// secrets.
-func (s *Session) take(p []byte) {
-	k := s.mask.Load()
-	if k == nil {
-		s.feed(p)
-	} else {
-		k.mu.Lock()
-		if out := k.filter(p, false); len(out) > 0 {
-			s.feed(out)
-		}
-		if len(k.pending) > 0 && !k.wiped {
-			if k.timer == nil {
-				k.timer = time.AfterFunc(maskPause, s.flushMask)
-			} else {
-				k.timer.Reset(maskPause)
-			}
-		}
-		k.mu.Unlock()
+// pass hands p to to with every secret masked, holding back what may be
+// the start of one for at most maskPause.
+func (k *masker) pass(p []byte, to feeder) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if out := k.filter(p, false); len(out) > 0 {
+		to.feed(out)
 	}
-	if s.m.opts.OnEvent != nil {
-		s.noteHidden(s.echoOff())
+	if len(k.pending) > 0 && !k.wiped {
+		if k.timer == nil {
+			k.timer = time.AfterFunc(maskPause, func() { k.flush(to) })
+		} else {
+			k.timer.Reset(maskPause)
+		}
 	}
 }
 
-// flushMask passes on what the masker holds back, masked where it is the
-// start of a secret at least maskShortest bytes long.
-func (s *Session) flushMask() {
-	k := s.mask.Load()
-	if k == nil {
-		return
-	}
+// flush passes on to to what is held back, masked where it is the start
+// of a secret at least maskShortest bytes long.
+func (k *masker) flush(to feeder) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if len(k.pending) > 0 && !k.wiped {
 		if out := k.filter(nil, true); len(out) > 0 {
-			s.feed(out)
+			to.feed(out)
 		}
 	}
 }
 
-// wipeSecrets forgets the secrets, overwriting them, and drops what is
-// held back; called when the session is killed.
-func (s *Session) wipeSecrets() {
-	k := s.mask.Load()
-	if k == nil {
-		return
-	}
+// wipe forgets the secrets, overwriting them, and drops what is held
+// back.
+func (k *masker) wipe() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.timer != nil {
@@ -304,13 +361,8 @@ func (s *Session) wipeSecrets() {
 	k.secrets, k.back, k.pending, k.wiped = nil, nil, nil, true
 }
 
-// maskInput returns p with the session's secrets masked, for recordings of
-// what was typed.
-func (s *Session) maskInput(p []byte) []byte {
-	k := s.mask.Load()
-	if k == nil {
-		return p
-	}
+// maskInput returns p with the secrets masked.
+func (k *masker) maskInput(p []byte) []byte {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, sec := range k.secrets {
@@ -376,19 +428,9 @@ func (k *masker) matchAt(b []byte, final bool) (n int, partial bool) {
 }
 
 // noteHidden emits input_hidden when the terminal has just stopped echoing
-// in line mode. Before Start has announced the session nothing is sent:
-// "created" comes first, and Start's own read notices echo off again.
-func (s *Session) noteHidden(hidden bool) {
-	if !hidden {
-		s.hiddenSent.Store(false)
-		return
-	}
-	select {
-	case <-s.announced:
-	default:
-		return
-	}
-	if s.hiddenSent.CompareAndSwap(false, true) {
+// in line mode (see secrets.hidden).
+func noteHidden(s *Session, hidden bool) {
+	if s.sec.hidden(hidden, s.announced) {
 		name, exe := s.promptProgram()
 		s.m.emit(Event{Kind: EventInputHidden, ID: s.id, PID: s.pid, Command: s.command, Time: time.Now(),
 			Foreground: name, ForegroundExe: exe})

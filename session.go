@@ -59,8 +59,9 @@ func (e ExitStatus) exitFields() (*int, string) {
 // A Session coordinates parts that each keep their own state: the
 // terminal and its writer (terminal.go), the output pipeline (output.go),
 // the settled text and exit state (text.go, under mu), the screen
-// (display.go), the replier (replies.go), events (events.go), secrets,
-// taps and Expect (around), and the idle clock (idle.go).
+// (display.go), the replier (replies.go), events (events.go), secrets
+// (secret.go), taps (tap.go), Expect (expect.go), and the idle clock
+// (idle.go).
 //
 // Locks, in the order they are taken (a lock is never taken while one
 // after it is held):
@@ -72,9 +73,10 @@ func (e ExitStatus) exitFields() (*int, string) {
 // disp.mu are never held together. Manager.mu comes after disp.mu (Resize
 // counts cells under it) and before mu (register arms the idle clock under
 // it). Leaves, under which no lock of the session is taken: typing.mu,
-// rep.mu, lane.mu, seen.mu (state_seen.go) and the shell's shown.mu
-// (runshown.go). A Terminal's own locks (the local one's procFiles)
-// come last: under typing.mu (Write, Close), disp.mu (Resize) or none.
+// rep.mu, lane.mu, seen.mu (state_seen.go), the shell's shown.mu
+// (runshown.go), and taps.mu with each tap's mu under it (tap.go). A
+// Terminal's own locks (the local one's procFiles) come last: under
+// typing.mu (Write, Close), disp.mu (Resize) or none.
 //
 // No lock is held while calling a hook. Two are held across I/O on the
 // terminal: typing.mu across the write and the close, as poll.FD holds its
@@ -125,8 +127,10 @@ type Session struct {
 	killRes   KillResult
 	killErr   error
 
-	around              // secrets, recordings, attachments and Expect: see secret.go, tap.go, expect.go
-	ev     outputEvents // output events and the watchers of this session (events.go)
+	sec  secrets      // the secrets given to WriteSecret, masked in the output (secret.go)
+	taps tapSet       // recordings and people attached (tap.go, record.go, attach.go)
+	exp  expectState  // Expect's place in the output, used by the call whose turn it is (expect.go)
+	ev   outputEvents // output events and the watchers of this session (events.go)
 }
 
 // startSession starts the child under a new terminal: this machine's, or
@@ -327,7 +331,8 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	// kill still renders, it just has no one to answer.
 	s.rep.stop()
 	s.rep.wg.Wait()
-	s.endAround(ctx)
+	s.taps.end(ctx, s.m.opts.KillGrace) // the taps deliver the rest and end
+	s.sec.wipe()
 
 	s.mu.Lock()
 	res, whole := s.killResult()

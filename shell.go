@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -222,6 +223,108 @@ func (sh *shell) lost() (bytes, lines int) {
 	return max(st.lostBytes-sh.preBytes, 0), st.base - sh.from.line
 }
 
+// The marks as the session reads them; call these with the session's mu
+// held, as the settler holds it while it reports a mark.
+
+// running reports whether a command runs: its C mark came and its D has
+// not.
+func (sh *shell) running() bool { return sh.busy }
+
+// showsPrompt reports whether the shell shows its prompt: the last mark
+// was A or B.
+func (sh *shell) showsPrompt() bool { return sh.prompt }
+
+// endCount is how many commands have ended (D marks) so far.
+func (sh *shell) endCount() int { return sh.ends }
+
+// lastStatus is the exit status of the last command that ended.
+func (sh *shell) lastStatus() int { return sh.status }
+
+// output is the settled text of the command's output: the last command's
+// once done, else what the running one printed so far ("" when none
+// runs).
+func (sh *shell) output(done bool) string {
+	switch {
+	case done:
+		return sh.st.textBetween(sh.from, sh.to)
+	case sh.busy:
+		return sh.st.textBetween(sh.from, sh.st.cursorPos())
+	}
+	return ""
+}
+
+// showRuns puts each pty-run command back in t where the shell echoed the
+// line that sources its run file (runShown.text); nil leaves t as it is.
+func (sh *shell) showRuns(t string) string {
+	if sh == nil {
+		return t
+	}
+	return sh.shown.text(t)
+}
+
+// showRunLines is showRuns on each of ls, in place.
+func (sh *shell) showRunLines(ls []string) []string {
+	if sh == nil {
+		return ls
+	}
+	return sh.shown.lines(ls)
+}
+
+// handOver writes command to a new run file and returns the line that
+// runs it: the file sourced at the top level, so that bash executes
+// exactly the text the Approver judged, parsed as a script, while neither
+// readline nor the terminal ever sees it (no history expansion, no
+// bracketed-paste end, no Ctrl-C or carriage return in it). The line
+// starts by cancelling a key sequence left pending at the prompt (C-g:
+// after C-x, C-e would edit and execute the line), then goes to the end of
+// whatever was typed there and kills it (C-e C-u), so it is the only
+// thing on the line.
+func (sh *shell) handOver(ctx context.Context, command string) (string, string, error) {
+	sh.files.Lock()
+	defer sh.files.Unlock()
+	if sh.dir == "" {
+		return "", "", errors.New("the shell's directory is gone")
+	}
+	// The commands before this one have ended: their files were read.
+	for _, f := range sh.stale {
+		sh.fs.removeRun(f)
+	}
+	sh.stale = nil
+	sh.runs++
+	path := sh.dir + "/" + strconv.Itoa(sh.runs)
+	if err := sh.fs.write(ctx, path, command); err != nil {
+		return "", "", err
+	}
+	sh.shown.add(sh.dir, sh.runs, command)
+	return path, "\x07\x05\x15 . " + cmdline.ShellQuote(path) + "\r", nil
+}
+
+// done removes a run file once its command has ended; left keeps it until
+// the next run, for a command that may not have been read yet.
+func (sh *shell) done(path string, ended bool) {
+	sh.files.Lock()
+	defer sh.files.Unlock()
+	if ended || sh.dir == "" {
+		sh.fs.removeRun(path)
+		return
+	}
+	sh.stale = append(sh.stale, path)
+}
+
+// remove deletes the session's directory, within ctx on another machine;
+// nil does nothing.
+func (sh *shell) remove(ctx context.Context) {
+	if sh == nil {
+		return
+	}
+	sh.files.Lock()
+	defer sh.files.Unlock()
+	if sh.dir != "" {
+		sh.fs.removeAll(ctx, sh.dir)
+		sh.dir, sh.stale = "", nil
+	}
+}
+
 // cursorPos is where the cursor stands in the settled text.
 func (s *settler) cursorPos() shellPos {
 	var b []byte
@@ -340,30 +443,30 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 		return RunResult{}, err
 	}
 	defer leave()
-	return s.run(ctx, req.Command, time.Now().Add(min(limit, maxWait)))
+	return runCommand(ctx, s, req.Command, time.Now().Add(min(limit, maxWait)))
 }
 
-// run types command at the prompt and waits until its D mark, the
+// runCommand types command at s's prompt and waits until its D mark, the
 // command waits for input, the shell exits or the deadline passes.
-func (s *Session) run(ctx context.Context, command string, deadline time.Time) (RunResult, error) {
+func runCommand(ctx context.Context, s *Session, command string, deadline time.Time) (RunResult, error) {
 	defer s.use()()
 	if st, exited := s.ended(); exited {
 		return RunResult{}, errorf(ErrExited, "%s %s: the shell has exited (%s)", ToolRun, s.id, st)
 	}
 	s.mu.Lock()
-	busy := s.sh.busy
+	busy := s.sh.running()
 	s.mu.Unlock()
 	if busy {
 		return RunResult{}, errorf(ErrInvalid, "%s %s: a command is still running; continue it with pty-write (\\x03 interrupts it)", ToolRun, s.id)
 	}
 	// The first prompt may still be on its way.
-	if err := s.awaitCond(ctx, deadline, s.atPrompt); err != nil {
+	if err := s.awaitCond(ctx, deadline, func() bool { return atPrompt(s) }); err != nil {
 		return RunResult{}, err
 	}
 	s.mu.Lock()
-	atPrompt, ends := s.sh.prompt, s.sh.ends
+	prompt, ends := s.sh.showsPrompt(), s.sh.endCount()
 	s.mu.Unlock()
-	if !atPrompt {
+	if !prompt {
 		w := s.collectOut(false, false, false)
 		return s.runResult(w, TerminalState{State: StateRunning}, false, "", ""), nil
 	}
@@ -374,18 +477,16 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	}
 	// The command is not typed: recordings that keep input name it in an
 	// asciicast marker.
-	s.tapInputMark('m', []byte(command))
+	tapInput(s, 'm', []byte(command))
 	if n, err := s.typeInput(ctx, []byte(input), deadline); err != nil {
 		s.sh.done(file, false)
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: typed %d of %d bytes: %w", ToolRun, s.id, n, len(input), err)
 	}
-	if err := s.awaitRunEnd(ctx, deadline, ends); err != nil {
+	if err := awaitRunEnd(ctx, s, deadline, ends); err != nil {
 		s.sh.done(file, false)
 		return RunResult{}, err
 	}
-	s.mu.Lock()
-	done := s.sh.ends > ends
-	s.mu.Unlock()
+	_, done := shellEnded(s, ends)
 	s.sh.done(file, done)
 	if done {
 		// The prompt is on its way; the state a moment later says so.
@@ -393,18 +494,18 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		if deadline.Before(settle) {
 			settle = deadline
 		}
-		_ = s.awaitCond(ctx, settle, s.readingPrompt)
+		_ = s.awaitCond(ctx, settle, func() bool { return readingPrompt(s) })
 	}
-	return s.runCollect(done), nil
+	return runCollect(s, done), nil
 }
 
-// awaitRunEnd waits until the shell has ended more than ends commands,
+// awaitRunEnd waits until s's shell has ended more than ends commands,
 // the command waits for input, the shell exits or the deadline passes.
-func (s *Session) awaitRunEnd(ctx context.Context, deadline time.Time, ends int) error {
+func awaitRunEnd(ctx context.Context, s *Session, deadline time.Time, ends int) error {
 	ended := func() (bool, bool) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.sh.ends > ends, s.sh.busy
+		return s.sh.endCount() > ends, s.sh.running()
 	}
 	return s.awaitCond(ctx, deadline, func() bool {
 		if done, busy := ended(); done || !busy {
@@ -420,16 +521,10 @@ func (s *Session) awaitRunEnd(ctx context.Context, deadline time.Time, ends int)
 
 // runCollect is a run's result once its command is done, or waits: the
 // command's own output, or what it printed so far and its screen.
-func (s *Session) runCollect(done bool) RunResult {
+func runCollect(s *Session, done bool) RunResult {
 	var state TerminalState
 	s.mu.Lock()
-	var out string
-	switch {
-	case done:
-		out = s.text.settle.textBetween(s.sh.from, s.sh.to)
-	case s.sh.busy:
-		out = s.text.settle.textBetween(s.sh.from, s.text.settle.cursorPos())
-	}
+	out := s.sh.output(done)
 	lostBytes, lostLines := s.sh.lost()
 	alt := s.text.settle.altScreen()
 	s.mu.Unlock()
@@ -451,34 +546,32 @@ func (s *Session) runCollect(done bool) RunResult {
 	out, whole := capRun(out, s.m.opts.MaxOutputBytes, lostBytes, lostLines)
 	res := s.runResult(w, state, done, out, whole)
 	if done && !w.exited {
-		s.mu.Lock()
-		code := s.sh.status
-		s.mu.Unlock()
+		code, _ := shellEnded(s, -1)
 		res.PromptAfter, res.ExitCode = true, &code
 	}
 	return res
 }
 
-// shellEnds is how many commands the shell has ended so far, -1 outside
-// a shell session.
-func (s *Session) shellEnds() int {
+// shellEnds is how many commands s's shell has ended so far, -1 outside a
+// shell session.
+func shellEnds(s *Session) int {
 	if s.sh == nil {
 		return -1
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sh.ends
+	return s.sh.endCount()
 }
 
 // shellEnded reports the exit status of the last command when one ended
 // since shellEnds returned ends.
-func (s *Session) shellEnded(ends int) (int, bool) {
+func shellEnded(s *Session, ends int) (int, bool) {
 	if s.sh == nil {
 		return 0, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sh.status, s.sh.ends > ends
+	return s.sh.lastStatus(), s.sh.endCount() > ends
 }
 
 // approvedCommand is what the Approver is asked to start.
@@ -489,9 +582,9 @@ func approvedCommand(req StartRequest) string {
 	return req.Command
 }
 
-// startShell is Start's wait in a shell session: for the first prompt,
+// awaitShellStart is Start's wait in shell session s: for the first prompt,
 // then for the first command when one is given.
-func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult, error) {
+func awaitShellStart(ctx context.Context, s *Session, req StartRequest) (StartResult, error) {
 	leave, err := s.turn(ctx, ToolStart)
 	if err != nil {
 		return StartResult{ID: s.id}, err
@@ -503,14 +596,14 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 	}
 	deadline := time.Now().Add(min(limit, maxWait))
 	if strings.TrimSpace(req.Command) != "" {
-		r, err := s.run(ctx, req.Command, deadline)
+		r, err := runCommand(ctx, s, req.Command, deadline)
 		if err != nil {
 			return StartResult{ID: s.id}, err
 		}
 		return startFromRun(r), nil
 	}
 	defer s.use()()
-	if err := s.awaitCond(ctx, deadline, s.readingPrompt); err != nil {
+	if err := s.awaitCond(ctx, deadline, func() bool { return readingPrompt(s) }); err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	st := s.State()
@@ -520,20 +613,20 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 	return s.startResult(w), nil
 }
 
-// readingPrompt reports whether the shell shows its prompt and reads it.
+// readingPrompt reports whether s's shell shows its prompt and reads it.
 // The state comes first: waiting_input means the prompt's mark, printed
 // before it, has been rendered. A terminal that cannot tell has only the
 // mark.
-func (s *Session) readingPrompt() bool {
+func readingPrompt(s *Session) bool {
 	if _, ok := s.term.(StateReader); !ok {
-		return s.atPrompt()
+		return atPrompt(s)
 	}
-	return s.State().State == StateWaitingInput && s.atPrompt()
+	return s.State().State == StateWaitingInput && atPrompt(s)
 }
 
-// atPrompt reports whether the shell shows its prompt.
-func (s *Session) atPrompt() bool {
+// atPrompt reports whether s's shell shows its prompt.
+func atPrompt(s *Session) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sh.prompt
+	return s.sh.showsPrompt()
 }

@@ -307,3 +307,34 @@ func TestShellSnapshotSlowProfileFailsOnce(t *testing.T) {
 		t.Fatalf("after the profile changed: notice %q, %d profile runs (want a new attempt and the login shell)", third.Notice, profileRuns(t, home))
 	}
 }
+
+// The login shell is the one session that reads the user's profile, slow
+// as some are (a version manager's init): a start waits it out and its
+// command sees what the profile set. A shell session reads none of it.
+func TestLoginShellReadsASlowProfile(t *testing.T) {
+	home := snapshotHome(t, "echo run >>\"$HOME/runs\"\nsleep 1\nexport LOGIN_VAR=from-profile\n")
+	m := newManager(t, Options{Env: []string{"HOME=" + home}})
+	res := runOnce(t, m, `echo "var=$LOGIN_VAR"`)
+	if !strings.Contains(res.Output, "var=from-profile") {
+		t.Errorf("output %q: want the profile's LOGIN_VAR", res.Output)
+	}
+	if n := profileRuns(t, home); n != 1 {
+		t.Errorf("the profile ran %d times for one start, want once", n)
+	}
+	// Control: the same start with a HOME that holds no profile.
+	bare := mustStart(t, m, StartRequest{Command: `echo "var=$LOGIN_VAR."`, WaitFor: "var=", WaitMS: ms(20000), Env: []string{"HOME=/nonexistent"}})
+	if !strings.Contains(bare.Output, "var=.") {
+		t.Errorf("without the profile: output %q, want LOGIN_VAR empty", bare.Output)
+	}
+	sh, err := m.Start(context.Background(), StartRequest{Shell: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Run(context.Background(), RunRequest{ID: sh.ID, Command: `echo "var=${LOGIN_VAR-unset}"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Output, "var=unset") || profileRuns(t, home) != 1 {
+		t.Errorf("shell session: output %q, %d profile runs: want no profile read", r.Output, profileRuns(t, home))
+	}
+}

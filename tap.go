@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // A tap follows the session's output from a place in it on, in a goroutine
@@ -15,12 +16,12 @@ import (
 // what it shows ends right. It holds no more than the ring does, plus at
 // most maxMarks resizes and inputs not yet delivered.
 type tap struct {
-	s     *Session
 	emit  func(kind byte, p []byte) error // 'o' output, 'r' resize ("COLSxROWS"), 'i' input, 'm' a run's command
 	input bool                            // wants 'i' marks
 
-	off   int64     // ring offset delivered up to; the tap's goroutine owns it once running
-	marks []tapMark // guarded by Session.mu
+	off   int64 // ring offset delivered up to; the tap's goroutine owns it once running
+	mu    sync.Mutex
+	marks []tapMark // guarded by mu
 	wake  chan struct{}
 	stop  chan struct{}
 	done  chan struct{} // closed when the goroutine ends; err says why
@@ -38,14 +39,103 @@ type tapMark struct {
 
 const maxMarks = 1024
 
-func newTap(s *Session, input bool, emit func(kind byte, p []byte) error) *tap {
-	return &tap{s: s, emit: emit, input: input, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+func newTap(input bool, emit func(kind byte, p []byte) error) *tap {
+	return &tap{emit: emit, input: input, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// tapSet is the part of a session that keeps its taps (recordings and
+// people attached) and the order in which attached people type. Its
+// mutex is a leaf, and so is each tap's, taken under it.
+type tapSet struct {
+	mu       sync.Mutex
+	taps     []*tap        // recordings and attachments following the output
+	keyboard []*attachment // attached people, oldest first; the first one types
+}
+
+// add makes t follow the output.
+func (ts *tapSet) add(t *tap) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.taps = append(ts.taps, t)
+}
+
+// drop forgets t.
+func (ts *tapSet) drop(t *tap) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.taps = slices.DeleteFunc(ts.taps, func(have *tap) bool { return have == t })
+}
+
+// mark queues a resize or an input for every tap that wants it.
+func (ts *tapSet) mark(mk tapMark) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, t := range ts.taps {
+		if (mk.kind == 'i' || mk.kind == 'm') && !t.wantsInput() {
+			continue
+		}
+		t.queue(mk)
+	}
+}
+
+// resize tells the taps the terminal is now cols×rows, at ring offset
+// off: where the screen has parsed up to.
+func (ts *tapSet) resize(off int64, cols, rows int) {
+	ts.mark(tapMark{off: off, kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
+}
+
+// wantInput reports whether a tap wants what is typed.
+func (ts *tapSet) wantInput() bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return slices.ContainsFunc(ts.taps, (*tap).wantsInput)
+}
+
+// end has every tap deliver the rest and end, waiting for each at most
+// grace in all, or until ctx ends: a writer blocked for good is left
+// behind.
+func (ts *tapSet) end(ctx context.Context, grace time.Duration) {
+	ts.mu.Lock()
+	taps := slices.Clone(ts.taps)
+	ts.mu.Unlock()
+	if len(taps) == 0 {
+		return
+	}
+	bound, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	for _, t := range taps {
+		_ = t.stopWait(bound)
+	}
+}
+
+// join puts a person attached last in line for the keyboard.
+func (ts *tapSet) join(a *attachment) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.keyboard = append(ts.keyboard, a)
+}
+
+// leave takes a person who detached out of the line.
+func (ts *tapSet) leave(a *attachment) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.keyboard = slices.DeleteFunc(ts.keyboard, func(have *attachment) bool { return have == a })
+}
+
+// typist is the attached person whose keys are typed.
+func (ts *tapSet) typist() *attachment {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if len(ts.keyboard) == 0 {
+		return nil
+	}
+	return ts.keyboard[0]
 }
 
 // startTap registers t where the screen has parsed up to, and returns the
 // bytes that redraw the screen as it is there, and its size: what t
 // delivers next continues from exactly that screen.
-func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, err error) {
+func startTap(s *Session, t *tap, op string) (redraw []byte, cols, rows int, err error) {
 	s.disp.mu.Lock()
 	defer s.disp.mu.Unlock()
 	s.mu.Lock()
@@ -59,100 +149,151 @@ func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, er
 	s.syncScreenLocked()
 	redraw = s.disp.screen.Redraw(nil)
 	cols, rows = s.disp.screen.Size()
-	t.off = s.disp.screenOff.Load()
-	s.mu.Lock()
-	s.taps = append(s.taps, t)
-	s.mu.Unlock()
+	t.startAt(s.disp.screenOff.Load())
+	s.taps.add(t)
 	return redraw, cols, rows, nil
 }
 
 // stopTap asks t to deliver what is rendered and end.
 func (t *tap) stopTap() { t.halt.Do(func() { close(t.stop) }) }
 
-// run delivers the output and the marks in order until the session's
-// output is complete, the tap is stopped, or emit fails.
-func (t *tap) run() {
-	s := t.s
-	defer close(t.done)
-	defer s.dropTap(t)
+// stopWait asks t to end, as stopTap, and waits until it has, or until
+// ctx ends: then it returns ctx's error.
+func (t *tap) stopWait(ctx context.Context) error {
+	t.stopTap()
+	select {
+	case <-t.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ended is closed when t's goroutine has ended; failure then says why.
+func (t *tap) ended() <-chan struct{} { return t.done }
+
+// failure is the error of emit that ended t, or nil; read it once ended
+// is closed.
+func (t *tap) failure() error { return t.err }
+
+// wantsInput reports whether t delivers what is typed ('i', 'm' marks).
+func (t *tap) wantsInput() bool { return t.input }
+
+// startAt sets the ring offset t delivers from, before it runs.
+func (t *tap) startAt(off int64) { t.off = off }
+
+// queue adds mk to what t delivers, up to maxMarks, and wakes t.
+func (t *tap) queue(mk tapMark) {
+	t.mu.Lock()
+	if len(t.marks) < maxMarks {
+		t.marks = append(t.marks, mk)
+	}
+	t.mu.Unlock()
+	t.poke()
+}
+
+// takeMarks returns the marks queued so far and forgets them.
+func (t *tap) takeMarks() []tapMark {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	marks := t.marks
+	t.marks = nil
+	return marks
+}
+
+// runTap delivers t's output and marks in order until s's output is
+// complete, t is stopped, or emit fails; then t is dropped and ends.
+func runTap(s *Session, t *tap) {
+	err := followTap(s, t)
+	s.taps.drop(t)
+	t.finish(err)
+}
+
+// followTap is runTap's loop; it returns emit's error.
+func followTap(s *Session, t *tap) error {
 	stopping := false
 	for {
 		s.mu.Lock()
 		ch := s.changes()
 		end := s.out.settled.Load()
-		marks := t.marks
-		t.marks = nil
 		over := s.text.drained
 		s.mu.Unlock()
-		for _, mk := range marks {
-			if t.err = t.deliver(mk.off); t.err == nil {
-				t.err = t.emit(mk.kind, mk.data)
+		for _, mk := range t.takeMarks() {
+			if err := deliverTap(s, t, mk.off); err != nil {
+				return err
 			}
-			if t.err != nil {
-				return
+			if err := t.send(mk); err != nil {
+				return err
 			}
 		}
-		if t.err = t.deliver(end); t.err != nil || over || stopping {
-			return
+		if err := deliverTap(s, t, end); err != nil || over || stopping {
+			return err
 		}
-		select {
-		case <-ch:
-		case <-t.wake:
-		case <-t.stop:
-			stopping = true
-		}
+		stopping = t.await(ch)
 	}
 }
 
-// deliver emits the output from t.off up to ring offset end.
-func (t *tap) deliver(end int64) error {
-	s := t.s
-	if end <= t.off {
-		return nil
+// deliverTap emits s's output up to ring offset end to t, or the screen
+// redrawn when the ring has left t behind.
+func deliverTap(s *Session, t *tap, end int64) error {
+	lost, err := t.deliver(end, &s.out)
+	if !lost {
+		return err
 	}
-	s.out.inMu.Lock()
-	var lost int64
-	t.buf, lost = s.out.ring.appendRange(t.buf[:0], t.off, end)
-	s.out.inMu.Unlock()
-	if lost > 0 {
-		return t.resync()
-	}
-	t.off += int64(len(t.buf))
-	err := t.emit('o', t.buf)
-	if cap(t.buf) > 64<<10 {
-		t.buf = nil
-	}
-	return err
-}
-
-// resync redraws the screen for a tap the ring has left behind.
-func (t *tap) resync() error {
-	s := t.s
 	s.disp.mu.Lock()
 	s.syncScreenLocked()
 	redraw := s.disp.screen.Redraw(nil)
-	t.off = s.disp.screenOff.Load()
+	off := s.disp.screenOff.Load()
 	s.disp.mu.Unlock()
+	return t.redrawn(redraw, off)
+}
+
+// deliver emits the output from t.off up to ring offset end, read from
+// out. When the ring has dropped some of it, it emits nothing and reports
+// lost: t is to be redrawn.
+func (t *tap) deliver(end int64, out *output) (lost bool, err error) {
+	if end <= t.off {
+		return false, nil
+	}
+	var dropped int64
+	t.buf, dropped = out.copyRange(t.buf[:0], t.off, end)
+	if dropped > 0 {
+		return true, nil
+	}
+	t.off += int64(len(t.buf))
+	err = t.emit('o', t.buf)
+	if cap(t.buf) > 64<<10 {
+		t.buf = nil
+	}
+	return false, err
+}
+
+// send emits mk.
+func (t *tap) send(mk tapMark) error { return t.emit(mk.kind, mk.data) }
+
+// redrawn emits redraw, the screen as it is at ring offset off, and goes
+// on from there.
+func (t *tap) redrawn(redraw []byte, off int64) error {
+	t.off = off
 	return t.emit('o', redraw)
 }
 
-// dropTap forgets t.
-func (s *Session) dropTap(t *tap) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.taps = slices.DeleteFunc(s.taps, func(have *tap) bool { return have == t })
+// await waits until ch is closed, a mark comes or t is stopped; it
+// reports a stop.
+func (t *tap) await(ch <-chan struct{}) (stopped bool) {
+	select {
+	case <-ch:
+	case <-t.wake:
+	case <-t.stop:
+		return true
+	}
+	return false
 }
 
-// mark queues a resize or an input for every tap that wants it. Call with
-// mu held.
-func (s *Session) mark(mk tapMark) {
-	for _, t := range s.taps {
-		if (mk.kind == 'i' || mk.kind == 'm') && !t.input || len(t.marks) >= maxMarks {
-			continue
-		}
-		t.marks = append(t.marks, mk)
-		t.poke()
-	}
+// finish records why t ended and says it has.
+func (t *tap) finish(err error) {
+	t.err = err
+	close(t.done)
 }
 
 // poke wakes t for its marks.
@@ -163,57 +304,14 @@ func (t *tap) poke() {
 	}
 }
 
-// tapResize tells the taps the terminal is now cols×rows. Call with
-// disp.mu held, so the place is where the screen has parsed up to.
-func (s *Session) tapResize(cols, rows int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.taps) > 0 {
-		s.mark(tapMark{off: s.disp.screenOff.Load(), kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
-	}
-}
-
-// tapInput tells the taps that want input what is being typed. Input typed
-// while echo is off is a password and is not passed on; secrets given to
-// WriteSecret are masked wherever they appear.
-func (s *Session) tapInput(p []byte) { s.tapInputMark('i', p) }
-
-// tapInputMark queues p as a mark of kind for the taps that want input, as
-// tapInput says.
-func (s *Session) tapInputMark(kind byte, p []byte) {
-	s.mu.Lock()
-	any := false
-	for _, t := range s.taps {
-		any = any || t.input
-	}
-	s.mu.Unlock()
-	if !any || s.echoOff() {
+// tapInput tells the taps that want input what is being typed, as a
+// mark of kind ('i' typed, 'm' a run's command). Input typed while echo is
+// off is a password and is not passed on; secrets given to WriteSecret
+// are masked wherever they appear.
+func tapInput(s *Session, kind byte, p []byte) {
+	if !s.taps.wantInput() || s.echoOff() {
 		return
 	}
-	data := s.maskInput(append([]byte(nil), p...))
-	off := s.out.end()
-	s.mu.Lock()
-	s.mark(tapMark{off: off, kind: kind, data: data})
-	s.mu.Unlock()
-}
-
-// endAround ends what was built around a killed session: the taps deliver
-// the rest and end (waited for at most KillGrace, or until ctx ends: a
-// writer blocked for good is left behind), and the secrets are wiped.
-func (s *Session) endAround(ctx context.Context) {
-	s.mu.Lock()
-	taps := append([]*tap(nil), s.taps...)
-	s.mu.Unlock()
-	if len(taps) > 0 {
-		bound, cancel := context.WithTimeout(ctx, s.m.opts.KillGrace)
-		defer cancel()
-		for _, t := range taps {
-			t.stopTap()
-			select {
-			case <-t.done:
-			case <-bound.Done():
-			}
-		}
-	}
-	s.wipeSecrets()
+	data := s.sec.maskInput(append([]byte(nil), p...))
+	s.taps.mark(tapMark{off: s.out.end(), kind: kind, data: data})
 }

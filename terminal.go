@@ -133,7 +133,7 @@ func removeGroup(group *contain.Group) {
 // (recordings with RecordInput) what is typed: every path that types
 // input, not query answers, goes through it.
 func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (int, error) {
-	s.tapInput(p)
+	tapInput(s, 'i', p)
 	return s.writeTerminal(ctx, p, deadline)
 }
 

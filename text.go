@@ -74,7 +74,7 @@ func (s *Session) Tail(n int) []string {
 	s.mu.Lock()
 	t := s.text.settle.tail(n)
 	s.mu.Unlock()
-	return s.shown().lines(t)
+	return s.sh.showRunLines(t)
 }
 
 // Scrollback returns the settled scrollback the session keeps, read or
@@ -83,7 +83,7 @@ func (s *Session) Scrollback() string {
 	s.mu.Lock()
 	t := s.text.settle.scrollback()
 	s.mu.Unlock()
-	return s.shown().text(t)
+	return s.sh.showRuns(t)
 }
 
 // Wait returns how the program ended, once it has exited and the output

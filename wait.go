@@ -310,7 +310,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 		want.typed(s.text.settle, input)
 		s.mu.Unlock()
 	}
-	ends := s.shellEnds()
+	ends := shellEnds(s)
 	if len(input) > 0 {
 		// Even a call that will not wait for output gets a moment to type.
 		typing := deadline
@@ -334,7 +334,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	}
 	s.applyScreen(v.screen, before, v.peek, &w)
 	res := s.writeResult(w)
-	if code, ok := s.shellEnded(ends); ok && !w.exited {
+	if code, ok := shellEnded(s, ends); ok && !w.exited {
 		res.PromptAfter, res.ExitCode = true, &code
 	}
 	return res, nil
