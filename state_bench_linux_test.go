@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentpty/agentpty/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
 // BenchmarkStateParts times each kernel read a result's state makes, on a
-// program blocked reading its terminal.
+// program blocked reading its terminal (termstate's BenchmarkKernelParts
+// times the reads inside foreground).
 func BenchmarkStateParts(b *testing.B) {
 	m := NewManager(Options{Shell: benchShell})
 	defer m.Close()
@@ -21,11 +21,6 @@ func BenchmarkStateParts(b *testing.B) {
 	}
 	s, _ := m.Session(res.ID)
 	lt := s.term.(*localTerminal)
-	pgrp, peer := groupAndPeer(lt.f)
-	var st unix.Stat_t
-	_ = unix.Fstat(peer, &st)
-	unix.Close(peer)
-	tty := st.Rdev
 	for _, c := range []struct {
 		name string
 		f    func()
@@ -33,16 +28,10 @@ func BenchmarkStateParts(b *testing.B) {
 		{"State", func() { s.changing(); s.State() }}, // a read of the kernel, as after any change
 		{"State/reused", func() { s.State() }},        // nothing has changed since the last read
 		{"foreground", func() { foregroundVia(lt.f, &lt.procs) }},
-		{"foreground/unkept", func() { foreground(lt.f) }},
+		{"foreground/unkept", func() { foregroundVia(lt.f, nil) }},
 		{"echoOff", func() { echoOff(lt.f) }},
 		{"readable", func() { readable(lt.f) }},
 		{"outputSettled", func() { s.outputSettled(lt) }},
-		{"groupAndPeer+close", func() { _, p := groupAndPeer(lt.f); unix.Close(p) }},
-		{"pollIn(peer)", func() { _, p := groupAndPeer(lt.f); pollIn(p); unix.Close(p) }},
-		{"ReadStat", func() { proc.ReadStat(pgrp, make([]byte, 512)) }},
-		{"readStat/kept", func() { lt.procs.mu.Lock(); lt.procs.follow(pgrp); lt.procs.readStat(pgrp); lt.procs.mu.Unlock() }},
-		{"onTerminal", func() { onTerminalVia(pgrp, tty, &lt.procs) }},
-		{"onTerminal/unkept", func() { onTerminal(pgrp, tty) }},
 		{"collect", func() { s.collect(false, true) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
