@@ -20,7 +20,7 @@ type procFiles = termstate.Files
 // kernel and decides whether it waits for input (termstate.Foreground),
 // keeping files open in pf (nil: none).
 func foregroundVia(master *os.File, pf *procFiles) fgReport {
-	r := termstate.Foreground(master, pf, func() bool { return echoOff(master) })
+	r := termstate.Foreground(master, pf, echoOff)
 	return fgReport{name: r.Name, pid: r.Program.PID, waiting: r.Waiting, quiet: r.Quiet, guessed: r.Guessed, unread: r.Unread}
 }
 

@@ -95,7 +95,7 @@ func funcsOnRealPrograms(t *testing.T, shell []string) {
 			}
 		}
 		r = Parse([]byte(out), calls, true)
-		local := termstate.Foreground(f, nil, func() bool { return echoOff(f) })
+		local := termstate.Foreground(f, nil, echoOff)
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		cmd.Wait()
 		f.Close()

@@ -254,14 +254,14 @@ func (q *probeProc) thread(tid int) *probeProc {
 	return nil
 }
 
-func (k probeKernel) Threads(pid, _ int, each func(tid int, state byte) bool) {
+func (k probeKernel) Threads(pid, _ int) []termstate.Thread {
+	var out []termstate.Thread
 	if q := k.procs[pid]; q != nil {
 		for _, t := range q.threads {
-			if !each(t.tid, t.state) {
-				return
-			}
+			out = append(out, termstate.Thread{TID: t.tid, State: t.state})
 		}
 	}
+	return out
 }
 
 func (k probeKernel) Terminal(pid int, fd uint64) bool {

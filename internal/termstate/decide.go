@@ -24,9 +24,10 @@ type Kernel interface {
 	// (tid == pid: its main thread): in is false outside one, known false
 	// where the kernel hides it from us.
 	Call(pid, tid int) (c Call, in, known bool)
-	// Threads calls each with every thread of pid other than its main
-	// one (n of them by its stat) and its state, until each returns false.
-	Threads(pid, n int, each func(tid int, state byte) bool)
+	// Threads lists pid's threads other than its main one (n of them by
+	// its stat) with their states. The decision stops at the first that
+	// runs (R, D), so the list may end there.
+	Threads(pid, n int) []Thread
 	// Terminal reports that pid's descriptor fd is the terminal: its
 	// slave, or /dev/tty (for a process of the foreground group, this
 	// terminal).
@@ -39,6 +40,12 @@ type Kernel interface {
 	// EchoOff reports the terminal in line mode without echo: a password
 	// prompt, which stands for a hidden call.
 	EchoOff() bool
+}
+
+// Thread is a thread of a process other than its main one.
+type Thread struct {
+	TID   int
+	State byte
 }
 
 // Wait is how a thread waits on the terminal, if it does.
@@ -151,22 +158,17 @@ func (s *scan) threadWait(pid, tid int) (w Wait, known bool) {
 // disk, so the program is at work whatever another thread waits for.
 // Otherwise w is the wait of the first thread found on the terminal.
 func (s *scan) threads(p Proc) (w Wait, running bool) {
-	var asleep [32]int
-	sleeping := asleep[:0]
-	s.k.Threads(p.PID, p.Threads-1, func(tid int, state byte) bool {
-		switch state {
-		case 'R', 'D':
-			running = true
-		case 'S':
-			sleeping = append(sleeping, tid)
+	ts := s.k.Threads(p.PID, p.Threads-1)
+	for _, t := range ts {
+		if t.State == 'R' || t.State == 'D' {
+			return Wait{}, true
 		}
-		return !running
-	})
-	if running {
-		return Wait{}, true
 	}
-	for _, tid := range sleeping {
-		if w, _ = s.threadWait(p.PID, tid); w.On {
+	for _, t := range ts {
+		if t.State != 'S' {
+			continue
+		}
+		if w, _ = s.threadWait(p.PID, t.TID); w.On {
 			return w, false
 		}
 	}
@@ -205,14 +207,7 @@ func (c Calls) OnTerminal(call Call, pid int, k Kernel) Wait {
 // read the terminal, and whether it waits on something else too. A set
 // that cannot be read stands for stdin, the usual one.
 func (c Calls) watched(kind int, call Call, pid int, k Kernel) (on, others bool) {
-	note := func(fd uint64) {
-		if k.Terminal(pid, fd) {
-			on = true
-		} else {
-			others = true
-		}
-	}
-	enough := func() bool { return on && others }
+	var w watch
 	arg := call.Args
 	switch kind {
 	case waitSelect:
@@ -222,34 +217,54 @@ func (c Calls) watched(kind int, call Call, pid int, k Kernel) (on, others bool)
 		nfds := min(arg[0], 1024)
 		bits := make([]byte, (nfds+7)/8)
 		if !k.Memory(pid, arg[1], bits) {
-			note(0)
+			w.note(k.Terminal(pid, 0))
 		}
-		for fd := uint64(0); fd < nfds && !enough(); fd++ {
+		for fd := uint64(0); fd < nfds && !w.enough(); fd++ {
 			if bits[fd/8]&(1<<(fd%8)) != 0 {
-				note(fd)
+				w.note(k.Terminal(pid, fd))
 			}
 		}
 	case waitPoll:
 		n := min(arg[1], 1024)
 		fds := make([]byte, 8*n)
 		if !k.Memory(pid, arg[0], fds) {
-			note(0)
+			w.note(k.Terminal(pid, 0))
 			break
 		}
-		for i := uint64(0); i < n && !enough(); i++ {
+		for i := uint64(0); i < n && !w.enough(); i++ {
 			e := fds[8*i:]
 			const pollIn = 0x1
 			if fd := int32(binary.LittleEndian.Uint32(e)); binary.LittleEndian.Uint16(e[4:])&pollIn != 0 && fd >= 0 {
-				note(uint64(fd))
+				w.note(k.Terminal(pid, uint64(fd)))
 			}
 		}
 	case waitEpoll:
-		k.Epoll(pid, arg[0], func(fd uint64, events uint32) {
-			const epollIn = 0x1
-			if events&epollIn != 0 && !enough() {
-				note(fd)
-			}
-		})
+		return epollWatched(k, pid, arg[0])
 	}
-	return on, others
+	return w.on, w.others
 }
+
+// epollWatched is watched for an epoll descriptor.
+func epollWatched(k Kernel, pid int, epfd uint64) (on, others bool) {
+	w := &watch{}
+	k.Epoll(pid, epfd, func(fd uint64, events uint32) {
+		const epollIn = 0x1
+		if events&epollIn != 0 && !w.enough() {
+			w.note(k.Terminal(pid, fd))
+		}
+	})
+	return w.on, w.others
+}
+
+// watch is what a wait watches: the terminal, and others.
+type watch struct{ on, others bool }
+
+func (w *watch) note(terminal bool) {
+	if terminal {
+		w.on = true
+	} else {
+		w.others = true
+	}
+}
+
+func (w *watch) enough() bool { return w.on && w.others }

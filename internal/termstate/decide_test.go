@@ -27,12 +27,12 @@ func (k *fakeKernel) Call(_, tid int) (Call, bool, bool) {
 	return c, in, true
 }
 
-func (k *fakeKernel) Threads(pid, _ int, each func(int, byte) bool) {
+func (k *fakeKernel) Threads(pid, _ int) []Thread {
+	var out []Thread
 	for _, t := range k.threads[pid] {
-		if !each(t[0], byte(t[1])) {
-			return
-		}
+		out = append(out, Thread{t[0], byte(t[1])})
 	}
+	return out
 }
 
 func (k *fakeKernel) Terminal(_ int, fd uint64) bool { return k.tty[fd] }

@@ -32,6 +32,8 @@ type Files struct {
 	tids    []int
 	threads map[int]*threadFiles
 	comm    string
+	kernel  local     // what Foreground decides through
+	states  []Thread  // what its Threads last listed
 	buf     [512]byte // what stat reads
 	sysBuf  [256]byte // what syscall reads
 }

@@ -13,7 +13,7 @@ import (
 // whose members all sleep counts as waiting on the terminal: `sleep 5`
 // reads as waiting_input there once its output is quiet. Typed input not
 // yet read is not seen.
-func Foreground(master *os.File, _ *Files, _ func() bool) Result {
+func Foreground(master *os.File, _ *Files, _ func(*os.File) bool) Result {
 	pgrp := 0
 	_ = control(master, func(fd int) { pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP) })
 	var r Result

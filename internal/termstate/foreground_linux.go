@@ -18,9 +18,9 @@ import (
 // which descriptors, and /proc/PID/fd which of those is this terminal.
 // The slave, opened through the master (TIOCGPTPEER), is polled for input
 // typed but not yet read. pf keeps the files open between reads (nil:
-// opened for each read); echoOff reads the terminal's echo flag, asked
-// only where the kernel hides a call.
-func Foreground(master *os.File, pf *Files, echoOff func() bool) Result {
+// opened for each read); echoOff reads the terminal's echo flag from the
+// master, asked only where the kernel hides a call.
+func Foreground(master *os.File, pf *Files, echoOff func(master *os.File) bool) Result {
 	if pf != nil {
 		pf.mu.Lock()
 		defer pf.mu.Unlock()
@@ -31,7 +31,13 @@ func Foreground(master *os.File, pf *Files, echoOff func() bool) Result {
 	}
 	pf.follow(pgrp)
 	calls, known := Local()
-	k := &local{pf: pf, tty: tty, echoOff: echoOff, known: known}
+	var k *local
+	if pf != nil {
+		k = &pf.kernel // no allocation for a read through kept files
+	} else {
+		k = new(local)
+	}
+	*k = local{pf: pf, tty: tty, master: master, echoOff: echoOff, known: known}
 	var leader *Proc
 	if st, ok := pf.readStat(pgrp); ok && !st.Gone() { // a pipeline's first command may have exited before the rest
 		leader = &Proc{PID: pgrp, State: st.State, Comm: st.Comm, Start: st.Start, Threads: st.Threads}

@@ -1,7 +1,6 @@
 package termstate
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -25,30 +24,10 @@ const childEnv = "TERMSTATE_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "goroutine-read" {
-		goroutineReader()
+		testkit.GoroutineReader()
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
-}
-
-// goroutineReader reads its lines on a goroutine while the main goroutine
-// waits on a channel, as Go prompt and TUI libraries do; the main
-// goroutine keeps the main thread, so the thread blocked in read(0) is
-// never the main one.
-func goroutineReader() {
-	runtime.LockOSThread()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	fmt.Print("ready ")
-	for l := range lines {
-		fmt.Printf("hello %s\nready ", l)
-	}
 }
 
 // ptyProgram is a program under a pty of its own whose output is kept.
@@ -113,12 +92,10 @@ func (p *ptyProgram) stop() {
 }
 
 // echoOff reads the terminal's echo flag as the library does.
-func echoOff(f *os.File) func() bool {
-	return func() bool {
-		var tio *unix.Termios
-		_ = control(f, func(fd int) { tio, _ = unix.IoctlGetTermios(fd, unix.TCGETS) })
-		return tio != nil && tio.Lflag&unix.ECHO == 0 && tio.Lflag&unix.ICANON != 0
-	}
+func echoOff(f *os.File) bool {
+	var tio *unix.Termios
+	_ = control(f, func(fd int) { tio, _ = unix.IoctlGetTermios(fd, unix.TCGETS) })
+	return tio != nil && tio.Lflag&unix.ECHO == 0 && tio.Lflag&unix.ICANON != 0
 }
 
 // The decision fed by this machine's /proc (Foreground), with its files
@@ -142,23 +119,23 @@ func TestForegroundOnRealPrograms(t *testing.T) {
 		waiting bool
 		fg      string
 	}{
-		{"bash read", bash("echo ready; read x"), nil, true, "bash"},
-		{"bash read -s", bash("echo ready; read -s x"), nil, true, "bash"},
-		{"python3 input()", py("input('ready ')"), nil, true, "python3"},
-		{"python3 thread reads", py(strings.Replace(testkit.PyThreadReader("t.join()"), "name? ", "ready ", 1)), nil, true, "python3"},
+		{"bash read", bash("echo 'name? '; read x"), nil, true, "bash"},
+		{"bash read -s", bash("echo 'name? '; read -s x"), nil, true, "bash"},
+		{"python3 input()", py("input('name? ')"), nil, true, "python3"},
+		{"python3 thread reads", py(testkit.PyThreadReader("t.join()")), nil, true, "python3"},
 		{"go goroutine reads", []string{os.Args[0]}, []string{childEnv + "=goroutine-read"}, true, ""},
-		{"pipeline", bash("echo ready; cat | cat"), nil, true, "cat"},
-		{"busy loop", bash("echo ready; while :; do :; done"), nil, false, "bash"},
-		{"a pipe", py("import os\nr, w = os.pipe()\nprint('ready', flush=True)\nos.read(r, 1)"), nil, false, "python3"},
-		{"a thread spins beside one reading", py(strings.Replace(testkit.PyThreadReader(
-			"def spin():\n    while True: pass\nthreading.Thread(target=spin, daemon=True).start()\nt.join()"), "name? ", "ready ", 1)), nil, false, "python3"},
+		{"pipeline", bash("echo 'name? '; cat | cat"), nil, true, "cat"},
+		{"busy loop", bash("echo 'name? '; while :; do :; done"), nil, false, "bash"},
+		{"a pipe", py("import os\nr, w = os.pipe()\nprint('name? ', flush=True)\nos.read(r, 1)"), nil, false, "python3"},
+		{"a thread spins beside one reading", py(testkit.PyThreadReader(
+			"def spin():\n    while True: pass\nthreading.Thread(target=spin, daemon=True).start()\nt.join()")), nil, false, "python3"},
 	}
 	fds := testkit.OpenFDs(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := startProgram(t, c.argv, c.env...)
 			defer p.stop()
-			p.await(t, "ready")
+			p.await(t, "name? ")
 			kept := &Files{}
 			defer kept.Close()
 			for _, pf := range []*Files{kept, nil} {
@@ -182,7 +159,7 @@ func settled(master *os.File, pf *Files, want bool) Result {
 	same := 0
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		prev := r
-		r = Foreground(master, pf, echoOff(master))
+		r = Foreground(master, pf, echoOff)
 		if r.Waiting == want && (want || r.Waiting == prev.Waiting && same >= 10) {
 			return r
 		}
@@ -201,7 +178,7 @@ func settled(master *os.File, pf *Files, want bool) Result {
 func TestThreadOnTerminal(t *testing.T) {
 	p := startProgram(t, []string{os.Args[0]}, childEnv+"=goroutine-read")
 	defer p.stop()
-	p.await(t, "ready")
+	p.await(t, "name? ")
 	_, peer := GroupAndPeer(p.master)
 	tty := DevOf(peer)
 	unix.Close(peer)

@@ -14,9 +14,10 @@ import (
 // files pf keeps.
 type local struct {
 	pf      *Files
-	tty     uint64      // the terminal's device
-	echoOff func() bool // the terminal's echo flag; nil: on
-	known   bool        // Local knows this architecture's calls
+	tty     uint64              // the terminal's device
+	master  *os.File            // its master
+	echoOff func(*os.File) bool // the terminal's echo flag; nil: on
+	known   bool                // Local knows this architecture's calls
 }
 
 // ThreadOnTerminal tells whether thread (or process) tid is blocked
@@ -56,7 +57,7 @@ func (k *local) Terminal(pid int, fd uint64) bool {
 }
 
 // EchoOff asks the terminal (see Kernel).
-func (k *local) EchoOff() bool { return k.echoOff != nil && k.echoOff() }
+func (k *local) EchoOff() bool { return k.echoOff != nil && k.echoOff(k.master) }
 
 // DevTTY is /dev/tty, which getpass and sudo open: for a process of the
 // terminal's foreground group it is this terminal.

@@ -9,15 +9,25 @@ import (
 )
 
 // Threads reads the state of each thread of pid but its main one (see
-// Kernel), through the files p keeps.
-func (k *local) Threads(pid, n int, each func(tid int, state byte) bool) {
+// Kernel), through the files p keeps, up to the first that runs.
+func (k *local) Threads(pid, n int) []Thread {
 	buf := k.pf.scratch()
+	var out []Thread
+	if k.pf != nil {
+		out = k.pf.states[:0]
+	}
 	for _, tid := range k.pf.threadIDs(pid, n) {
 		b, _ := k.pf.readThread(pid, tid, threadStat, buf)
-		if !each(tid, threadState(b)) {
-			return
+		st := threadState(b)
+		out = append(out, Thread{tid, st})
+		if st == 'R' || st == 'D' {
+			break
 		}
 	}
+	if k.pf != nil {
+		k.pf.states = out
+	}
+	return out
 }
 
 // scratch is a buffer for a read of a /proc file: p's own, which a read
