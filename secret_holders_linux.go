@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/termstate"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,8 +29,8 @@ type ttyHolder struct {
 // the prompt that is not on the terminal. Where the walk of /proc cannot
 // see every process, nothing is typed.
 func soleReader(master *os.File, procs []fgProc) error {
-	_, peer := groupAndPeer(master)
-	tty := devOf(peer)
+	_, peer := termstate.GroupAndPeer(master)
+	tty := termstate.DevOf(peer)
 	if peer >= 0 {
 		unix.Close(peer)
 	}
@@ -75,8 +76,8 @@ func (h ttyHolder) threat(tty, since uint64, judged map[int]fgProc, stats map[in
 	reads, known := false, true
 	waits := true
 	for _, tid := range threads(h.pid) {
-		w, ok := onTerminal(tid, tty)
-		reads, known = reads || w.on, known && ok
+		w, ok := termstate.ThreadOnTerminal(tid, tty)
+		reads, known = reads || w.On, known && ok
 		waits = waits && inChildWait(tid)
 	}
 	switch {
@@ -178,7 +179,7 @@ func holdsTerminal(pid int, tty uint64, st proc.Stat) (bool, error) {
 			if unix.Fstatat(fd, name, &fst, 0) != nil || fst.Mode&unix.S_IFMT != unix.S_IFCHR {
 				continue
 			}
-			if fst.Rdev == tty || fst.Rdev == devTTY && (st.TTY == tty || st.TTY == 0) {
+			if fst.Rdev == tty || fst.Rdev == termstate.DevTTY && (st.TTY == tty || st.TTY == 0) {
 				d.Close()
 				return true, nil
 			}

@@ -11,13 +11,14 @@ import (
 	"syscall"
 
 	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/termstate"
 	"golang.org/x/sys/unix"
 )
 
 // fgProcs lists the processes of the terminal's foreground group, leader
 // first: the ones a line typed now could reach.
 func fgProcs(master *os.File) []fgProc {
-	pgrp, peer := groupAndPeer(master)
+	pgrp, peer := termstate.GroupAndPeer(master)
 	var tty uint64
 	if peer >= 0 {
 		var st unix.Stat_t
@@ -30,12 +31,12 @@ func fgProcs(master *os.File) []fgProc {
 		return nil
 	}
 	var out []fgProc
-	members := groupMembers(pgrp)
+	members := termstate.GroupMembers(pgrp)
 	if st, ok := proc.ReadStat(pgrp, make([]byte, 512)); ok && !st.Gone() {
-		members = append([]member{{pgrp, st}}, members...)
+		members = append([]termstate.Member{{PID: pgrp, Stat: st}}, members...)
 	}
 	for _, m := range members {
-		pid, st := m.pid, m.st
+		pid, st := m.PID, m.Stat
 		p := fgProc{pid: pid, name: st.Comm}
 		p.exe, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 		// Every thread may read the terminal: the process reads when one
@@ -51,14 +52,14 @@ func fgProcs(master *os.File) []fgProc {
 				p.waiting = false // running, stopped or gone: judged as it is
 				continue
 			}
-			w, known := onTerminal(tid, tty)
+			w, known := termstate.ThreadOnTerminal(tid, tty)
 			if !known {
 				// The kernel hides the system call of a privileged program
 				// (sudo, su) from a host that is not root: at a prompt with
 				// echo off, it is the one reading.
-				w.on = echoOff(master)
+				w.On = echoOff(master)
 			}
-			p.reading = p.reading || w.on
+			p.reading = p.reading || w.On
 			p.waiting = p.waiting && inChildWait(tid)
 		}
 		out = append(out, p)

@@ -4,14 +4,13 @@ import (
 	"context"
 	"runtime"
 	"testing"
-	"time"
 
-	"github.com/agentpty/agentpty/internal/proc"
-	"golang.org/x/sys/unix"
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // BenchmarkStateParts times each kernel read a result's state makes, on a
-// program blocked reading its terminal.
+// program blocked reading its terminal (termstate's BenchmarkKernelParts
+// times the reads inside foreground).
 func BenchmarkStateParts(b *testing.B) {
 	m := NewManager(Options{Shell: benchShell})
 	defer m.Close()
@@ -21,49 +20,16 @@ func BenchmarkStateParts(b *testing.B) {
 	}
 	s, _ := m.Session(res.ID)
 	lt := s.term.(*localTerminal)
-	pgrp, peer := groupAndPeer(lt.f)
-	var st unix.Stat_t
-	_ = unix.Fstat(peer, &st)
-	unix.Close(peer)
-	tty := st.Rdev
-	for _, c := range []struct {
-		name string
-		f    func()
-	}{
-		{"State", func() { s.changing(); s.State() }}, // a read of the kernel, as after any change
-		{"State/reused", func() { s.State() }},        // nothing has changed since the last read
-		{"foreground", func() { foregroundVia(lt.f, &lt.procs) }},
-		{"foreground/unkept", func() { foreground(lt.f) }},
-		{"echoOff", func() { echoOff(lt.f) }},
-		{"readable", func() { readable(lt.f) }},
-		{"outputSettled", func() { s.outputSettled(lt) }},
-		{"groupAndPeer+close", func() { _, p := groupAndPeer(lt.f); unix.Close(p) }},
-		{"pollIn(peer)", func() { _, p := groupAndPeer(lt.f); pollIn(p); unix.Close(p) }},
-		{"ReadStat", func() { proc.ReadStat(pgrp, make([]byte, 512)) }},
-		{"readStat/kept", func() { lt.procs.mu.Lock(); lt.procs.follow(pgrp); lt.procs.readStat(pgrp); lt.procs.mu.Unlock() }},
-		{"onTerminal", func() { onTerminalVia(pgrp, tty, &lt.procs) }},
-		{"onTerminal/unkept", func() { onTerminal(pgrp, tty) }},
-		{"collect", func() { s.collect(false, true) }},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			before := threadCPU()
-			for i := 0; i < b.N; i++ {
-				c.f()
-			}
-			b.ReportMetric(float64(threadCPU()-before)/float64(b.N), "cpu-ns/op")
-		})
-	}
-}
-
-// threadCPU is the CPU time this thread has used: on a loaded machine it
-// counts what an operation costs, not how long it waited to run.
-func threadCPU() time.Duration {
-	var ru unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	testkit.BenchParts(b, []testkit.BenchPart{
+		{Name: "State", F: func() { s.changing(); s.State() }}, // a read of the kernel, as after any change
+		{Name: "State/reused", F: func() { s.State() }},        // nothing has changed since the last read
+		{Name: "foreground", F: func() { foregroundVia(lt.f, &lt.procs) }},
+		{Name: "foreground/unkept", F: func() { foregroundVia(lt.f, nil) }},
+		{Name: "echoOff", F: func() { echoOff(lt.f) }},
+		{Name: "readable", F: func() { readable(lt.f) }},
+		{Name: "outputSettled", F: func() { s.outputSettled(lt) }},
+		{Name: "collect", F: func() { s.collect(false, true) }},
+	})
 }
 
 // BenchmarkStateThreadReader times a state read of a Go program that
@@ -81,7 +47,7 @@ func BenchmarkStateThreadReader(b *testing.B) {
 	b.ReportAllocs()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	before := threadCPU()
+	before := testkit.ThreadCPU()
 	waiting := 0
 	for i := 0; i < b.N; i++ {
 		s.changing()
@@ -89,6 +55,6 @@ func BenchmarkStateThreadReader(b *testing.B) {
 			waiting++
 		}
 	}
-	b.ReportMetric(float64(threadCPU()-before)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(testkit.ThreadCPU()-before)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(waiting)/float64(b.N), "waiting/op")
 }

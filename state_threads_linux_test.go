@@ -1,10 +1,6 @@
 package agentpty
 
 import (
-	"bufio"
-	"fmt"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -12,28 +8,7 @@ import (
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
-// goroutineReader is a helper child that reads its lines on a goroutine
-// while the main goroutine waits on a channel, as Go prompt and TUI
-// libraries do. The main goroutine keeps the main thread, so the thread
-// blocked in read(0) is never the main one (without the lock it may be,
-// by the scheduler's chance).
-func goroutineReader() {
-	runtime.LockOSThread()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	fmt.Print("name? ")
-	for l := range lines {
-		fmt.Printf("hello %s\nname? ", l)
-	}
-}
-
-func init() { childModes["goroutine-read"] = goroutineReader }
+func init() { childModes["goroutine-read"] = testkit.GoroutineReader }
 
 // threadWaitMS is the wait the thread tests give wait_until "input": a
 // program the state cannot see waiting burns all of it.

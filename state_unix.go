@@ -8,28 +8,29 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/agentpty/agentpty/internal/termstate"
 	"golang.org/x/sys/unix"
 )
+
+// procFiles keeps the terminal's slave and its foreground leader's /proc
+// files open between state reads (see termstate.Files).
+type procFiles = termstate.Files
+
+// foregroundVia reads the terminal's foreground process group from the
+// kernel and decides whether it waits for input (termstate.Foreground),
+// keeping files open in pf (nil: none).
+func foregroundVia(master *os.File, pf *procFiles) fgReport {
+	r := termstate.Foreground(master, pf, echoOff)
+	return fgReport{name: r.Name, pid: r.Program.PID, waiting: r.Waiting, quiet: r.Quiet, guessed: r.Guessed, unread: r.Unread}
+}
 
 // readable reports whether f has something to read now. On a terminal the
 // kernel's poll first finishes handing over what is still in its buffers,
 // so bytes written a moment ago count.
 func readable(f *os.File) bool {
 	ok := false
-	_ = control(f, func(fd int) { ok = pollIn(fd) })
+	_ = control(f, func(fd int) { ok = termstate.PollIn(fd) })
 	return ok
-}
-
-// pollIn reports whether fd polls readable at once.
-func pollIn(fd int) bool {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
-	}
 }
 
 // terminalReader reads from the master as f.Read does, but sets busy

@@ -128,7 +128,7 @@ func (t *localTerminal) Wait() (ExitStatus, error) {
 	t.exited.Store(true)
 	// Foreground reads no process once exited, and the master ends the
 	// output only once no one holds the slave.
-	t.procs.close()
+	t.procs.Close()
 	st := exitStatus(t.cmd.ProcessState, err)
 	if sm, ok := t.sandbox.(statusMapper); ok {
 		st = sm.childStatus(st)

@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
+	"github.com/agentpty/agentpty/internal/termstate"
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Funcs' probe, run by bash and by dash (a host whose only shell is a
 // POSIX sh) on real programs under a pty and read by Parse, decides as
-// the local library does: a program reading its
+// the local library does (the local collector, termstate.Foreground, read
+// on the same terminal, says the same): a program reading its
 // terminal (on its main thread or another), a password prompt, select (with a timeout too), poll and
 // epoll on the terminal, and a pipeline whose reader is not the group's
 // leader wait for input; a busy loop and a program waiting on a pipe do
@@ -92,11 +95,15 @@ func funcsOnRealPrograms(t *testing.T, shell []string) {
 			}
 		}
 		r = Parse([]byte(out), calls, true)
+		local := termstate.Foreground(f, nil, echoOff)
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		cmd.Wait()
 		f.Close()
 		if !r.EchoRead || r.Fg.Waiting != c.waiting || r.EchoOff != c.echoOff || r.Fg.Name == "" {
 			t.Errorf("%s: %+v; want waiting %v, echo off %v\n%s", c.name, r, c.waiting, c.echoOff, out)
+		}
+		if local.Waiting != r.Fg.Waiting || local.Name != r.Fg.Name {
+			t.Errorf("%s: the local collector decides %+v, the probe's lines %+v", c.name, local, r.Fg)
 		}
 		if c.waiting && r.Fence == 0 {
 			t.Errorf("%s: no mark written to the terminal of a program that waits on it", c.name)
@@ -108,6 +115,12 @@ func funcsOnRealPrograms(t *testing.T, shell []string) {
 	if now := testkit.OpenFDs(t); now > fds {
 		t.Errorf("file descriptors leaked: %d open before, %d after", fds, now)
 	}
+}
+
+// echoOff reads f's echo flag as the library does.
+func echoOff(f *os.File) bool {
+	tio, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil && tio.Lflag&unix.ECHO == 0 && tio.Lflag&unix.ICANON != 0
 }
 
 // probe runs Funcs' probe of pid through shell and returns its lines

@@ -11,71 +11,35 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/termwait"
+	"github.com/agentpty/agentpty/internal/termstate"
 )
 
-// Calls are a host architecture's numbers of the system calls that
-// wait on descriptors: read (one descriptor), select and poll (sets in the
-// process's memory), epoll (what the epoll descriptor watches), and where
-// their timeouts are (argument index; ptr: a pointer to a timespec or
-// timeval; ms: milliseconds).
-type Calls struct {
-	read, sel, poll, epoll map[uint64]bool
-	timeout                map[uint64]timeoutArg
-}
+// Calls are a host architecture's system calls that wait on
+// descriptors: the decision's one table (termstate.Calls).
+type Calls = termstate.Calls
 
-type timeoutArg struct {
-	arg  int
-	kind byte // 's': struct timespec *, 'u': struct timeval *, 'm': int milliseconds
-}
-
-// Archs are the calls of the architectures uname -m names.
-var Archs = map[string]Calls{
-	"x86_64": {
-		read:  set(0, 19, 17),     // read, readv, pread64
-		sel:   set(23, 270),       // select, pselect6
-		poll:  set(7, 271),        // poll, ppoll
-		epoll: set(232, 281, 441), // epoll_wait, epoll_pwait, epoll_pwait2
-		timeout: map[uint64]timeoutArg{
-			23: {4, 'u'}, 270: {4, 's'}, 7: {2, 'm'}, 271: {2, 's'}, 232: {3, 'm'}, 281: {3, 'm'}, 441: {3, 's'},
-		},
-	},
-	"aarch64": {
-		read:    set(63, 65, 67),
-		sel:     set(72),
-		poll:    set(73),
-		epoll:   set(22, 441),
-		timeout: map[uint64]timeoutArg{72: {4, 's'}, 73: {2, 's'}, 22: {3, 'm'}, 441: {3, 's'}},
-	},
-}
-
-func set(n ...uint64) map[uint64]bool {
-	m := map[uint64]bool{}
-	for _, v := range n {
-		m[v] = true
-	}
-	return m
-}
+// Archs are the calls of the architectures uname -m names
+// (termstate.Archs).
+var Archs = termstate.Archs
 
 // Vars are the shell assignments that give Funcs' probe the system
 // calls of c: "WS=... EP=... TS=... SEL=... POL=...".
 func Vars(c Calls) string {
 	var ts []string
-	for nr, a := range c.timeout {
-		if a.kind != 'm' {
-			ts = append(ts, fmt.Sprintf("%d:%d", nr, a.arg))
+	for nr, a := range c.Timeouts {
+		if a.Kind != termstate.Millis {
+			ts = append(ts, fmt.Sprintf("%d:%d", nr, a.Arg))
 		}
 	}
-	ws := strings.Join([]string{nums(c.read), nums(c.sel), nums(c.poll), nums(c.epoll)}, " ")
-	return fmt.Sprintf("WS=%q EP=%q TS=%q SEL=%q POL=%q", ws, nums(c.epoll), strings.Join(ts, " "), nums(c.sel), nums(c.poll))
+	ws := strings.Join([]string{nums(c.Read), nums(c.Select), nums(c.Poll), nums(c.Epoll)}, " ")
+	return fmt.Sprintf("WS=%q EP=%q TS=%q SEL=%q POL=%q", ws, nums(c.Epoll), strings.Join(ts, " "), nums(c.Select), nums(c.Poll))
 }
 
-func nums(m map[uint64]bool) string {
+func nums(list []uint64) string {
 	var out []string
-	for nr := range m {
+	for _, nr := range list {
 		out = append(out, strconv.FormatUint(nr, 10))
 	}
 	return strings.Join(out, " ")
@@ -92,29 +56,33 @@ type Result struct {
 	Fg agentpty.Foreground
 }
 
-// probeProc is one process of the foreground group as the probe saw it.
+// probeProc is one process of the foreground group, or one of its other
+// threads, as the probe saw it.
 type probeProc struct {
-	pid    int
-	state  byte
-	comm   string
-	sys    []uint64 // number and arguments; nil when not in a system call
-	hidden bool     // the kernel does not show its system call to us
+	pid, tid int
+	state    byte
+	comm     string
+	call     termstate.Call // the system call it sleeps in, if in
+	in       bool
+	hidden   bool // the kernel does not show its system call to us
+	// What the process's threads share: the descriptors that are the
+	// terminal, the memory the probe read (by address) and what its epoll
+	// descriptors watch (descriptor, events; by epoll descriptor).
 	ttyFDs map[uint64]bool
-	epoll  [][2]uint64 // descriptor, events
-	mem    []byte      // the timeout its call points at
-	set    []byte      // the select or poll descriptor set it waits on
-	// threads are its other threads, each with its own state and call
-	// and the process's descriptors.
+	mem    map[uint64][]byte
+	epoll  map[uint64][][2]uint64
+	// threads are its other threads, each with its own state and call.
 	threads []*probeProc
 }
 
-// Parse decides as the local library does: the foreground group's
-// leader first; a process running (R, D) means not waiting; a sleeping
-// one waits when its system call waits on the terminal, or, where the
-// kernel hides the call, when the terminal's echo is off (a password
-// prompt).
+// Parse fills the decision's input from the probe's lines and decides
+// with the local library's decision (termstate.Decide): the foreground
+// group's leader first; a process running (R, D) means not waiting; a
+// sleeping one waits when a thread's system call waits on the terminal,
+// or, where the kernel hides the call (or known is false: c is not this
+// host's), when the terminal's echo is off (a password prompt).
 func Parse(out []byte, c Calls, known bool) Result {
-	var p probeParse
+	p := probeParse{calls: c}
 	for _, line := range strings.Split(string(out), "\n") {
 		kind, rest, _ := strings.Cut(line, " ")
 		if f := probeLines[kind]; f != nil {
@@ -129,6 +97,8 @@ func Parse(out []byte, c Calls, known bool) Result {
 // lines about a process.
 type probeParse struct {
 	r      Result
+	calls  Calls
+	pgrp   int // the foreground group
 	procs  []*probeProc
 	cur    *probeProc // the process or thread the lines are about
 	main   *probeProc // the process whose threads follow
@@ -139,12 +109,13 @@ type probeParse struct {
 var probeLines = map[string]func(p *probeParse, kind, rest string){
 	"unread": func(p *probeParse, _, _ string) { p.unread = true },
 	"fence":  func(p *probeParse, _, rest string) { p.r.Fence, _ = strconv.Atoi(rest) },
+	"t":      func(p *probeParse, _, rest string) { p.pgrp, _ = strconv.Atoi(strings.Fields(rest + " 0")[0]) },
 	"stty":   func(p *probeParse, _, rest string) { p.r.EchoOff, p.r.EchoRead = EchoOffWords(rest), true },
 	"p":      (*probeParse).process,
 	"T":      (*probeParse).thread,
 	"s":      func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.syscall(rest) }) },
 	"f":      func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.ttyFDList(rest) }) },
-	"e":      func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.epollLine(rest) }) },
+	"e":      (*probeParse).epollLine,
 	"m":      (*probeParse).memory,
 	"ms":     (*probeParse).memory,
 	"mp":     (*probeParse).memory,
@@ -165,7 +136,8 @@ func (p *probeParse) process(_, rest string) {
 		return
 	}
 	pid, _ := strconv.Atoi(f[0])
-	p.cur = &probeProc{pid: pid, state: f[1][0], comm: f[2], ttyFDs: map[uint64]bool{}}
+	p.cur = &probeProc{pid: pid, tid: pid, state: f[1][0], comm: f[2],
+		ttyFDs: map[uint64]bool{}, mem: map[uint64][]byte{}, epoll: map[uint64][][2]uint64{}}
 	p.main = p.cur
 	p.procs = append(p.procs, p.cur)
 }
@@ -179,39 +151,33 @@ func (p *probeParse) thread(_, rest string) {
 		return
 	}
 	m := p.main
-	p.cur = &probeProc{pid: m.pid, state: f[1][0], comm: m.comm, ttyFDs: m.ttyFDs}
+	tid, _ := strconv.Atoi(f[0])
+	p.cur = &probeProc{pid: m.pid, tid: tid, state: f[1][0], comm: m.comm, ttyFDs: m.ttyFDs, mem: m.mem, epoll: m.epoll}
 	m.threads = append(m.threads, p.cur)
 }
 
 // memory reads "m HEX..." (a timeout), "ms" and "mp" (a select or poll
-// descriptor set) of the current process.
+// descriptor set) of the current thread's call, kept by the address the
+// decision reads it at.
 func (p *probeParse) memory(kind, rest string) {
 	p.with(func(q *probeProc) {
 		b, _ := hex.DecodeString(strings.ReplaceAll(rest, " ", ""))
+		timeout, set := p.calls.Addrs(q.call)
 		if kind == "m" {
-			q.mem = b
+			q.mem[timeout] = b
 		} else {
-			q.set = b
+			q.mem[set] = b
 		}
 	})
 }
 
 // syscall reads /proc/PID/syscall's line: empty where the kernel hides it.
 func (q *probeProc) syscall(rest string) {
-	w := strings.Fields(rest)
-	switch {
-	case len(w) == 0:
+	if strings.TrimSpace(rest) == "" {
 		q.hidden = true
-	case len(w) >= 7:
-		for _, v := range w[:7] {
-			n, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), base(v), 64)
-			if err != nil {
-				q.hidden = true
-				break
-			}
-			q.sys = append(q.sys, n)
-		}
+		return
 	}
+	q.call, q.in = termstate.ParseCall([]byte(rest))
 }
 
 // ttyFDList reads the descriptors that are the terminal.
@@ -223,78 +189,107 @@ func (q *probeProc) ttyFDList(rest string) {
 	}
 }
 
-// epollLine reads "FD events: HEX ..." of what an epoll descriptor watches.
-func (q *probeProc) epollLine(rest string) {
+// epollLine reads "FD events: HEX ..." of what the epoll descriptor of
+// the current thread's call watches.
+func (p *probeParse) epollLine(_, rest string) {
 	w := strings.Fields(rest)
-	if len(w) >= 3 {
-		fd, err1 := strconv.ParseUint(w[0], 10, 64)
-		ev, err2 := strconv.ParseUint(w[2], 16, 32)
-		if err1 == nil && err2 == nil {
-			q.epoll = append(q.epoll, [2]uint64{fd, ev})
-		}
+	if p.cur == nil || len(w) < 3 {
+		return
+	}
+	fd, err1 := strconv.ParseUint(w[0], 10, 64)
+	ev, err2 := strconv.ParseUint(w[2], 16, 32)
+	if err1 == nil && err2 == nil {
+		epfd := p.cur.call.Args[0]
+		p.cur.epoll[epfd] = append(p.cur.epoll[epfd], [2]uint64{fd, ev})
 	}
 }
 
 // decide finds the program that waits on the terminal, if one does and
-// none of the group runs.
+// none of the group runs (termstate.Decide).
 func (p *probeParse) decide(c Calls, known bool) Result {
 	r := p.r
-	running := false
+	k := probeKernel{procs: map[int]*probeProc{}, echoOff: r.EchoOff, known: known}
+	var leader *termstate.Proc
+	var members []termstate.Proc
 	for _, q := range p.procs {
-		if r.Fg.Name == "" {
-			r.Fg.Name, r.Fg.PID = q.comm, q.pid
-		}
-		switch q.state {
-		case 'R', 'D':
-			running = true
-			continue
-		case 'S':
-		default:
-			continue
-		}
-		var w terminalWait
-		if q.hidden || !known {
-			w.on = r.EchoOff // read by the probe for this case
-		} else if w = q.onTerminal(c); !w.on {
-			var busy bool
-			if w, busy = q.threadsWait(c); busy {
-				running = true
-				continue
-			}
-		}
-		if w.on && !r.Fg.Waiting {
-			r.Fg.Name, r.Fg.PID, r.Fg.Waiting, r.Fg.Quiet, r.Fg.Guessed = q.comm, q.pid, true, w.quiet, w.guessed
+		k.procs[q.pid] = q
+		tp := termstate.Proc{PID: q.pid, State: q.state, Comm: q.comm, Threads: 1 + len(q.threads)}
+		if q.pid == p.pgrp && leader == nil {
+			leader = &tp
+		} else {
+			members = append(members, tp)
 		}
 	}
-	r.Fg.Waiting = r.Fg.Waiting && !running
-	r.Fg.Unread = p.unread
+	d := termstate.Decide(c, k, leader, func() []termstate.Proc { return members })
+	r.Fg = agentpty.Foreground{Name: d.Name, PID: d.Program.PID, Waiting: d.Waiting, Quiet: d.Quiet, Guessed: d.Guessed, Unread: p.unread}
 	return r
 }
 
-// threadsWait looks at the other threads of a process whose main thread
-// sleeps on something other than the terminal, as the local library
-// does: busy when one runs, else the wait of the first on the terminal.
-func (q *probeProc) threadsWait(c Calls) (w terminalWait, busy bool) {
-	for _, t := range q.threads {
-		switch t.state {
-		case 'R', 'D':
-			return terminalWait{}, true
-		case 'S':
-			if w.on || t.hidden {
-				continue
-			}
-			w = t.onTerminal(c)
-		}
-	}
-	return w, false
+// probeKernel answers the decision's questions (termstate.Kernel) from
+// the probe's lines.
+type probeKernel struct {
+	procs   map[int]*probeProc
+	echoOff bool // the probe read the terminal in line mode without echo
+	known   bool // the calls are this host's
 }
 
-func base(v string) int {
-	if strings.HasPrefix(v, "0x") {
-		return 16
+func (k probeKernel) Call(pid, tid int) (c termstate.Call, in, known bool) {
+	q := k.procs[pid]
+	if q != nil && tid != pid {
+		q = q.thread(tid)
 	}
-	return 10
+	if q == nil || q.hidden || !k.known {
+		return termstate.Call{}, false, false
+	}
+	return q.call, q.in, true
 }
+
+// thread is q's other thread tid, nil for none.
+func (q *probeProc) thread(tid int) *probeProc {
+	for _, t := range q.threads {
+		if t.tid == tid {
+			return t
+		}
+	}
+	return nil
+}
+
+func (k probeKernel) Threads(pid, _ int) []termstate.Thread {
+	var out []termstate.Thread
+	if q := k.procs[pid]; q != nil {
+		for _, t := range q.threads {
+			out = append(out, termstate.Thread{TID: t.tid, State: t.state})
+		}
+	}
+	return out
+}
+
+func (k probeKernel) Terminal(pid int, fd uint64) bool {
+	q := k.procs[pid]
+	return q != nil && q.ttyFDs[fd]
+}
+
+func (k probeKernel) Memory(pid int, addr uint64, p []byte) bool {
+	q := k.procs[pid]
+	if len(p) == 0 {
+		return true
+	}
+	if q == nil || len(q.mem[addr]) < len(p) {
+		return false
+	}
+	copy(p, q.mem[addr])
+	return true
+}
+
+func (k probeKernel) Epoll(pid int, epfd uint64, each func(fd uint64, events uint32)) {
+	if q := k.procs[pid]; q != nil {
+		for _, e := range q.epoll[epfd] {
+			each(e[0], uint32(e[1]))
+		}
+	}
+}
+
+func (k probeKernel) EchoOff() bool { return k.echoOff }
 
 // EchoOffWords reads stty -a (or words in its form, "icanon -echo"):
 // echo off in line mode.
@@ -309,109 +304,4 @@ func EchoOffWords(s string) bool {
 		}
 	}
 	return icanon && !echo
-}
-
-// terminalWait is how a process waits on the terminal, if it does.
-type terminalWait struct {
-	on      bool          // blocked reading the terminal, or in select/poll/epoll for it
-	quiet   time.Duration // how long output and input must have paused before that counts
-	guessed bool          // it waits on more than the terminal: only the pause says it waits for input
-}
-
-// onTerminal tells whether the process's system call waits on the
-// terminal, and how, as the local library decides it: the descriptor
-// sets of select and poll and what epoll watches come from the host
-// (stdin stands for a set that cannot be read), a wait with a timeout
-// under shortestWait is a pause, and waitQuiet says how long a wait must
-// have been quiet to count.
-func (p *probeProc) onTerminal(c Calls) terminalWait {
-	if len(p.sys) < 7 {
-		return terminalWait{}
-	}
-	nr, arg := p.sys[0], p.sys[1:]
-	if c.read[nr] {
-		return terminalWait{on: p.ttyFDs[arg[0]]}
-	}
-	on, others := false, false
-	note := func(fd uint64) {
-		if p.ttyFDs[fd] {
-			on = true
-		} else {
-			others = true
-		}
-	}
-	switch {
-	case c.sel[nr]:
-		if arg[1] == 0 {
-			return terminalWait{}
-		}
-		if p.set == nil {
-			note(0)
-		}
-		for fd := uint64(0); fd < uint64(8*len(p.set)) && fd < arg[0]; fd++ {
-			if p.set[fd/8]&(1<<(fd%8)) != 0 {
-				note(fd)
-			}
-		}
-	case c.poll[nr]:
-		if p.set == nil {
-			note(0)
-		}
-		for i := 0; i+8 <= len(p.set); i += 8 {
-			fd := int32(uint32(p.set[i]) | uint32(p.set[i+1])<<8 | uint32(p.set[i+2])<<16 | uint32(p.set[i+3])<<24)
-			if events := uint16(p.set[i+4]) | uint16(p.set[i+5])<<8; events&1 != 0 && fd >= 0 { // POLLIN
-				note(uint64(fd))
-			}
-		}
-	case c.epoll[nr]:
-		for _, e := range p.epoll {
-			if e[1]&1 != 0 { // EPOLLIN
-				note(e[0])
-			}
-		}
-	default:
-		return terminalWait{}
-	}
-	if !on {
-		return terminalWait{}
-	}
-	d, finite := p.timeout(nr, arg, c)
-	if finite && d < termwait.Shortest {
-		return terminalWait{} // a pause in the program's work
-	}
-	return terminalWait{on: true, quiet: termwait.Quiet(others, d, finite), guessed: others}
-}
-
-// timeout is the timeout the wait asked for; finite is false for none
-// (or one that cannot be read).
-func (p *probeProc) timeout(nr uint64, arg []uint64, c Calls) (d time.Duration, finite bool) {
-	a, ok := c.timeout[nr]
-	if !ok {
-		return 0, false
-	}
-	switch a.kind {
-	case 'm':
-		ms := int32(arg[a.arg])
-		if ms < 0 {
-			return 0, false
-		}
-		return time.Duration(ms) * time.Millisecond, true
-	default:
-		if arg[a.arg] == 0 || len(p.mem) < 16 {
-			return 0, false
-		}
-		unit := time.Nanosecond
-		if a.kind == 'u' {
-			unit = time.Microsecond
-		}
-		return time.Duration(le64(p.mem))*time.Second + time.Duration(le64(p.mem[8:]))*unit, true
-	}
-}
-
-func le64(b []byte) uint64 {
-	var v uint64
-	for i := 7; i >= 0; i-- {
-		v = v<<8 | uint64(b[i])
-	}
-	return v
 }

@@ -1,4 +1,4 @@
-package agentpty
+package termstate
 
 import (
 	"bytes"
@@ -8,39 +8,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadsOn looks through the threads of process pid (threads of them in
-// all), whose main thread sleeps on something other than the terminal:
-// a Go program reads its terminal on a goroutine's thread, fzf and Java
-// and Rust programs on a thread of their own. running: a thread of pid
-// runs or waits on the disk, so the program is at work whatever another
-// thread waits for. Otherwise w is the wait of the first thread found on
-// the terminal.
-func (g *fgScan) threadsOn(pid, threads int) (w terminalWait, running bool) {
-	buf := g.pf.scratch()
-	var asleep [32]int
-	sleeping := asleep[:0]
-	for _, tid := range g.pf.threadIDs(pid, threads-1) {
-		b, _ := g.pf.readThread(pid, tid, threadStat, buf)
-		switch threadState(b) {
-		case 'R', 'D':
-			return w, true
-		case 'S':
-			sleeping = append(sleeping, tid)
+// Threads reads the state of each thread of pid but its main one (see
+// Kernel), through the files p keeps, up to the first that runs.
+func (k *local) Threads(pid, n int) []Thread {
+	buf := k.pf.scratch()
+	var out []Thread
+	if k.pf != nil {
+		out = k.pf.states[:0]
+	}
+	for _, tid := range k.pf.threadIDs(pid, n) {
+		b, _ := k.pf.readThread(pid, tid, threadStat, buf)
+		st := threadState(b)
+		out = append(out, Thread{tid, st})
+		if st == 'R' || st == 'D' {
+			break
 		}
 	}
-	for _, tid := range sleeping {
-		if b, ok := g.pf.readThread(pid, tid, threadSyscall, buf); ok {
-			if w = inCallOnTerminal(pid, b, g.tty, g.pf); w.on {
-				return w, false
-			}
-		}
+	if k.pf != nil {
+		k.pf.states = out
 	}
-	return terminalWait{}, false
+	return out
 }
 
 // scratch is a buffer for a read of a /proc file: p's own, which a read
 // of the leader's stat is done with by then, or a new one without p.
-func (p *procFiles) scratch() []byte {
+func (p *Files) scratch() []byte {
 	if p == nil {
 		return make([]byte, 512)
 	}
@@ -55,8 +47,8 @@ func threadState(b []byte) byte {
 	return 0
 }
 
-// The files of a thread that threadsOn reads, and how many threads' files
-// a procFiles keeps open at most (two descriptors each): a program with
+// The files of a thread that the decision reads, and how many threads'
+// files a Files keeps open at most (two descriptors each): a program with
 // more has the rest read by path.
 const (
 	threadStat    = 0
@@ -71,7 +63,7 @@ type threadFiles [2]int
 // threadIDs lists the threads of process pid other than its main one:
 // when p keeps pid's files and already knows want of them (the count
 // stat gave), the list it kept; else read from /proc/PID/task.
-func (p *procFiles) threadIDs(pid, want int) []int {
+func (p *Files) threadIDs(pid, want int) []int {
 	if p.keeps(pid) && p.threads != nil && len(p.tids) == want {
 		return p.tids
 	}
@@ -95,7 +87,7 @@ func (p *procFiles) threadIDs(pid, want int) []int {
 
 // keepThreads makes tids the threads p keeps files of, closing those of
 // threads gone.
-func (p *procFiles) keepThreads(tids []int) {
+func (p *Files) keepThreads(tids []int) {
 	old := p.threads
 	p.threads, p.tids = make(map[int]*threadFiles, len(tids)), tids
 	for _, tid := range tids {
@@ -112,7 +104,7 @@ func (p *procFiles) keepThreads(tids []int) {
 }
 
 // forgetThreads closes the threads' files p keeps.
-func (p *procFiles) forgetThreads() {
+func (p *Files) forgetThreads() {
 	for _, f := range p.threads {
 		f.close()
 	}
@@ -132,7 +124,7 @@ func (f *threadFiles) close() {
 // of process pid into buf, through the descriptor p keeps for it if any.
 // A kept descriptor that fails is of a thread gone: the thread list is
 // read again next time.
-func (p *procFiles) readThread(pid, tid, which int, buf []byte) ([]byte, bool) {
+func (p *Files) readThread(pid, tid, which int, buf []byte) ([]byte, bool) {
 	name := func() string {
 		return "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + [...]string{"/stat", "/syscall"}[which]
 	}

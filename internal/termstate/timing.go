@@ -1,7 +1,10 @@
-// Package termwait says when a program blocked on its terminal counts as
-// waiting for input, the same for this machine's kernel and for what a
-// backend reads of another machine's.
-package termwait
+// Package termstate decides whether a terminal's foreground program waits
+// for input, once, for two collectors: this machine's kernel, read from
+// /proc (Foreground), and another machine's, read by a backend's probe.
+// Both fill the same input (Proc, Kernel) and call Decide, which reads
+// waits with one table of system calls (Archs) and one set of timing
+// rules (this file).
+package termstate
 
 import "time"
 

@@ -1,4 +1,4 @@
-package agentpty
+package termstate
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procFiles keeps open, between state reads, the terminal's slave and
+// Files keeps open, between state reads, the terminal's slave and
 // the /proc files of its foreground leader: reading an open /proc file
 // costs a fraction of opening it by path, and the slave would otherwise
 // be opened through the master (TIOCGPTPEER) and closed at every read.
@@ -18,8 +18,8 @@ import (
 // reused pid is never taken for the old process. The slave is closed as
 // soon as the program has been reaped: the master reports the end of the
 // output only once no one holds the slave.
-type procFiles struct {
-	mu     sync.Mutex // held by foreground for its whole read
+type Files struct {
+	mu     sync.Mutex // held by Foreground for its whole read
 	closed bool       // the program has been reaped: nothing is kept open any more
 	ready  bool       // the descriptors below are set (-1 or open)
 	peer   int        // the slave, -1 when not open
@@ -28,17 +28,19 @@ type procFiles struct {
 	stat   int        // /proc/PID/stat, -1 when not open
 	sys    int        // /proc/PID/syscall
 	fds    int        // /proc/PID/fd, a directory opened O_PATH
-	// The other threads of PID and their kept files (state_threads_linux.go).
+	// The other threads of PID and their kept files (threads_linux.go).
 	tids    []int
 	threads map[int]*threadFiles
 	comm    string
+	kernel  local     // what Foreground decides through
+	states  []Thread  // what its Threads last listed
 	buf     [512]byte // what stat reads
 	sysBuf  [256]byte // what syscall reads
 }
 
 // groupAndTTY is groupAndTTY through the slave p keeps, which it opens
 // on first use.
-func (p *procFiles) groupAndTTY(master *os.File) (pgrp int, tty uint64, unread bool) {
+func (p *Files) groupAndTTY(master *os.File) (pgrp int, tty uint64, unread bool) {
 	if p == nil || p.closed {
 		return groupAndTTY(master)
 	}
@@ -46,38 +48,29 @@ func (p *procFiles) groupAndTTY(master *os.File) (pgrp int, tty uint64, unread b
 		p.peer, p.stat, p.sys, p.fds, p.ready = -1, -1, -1, -1, true
 	}
 	if p.peer < 0 {
-		pgrp, p.peer = groupAndPeer(master)
-		p.tty = devOf(p.peer)
+		pgrp, p.peer = GroupAndPeer(master)
+		p.tty = DevOf(p.peer)
 	} else {
 		_ = control(master, func(fd int) { pgrp, _ = unix.IoctlGetInt(fd, unix.TIOCGPGRP) })
 	}
 	if p.peer >= 0 {
-		unread = pollIn(p.peer) // flushes what the master wrote into the line discipline first
+		unread = PollIn(p.peer) // flushes what the master wrote into the line discipline first
 	}
 	return pgrp, p.tty, unread
 }
 
-// devOf is the device a terminal descriptor refers to; 0 for none.
-func devOf(fd int) uint64 {
-	var st unix.Stat_t
-	if fd < 0 || unix.Fstat(fd, &st) != nil {
-		return 0
-	}
-	return st.Rdev
-}
-
 // follow makes p keep pid's /proc files, closing those of another
 // process. Call with mu held, after groupAndTTY.
-func (p *procFiles) follow(pid int) {
+func (p *Files) follow(pid int) {
 	if p != nil && p.pid != pid {
 		p.closeFiles()
 		p.pid = pid
 	}
 }
 
-// close closes everything for good, once the session's program has been
+// Close closes everything for good, once the session's program has been
 // reaped.
-func (p *procFiles) close() {
+func (p *Files) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ready && p.peer >= 0 {
@@ -89,7 +82,7 @@ func (p *procFiles) close() {
 }
 
 // closeFiles closes the /proc files that are open.
-func (p *procFiles) closeFiles() {
+func (p *Files) closeFiles() {
 	for _, fd := range []*int{&p.stat, &p.sys, &p.fds} {
 		if p.ready && *fd >= 0 {
 			unix.Close(*fd)
@@ -101,7 +94,7 @@ func (p *procFiles) closeFiles() {
 
 // keeps reports that p keeps pid's files: otherwise each read opens and
 // closes its own.
-func (p *procFiles) keeps(pid int) bool { return p != nil && p.ready && !p.closed && pid == p.pid }
+func (p *Files) keeps(pid int) bool { return p != nil && p.ready && !p.closed && pid == p.pid }
 
 // openProc opens /proc/PID/name, returning -1 when it cannot.
 func openProc(pid int, name string, flags int) int {
@@ -116,7 +109,7 @@ func openProc(pid int, name string, flags int) int {
 // when p keeps pid's files, else one opened for the call. When f fails on
 // a kept descriptor it is closed and f tried once more on the file opened
 // again: the process may be gone and the pid another's.
-func (p *procFiles) use(pid int, name string, flags int, slot *int, f func(fd int) bool) bool {
+func (p *Files) use(pid int, name string, flags int, slot *int, f func(fd int) bool) bool {
 	if !p.keeps(pid) {
 		fd := openProc(pid, name, flags)
 		if fd < 0 {
@@ -141,7 +134,7 @@ func (p *procFiles) use(pid int, name string, flags int, slot *int, f func(fd in
 }
 
 // read reads pid's file name into buf, as use does.
-func (p *procFiles) read(pid int, name string, slot *int, buf []byte) ([]byte, bool) {
+func (p *Files) read(pid int, name string, slot *int, buf []byte) ([]byte, bool) {
 	n := 0
 	ok := p.use(pid, name, unix.O_RDONLY, slot, func(fd int) bool {
 		var err error
@@ -155,7 +148,7 @@ func (p *procFiles) read(pid int, name string, slot *int, buf []byte) ([]byte, b
 }
 
 // readStat is proc.ReadStat, through the kept file.
-func (p *procFiles) readStat(pid int) (proc.Stat, bool) {
+func (p *Files) readStat(pid int) (proc.Stat, bool) {
 	if !p.keeps(pid) {
 		return proc.ReadStat(pid, make([]byte, 512))
 	}
@@ -169,7 +162,7 @@ func (p *procFiles) readStat(pid int) (proc.Stat, bool) {
 }
 
 // readSyscall reads /proc/PID/syscall.
-func (p *procFiles) readSyscall(pid int) ([]byte, bool) {
+func (p *Files) readSyscall(pid int) ([]byte, bool) {
 	if !p.keeps(pid) {
 		return p.read(pid, "syscall", nil, make([]byte, 256))
 	}
@@ -177,7 +170,7 @@ func (p *procFiles) readSyscall(pid int) ([]byte, bool) {
 }
 
 // statFD stats the file descriptor n of process pid refers to.
-func (p *procFiles) statFD(pid int, n uint64, st *unix.Stat_t) bool {
+func (p *Files) statFD(pid int, n uint64, st *unix.Stat_t) bool {
 	var slot *int
 	if p != nil {
 		slot = &p.fds
