@@ -57,7 +57,7 @@ func (e ExitStatus) exitFields() (*int, string) {
 // methods are safe for concurrent use.
 //
 // A Session coordinates parts that each keep their own state: the
-// terminal and its writer (terminal.go), the output pipeline (output.go),
+// terminal and its writer (typing.go), the output pipeline (output.go),
 // the settled text and exit state (text.go, under mu), the screen
 // (display.go), the replier (replies.go), events (events.go), secrets,
 // taps and Expect (around), and the idle clock (idle.go).
@@ -100,7 +100,7 @@ type Session struct {
 	started time.Time
 	cells   int // cols×rows counted against MaxCells; guarded by the manager's mu
 
-	typing typing // the terminal's one writer (terminal.go)
+	typing typing // the terminal's one writer (typing.go)
 	lane   lane   // one call at a time, in arrival order; taken before any lock below
 
 	out  output    // the ring, the reader and the processor (output.go)
