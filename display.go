@@ -68,7 +68,7 @@ func (s *Session) syncScreen() {
 		s.disp.mu.Lock()
 		done := s.syncScreenBy(time.Now().Add(processorSlice))
 		s.disp.mu.Unlock()
-		if done || s.typing.dying.Load() {
+		if done || s.typing.stopped() {
 			return
 		}
 	}
@@ -99,7 +99,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 		s.disp.screen = screen.New(cols, rows)
 		s.disp.piece = 1 // grows as fast as pieces parse quickly
 	}
-	s.disp.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
+	s.disp.answering.Add(1) // held over from the query flag to the reply queued (see replier.queue)
 	s.disp.parses.Add(1)
 	defer s.disp.answering.Add(-1)
 	s.disp.queries.Store(false) // whatever asked is in what is parsed now
@@ -144,7 +144,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	} else {
 		s.disp.screenOff.Store(end)
 	}
-	s.queueReply(reply)
+	s.rep.queue(reply, &s.disp.answering, &s.typing)
 	return !late
 }
 
@@ -155,7 +155,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 // whether it stopped for the limit. Call with disp.mu held.
 func (s *Session) parsePieces(reply, p []byte, limit time.Time) ([]byte, int64, bool) {
 	parsed := int64(0)
-	for len(p) > 0 && !s.typing.dying.Load() {
+	for len(p) > 0 && !s.typing.stopped() {
 		now := time.Now()
 		if !limit.IsZero() && now.After(limit) {
 			return reply, parsed, true

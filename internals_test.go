@@ -27,7 +27,7 @@ func screenLag(s *Session) int64 {
 func queuedReplies(s *Session) int {
 	s.rep.mu.Lock()
 	defer s.rep.mu.Unlock()
-	return len(s.rep.queue)
+	return len(s.rep.pending)
 }
 
 // tapCount is how many taps (recordings, attachments) are registered.

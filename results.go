@@ -131,7 +131,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	w.spool = s.m.spool(s.id, s.shown().text(whole))
 	w.inputHidden = s.inputHiddenNow()
 	if w.inputHidden {
-		_, w.foregroundExe = s.promptProgram()
+		_, w.foregroundExe = promptProgram(s.m.programs(), s.term)
 	}
 	s.noteHidden(w.inputHidden)
 	return w

@@ -70,9 +70,9 @@ func (e ExitStatus) exitFields() (*int, string) {
 //
 // The reader holds the masker while it stores and renders; renderMu and
 // disp.mu are never held together. Manager.mu comes after disp.mu (Resize
-// counts cells under it) and before mu (register arms the idle clock under
-// it). Leaves, under which no lock of the session is taken: typing.mu,
-// rep.mu, lane.mu, seen.mu (state_seen.go) and the shell's shown.mu
+// counts cells under it). Leaves, under which no lock of the session is
+// taken: typing.mu, rep.mu, clock.mu (register arms the idle clock under
+// Manager.mu), lane.mu, seen.mu (state_seen.go) and the shell's shown.mu
 // (runshown.go). A Terminal's own locks (the local one's procFiles)
 // come last: under typing.mu (Write, Close), disp.mu (Resize) or none.
 //
@@ -113,7 +113,6 @@ type Session struct {
 	changed chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
 	match   matcher       // the call parked on its pattern, which the reader looks for (matchwait.go)
 	sh      *shell        // a shell session's prompt marks; nil for other sessions
-	clock   idleClock     // the host's bounds on the session (idle.go)
 
 	disp display // the screen and the query answers it owes (display.go)
 
@@ -121,6 +120,7 @@ type Session struct {
 	reaped    chan struct{} // closed when the child has been reaped
 	announced chan struct{} // closed once Start has emitted "created" (or given up)
 	rep       replier       // query replies on their way (replies.go)
+	clock     idleClock     // the host's bounds on the session (idle.go)
 	killOnce  sync.Once
 	killRes   KillResult
 	killErr   error
@@ -205,15 +205,17 @@ func startPlace(m *Manager, req StartRequest) (place, error) {
 // newSession coordinates the parts of a session whose command runs under
 // term, and starts its goroutines.
 func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Terminal, sh *shell) *Session {
+	id := "pty-" + strconv.Itoa(num)
 	s := &Session{
 		m:         m,
 		num:       num,
-		id:        "pty-" + strconv.Itoa(num),
+		id:        id,
 		command:   req.Command,
 		term:      term,
 		pid:       term.PID(),
 		cells:     cols * rows,
 		started:   time.Now(),
+		typing:    newTyping(term, id),
 		out:       newOutput(m.opts.ScrollbackBytes),
 		text:      settledText{settle: newSettler(2 * m.opts.ScrollbackBytes), cols: cols, rows: rows}, // the settler: its text plus bookkeeping of about 16 bytes a line
 		done:      make(chan struct{}),
@@ -283,21 +285,14 @@ func (s *Session) kill(ctx context.Context) (KillResult, error) {
 // doKill ends every process the session holds (see endProcesses), then
 // reaps, closes and collects.
 func (s *Session) doKill(ctx context.Context) (KillResult, error) {
-	s.mu.Lock()
-	for _, t := range []*time.Timer{s.clock.idle, s.clock.life} {
-		if t != nil {
-			t.Stop()
-		}
-	}
-	s.clock.idle, s.clock.life = nil, nil // a call returning after the kill must not rearm
-	s.mu.Unlock()
-
-	s.stopWrites()
+	s.clock.stop()
+	s.changing()
+	s.typing.stop()
 	err := s.term.End(ctx, s.m.opts.KillGrace)
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
-	if reaped := s.awaitReaped(ctx); reaped == nil {
+	if reaped := awaitReaped(ctx, s.reaped, s.pid); reaped == nil {
 		// What the program wrote as it ended may still be in the terminal:
 		// closing it now would lose that. reap's read deadline bounds this.
 		select {
@@ -310,9 +305,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	// The shell has exited: nothing reads its files any more. Before the
 	// terminal closes, so a backend's files go over what it still holds.
 	s.sh.remove(ctx)
-	s.typing.mu.Lock() // a write that got in before stopWrites is done
-	closeErr := s.term.Close()
-	s.typing.mu.Unlock()
+	closeErr := s.typing.close()
 	// A screen with much left to parse stops at its next piece (see
 	// syncScreenLocked); ctx bounds even that.
 	select {
@@ -326,7 +319,6 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
 	s.rep.stop()
-	s.rep.wg.Wait()
 	s.endAround(ctx)
 
 	s.mu.Lock()

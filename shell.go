@@ -344,7 +344,7 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 // run types command at the prompt and waits until its D mark, the
 // command waits for input, the shell exits or the deadline passes.
 func (s *Session) run(ctx context.Context, command string, deadline time.Time) (RunResult, error) {
-	defer s.use()()
+	defer s.clock.use()()
 	if st, exited := s.ended(); exited {
 		return RunResult{}, errorf(ErrExited, "%s %s: the shell has exited (%s)", ToolRun, s.id, st)
 	}
@@ -507,7 +507,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 		}
 		return startFromRun(r), nil
 	}
-	defer s.use()()
+	defer s.clock.use()()
 	if err := s.awaitCond(ctx, deadline, s.readingPrompt); err != nil {
 		return StartResult{ID: s.id}, err
 	}

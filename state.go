@@ -138,7 +138,7 @@ func (s *Session) quietFor(d time.Duration) bool {
 	s.mu.Lock()
 	last := s.text.lastOutput
 	s.mu.Unlock()
-	if in := time.Unix(0, s.typing.last.Load()); in.After(last) {
+	if in := time.Unix(0, s.typing.typedAt()); in.After(last) {
 		last = in
 	}
 	return time.Since(last) >= d

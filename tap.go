@@ -187,7 +187,7 @@ func (s *Session) tapInputMark(kind byte, p []byte) {
 		any = any || t.input
 	}
 	s.mu.Unlock()
-	if !any || s.echoOff() {
+	if !any || terminalEchoOff(s.term) {
 		return
 	}
 	data := s.maskInput(append([]byte(nil), p...))

@@ -30,36 +30,36 @@ func sessionEnv(extra ...[]string) []string {
 // background job still writes.
 var errExitDrained = errors.New("agentpty: the output written before the exit is read")
 
-// checkInputWait refuses wait_until where the terminal cannot tell that
-// its program waits for input: a wait would only run out.
-func (s *Session) checkInputWait(tool, waitUntil string) error {
-	if _, ok := s.term.(StateReader); ok || waitUntil != WaitUntilInput {
+// checkInputWait refuses wait_until where term, session id's, cannot tell
+// that its program waits for input: a wait would only run out.
+func checkInputWait(term Terminal, id, tool, waitUntil string) error {
+	if _, ok := term.(StateReader); ok || waitUntil != WaitUntilInput {
 		return nil
 	}
-	return errorf(ErrUnsupported, "%s %s: wait_until %q: this session's terminal cannot tell when its program waits for input", tool, s.id, waitUntil)
+	return errorf(ErrUnsupported, "%s %s: wait_until %q: this session's terminal cannot tell when its program waits for input", tool, id, waitUntil)
 }
 
-// echoOff reports a password prompt, where the terminal can tell.
-func (s *Session) echoOff() bool {
-	sr, ok := s.term.(StateReader)
+// terminalEchoOff reports a password prompt, where term can tell.
+func terminalEchoOff(term Terminal) bool {
+	sr, ok := term.(StateReader)
 	return ok && sr.EchoOff()
 }
 
-// programs returns what names and vouches for the programs at the
-// session's prompt (see ProgramChecker); nil where nothing can.
-func (s *Session) programs() ProgramChecker {
-	if s.m.opts.Backend == nil {
-		return localBackend{s.m}
+// programs returns what names and vouches for the programs at a session's
+// prompt (see ProgramChecker); nil where nothing can.
+func (m *Manager) programs() ProgramChecker {
+	if m.opts.Backend == nil {
+		return localBackend{m}
 	}
-	pc, _ := s.m.opts.Backend.(ProgramChecker)
+	pc, _ := m.opts.Backend.(ProgramChecker)
 	return pc
 }
 
-// promptProgram names the program at the prompt and its executable, where the
-// backend can tell; empty otherwise.
-func (s *Session) promptProgram() (name, exe string) {
-	if pc := s.programs(); pc != nil {
-		return pc.AtPrompt(s.term)
+// promptProgram names the program at term's prompt and its executable,
+// where pc (see Manager.programs) can tell; empty otherwise.
+func promptProgram(pc ProgramChecker, term Terminal) (name, exe string) {
+	if pc != nil {
+		return pc.AtPrompt(term)
 	}
 	return "", ""
 }
@@ -122,7 +122,7 @@ func removeGroup(group *contain.Group) {
 // string can hold control bytes itself) and returns without reading any
 // output. It is for Go code that drives a program directly.
 func (s *Session) Send(text string) error {
-	defer s.use()()
+	defer s.clock.use()()
 	st, exited := s.ended()
 	if exited {
 		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)

@@ -7,61 +7,79 @@ import (
 	"time"
 )
 
-// typing is the session's side of the terminal's input.
+// typing is the session's side of the terminal's input: the one writer of
+// the terminal, for input and query replies alike.
 type typing struct {
-	// mu: one writer at a time on the terminal, input and query replies.
-	// It is held across the write, as poll.FD holds its own.
+	term Terminal
+	id   string // the session's, for the error of a write that Kill overtook
+	// mu: one writer at a time on the terminal. It is held across the
+	// write, as poll.FD holds its own, and across the terminal's close.
 	mu    sync.Mutex
 	dying atomic.Bool  // Kill has begun: no more writes; set before, and the terminal closed under, mu
 	last  atomic.Int64 // when input was last typed, unix ns; read with lastOutput by State's quietFor
 }
 
-// typeInput types input as writeTerminal does, after telling the taps
-// (recordings with RecordInput) what is typed: every path that types
-// input, not query answers, goes through it.
+func newTyping(term Terminal, id string) typing { return typing{term: term, id: id} }
+
+// typeInput types input, after telling the taps (recordings with
+// RecordInput) what is typed and the state reads that it changes what
+// they see: every path that types input, not query answers, goes through
+// it.
 func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (int, error) {
 	s.tapInput(p)
-	return s.writeTerminal(ctx, p, deadline)
+	s.changing()
+	return s.typing.write(ctx, p, deadline)
 }
 
-// writeTerminal types p, giving up at deadline or when ctx ends.
-// A write that Kill overtakes fails with ErrNoSession.
-func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Time) (int, error) {
-	s.typing.mu.Lock()
-	defer s.typing.mu.Unlock()
-	if s.typing.dying.Load() {
-		return 0, s.errKilled()
+// write types p, giving up at deadline or when ctx ends. A write that
+// Kill overtakes fails with ErrNoSession.
+func (t *typing) write(ctx context.Context, p []byte, deadline time.Time) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dying.Load() {
+		return 0, t.killed()
 	}
-	s.changing()
 	// Most input fits in the local terminal's buffer at once; only what
 	// does not needs a deadline.
-	defer s.typing.last.Store(time.Now().UnixNano())
+	defer t.last.Store(time.Now().UnixNano())
 	done := 0
-	if tw, ok := s.term.(TryWriter); ok {
+	if tw, ok := t.term.(TryWriter); ok {
 		if done = tw.TryWrite(p); done == len(p) {
 			return done, nil
 		}
 	}
 	p = p[done:]
-	_ = s.term.SetWriteDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = s.term.SetWriteDeadline(time.Now()) })
-	n, err := s.term.Write(p)
+	_ = t.term.SetWriteDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = t.term.SetWriteDeadline(time.Now()) })
+	n, err := t.term.Write(p)
 	stop()
-	_ = s.term.SetWriteDeadline(time.Time{})
-	if err != nil && s.typing.dying.Load() {
-		err = s.errKilled()
+	_ = t.term.SetWriteDeadline(time.Time{})
+	if err != nil && t.dying.Load() {
+		err = t.killed()
 	}
 	return done + n, err
 }
 
-func (s *Session) errKilled() error {
-	return errorf(ErrNoSession, "%s: the session was killed", s.id)
+func (t *typing) killed() error {
+	return errorf(ErrNoSession, "%s: the session was killed", t.id)
 }
 
-// stopWrites makes every write from now on fail with ErrNoSession and
-// wakes one under way.
-func (s *Session) stopWrites() {
-	s.changing()
-	s.typing.dying.Store(true)
-	_ = s.term.SetWriteDeadline(time.Now())
+// stop makes every write from now on fail with ErrNoSession and wakes one
+// under way.
+func (t *typing) stop() {
+	t.dying.Store(true)
+	_ = t.term.SetWriteDeadline(time.Now())
+}
+
+// stopped reports whether Kill has begun: nothing more is typed.
+func (t *typing) stopped() bool { return t.dying.Load() }
+
+// typedAt is when input was last typed, unix ns.
+func (t *typing) typedAt() int64 { return t.last.Load() }
+
+// close closes the terminal once a write that got in before stop is done.
+func (t *typing) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.term.Close()
 }

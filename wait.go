@@ -282,7 +282,7 @@ func waitLimit(want *waitSpec, waitMS *int) time.Duration {
 
 // write types input, then waits and collects as pty-write does.
 func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
-	defer s.use()() // a long wait is use, not idleness
+	defer s.clock.use()() // a long wait is use, not idleness
 	leave, err := s.turn(ctx, ToolWrite)
 	if err != nil {
 		return WriteResult{}, err
@@ -293,7 +293,7 @@ func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitM
 
 // writeInTurn is write once the call has its turn.
 func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
-	if err := s.checkInputWait(ToolWrite, v.waitUntil); err != nil {
+	if err := checkInputWait(s.term, s.id, ToolWrite, v.waitUntil); err != nil {
 		return WriteResult{}, err
 	}
 	st, exited := s.ended()
@@ -343,13 +343,13 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
 // it returns once output has appeared and paused.
 func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUntil string, settle time.Duration) (waitResult, error) {
-	defer s.use()() // the idle clock starts when start returns
+	defer s.clock.use()() // the idle clock starts when start returns
 	leave, err := s.turn(ctx, ToolStart)
 	if err != nil {
 		return waitResult{}, err
 	}
 	defer leave()
-	if err := s.checkInputWait(ToolStart, waitUntil); err != nil {
+	if err := checkInputWait(s.term, s.id, ToolStart, waitUntil); err != nil {
 		return waitResult{}, err
 	}
 	quiet := want == nil && waitMS == nil && waitUntil == ""
