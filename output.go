@@ -208,7 +208,9 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	s.lookForMatch(len(batch))
 	s.checkDrained()
 	s.mu.Unlock()
-	s.outputChanged()
+	if s.ev.due(s.m.opts.OnEvent != nil) {
+		s.ev.schedule(s.emitOutput)
+	}
 }
 
 // copyFrom copies the ring's bytes from off into buf, reusing its memory,

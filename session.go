@@ -315,7 +315,7 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 			err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, ctx.Err())
 		}
 	}
-	s.stopOutput()
+	s.ev.stop()
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
 	s.rep.stop()
