@@ -106,10 +106,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	// The screen reads the ring in place: the reader does not write over
 	// bytes the screen has not parsed (see feed), so only taking the slices
 	// needs the lock.
-	s.out.inMu.Lock()
-	a, b, _ := s.out.ring.slices(s.disp.screenOff.Load())
-	end := s.out.ring.end()
-	s.out.inMu.Unlock()
+	a, b, end := s.out.slices(s.disp.screenOff.Load())
 	from := end - int64(len(a)+len(b))
 	if from == end {
 		return true
@@ -118,9 +115,9 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	// find the part that scrolled away unseen.
 	// settled before nonPlainEnd: the renderer stores them the other way
 	// round, so a batch counted as settled here has its flag seen too.
-	settled := s.out.settled.Load()
+	settled := s.out.rendered()
 	plain := int64(0)
-	if from >= s.out.nonPlainEnd.Load() {
+	if s.out.plainSince(from) {
 		plain = max(min(settled, end)-from, 0)
 	}
 	var reply []byte
@@ -223,9 +220,7 @@ func (s *Session) Resize(cols, rows int) error {
 	s.disp.screen.Resize(cols, rows)
 	s.tapResize(cols, rows) // with disp.mu held: at the place in the output where it happened
 	s.mu.Lock()
-	s.text.settle.setCols(cols)
-	s.text.settle.setRows(rows)
-	s.text.cols, s.text.rows = cols, rows
+	s.text.resize(cols, rows)
 	s.mu.Unlock()
 	return nil
 }

@@ -33,17 +33,17 @@ func (s *Session) Expect(ctx context.Context, re *regexp.Regexp) (string, error)
 	e := &s.exp
 	for {
 		s.mu.Lock()
-		ch := s.changes()
-		if s.text.readOff > e.off {
-			e.skipTo(s.text.readOff) // a result returned it
+		ch := s.text.changes()
+		if r := s.text.returned(); r > e.off {
+			e.skipTo(r) // a result returned it
 		}
-		end, over := s.out.settled.Load(), s.text.drained
+		end, over := s.out.rendered(), s.text.complete()
 		s.mu.Unlock()
 		s.expectFill(end)
 		if loc := re.FindIndex(e.text); loc != nil {
 			out, off := e.take(loc[1])
 			s.mu.Lock()
-			s.readTo(off)
+			s.text.readTo(off, s.out.start())
 			s.mu.Unlock()
 			return out, nil
 		}
@@ -110,9 +110,7 @@ func (s *Session) expectFill(end int64) {
 	if end <= e.raw {
 		return
 	}
-	s.out.inMu.Lock()
-	raw, lost := s.out.ring.appendRange(e.rest, e.raw, end)
-	s.out.inMu.Unlock()
+	raw, lost := s.out.appendRange(e.rest, e.raw, end)
 	n := len(raw) - len(e.rest)
 	if lost > 0 { // the ring dropped output Expect never saw: go on after it
 		raw = raw[len(e.rest):]

@@ -42,7 +42,7 @@ func tapCount(s *Session) int {
 func nextChange(s *Session) (<-chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changes(), s.text.drained
+	return s.text.changes(), s.text.complete()
 }
 
 // parsedSnapshot parses everything the ring holds into the screen and

@@ -108,11 +108,10 @@ type Session struct {
 
 	// mu guards the fields below, and the parts that say so (see the lock
 	// order above).
-	mu      sync.Mutex
-	text    settledText   // the settled text and the exit state (text.go)
-	changed chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
-	match   matcher       // the call parked on its pattern, which the reader looks for (matchwait.go)
-	sh      *shell        // a shell session's prompt marks; nil for other sessions
+	mu    sync.Mutex
+	text  settledText // the settled text and the exit state (text.go)
+	match matcher     // the call parked on its pattern, which the reader looks for (matchwait.go)
+	sh    *shell      // a shell session's prompt marks; nil for other sessions
 
 	disp display // the screen and the query answers it owes (display.go)
 
@@ -217,23 +216,21 @@ func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Term
 		started:   time.Now(),
 		typing:    newTyping(term, id),
 		out:       newOutput(m.opts.ScrollbackBytes),
-		text:      settledText{settle: newSettler(2 * m.opts.ScrollbackBytes), cols: cols, rows: rows}, // the settler: its text plus bookkeeping of about 16 bytes a line
+		text:      newSettledText(m.opts.ScrollbackBytes, cols, rows),
 		done:      make(chan struct{}),
 		reaped:    make(chan struct{}),
 		announced: make(chan struct{}),
 		sh:        sh,
 	}
 	if sh != nil {
-		sh.attach(s.text.settle)
+		sh.attach(s.text.settler())
 	}
-	// Readline and other line editors move by screen row once a line is
-	// wider than the terminal; the settler needs the width to follow them,
-	// and the height to keep motion on the screen.
-	s.text.settle.setCols(cols)
-	s.text.settle.setRows(rows)
-	s.text.settle.keepCol = true // the pty's ONLCR adds the CR where output processing is on
-	go s.read()
-	go s.process()
+	go s.out.read(s.term, s.take, s.drainSeenAt)
+	go s.out.process(s.renderBatch, func(end int64) {
+		if s.screenDue(end) {
+			s.syncScreen()
+		}
+	})
 	go s.reap()
 	return s
 }
@@ -268,10 +265,12 @@ func (s *Session) PID() int { return s.pid }
 func (s *Session) info() SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: s.text.cols, Rows: s.text.rows, Started: s.started, Exited: s.text.exited,
+	cols, rows := s.text.size()
+	st, exited := s.text.ended()
+	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: cols, Rows: rows, Started: s.started, Exited: exited,
 		Containment: s.Containment()}
-	if s.text.exited {
-		info.ExitCode, info.Signal = s.text.status.exitFields()
+	if exited {
+		info.ExitCode, info.Signal = st.exitFields()
 	}
 	return info
 }
@@ -308,12 +307,8 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	closeErr := s.typing.close()
 	// A screen with much left to parse stops at its next piece (see
 	// syncScreenLocked); ctx bounds even that.
-	select {
-	case <-s.out.processDone:
-	case <-ctx.Done():
-		if err == nil {
-			err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, ctx.Err())
-		}
+	if perr := s.out.awaitProcessed(ctx); perr != nil && err == nil {
+		err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, perr)
 	}
 	s.ev.stop()
 	// No reply may start once Wait has begun; a Screen call racing the

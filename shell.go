@@ -424,12 +424,12 @@ func (s *Session) runCollect(done bool) RunResult {
 	var out string
 	switch {
 	case done:
-		out = s.text.settle.textBetween(s.sh.from, s.sh.to)
+		out = s.text.settler().textBetween(s.sh.from, s.sh.to)
 	case s.sh.busy:
-		out = s.text.settle.textBetween(s.sh.from, s.text.settle.cursorPos())
+		out = s.text.settler().textBetween(s.sh.from, s.text.settler().cursorPos())
 	}
 	lostBytes, lostLines := s.sh.lost()
-	alt := s.text.settle.altScreen()
+	alt := s.text.settler().altScreen()
 	s.mu.Unlock()
 	w := s.collectOut(false, false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it

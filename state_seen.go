@@ -40,7 +40,7 @@ type stateStamp struct {
 // the read makes the read stale.
 func (s *Session) stamp() stateStamp {
 	end := s.out.end()
-	st := stateStamp{gen: s.seen.gen.Load(), end: end, settled: s.out.settled.Load(), typed: s.typing.typedAt(),
+	st := stateStamp{gen: s.seen.gen.Load(), end: end, settled: s.out.rendered(), typed: s.typing.typedAt(),
 		parses: s.disp.parses.Load(), owing: int64(s.disp.answering.Load())}
 	if s.disp.queries.Load() {
 		st.owing = -1

@@ -49,7 +49,7 @@ func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, er
 	s.disp.mu.Lock()
 	defer s.disp.mu.Unlock()
 	s.mu.Lock()
-	over := s.text.drained
+	over := s.text.complete()
 	s.mu.Unlock()
 	over = over || s.rep.isStopped()
 	if over {
@@ -78,11 +78,11 @@ func (t *tap) run() {
 	stopping := false
 	for {
 		s.mu.Lock()
-		ch := s.changes()
-		end := s.out.settled.Load()
+		ch := s.text.changes()
+		end := s.out.rendered()
 		marks := t.marks
 		t.marks = nil
-		over := s.text.drained
+		over := s.text.complete()
 		s.mu.Unlock()
 		for _, mk := range marks {
 			if t.err = t.deliver(mk.off); t.err == nil {
@@ -110,10 +110,8 @@ func (t *tap) deliver(end int64) error {
 	if end <= t.off {
 		return nil
 	}
-	s.out.inMu.Lock()
 	var lost int64
-	t.buf, lost = s.out.ring.appendRange(t.buf[:0], t.off, end)
-	s.out.inMu.Unlock()
+	t.buf, lost = s.out.appendRange(t.buf[:0], t.off, end)
 	if lost > 0 {
 		return t.resync()
 	}

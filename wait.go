@@ -160,14 +160,14 @@ func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
 	}()
 	for {
 		s.mu.Lock()
-		alt, drained := s.text.settle.altScreen(), s.text.drained
+		alt, drained := s.text.settler().altScreen(), s.text.complete()
 		var ch <-chan struct{}
 		if alt && !drained {
-			ch = s.changes()
+			ch = s.text.changes()
 		}
-		syncing := s.text.settle.syncing
-		ended := !syncing && s.text.frameEnd == s.out.settled.Load() // the last output ended an update
-		since := time.Since(s.text.lastOutput)
+		syncing := s.text.settler().syncing
+		ended := s.text.endsFrame(s.out.rendered()) // the last output ended an update
+		since := time.Since(s.text.lastOutput())
 		s.mu.Unlock()
 		quiet := frameQuiet
 		if syncing {
@@ -307,7 +307,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
 	if len(input) > 0 && want != nil && !v.secret {
 		s.mu.Lock()
-		want.typed(s.text.settle, input)
+		want.typed(s.text.settler(), input)
 		s.mu.Unlock()
 	}
 	ends := s.shellEnds()
@@ -411,15 +411,15 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 	for {
 		s.mu.Lock()
 		matched := l.look()
-		drained, alt := s.text.drained, s.text.settle.altScreen()
+		drained, alt := s.text.complete(), s.text.settler().altScreen()
 		var ch <-chan struct{}
 		if !matched && !drained {
 			ch = l.wake(want != nil && !alt)
 		}
 		var since time.Duration
-		hasOutput := quiet && s.text.settle.unread()
+		hasOutput := quiet && s.text.settler().unread()
 		if hasOutput {
-			since = time.Since(s.text.lastOutput)
+			since = time.Since(s.text.lastOutput())
 		}
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
