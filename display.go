@@ -224,3 +224,12 @@ func (s *Session) Resize(cols, rows int) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// --- added by parts-pipe ---
+
+// due reports whether the screen must parse what it has not, up to ring
+// offset end of out: a query awaits its answer, or the ring would soon
+// drop bytes it never saw.
+func (d *display) due(end int64, out *output) bool {
+	return d.queries.Load() || out.far(end, d.screenOff.Load())
+}

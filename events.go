@@ -54,35 +54,34 @@ func WithEvents(ctx context.Context, f func(Event)) context.Context {
 	return context.WithValue(ctx, eventsKey{}, f)
 }
 
-// watch sends s's output events to the function ctx carries (WithEvents),
-// if any, until the func it returns is called: those whose lines differ
-// from the ones it heard last, at first from the lines before the call (a
-// newline or an escape sequence trailing them changes nothing to show). A
-// start's watcher hears the session's lines from the first, those
-// rendered before it was added too: the program may print before the
-// start's wait begins, and then print nothing more.
-func (s *Session) watch(ctx context.Context, start bool) func() {
+// watch sends the session's output events to the function ctx carries
+// (WithEvents), if any, until the func it returns is called: those whose
+// lines differ from the ones it heard last, at first from the lines
+// before the call (tail's; a newline or an escape sequence trailing them
+// changes nothing to show). A start's watcher hears the session's lines
+// from the first, those rendered before it was added too: the program may
+// print before the start's wait begins, and then print nothing more: due
+// says that such an event is to be scheduled now. m is the session's
+// Manager, whose mu guards the watchers.
+func (e *outputEvents) watch(ctx context.Context, m *Manager, start bool, tail func(n int) []string) (unwatch func(), due bool) {
 	f, _ := ctx.Value(eventsKey{}).(func(Event))
 	if f == nil {
-		return func() {}
+		return func() {}, false
 	}
 	// Taken before w is added: output rendered in between is news to it.
 	w := &watcher{f: f, active: true}
-	last := s.Tail(outputLines)
+	last := tail(outputLines)
 	early := start && len(last) > 0
 	if !start {
 		w.last = last
 	}
-	s.ev.add(s.m, w)
-	if early && s.ev.due(true) {
-		s.ev.schedule(s.emitOutput)
-	}
+	e.add(m, w)
 	return func() {
 		w.mu.Lock() // after f's event, if one is under way
 		w.active = false
 		w.mu.Unlock()
-		s.ev.remove(s.m, w)
-	}
+		e.remove(m, w)
+	}, early && e.due(true)
 }
 
 // add has w hear the output events from now on.

@@ -231,7 +231,7 @@ func (o *output) copyFrom(buf []byte, off int64) ([]byte, int64) {
 // processor. When the processor is busy rendering, feed leaves p to it.
 func (s *Session) feed(p []byte) {
 	end := s.out.store(p, &s.disp.screenOff)
-	if !s.out.renderNew(p, end, s.renderBatch) || s.screenDue(end) {
+	if !s.out.renderNew(p, end, s.renderBatch) || s.disp.due(end, &s.out) {
 		s.out.wake()
 	}
 }
@@ -246,13 +246,6 @@ func (s *Session) drainSeenAt() {
 		s.checkDrained()
 	}
 	s.mu.Unlock()
-}
-
-// screenDue reports whether the screen must parse what it has not, up to
-// ring offset end: a query awaits its answer, or the ring would soon drop
-// bytes it never saw.
-func (s *Session) screenDue(end int64) bool {
-	return s.disp.queries.Load() || s.out.far(end, s.disp.screenOff.Load())
 }
 
 // renderBatch renders the ring's bytes from settled up to end, which are

@@ -227,7 +227,7 @@ func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Term
 	}
 	go s.out.read(s.term, s.take, s.drainSeenAt)
 	go s.out.process(s.renderBatch, func(end int64) {
-		if s.screenDue(end) {
+		if s.disp.due(end, &s.out) {
 			s.syncScreen()
 		}
 	})

@@ -205,7 +205,10 @@ func (s *Session) turn(ctx context.Context, tool string) (func(), error) {
 	if err := s.lane.enter(ctx); err != nil {
 		return nil, fmt.Errorf("agentpty: %s %s: waiting for the call before it: %w", tool, s.id, err)
 	}
-	unwatch := s.watch(ctx, tool == ToolStart)
+	unwatch, due := s.ev.watch(ctx, s.m, tool == ToolStart, s.Tail)
+	if due {
+		s.ev.schedule(s.emitOutput)
+	}
 	return func() {
 		unwatch()
 		s.lane.leave()
