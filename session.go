@@ -82,14 +82,14 @@ func (e ExitStatus) exitFields() (*int, string) {
 // place in the output where the terminal did. The lane is a call's turn,
 // held for the whole call.
 //
-// Goroutines of a session: output.read (the only reader of the terminal;
-// it renders the settled text), output.process (renders what the reader
-// left and feeds the screen), reap (waits for the command's exit), the
-// reply writer (replier.write) while replies wait, one per tap (a recording or an attachment, and an
-// attachment's input), the timers of the idle clock, output events and
-// secrets' masking, a write's watch on its ctx while it waits, and under a
-// sandbox of NewSandbox the thread that started the child, kept until it
-// exits (startOnThread).
+// Goroutines of a session: output.read (the only reader of the terminal; it
+// renders the settled text), output.process (renders what the reader left
+// and feeds the screen), reap (waits for the command's exit), the reply
+// writer (replier.write) while replies wait, one per tap (a recording or an
+// attachment, and an attachment's input), the timers of the idle clock,
+// output events and secrets' masking, a write's watch on its ctx while it
+// waits, and under a sandbox of NewSandbox the thread that started the
+// child, kept until it exits (startOnThread).
 type Session struct {
 	m       *Manager
 	num     int
