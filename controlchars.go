@@ -59,11 +59,11 @@ func boundPrintable(input []byte, ccs []controlChar) (controlChar, bool) {
 	return controlChar{}, false
 }
 
-// checkControlChars refuses input that holds a printable character term,
-// session id's, binds to a special character, naming the character and
-// the control, or a byte an input mode changes. A terminal that cannot
-// report them is not checked; nor is one whose program has ended, which
-// the write reports.
+// checkControlChars refuses input that holds a printable character that
+// term (session id's) binds to a special character, naming the character
+// and the control, or a byte an input mode changes. A terminal that cannot
+// report them is not checked, nor one whose modes cannot be read because
+// its program has ended (see ended): the write reports the exit.
 func checkControlChars(term Terminal, id, tool string, input []byte, ended func() (ExitStatus, bool)) error {
 	r, ok := term.(inputModesReader)
 	if !ok {

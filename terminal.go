@@ -30,7 +30,7 @@ func sessionEnv(extra ...[]string) []string {
 // background job still writes.
 var errExitDrained = errors.New("agentpty: the output written before the exit is read")
 
-// checkInputWait refuses wait_until where term, session id's, cannot tell
+// checkInputWait refuses wait_until where term (session id's) cannot tell
 // that its program waits for input: a wait would only run out.
 func checkInputWait(term Terminal, id, tool, waitUntil string) error {
 	if _, ok := term.(StateReader); ok || waitUntil != WaitUntilInput {
