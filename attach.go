@@ -36,7 +36,7 @@ import (
 // whole scrollback behind gets the screen redrawn and continues from there.
 // While attached, the session does not count as idle.
 func (s *Session) Attach(ctx context.Context, rw io.ReadWriter) error {
-	defer s.use()()
+	defer s.clock.use()()
 	t := newTap(false, func(kind byte, p []byte) error {
 		if kind != 'o' {
 			return nil

@@ -41,19 +41,20 @@ const (
 // names the processes that survived.
 var killBound = 5 * time.Second
 
-// awaitReaped waits for the leader to be reaped, which follows at once
-// once endAll has ended it, and at most until ctx ends or killBound has
-// passed: a leader that survived SIGKILL must not hold Kill.
-func (s *Session) awaitReaped(ctx context.Context) error {
+// awaitReaped waits for the leader pid to be reaped (reaped is closed),
+// which follows at once once endAll has ended it, and at most until ctx
+// ends or killBound has passed: a leader that survived SIGKILL must not
+// hold Kill.
+func awaitReaped(ctx context.Context, reaped <-chan struct{}, pid int) error {
 	t := time.NewTimer(killBound)
 	defer t.Stop()
 	select {
-	case <-s.reaped:
+	case <-reaped:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("the leader %d has not exited: %w", s.pid, ctx.Err())
+		return fmt.Errorf("the leader %d has not exited: %w", pid, ctx.Err())
 	case <-t.C:
-		return fmt.Errorf("the leader %d has not exited %v after SIGKILL", s.pid, killBound)
+		return fmt.Errorf("the leader %d has not exited %v after SIGKILL", pid, killBound)
 	}
 }
 

@@ -61,22 +61,23 @@ func boundPrintable(input []byte, ccs []controlChar) (controlChar, bool) {
 	return controlChar{}, false
 }
 
-// checkControlChars refuses input that holds a printable character the
-// terminal of s binds to a special character, naming the character and
-// the control, or a byte an input mode changes. A terminal that cannot
-// report them is not checked.
-func (s *Session) checkControlChars(tool string, input []byte) error {
-	r, ok := s.term.(inputModesReader)
+// checkControlChars refuses input that holds a printable character that
+// term (session id's) binds to a special character, naming the character
+// and the control, or a byte an input mode changes. A terminal that cannot
+// report them is not checked, nor one whose modes cannot be read because
+// its program has ended (see ended): the write reports the exit.
+func checkControlChars(term Terminal, id, tool string, input []byte, ended func() (ExitStatus, bool)) error {
+	r, ok := term.(inputModesReader)
 	if !ok {
 		return nil
 	}
 	deny := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s %s %s: %s", ErrDenied, tool, s.id, cmdline.Quote(string(input)), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s %s %s: %s", ErrDenied, tool, id, cmdline.Quote(string(input)), fmt.Sprintf(format, args...))
 	}
 	m, err := r.inputModes()
 	if err != nil {
-		if _, exited := s.ended(); exited {
-			return nil // the write reports the exit
+		if _, exited := ended(); exited {
+			return nil
 		}
 		return deny("the terminal's modes cannot be read, so the input cannot be judged as the terminal reads it: %v", err)
 	}

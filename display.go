@@ -68,7 +68,7 @@ func (s *Session) syncScreen() {
 		s.disp.mu.Lock()
 		done := s.syncScreenBy(time.Now().Add(processorSlice))
 		s.disp.mu.Unlock()
-		if done || s.typing.dying.Load() {
+		if done || s.typing.stopped() {
 			return
 		}
 	}
@@ -99,17 +99,14 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 		s.disp.screen = screen.New(cols, rows)
 		s.disp.piece = 1 // grows as fast as pieces parse quickly
 	}
-	s.disp.answering.Add(1) // held over from the query flag to the reply queued (see queueReply)
+	s.disp.answering.Add(1) // held over from the query flag to the reply queued (see replier.queue)
 	s.disp.parses.Add(1)
 	defer s.disp.answering.Add(-1)
 	s.disp.queries.Store(false) // whatever asked is in what is parsed now
 	// The screen reads the ring in place: the reader does not write over
 	// bytes the screen has not parsed (see feed), so only taking the slices
 	// needs the lock.
-	s.out.inMu.Lock()
-	a, b, _ := s.out.ring.slices(s.disp.screenOff.Load())
-	end := s.out.ring.end()
-	s.out.inMu.Unlock()
+	a, b, end := s.out.slices(s.disp.screenOff.Load())
 	from := end - int64(len(a)+len(b))
 	if from == end {
 		return true
@@ -118,9 +115,9 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	// find the part that scrolled away unseen.
 	// settled before nonPlainEnd: the renderer stores them the other way
 	// round, so a batch counted as settled here has its flag seen too.
-	settled := s.out.settled.Load()
+	settled := s.out.rendered()
 	plain := int64(0)
-	if from >= s.out.nonPlainEnd.Load() {
+	if s.out.plainSince(from) {
 		plain = max(min(settled, end)-from, 0)
 	}
 	var reply []byte
@@ -144,7 +141,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 	} else {
 		s.disp.screenOff.Store(end)
 	}
-	s.queueReply(reply)
+	s.rep.queue(reply, &s.disp.answering, &s.typing)
 	return !late
 }
 
@@ -155,7 +152,7 @@ func (s *Session) syncScreenBy(limit time.Time) bool {
 // whether it stopped for the limit. Call with disp.mu held.
 func (s *Session) parsePieces(reply, p []byte, limit time.Time) ([]byte, int64, bool) {
 	parsed := int64(0)
-	for len(p) > 0 && !s.typing.dying.Load() {
+	for len(p) > 0 && !s.typing.stopped() {
 		now := time.Now()
 		if !limit.IsZero() && now.After(limit) {
 			return reply, parsed, true
@@ -223,9 +220,16 @@ func (s *Session) Resize(cols, rows int) error {
 	s.disp.screen.Resize(cols, rows)
 	s.taps.resize(s.disp.screenOff.Load(), cols, rows) // with disp.mu held: at the place in the output where it happened
 	s.mu.Lock()
-	s.text.settle.setCols(cols)
-	s.text.settle.setRows(rows)
-	s.text.cols, s.text.rows = cols, rows
+	s.text.resize(cols, rows)
 	s.mu.Unlock()
 	return nil
+}
+
+// --- added by parts-pipe ---
+
+// due reports whether the screen must parse what it has not, up to ring
+// offset end of out: a query awaits its answer, or the ring would soon
+// drop bytes it never saw.
+func (d *display) due(end int64, out *output) bool {
+	return d.queries.Load() || out.far(end, d.screenOff.Load())
 }

@@ -54,61 +54,91 @@ func WithEvents(ctx context.Context, f func(Event)) context.Context {
 	return context.WithValue(ctx, eventsKey{}, f)
 }
 
-// watch sends s's output events to the function ctx carries (WithEvents),
-// if any, until the func it returns is called: those whose lines differ
-// from the ones it heard last, at first from the lines before the call (a
-// newline or an escape sequence trailing them changes nothing to show). A
-// start's watcher hears the session's lines from the first, those
-// rendered before it was added too: the program may print before the
-// start's wait begins, and then print nothing more.
-func (s *Session) watch(ctx context.Context, start bool) func() {
+// watch sends the session's output events to the function ctx carries
+// (WithEvents), if any, until the func it returns is called: those whose
+// lines differ from the ones it heard last, at first from the lines
+// before the call (tail's; a newline or an escape sequence trailing them
+// changes nothing to show). A start's watcher hears the session's lines
+// from the first, those rendered before it was added too: the program may
+// print before the start's wait begins, and then print nothing more: due
+// says that such an event is to be scheduled now. m is the session's
+// Manager, whose mu guards the watchers.
+func (e *outputEvents) watch(ctx context.Context, m *Manager, start bool, tail func(n int) []string) (unwatch func(), due bool) {
 	f, _ := ctx.Value(eventsKey{}).(func(Event))
 	if f == nil {
-		return func() {}
+		return func() {}, false
 	}
 	// Taken before w is added: output rendered in between is news to it.
 	w := &watcher{f: f, active: true}
-	last := s.Tail(outputLines)
+	last := tail(outputLines)
 	early := start && len(last) > 0
 	if !start {
 		w.last = last
 	}
-	s.m.mu.Lock()
-	s.ev.watchers = append(s.ev.watchers, w)
-	s.m.mu.Unlock()
-	s.ev.watched.Add(1)
-	if early {
-		s.armOutput()
-	}
+	e.add(m, w)
 	return func() {
 		w.mu.Lock() // after f's event, if one is under way
 		w.active = false
 		w.mu.Unlock()
-		s.ev.watched.Add(-1)
-		s.m.mu.Lock()
-		s.ev.watchers = slices.DeleteFunc(s.ev.watchers, func(x *watcher) bool { return x == w })
-		s.m.mu.Unlock()
-	}
+		e.remove(m, w)
+	}, early && e.due(true)
 }
 
-// outputChanged is the reader's news that output was rendered. It arms one
-// timer at a time, so it never blocks and costs nothing when no one
-// listens; the timer sends the event at most outputEvery after the last.
-func (s *Session) outputChanged() {
-	if s.m.opts.OnEvent == nil && s.ev.watched.Load() == 0 {
-		return
-	}
-	s.armOutput()
+// add has w hear the output events from now on.
+func (e *outputEvents) add(m *Manager, w *watcher) {
+	m.mu.Lock()
+	e.watchers = append(e.watchers, w)
+	m.mu.Unlock()
+	e.watched.Add(1)
 }
 
-// armOutput has an output event sent, unless one is already due: that one
-// takes the lines, and the watchers, as they are when it is sent.
-func (s *Session) armOutput() {
-	if !s.ev.outArmed.CompareAndSwap(false, true) {
-		return
+// remove has w hear no more output events.
+func (e *outputEvents) remove(m *Manager, w *watcher) {
+	e.watched.Add(-1)
+	m.mu.Lock()
+	e.watchers = slices.DeleteFunc(e.watchers, func(x *watcher) bool { return x == w })
+	m.mu.Unlock()
+}
+
+// due is the news that output was rendered: it reports whether an output
+// event must be scheduled, because someone listens (listened: the host's
+// OnEvent; or a watcher) and none is due yet, which it then claims. The
+// one event due takes the lines, and the watchers, as they are when it is
+// sent; so the reader never blocks and it costs nothing when no one
+// listens.
+func (e *outputEvents) due(listened bool) bool {
+	if !listened && e.watched.Load() == 0 {
+		return false
 	}
-	delay := time.Duration(s.ev.outLast.Load() + int64(outputEvery) - time.Now().UnixNano())
-	s.ev.outTimer.Store(time.AfterFunc(max(delay, 0), s.emitOutput))
+	return e.outArmed.CompareAndSwap(false, true)
+}
+
+// schedule has send run for the event due, at most outputEvery after the
+// last one was sent.
+func (e *outputEvents) schedule(send func()) {
+	delay := time.Duration(e.outLast.Load() + int64(outputEvery) - time.Now().UnixNano())
+	e.outTimer.Store(time.AfterFunc(max(delay, 0), send))
+}
+
+// sent records that the event due is sent at now. Before the lines are
+// taken: output rendered after this makes the next event due, so none is
+// lost.
+func (e *outputEvents) sent(now time.Time) {
+	e.outLast.Store(now.UnixNano())
+	e.outArmed.Store(false)
+}
+
+// queue queues ev for the watchers whose lines it changes; it reports
+// whether the delivery must be started. Call with m.mu held.
+func (e *outputEvents) queue(m *Manager, ev Event) bool {
+	start := false
+	for _, w := range e.watchers {
+		if !slices.Equal(ev.Lines, w.last) {
+			w.last = ev.Lines
+			start = m.enqueueOutput(queued{e: ev, to: w}) || start
+		}
+	}
+	return start
 }
 
 // emitOutput queues an output event with the newest lines.
@@ -117,10 +147,7 @@ func (s *Session) emitOutput() {
 	// One time for the spacing and the event: taken apart, a pause
 	// between them would show events closer than outputEvery.
 	now := time.Now()
-	s.ev.outLast.Store(now.UnixNano())
-	// Disarmed before the lines are taken: output rendered after this
-	// arms the next event, so none is lost.
-	s.ev.outArmed.Store(false)
+	s.ev.sent(now)
 	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: now}
 	m := s.m
 	m.mu.Lock()
@@ -131,12 +158,7 @@ func (s *Session) emitOutput() {
 		if m.opts.OnEvent != nil {
 			start = m.enqueueOutput(queued{e: e}) || start
 		}
-		for _, w := range s.ev.watchers {
-			if !slices.Equal(e.Lines, w.last) {
-				w.last = e.Lines
-				start = m.enqueueOutput(queued{e: e, to: w}) || start
-			}
-		}
+		start = s.ev.queue(m, e) || start
 	}
 	m.mu.Unlock()
 	if start {
@@ -161,9 +183,9 @@ func (m *Manager) enqueueOutput(q queued) bool {
 	return m.enqueue(q)
 }
 
-// stopOutput stops a pending output event once the reader has stopped.
-func (s *Session) stopOutput() {
-	if t := s.ev.outTimer.Load(); t != nil {
+// stop stops a pending output event once the reader has stopped.
+func (e *outputEvents) stop() {
+	if t := e.outTimer.Load(); t != nil {
 		t.Stop()
 	}
 }

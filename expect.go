@@ -33,14 +33,14 @@ func (s *Session) Expect(ctx context.Context, re *regexp.Regexp) (string, error)
 	e := &s.exp
 	for {
 		s.mu.Lock()
-		ch := s.changes()
-		e.skipTo(s.text.readOff) // a result returned it
-		end, over := s.out.settled.Load(), s.text.drained
+		ch := s.text.changes()
+		e.skipTo(s.text.returned()) // a result returned it
+		end, over := s.out.rendered(), s.text.complete()
 		s.mu.Unlock()
 		e.fill(end, &s.out)
 		if out, off, ok := e.match(re); ok {
 			s.mu.Lock()
-			s.readTo(off)
+			s.text.readTo(off, s.out.start())
 			s.mu.Unlock()
 			return out, nil
 		}
@@ -121,7 +121,7 @@ func (e *expectState) fill(end int64, out *output) {
 	if end <= e.raw {
 		return
 	}
-	raw, lost := out.copyRange(e.rest, e.raw, end)
+	raw, lost := out.appendRange(e.rest, e.raw, end)
 	n := len(raw) - len(e.rest)
 	if lost > 0 { // the ring dropped output Expect never saw: go on after it
 		raw = raw[len(e.rest):]

@@ -82,7 +82,7 @@ func (m *Manager) approveWrite(ctx context.Context, tool string, s *Session, inp
 	}
 	// Read after the wait: what the terminal binds now is what acts on
 	// the input.
-	if err := s.checkControlChars(tool, input); err != nil {
+	if err := checkControlChars(s.term, s.id, tool, input, s.ended); err != nil {
 		return false, err
 	}
 	if err := m.approve(ctx, ApprovalRequest{Tool: tool, ID: s.id, Command: s.command, Input: string(input), Foreground: fg}); err != nil {

@@ -1,45 +1,60 @@
 package agentpty
 
 import (
-	"context"
+	"sync"
 	"time"
 )
 
 // idleClock is the host's bounds on a session (Options.IdleTimeout,
-// MaxLifetime); guarded by Session.mu.
+// MaxLifetime).
 type idleClock struct {
-	idle, life *time.Timer // nil once killed
-	calls      int         // calls in progress; the idle clock waits for none
+	mu         sync.Mutex  // a leaf: nothing is taken under it
+	idle, life *time.Timer // nil once stopped
+	timeout    time.Duration
+	calls      int // calls in progress; the idle clock waits for none
+}
+
+// arm starts the bounds, each of them that is not zero: reap runs once the
+// session has been idle for idle, or has lived for life.
+func (c *idleClock) arm(idle, life time.Duration, reap func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timeout = idle
+	if idle > 0 {
+		c.idle = time.AfterFunc(idle, reap)
+	}
+	if life > 0 {
+		c.life = time.AfterFunc(life, reap)
+	}
 }
 
 // use stops the idle clock for a call; the func it returns restarts it
 // once no call is in progress.
-func (s *Session) use() func() {
-	s.mu.Lock()
-	s.clock.calls++
-	if s.clock.idle != nil {
-		s.clock.idle.Stop()
+func (c *idleClock) use() func() {
+	c.mu.Lock()
+	c.calls++
+	if c.idle != nil {
+		c.idle.Stop()
 	}
-	s.mu.Unlock()
+	c.mu.Unlock()
 	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.clock.calls--; s.clock.calls == 0 && s.clock.idle != nil {
-			s.clock.idle.Reset(s.m.opts.IdleTimeout)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.calls--; c.calls == 0 && c.idle != nil {
+			c.idle.Reset(c.timeout)
 		}
 	}
 }
 
-// armTimers starts the host's bounds on the session. Called with the
-// manager's mu held, once the session has its id.
-func (s *Session) armTimers() {
-	reap := func() { _, _ = s.m.end(context.Background(), s, EventReaped) }
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d := s.m.opts.IdleTimeout; d > 0 {
-		s.clock.idle = time.AfterFunc(d, reap)
+// stop stops both bounds for good: a call returning after the kill does
+// not rearm them.
+func (c *idleClock) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range []*time.Timer{c.idle, c.life} {
+		if t != nil {
+			t.Stop()
+		}
 	}
-	if d := s.m.opts.MaxLifetime; d > 0 {
-		s.clock.life = time.AfterFunc(d, reap)
-	}
+	c.idle, c.life = nil, nil
 }

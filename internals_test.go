@@ -27,7 +27,7 @@ func screenLag(s *Session) int64 {
 func queuedReplies(s *Session) int {
 	s.rep.mu.Lock()
 	defer s.rep.mu.Unlock()
-	return len(s.rep.queue)
+	return len(s.rep.pending)
 }
 
 // tapCount is how many taps (recordings, attachments) are registered.
@@ -42,7 +42,7 @@ func tapCount(s *Session) int {
 func nextChange(s *Session) (<-chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changes(), s.text.drained
+	return s.text.changes(), s.text.complete()
 }
 
 // parsedSnapshot parses everything the ring holds into the screen and

@@ -304,8 +304,9 @@ func cursorKeys(p []byte, m keyModes) []byte {
 
 // typedBytes is what a write types: input (escapes decoded unless
 // literal, its cursor keys as the keyboard sends them in the terminal's
-// modes), then the keys, then the Enter of submit.
-func (s *Session) typedBytes(req WriteRequest, keys []key) []byte {
+// modes, which modes reads when they are needed), then the keys, then the
+// Enter of submit.
+func typedBytes(req WriteRequest, keys []key, modes func() keyModes) []byte {
 	var input []byte
 	if req.Literal {
 		input = []byte(req.Input)
@@ -313,7 +314,7 @@ func (s *Session) typedBytes(req WriteRequest, keys []key) []byte {
 		input = decodeInput(req.Input)
 	}
 	if len(keys) > 0 || (!req.Literal && bytes.Contains(input, []byte("\x1b["))) {
-		m := s.keyModes()
+		m := modes()
 		if !req.Literal {
 			input = cursorKeys(input, m)
 		}

@@ -512,7 +512,7 @@ func (m *Manager) register(s *Session) bool {
 		return false
 	}
 	m.sessions[s.id] = s
-	s.armTimers()
+	s.clock.arm(m.opts.IdleTimeout, m.opts.MaxLifetime, func() { _, _ = m.end(context.Background(), s, EventReaped) })
 	return true
 }
 
@@ -581,7 +581,7 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if err != nil {
 		return WriteResult{}, err
 	}
-	input := s.typedBytes(req, keys)
+	input := typedBytes(req, keys, s.keyModes)
 	atPrompt, err := m.approveWrite(ctx, ToolWrite, s, input)
 	if err != nil {
 		return WriteResult{}, err

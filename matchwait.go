@@ -42,7 +42,7 @@ func (l *looker) look() bool {
 	}
 	hit := l.parked && l.s.unparkMatch()
 	l.parked = false
-	return hit || l.want.inSettled(l.s.text.settle)
+	return hit || l.want.inSettled(l.s.text.settler())
 }
 
 // wake returns what wakes the call: the reader's release when park (the
@@ -58,7 +58,7 @@ func (l *looker) wake(park bool) <-chan struct{} {
 	if park && m.tell != nil {
 		m.tell("beside")
 	}
-	return l.s.changes()
+	return l.s.text.changes()
 }
 
 // done ends the looks: the reader stops looking, and the call's buffers
@@ -129,7 +129,7 @@ func (s *Session) lookForMatch(n int) {
 	if m.want == nil || m.released {
 		return
 	}
-	st := s.text.settle
+	st := s.text.settler()
 	switch {
 	case n > readerLooks || st.altScreen():
 		s.releaseMatch(false) // the call looks itself: on the screen, or at leisure through a flood

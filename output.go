@@ -1,9 +1,9 @@
 package agentpty
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // output is the session's byte pipeline: the ring the reader fills, and
@@ -14,6 +14,12 @@ type output struct {
 	// held only for those, so the reader never waits behind rendering.
 	inMu sync.Mutex
 	ring *ring
+	// lag is how far rendering or the screen may fall behind the reader
+	// before it waits: half a ring. A read (see readMax) then never
+	// writes over bytes not yet rendered and parsed, which can therefore
+	// be read in place.
+	lag     int64
+	readMax int // the most the reader takes in one read: at most what the ring holds beyond the lag
 
 	renderMu    sync.Mutex    // one renderer at a time: the reader, or the processor when the reader found it busy
 	batch       []byte        // the renderer's copy of what it renders next, when not the read itself; under renderMu
@@ -28,6 +34,12 @@ type output struct {
 	nonPlainEnd atomic.Int64
 }
 
+func newOutput(scrollback int) output {
+	lag := scrollback / 2
+	return output{ring: newRing(scrollback), lag: int64(lag), readMax: min(16<<10, max(scrollback-lag, 1)), kick: make(chan struct{}, 1), progress: make(chan struct{}, 1),
+		readerDone: make(chan struct{}), processDone: make(chan struct{})}
+}
+
 // end is the offset one past the newest byte read.
 func (o *output) end() int64 {
 	o.inMu.Lock()
@@ -35,24 +47,65 @@ func (o *output) end() int64 {
 	return o.ring.end()
 }
 
-func newOutput(scrollback int) output {
-	return output{ring: newRing(scrollback), kick: make(chan struct{}, 1), progress: make(chan struct{}, 1),
-		readerDone: make(chan struct{}), processDone: make(chan struct{})}
+// start is the offset of the oldest byte the ring still holds.
+func (o *output) start() int64 {
+	o.inMu.Lock()
+	defer o.inMu.Unlock()
+	return o.ring.start()
 }
 
-// read is the one goroutine that reads the terminal. Each read goes to
-// feed, which renders the settled text and leaves the screen to the
-// processor, so the terminal is drained at the speed of the kernel.
-func (s *Session) read() {
-	defer close(s.out.readerDone)
+// slices returns the ring's bytes from off on, in place, and the offset
+// they end at. They stay valid while the reader waits for the screen (see
+// feed).
+func (o *output) slices(off int64) (a, b []byte, end int64) {
+	o.inMu.Lock()
+	defer o.inMu.Unlock()
+	a, b, _ = o.ring.slices(off)
+	return a, b, o.ring.end()
+}
+
+// appendRange appends the ring's bytes from off up to to to dst, and
+// counts those of them the ring has dropped.
+func (o *output) appendRange(dst []byte, off, to int64) ([]byte, int64) {
+	o.inMu.Lock()
+	defer o.inMu.Unlock()
+	return o.ring.appendRange(dst, off, to)
+}
+
+// rendered is the ring offset the settled text is rendered up to.
+func (o *output) rendered() int64 { return o.settled.Load() }
+
+// plainSince reports that what was rendered from ring offset off on was
+// plain text. Read rendered first: renderedTo stores them the other way
+// round.
+func (o *output) plainSince(off int64) bool { return off >= o.nonPlainEnd.Load() }
+
+// renderedTo records that the settled text is rendered up to end, the end
+// of a batch that held more than plain text when nonPlain.
+func (o *output) renderedTo(end int64, nonPlain bool) {
+	if nonPlain {
+		o.nonPlainEnd.Store(end)
+	}
+	o.settled.Store(end)
+}
+
+// far reports that off is more than the lag behind end.
+func (o *output) far(end, off int64) bool { return end-off > o.lag }
+
+// read is the one goroutine that reads term. Each read goes to take,
+// which renders the settled text and leaves the screen to the processor,
+// so the terminal is drained at the speed of the kernel. drainSeen hears
+// that what the program wrote before it exited is read.
+func (o *output) read(term Terminal, take func([]byte), drainSeen func()) {
+	defer close(o.readerDone)
 	// A small buffer until a read fills it: most sessions sit idle, and a
 	// flood finds the full size after its first read.
-	size := s.readSize()
+	size := o.readMax
 	buf := make([]byte, min(1<<10, size))
 	for {
-		n, err := s.term.Read(buf)
+		n, err := term.Read(buf)
 		if n > 0 {
-			s.take(buf[:n])
+			take(buf[:n])
 		}
 		if n == len(buf) && n < size {
 			buf = make([]byte, size)
@@ -62,62 +115,124 @@ func (s *Session) read() {
 		case err == errExitDrained:
 			// What the program wrote before it exited is read; a
 			// background job may still write.
-			s.drainSeenAt()
+			drainSeen()
 		default:
-			s.drainSeenAt()
+			drainSeen()
 			return
 		}
 	}
 }
 
+// store puts p in the ring, first waiting while rendering or the screen
+// (parsed up to screenOff) is over the lag behind, so no byte leaves the
+// ring unseen and the program feels the back-pressure as it would from a
+// slow terminal. It returns the ring's end. Only the reader calls it.
+func (o *output) store(p []byte, screenOff *atomic.Int64) int64 {
+	for o.far(o.ring.end(), min(o.settled.Load(), screenOff.Load())) {
+		o.wake()
+		<-o.progress
+	}
+	o.inMu.Lock()
+	defer o.inMu.Unlock()
+	o.ring.write(p)
+	return o.ring.end()
+}
+
+// renderNew renders with to what is new, when no one else renders: p
+// itself, just stored and ending at end, without a copy when nothing is
+// left from before. It reports false when the processor is rendering.
+func (o *output) renderNew(p []byte, end int64, to func(batch []byte, end int64)) bool {
+	if !o.renderMu.TryLock() {
+		return false
+	}
+	if o.settled.Load() == end-int64(len(p)) {
+		to(p, end)
+	} else {
+		o.renderLocked(to) // the processor left some behind
+	}
+	o.renderMu.Unlock()
+	return true
+}
+
+// wake tells the processor there is work, without waiting.
+func (o *output) wake() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+// process renders with to what the reader left to it, and hands the end
+// of what it rendered to screen, which feeds the screen when a query
+// needs an answer or the screen falls far behind. It runs until the
+// reader has stopped and everything is rendered.
+func (o *output) process(to func(batch []byte, end int64), screen func(end int64)) {
+	defer close(o.processDone)
+	for {
+		select {
+		case <-o.kick:
+		case <-o.readerDone:
+			o.render(to)
+			return
+		}
+		o.render(to)
+		screen(o.end())
+		select {
+		case o.progress <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// awaitProcessed waits for the processor to end, or ctx.
+func (o *output) awaitProcessed(ctx context.Context) error {
+	select {
+	case <-o.processDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// render renders everything new from the ring with to, in batches.
+func (o *output) render(to func(batch []byte, end int64)) {
+	o.renderMu.Lock()
+	defer o.renderMu.Unlock()
+	o.renderLocked(to)
+}
+
+// renderLocked is render with renderMu held.
+func (o *output) renderLocked(to func(batch []byte, end int64)) {
+	for {
+		var end int64
+		o.batch, end = o.copyFrom(o.batch, o.settled.Load())
+		if len(o.batch) == 0 {
+			break
+		}
+		to(o.batch, end)
+	}
+	if cap(o.batch) > 64<<10 {
+		o.batch = nil // an idle session keeps no large batch buffer
+	}
+}
+
+// copyFrom copies the ring's bytes from off into buf, reusing its memory,
+// and returns them with the offset they end at. inMu is held only for the
+// copy.
+func (o *output) copyFrom(buf []byte, off int64) ([]byte, int64) {
+	o.inMu.Lock()
+	defer o.inMu.Unlock()
+	buf, _ = o.ring.appendFrom(buf[:0], off)
+	return buf, o.ring.end()
+}
+
 // feed stores p in the ring and renders it into the settled text, which
 // keeps pace with any terminal; the screen, which may not, is left to the
 // processor. When the processor is busy rendering, feed leaves p to it.
-// When rendering or the screen falls half a ring behind, the reader waits,
-// so no byte leaves the ring unseen and the program feels the
-// back-pressure as it would from a slow terminal.
 func (s *Session) feed(p []byte) {
-	limit := s.lag()
-	for s.out.ring.end()-min(s.out.settled.Load(), s.disp.screenOff.Load()) > limit {
-		s.kickProcessor()
-		<-s.out.progress
-	}
-	s.out.inMu.Lock()
-	s.out.ring.write(p)
-	end := s.out.ring.end()
-	s.out.inMu.Unlock()
-	if s.out.renderMu.TryLock() {
-		if s.out.settled.Load() == end-int64(len(p)) {
-			s.renderBatch(p, end) // p is all that is new: no copy
-		} else {
-			s.renderLocked() // the processor left some behind
-		}
-		s.out.renderMu.Unlock()
-	} else {
-		s.kickProcessor()
-	}
-	if s.screenDue(end) {
-		s.kickProcessor()
-	}
-}
-
-// lag is how far rendering or the screen may fall behind the reader
-// before it waits: half a ring. A read (see readSize) then never writes
-// over bytes not yet rendered and parsed, which can therefore be read in
-// place.
-func (s *Session) lag() int64 { return int64(s.m.opts.ScrollbackBytes / 2) }
-
-// readSize is the most the reader takes in one read: at most what the ring
-// holds beyond the lag.
-func (s *Session) readSize() int {
-	return min(16<<10, max(s.m.opts.ScrollbackBytes-int(s.lag()), 1))
-}
-
-// kickProcessor tells the processor there is work, without waiting.
-func (s *Session) kickProcessor() {
-	select {
-	case s.out.kick <- struct{}{}:
-	default:
+	end := s.out.store(p, &s.disp.screenOff)
+	if !s.out.renderNew(p, end, s.renderBatch) || s.disp.due(end, &s.out) {
+		s.out.wake()
 	}
 }
 
@@ -127,64 +242,10 @@ func (s *Session) drainSeenAt() {
 	s.sec.flush(s) // nothing more comes to complete a secret held back
 	end := s.out.end()
 	s.mu.Lock()
-	if !s.text.drainSeen {
-		s.text.drainSeen, s.text.drainOff = true, end
+	if s.text.sawDrain(end) {
 		s.checkDrained()
 	}
 	s.mu.Unlock()
-}
-
-// process renders what the reader left to it, and feeds the screen when a
-// query needs an answer or the screen falls far behind. It runs until the
-// reader has stopped and everything is rendered.
-func (s *Session) process() {
-	defer close(s.out.processDone)
-	for {
-		select {
-		case <-s.out.kick:
-		case <-s.out.readerDone:
-			s.render()
-			return
-		}
-		s.render()
-		end := s.out.end()
-		if s.screenDue(end) {
-			s.syncScreen()
-		}
-		select {
-		case s.out.progress <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// screenDue reports whether the screen must parse what it has not, up to
-// ring offset end: a query awaits its answer, or the ring would soon drop
-// bytes it never saw.
-func (s *Session) screenDue(end int64) bool {
-	return s.disp.queries.Load() || end-s.disp.screenOff.Load() > s.lag()
-}
-
-// render takes everything new from the ring in batches.
-func (s *Session) render() {
-	s.out.renderMu.Lock()
-	defer s.out.renderMu.Unlock()
-	s.renderLocked()
-}
-
-// renderLocked is render with renderMu held.
-func (s *Session) renderLocked() {
-	for {
-		var end int64
-		s.out.batch, end = s.copyFrom(s.out.batch, s.out.settled.Load())
-		if len(s.out.batch) == 0 {
-			break
-		}
-		s.renderBatch(s.out.batch, end)
-	}
-	if cap(s.out.batch) > 64<<10 {
-		s.out.batch = nil // an idle session keeps no large batch buffer
-	}
 }
 
 // renderBatch renders the ring's bytes from settled up to end, which are
@@ -192,61 +253,25 @@ func (s *Session) renderLocked() {
 // with renderMu held.
 func (s *Session) renderBatch(batch []byte, end int64) {
 	s.mu.Lock()
-	ev := s.text.settle.write(batch)
-	if ev&evNonPlain != 0 {
-		s.out.nonPlainEnd.Store(end)
-	}
-	if ev&evSyncEnd != 0 {
-		s.text.frameEnd = end
-	}
+	ev := s.text.render(batch, end)
 	if ev&evQuery != 0 {
 		s.disp.queries.Store(true) // before settled: State never sees the query rendered but not owed
 	}
-	s.out.settled.Store(end)
-	s.text.lastOutput = time.Now()
-	s.wakeChanged()
+	s.out.renderedTo(end, ev&evNonPlain != 0)
+	s.text.wake()
 	s.lookForMatch(len(batch))
 	s.checkDrained()
 	s.mu.Unlock()
-	s.outputChanged()
-}
-
-// copyFrom copies the ring's bytes from off into buf, reusing its memory,
-// and returns them with the offset they end at. inMu is held only for the
-// copy.
-func (s *Session) copyFrom(buf []byte, off int64) ([]byte, int64) {
-	s.out.inMu.Lock()
-	defer s.out.inMu.Unlock()
-	buf, _ = s.out.ring.appendFrom(buf[:0], off)
-	return buf, s.out.ring.end()
+	if s.ev.due(s.m.opts.OnEvent != nil) {
+		s.ev.schedule(s.emitOutput)
+	}
 }
 
 // broadcast wakes every waiter. Call with mu held.
 func (s *Session) broadcast() {
-	s.wakeChanged()
+	s.text.wake()
 	s.releaseMatch(false)
 }
-
-// wakeChanged wakes the waiters on changes: all but a call parked on its
-// pattern. Call with mu held.
-func (s *Session) wakeChanged() {
-	if s.changed != nil {
-		close(s.changed)
-		s.changed = nil
-	}
-}
-
-// changes returns the channel the next broadcast closes, made only when
-// someone waits, so rendering with no waiter allocates nothing. Call with mu
-// held.
-func (s *Session) changes() <-chan struct{} {
-	if s.changed == nil {
-		s.changed = make(chan struct{})
-	}
-	return s.changed
-}
-
-// --- added by parts-around ---
 
 // take is the reader's way in: p goes to feed, masked when the session has
 // secrets (secrets.pass).
@@ -255,14 +280,6 @@ func (s *Session) take(p []byte) {
 		s.feed(p)
 	}
 	if s.m.opts.OnEvent != nil {
-		noteHidden(s, s.echoOff())
+		noteHidden(s, terminalEchoOff(s.term))
 	}
-}
-
-// copyRange appends the ring's bytes from offset off up to to to dst under
-// the input lock, as ring.appendRange says (lost: what the ring dropped).
-func (o *output) copyRange(dst []byte, off, to int64) (b []byte, lost int64) {
-	o.inMu.Lock()
-	defer o.inMu.Unlock()
-	return o.ring.appendRange(dst, off, to)
 }

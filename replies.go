@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,19 +17,20 @@ import (
 // replier holds the query replies on their way to the reply writer.
 type replier struct {
 	mu      sync.Mutex // a leaf: nothing is taken under it
-	queue   []byte     // at most maxReplyBytes; count of them are counted in display.answering
+	pending []byte     // at most maxReplyBytes; count of them are counted in display.answering
 	count   int32
 	running bool // the reply writer is running
 	stopped bool // the session is being killed: replies are not sent
 	wg      sync.WaitGroup
 }
 
-// stop drops the replies from now on; the reply writer under way ends
-// after its write.
+// stop drops the replies from now on, and waits for the reply writer
+// under way to end after its write.
 func (r *replier) stop() {
 	r.mu.Lock()
 	r.stopped = true
 	r.mu.Unlock()
+	r.wg.Wait()
 }
 
 // isStopped reports whether stop was called.
@@ -38,54 +40,54 @@ func (r *replier) isStopped() bool {
 	return r.stopped
 }
 
-// queueReply hands reply, whole replies each beginning with ESC, to the
-// reply writer, starting it if it is not running; replies that do not fit
-// under maxReplyBytes are dropped.
-func (s *Session) queueReply(reply []byte) {
+// queue hands reply, whole replies each beginning with ESC, to the reply
+// writer, which types them through t, starting it if it is not running;
+// replies that do not fit under maxReplyBytes are dropped. answering
+// counts the replies on their way until they are typed (see State).
+func (r *replier) queue(reply []byte, answering *atomic.Int32, t *typing) {
 	if len(reply) == 0 {
 		return
 	}
-	s.rep.mu.Lock()
-	defer s.rep.mu.Unlock()
-	if s.rep.stopped {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
 		return
 	}
-	if room := maxReplyBytes - len(s.rep.queue); len(reply) > room {
+	if room := maxReplyBytes - len(r.pending); len(reply) > room {
 		// Whole replies only: each begins with ESC.
 		reply = reply[:max(bytes.LastIndexByte(reply[:room+1], 0x1b), 0)]
 	}
 	if len(reply) > 0 {
-		// State counts it as an answer on its way until it is typed.
-		s.disp.answering.Add(1)
-		s.rep.count++
+		answering.Add(1)
+		r.count++
 	}
-	s.rep.queue = append(s.rep.queue, reply...)
-	if !s.rep.running && len(s.rep.queue) > 0 {
-		s.rep.running = true
-		s.rep.wg.Add(1)
-		go s.writeReplies()
+	r.pending = append(r.pending, reply...)
+	if !r.running && len(r.pending) > 0 {
+		r.running = true
+		r.wg.Add(1)
+		go r.write(answering, t)
 	}
 }
 
-// writeReplies types the queued replies until none is left. A write the
-// program does not take within replyTimeout is dropped.
-func (s *Session) writeReplies() {
-	defer s.rep.wg.Done()
+// write types the queued replies until none is left. A write the program
+// does not take within replyTimeout is dropped.
+func (r *replier) write(answering *atomic.Int32, t *typing) {
+	defer r.wg.Done()
 	var batch []byte
 	for {
-		s.rep.mu.Lock()
-		batch, s.rep.queue = s.rep.queue, batch[:0]
-		n := s.rep.count
-		s.rep.count = 0
-		if len(batch) == 0 || s.rep.stopped {
-			s.rep.running = false
-			s.rep.queue = nil
-			s.rep.mu.Unlock()
-			s.disp.answering.Add(-n)
+		r.mu.Lock()
+		batch, r.pending = r.pending, batch[:0]
+		n := r.count
+		r.count = 0
+		if len(batch) == 0 || r.stopped {
+			r.running = false
+			r.pending = nil
+			r.mu.Unlock()
+			answering.Add(-n)
 			return
 		}
-		s.rep.mu.Unlock()
-		_, _ = s.writeTerminal(context.Background(), batch, time.Now().Add(replyTimeout))
-		s.disp.answering.Add(-n)
+		r.mu.Unlock()
+		_, _ = t.write(context.Background(), batch, time.Now().Add(replyTimeout))
+		answering.Add(-n)
 	}
 }

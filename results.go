@@ -44,11 +44,12 @@ func (s *Session) runResult(w waitResult, state TerminalState, done bool, out, w
 // program ended. Call with mu held; spool is handed the whole output
 // after (see Manager.spool).
 func (s *Session) killResult() (KillResult, string) {
-	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
+	out, whole := s.text.settler().readWhole(s.m.opts.MaxOutputBytes, s.m.opts.Spool != nil, false)
 	out, whole = s.sh.showRuns(out), s.sh.showRuns(whole)
-	truncated, lost := s.readTo(s.out.settled.Load())
+	truncated, lost := s.text.readTo(s.out.rendered(), s.out.start())
 	res := KillResult{ID: s.id, Output: out, Truncated: truncated, OutputLost: outputLost(truncated, lost)}
-	res.ExitCode, res.Signal = s.text.status.exitFields()
+	st, _ := s.text.ended()
+	res.ExitCode, res.Signal = st.exitFields()
 	return res, whole
 }
 
@@ -80,21 +81,23 @@ func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(m
 // output, for a caller that returns an output of its own (pty-run).
 func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
-	redrawn := s.text.settle.redrawn(s.text.rows) // a redraw in place shows as its screen (screenview.go)
-	var before string                             // ... after the text that came before it
+	_, rows := s.text.size()
+	redrawn := s.text.settler().redrawn(rows) // a redraw in place shows as its screen (screenview.go)
+	var before string                         // ... after the text that came before it
 	if redrawn {
-		before = s.text.settle.textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
+		before = s.text.settler().textBeforeRedraw(s.m.opts.MaxOutputBytes / 2)
 	}
-	out, whole := s.text.settle.readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
-	truncated, lost := s.text.truncated, s.unreadLost() // a peek loses what a read would, and counts nothing
+	out, whole := s.text.settler().readWhole(s.m.opts.MaxOutputBytes, spool && s.m.opts.Spool != nil, peek)
+	truncated, lost := s.text.wouldLose(s.out.start()) // a peek loses what a read would, and counts nothing
 	if !peek {
-		truncated, lost = s.readTo(s.out.settled.Load())
+		truncated, lost = s.text.readTo(s.out.rendered(), s.out.start())
 	}
-	w := waitResult{matched: matched, exited: s.text.exited, truncated: truncated, lost: lost}
-	if s.text.exited {
-		w.exitCode, w.signal = s.text.status.exitFields()
+	st, exited := s.text.ended()
+	w := waitResult{matched: matched, exited: exited, truncated: truncated, lost: lost}
+	if exited {
+		w.exitCode, w.signal = st.exitFields()
 	}
-	alt := s.text.settle.altScreen()
+	alt := s.text.settler().altScreen()
 	s.mu.Unlock()
 
 	if alt || redrawn {
@@ -131,7 +134,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	w.spool = s.m.spool(s.id, s.sh.showRuns(whole))
 	w.inputHidden = s.inputHiddenNow()
 	if w.inputHidden {
-		_, w.foregroundExe = s.promptProgram()
+		_, w.foregroundExe = promptProgram(s.m.programs(), s.term)
 	}
 	noteHidden(s, w.inputHidden)
 	return w

@@ -89,7 +89,7 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 			return WriteResult{}, errorf(ErrInvalid, "%s %s: the secret holds a control byte, which the terminal would act on", op, id)
 		}
 	}
-	defer s.use()()
+	defer s.clock.use()()
 	leave, err := s.turn(ctx, op) // in line with the session's other calls, so echo is checked just before typing
 	if err != nil {
 		return WriteResult{}, err
@@ -98,7 +98,7 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	if _, ok := s.term.(StateReader); !ok {
 		return WriteResult{}, errorf(ErrUnsupported, "%s %s: this session's terminal cannot tell whether it echoes; a secret is typed only where it can", op, id)
 	}
-	if m.opts.SecretPrograms != nil && s.programs() == nil { // Validate refuses this; kept for a Backend that lost the capability
+	if m.opts.SecretPrograms != nil && s.m.programs() == nil { // Validate refuses this; kept for a Backend that lost the capability
 		return WriteResult{}, errorf(ErrDenied, "%s %s: this session's terminal cannot name the programs at its prompt, and Options.SecretPrograms is set", op, id)
 	}
 	// A prompt seen in the output may be printed before its program turns
@@ -125,11 +125,11 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 // terminal, Options.SecretPrograms trusts when it is set; else a relay
 // Options.SecretRelays trusts.
 func trustedReader(s *Session, op string, opts Options) error {
-	if !s.echoOff() {
+	if !terminalEchoOff(s.term) {
 		return trustedRelay(s, op, opts.SecretRelays)
 	}
 	if list := opts.SecretPrograms; list != nil {
-		if err := s.programs().CheckPrograms(s.term, list); err != nil {
+		if err := s.m.programs().CheckPrograms(s.term, list); err != nil {
 			return fmt.Errorf("%w: %s %s: Options.SecretPrograms: %w", ErrDenied, op, s.id, err)
 		}
 	}
@@ -145,13 +145,13 @@ func trustedRelay(s *Session, op string, relays []string) error {
 		return errorf(ErrInvalid, "%s %s: %s (or, with Options.SecretRelays, into a relay the host trusts)", op, s.id, notHidden)
 	}
 	t, ok := s.term.(interface{ echoesNothing() bool })
-	if !ok || s.programs() == nil {
+	if !ok || s.m.programs() == nil {
 		return errorf(ErrInvalid, "%s %s: %s; this session's terminal cannot name a relay in front (Options.SecretRelays)", op, s.id, notHidden)
 	}
 	if !t.echoesNothing() {
 		return errorf(ErrInvalid, "%s %s: %s", op, s.id, notHidden)
 	}
-	if err := s.programs().CheckPrograms(s.term, relays); err != nil {
+	if err := s.m.programs().CheckPrograms(s.term, relays); err != nil {
 		return fmt.Errorf("%w: %s %s: Options.SecretRelays: %w", ErrDenied, op, s.id, err)
 	}
 	return nil
@@ -431,7 +431,7 @@ func (k *masker) matchAt(b []byte, final bool) (n int, partial bool) {
 // in line mode (see secrets.hidden).
 func noteHidden(s *Session, hidden bool) {
 	if s.sec.hidden(hidden, s.announced) {
-		name, exe := s.promptProgram()
+		name, exe := promptProgram(s.m.programs(), s.term)
 		s.m.emit(Event{Kind: EventInputHidden, ID: s.id, PID: s.pid, Command: s.command, Time: time.Now(),
 			Foreground: name, ForegroundExe: exe})
 	}

@@ -57,7 +57,7 @@ func (e ExitStatus) exitFields() (*int, string) {
 // methods are safe for concurrent use.
 //
 // A Session coordinates parts that each keep their own state: the
-// terminal and its writer (terminal.go), the output pipeline (output.go),
+// terminal and its writer (typing.go), the output pipeline (output.go),
 // the settled text and exit state (text.go, under mu), the screen
 // (display.go), the replier (replies.go), events (events.go), secrets
 // (secret.go), taps (tap.go), Expect (expect.go), and the idle clock
@@ -71,9 +71,9 @@ func (e ExitStatus) exitFields() (*int, string) {
 //
 // The reader holds the masker while it stores and renders; renderMu and
 // disp.mu are never held together. Manager.mu comes after disp.mu (Resize
-// counts cells under it) and before mu (register arms the idle clock under
-// it). Leaves, under which no lock of the session is taken: typing.mu,
-// rep.mu, lane.mu, seen.mu (state_seen.go), the shell's shown.mu
+// counts cells under it). Leaves, under which no lock of the session is
+// taken: typing.mu, rep.mu, clock.mu (register arms the idle clock under
+// Manager.mu), lane.mu, seen.mu (state_seen.go), the shell's shown.mu
 // (runshown.go), and taps.mu with each tap's mu under it (tap.go). A
 // Terminal's own locks (the local one's procFiles) come last: under
 // typing.mu (Write, Close), disp.mu (Resize) or none.
@@ -84,14 +84,14 @@ func (e ExitStatus) exitFields() (*int, string) {
 // place in the output where the terminal did. The lane is a call's turn,
 // held for the whole call.
 //
-// Goroutines of a session: read (the only reader of the terminal; it
-// renders the settled text), process (renders what the reader left and
-// feeds the screen), reap (waits for the command's exit), the reply writer
-// while replies wait, one per tap (a recording or an attachment, and an
-// attachment's input), the timers of the idle clock, output events and
-// secrets' masking, a write's watch on its ctx while it waits, and under a
-// sandbox of NewSandbox the thread that started the child, kept until it
-// exits (startOnThread).
+// Goroutines of a session: output.read (the only reader of the terminal; it
+// renders the settled text), output.process (renders what the reader left
+// and feeds the screen), reap (waits for the command's exit), the reply
+// writer (replier.write) while replies wait, one per tap (a recording or an
+// attachment, and an attachment's input), the timers of the idle clock,
+// output events and secrets' masking, a write's watch on its ctx while it
+// waits, and under a sandbox of NewSandbox the thread that started the
+// child, kept until it exits (startOnThread).
 type Session struct {
 	m       *Manager
 	num     int
@@ -102,7 +102,7 @@ type Session struct {
 	started time.Time
 	cells   int // cols×rows counted against MaxCells; guarded by the manager's mu
 
-	typing typing // the terminal's one writer (terminal.go)
+	typing typing // the terminal's one writer (typing.go)
 	lane   lane   // one call at a time, in arrival order; taken before any lock below
 
 	out  output    // the ring, the reader and the processor (output.go)
@@ -110,12 +110,10 @@ type Session struct {
 
 	// mu guards the fields below, and the parts that say so (see the lock
 	// order above).
-	mu      sync.Mutex
-	text    settledText   // the settled text and the exit state (text.go)
-	changed chan struct{} // made by a waiter, closed and dropped when output is rendered or the child exits
-	match   matcher       // the call parked on its pattern, which the reader looks for (matchwait.go)
-	sh      *shell        // a shell session's prompt marks; nil for other sessions
-	clock   idleClock     // the host's bounds on the session (idle.go)
+	mu    sync.Mutex
+	text  settledText // the settled text and the exit state (text.go)
+	match matcher     // the call parked on its pattern, which the reader looks for (matchwait.go)
+	sh    *shell      // a shell session's prompt marks; nil for other sessions
 
 	disp display // the screen and the query answers it owes (display.go)
 
@@ -123,6 +121,7 @@ type Session struct {
 	reaped    chan struct{} // closed when the child has been reaped
 	announced chan struct{} // closed once Start has emitted "created" (or given up)
 	rep       replier       // query replies on their way (replies.go)
+	clock     idleClock     // the host's bounds on the session (idle.go)
 	killOnce  sync.Once
 	killRes   KillResult
 	killErr   error
@@ -209,33 +208,33 @@ func startPlace(m *Manager, req StartRequest) (place, error) {
 // newSession coordinates the parts of a session whose command runs under
 // term, and starts its goroutines.
 func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Terminal, sh *shell) *Session {
+	id := "pty-" + strconv.Itoa(num)
 	s := &Session{
 		m:         m,
 		num:       num,
-		id:        "pty-" + strconv.Itoa(num),
+		id:        id,
 		command:   req.Command,
 		term:      term,
 		pid:       term.PID(),
 		cells:     cols * rows,
 		started:   time.Now(),
+		typing:    newTyping(term, id),
 		out:       newOutput(m.opts.ScrollbackBytes),
-		text:      settledText{settle: newSettler(2 * m.opts.ScrollbackBytes), cols: cols, rows: rows}, // the settler: its text plus bookkeeping of about 16 bytes a line
+		text:      newSettledText(m.opts.ScrollbackBytes, cols, rows),
 		done:      make(chan struct{}),
 		reaped:    make(chan struct{}),
 		announced: make(chan struct{}),
 		sh:        sh,
 	}
 	if sh != nil {
-		sh.attach(s.text.settle)
+		sh.attach(s.text.settler())
 	}
-	// Readline and other line editors move by screen row once a line is
-	// wider than the terminal; the settler needs the width to follow them,
-	// and the height to keep motion on the screen.
-	s.text.settle.setCols(cols)
-	s.text.settle.setRows(rows)
-	s.text.settle.keepCol = true // the pty's ONLCR adds the CR where output processing is on
-	go s.read()
-	go s.process()
+	go s.out.read(s.term, s.take, s.drainSeenAt)
+	go s.out.process(s.renderBatch, func(end int64) {
+		if s.disp.due(end, &s.out) {
+			s.syncScreen()
+		}
+	})
 	go s.reap()
 	return s
 }
@@ -270,10 +269,12 @@ func (s *Session) PID() int { return s.pid }
 func (s *Session) info() SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: s.text.cols, Rows: s.text.rows, Started: s.started, Exited: s.text.exited,
+	cols, rows := s.text.size()
+	st, exited := s.text.ended()
+	info := SessionInfo{ID: s.id, PID: s.pid, Command: s.command, Cols: cols, Rows: rows, Started: s.started, Exited: exited,
 		Containment: s.Containment()}
-	if s.text.exited {
-		info.ExitCode, info.Signal = s.text.status.exitFields()
+	if exited {
+		info.ExitCode, info.Signal = st.exitFields()
 	}
 	return info
 }
@@ -287,21 +288,14 @@ func (s *Session) kill(ctx context.Context) (KillResult, error) {
 // doKill ends every process the session holds (see endProcesses), then
 // reaps, closes and collects.
 func (s *Session) doKill(ctx context.Context) (KillResult, error) {
-	s.mu.Lock()
-	for _, t := range []*time.Timer{s.clock.idle, s.clock.life} {
-		if t != nil {
-			t.Stop()
-		}
-	}
-	s.clock.idle, s.clock.life = nil, nil // a call returning after the kill must not rearm
-	s.mu.Unlock()
-
-	s.stopWrites()
+	s.clock.stop()
+	s.changing()
+	s.typing.stop()
 	err := s.term.End(ctx, s.m.opts.KillGrace)
 	if err != nil {
 		err = fmt.Errorf("agentpty: %s %s: %w", ToolKill, s.id, err)
 	}
-	if reaped := s.awaitReaped(ctx); reaped == nil {
+	if reaped := awaitReaped(ctx, s.reaped, s.pid); reaped == nil {
 		// What the program wrote as it ended may still be in the terminal:
 		// closing it now would lose that. reap's read deadline bounds this.
 		select {
@@ -314,23 +308,16 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	// The shell has exited: nothing reads its files any more. Before the
 	// terminal closes, so a backend's files go over what it still holds.
 	s.sh.remove(ctx)
-	s.typing.mu.Lock() // a write that got in before stopWrites is done
-	closeErr := s.term.Close()
-	s.typing.mu.Unlock()
+	closeErr := s.typing.close()
 	// A screen with much left to parse stops at its next piece (see
 	// syncScreenLocked); ctx bounds even that.
-	select {
-	case <-s.out.processDone:
-	case <-ctx.Done():
-		if err == nil {
-			err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, ctx.Err())
-		}
+	if perr := s.out.awaitProcessed(ctx); perr != nil && err == nil {
+		err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, perr)
 	}
-	s.stopOutput()
+	s.ev.stop()
 	// No reply may start once Wait has begun; a Screen call racing the
 	// kill still renders, it just has no one to answer.
 	s.rep.stop()
-	s.rep.wg.Wait()
 	s.taps.end(ctx, s.m.opts.KillGrace) // the taps deliver the rest and end
 	s.sec.wipe()
 

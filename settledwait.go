@@ -50,14 +50,14 @@ func (s *Session) awaitSettled(ctx context.Context, want *waitSpec, deadline tim
 	defer still.Stop()
 	for {
 		s.mu.Lock()
-		matched := want != nil && want.inSettled(s.text.settle)
-		drained, ch := s.text.drained, s.changes()
-		alt := s.text.settle.altScreen()
+		matched := want != nil && want.inSettled(s.text.settler())
+		drained, ch := s.text.complete(), s.text.changes()
+		alt := s.text.settler().altScreen()
 		// Changed: output no result returned, which shows: text to read,
 		// or anything drawn on a full screen (escapes alone, such as the
 		// clear before a first frame, change nothing a person sees).
-		changed := s.out.settled.Load() > s.text.readOff && (alt || s.text.settle.unread())
-		since := time.Since(s.text.lastOutput)
+		changed := s.out.rendered() > s.text.returned() && (alt || s.text.settler().unread())
+		since := time.Since(s.text.lastOutput())
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
 			matched = s.screenMatch(want, deadline)

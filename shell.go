@@ -449,7 +449,7 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
 // runCommand types command at s's prompt and waits until its D mark, the
 // command waits for input, the shell exits or the deadline passes.
 func runCommand(ctx context.Context, s *Session, command string, deadline time.Time) (RunResult, error) {
-	defer s.use()()
+	defer s.clock.use()()
 	if st, exited := s.ended(); exited {
 		return RunResult{}, errorf(ErrExited, "%s %s: the shell has exited (%s)", ToolRun, s.id, st)
 	}
@@ -526,7 +526,7 @@ func runCollect(s *Session, done bool) RunResult {
 	s.mu.Lock()
 	out := s.sh.output(done)
 	lostBytes, lostLines := s.sh.lost()
-	alt := s.text.settle.altScreen()
+	alt := s.text.settler().altScreen()
 	s.mu.Unlock()
 	w := s.collectOut(false, false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
@@ -602,7 +602,7 @@ func awaitShellStart(ctx context.Context, s *Session, req StartRequest) (StartRe
 		}
 		return startFromRun(r), nil
 	}
-	defer s.use()()
+	defer s.clock.use()()
 	if err := s.awaitCond(ctx, deadline, func() bool { return readingPrompt(s) }); err != nil {
 		return StartResult{ID: s.id}, err
 	}

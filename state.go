@@ -136,9 +136,9 @@ func (s *Session) quietFor(d time.Duration) bool {
 		return true
 	}
 	s.mu.Lock()
-	last := s.text.lastOutput
+	last := s.text.lastOutput()
 	s.mu.Unlock()
-	if in := time.Unix(0, s.typing.last.Load()); in.After(last) {
+	if in := time.Unix(0, s.typing.typedAt()); in.After(last) {
 		last = in
 	}
 	return time.Since(last) >= d
@@ -164,7 +164,7 @@ func (s *Session) outputSettled(sr StateReader) bool {
 		return false // output on its way, or a query's answer owed to the program
 	}
 	end := s.out.end()
-	return s.out.settled.Load() == end
+	return s.out.rendered() == end
 }
 
 // checkWaitUntil validates a request's wait_until.
@@ -199,8 +199,8 @@ func (s *Session) awaitInput(ctx context.Context, want *waitSpec, deadline time.
 		// rendered, so a match the output holds is seen below too.
 		st = s.State()
 		s.mu.Lock()
-		matched = want != nil && want.inSettled(s.text.settle)
-		alt := s.text.settle.altScreen()
+		matched = want != nil && want.inSettled(s.text.settler())
+		alt := s.text.settler().altScreen()
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
 			matched = s.screenMatch(want, deadline)
@@ -223,7 +223,7 @@ func (s *Session) awaitCond(ctx context.Context, deadline time.Time, done func()
 	backoff := recheckFirst
 	for {
 		s.mu.Lock()
-		drained, ch := s.text.drained, s.changes()
+		drained, ch := s.text.complete(), s.text.changes()
 		s.mu.Unlock()
 		if drained || done() {
 			return nil

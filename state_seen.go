@@ -40,7 +40,7 @@ type stateStamp struct {
 // the read makes the read stale.
 func (s *Session) stamp() stateStamp {
 	end := s.out.end()
-	st := stateStamp{gen: s.seen.gen.Load(), end: end, settled: s.out.settled.Load(), typed: s.typing.last.Load(),
+	st := stateStamp{gen: s.seen.gen.Load(), end: end, settled: s.out.rendered(), typed: s.typing.typedAt(),
 		parses: s.disp.parses.Load(), owing: int64(s.disp.answering.Load())}
 	if s.disp.queries.Load() {
 		st.owing = -1
@@ -82,5 +82,5 @@ func (s *Session) inputHiddenNow() bool {
 	if st, ok := s.seen.reuse(s.stamp(), time.Now()); ok {
 		return st.InputHidden
 	}
-	return s.echoOff()
+	return terminalEchoOff(s.term)
 }

@@ -139,7 +139,7 @@ func startTap(s *Session, t *tap, op string) (redraw []byte, cols, rows int, err
 	s.disp.mu.Lock()
 	defer s.disp.mu.Unlock()
 	s.mu.Lock()
-	over := s.text.drained
+	over := s.text.complete()
 	s.mu.Unlock()
 	over = over || s.rep.isStopped()
 	if over {
@@ -214,9 +214,9 @@ func followTap(s *Session, t *tap) error {
 	stopping := false
 	for {
 		s.mu.Lock()
-		ch := s.changes()
-		end := s.out.settled.Load()
-		over := s.text.drained
+		ch := s.text.changes()
+		end := s.out.rendered()
+		over := s.text.complete()
 		s.mu.Unlock()
 		for _, mk := range t.takeMarks() {
 			if err := deliverTap(s, t, mk.off); err != nil {
@@ -256,7 +256,7 @@ func (t *tap) deliver(end int64, out *output) (lost bool, err error) {
 		return false, nil
 	}
 	var dropped int64
-	t.buf, dropped = out.copyRange(t.buf[:0], t.off, end)
+	t.buf, dropped = out.appendRange(t.buf[:0], t.off, end)
 	if dropped > 0 {
 		return true, nil
 	}
@@ -309,7 +309,7 @@ func (t *tap) poke() {
 // off is a password and is not passed on; secrets given to WriteSecret
 // are masked wherever they appear.
 func tapInput(s *Session, kind byte, p []byte) {
-	if !s.taps.wantInput() || s.echoOff() {
+	if !s.taps.wantInput() || terminalEchoOff(s.term) {
 		return
 	}
 	data := s.sec.maskInput(append([]byte(nil), p...))

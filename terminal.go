@@ -6,21 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
 )
-
-// typing is the session's side of the terminal's input.
-type typing struct {
-	// mu: one writer at a time on the terminal, input and query replies.
-	// It is held across the write, as poll.FD holds its own.
-	mu    sync.Mutex
-	dying atomic.Bool  // Kill has begun: no more writes; set before, and the terminal closed under, mu
-	last  atomic.Int64 // when input was last typed, unix ns; read with lastOutput by State's quietFor
-}
 
 // localBackend starts commands under this machine's pseudo-terminals: the
 // Backend of a Manager whose Options.Backend is nil.
@@ -41,36 +30,36 @@ func sessionEnv(extra ...[]string) []string {
 // background job still writes.
 var errExitDrained = errors.New("agentpty: the output written before the exit is read")
 
-// checkInputWait refuses wait_until where the terminal cannot tell that
-// its program waits for input: a wait would only run out.
-func (s *Session) checkInputWait(tool, waitUntil string) error {
-	if _, ok := s.term.(StateReader); ok || waitUntil != WaitUntilInput {
+// checkInputWait refuses wait_until where term (session id's) cannot tell
+// that its program waits for input: a wait would only run out.
+func checkInputWait(term Terminal, id, tool, waitUntil string) error {
+	if _, ok := term.(StateReader); ok || waitUntil != WaitUntilInput {
 		return nil
 	}
-	return errorf(ErrUnsupported, "%s %s: wait_until %q: this session's terminal cannot tell when its program waits for input", tool, s.id, waitUntil)
+	return errorf(ErrUnsupported, "%s %s: wait_until %q: this session's terminal cannot tell when its program waits for input", tool, id, waitUntil)
 }
 
-// echoOff reports a password prompt, where the terminal can tell.
-func (s *Session) echoOff() bool {
-	sr, ok := s.term.(StateReader)
+// terminalEchoOff reports a password prompt, where term can tell.
+func terminalEchoOff(term Terminal) bool {
+	sr, ok := term.(StateReader)
 	return ok && sr.EchoOff()
 }
 
-// programs returns what names and vouches for the programs at the
-// session's prompt (see ProgramChecker); nil where nothing can.
-func (s *Session) programs() ProgramChecker {
-	if s.m.opts.Backend == nil {
-		return localBackend{s.m}
+// programs returns what names and vouches for the programs at a session's
+// prompt (see ProgramChecker); nil where nothing can.
+func (m *Manager) programs() ProgramChecker {
+	if m.opts.Backend == nil {
+		return localBackend{m}
 	}
-	pc, _ := s.m.opts.Backend.(ProgramChecker)
+	pc, _ := m.opts.Backend.(ProgramChecker)
 	return pc
 }
 
-// promptProgram names the program at the prompt and its executable, where the
-// backend can tell; empty otherwise.
-func (s *Session) promptProgram() (name, exe string) {
-	if pc := s.programs(); pc != nil {
-		return pc.AtPrompt(s.term)
+// promptProgram names the program at term's prompt and its executable,
+// where pc (see Manager.programs) can tell; empty otherwise.
+func promptProgram(pc ProgramChecker, term Terminal) (name, exe string) {
+	if pc != nil {
+		return pc.AtPrompt(term)
 	}
 	return "", ""
 }
@@ -129,61 +118,11 @@ func removeGroup(group *contain.Group) {
 	_ = group.Remove()
 }
 
-// typeInput types input as writeTerminal does, after telling the taps
-// (recordings with RecordInput) what is typed: every path that types
-// input, not query answers, goes through it.
-func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (int, error) {
-	tapInput(s, 'i', p)
-	return s.writeTerminal(ctx, p, deadline)
-}
-
-// writeTerminal types p, giving up at deadline or when ctx ends.
-// A write that Kill overtakes fails with ErrNoSession.
-func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Time) (int, error) {
-	s.typing.mu.Lock()
-	defer s.typing.mu.Unlock()
-	if s.typing.dying.Load() {
-		return 0, s.errKilled()
-	}
-	s.changing()
-	// Most input fits in the local terminal's buffer at once; only what
-	// does not needs a deadline.
-	defer s.typing.last.Store(time.Now().UnixNano())
-	done := 0
-	if tw, ok := s.term.(TryWriter); ok {
-		if done = tw.TryWrite(p); done == len(p) {
-			return done, nil
-		}
-	}
-	p = p[done:]
-	_ = s.term.SetWriteDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = s.term.SetWriteDeadline(time.Now()) })
-	n, err := s.term.Write(p)
-	stop()
-	_ = s.term.SetWriteDeadline(time.Time{})
-	if err != nil && s.typing.dying.Load() {
-		err = s.errKilled()
-	}
-	return done + n, err
-}
-
-func (s *Session) errKilled() error {
-	return errorf(ErrNoSession, "%s: the session was killed", s.id)
-}
-
-// stopWrites makes every write from now on fail with ErrNoSession and
-// wakes one under way.
-func (s *Session) stopWrites() {
-	s.changing()
-	s.typing.dying.Store(true)
-	_ = s.term.SetWriteDeadline(time.Now())
-}
-
 // Send types text into the terminal as it is (no escape decoding: a Go
 // string can hold control bytes itself) and returns without reading any
 // output. It is for Go code that drives a program directly.
 func (s *Session) Send(text string) error {
-	defer s.use()()
+	defer s.clock.use()()
 	st, exited := s.ended()
 	if exited {
 		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)

@@ -160,14 +160,14 @@ func (s *Session) awaitFrame(ctx context.Context, deadline time.Time) error {
 	}()
 	for {
 		s.mu.Lock()
-		alt, drained := s.text.settle.altScreen(), s.text.drained
+		alt, drained := s.text.settler().altScreen(), s.text.complete()
 		var ch <-chan struct{}
 		if alt && !drained {
-			ch = s.changes()
+			ch = s.text.changes()
 		}
-		syncing := s.text.settle.syncing
-		ended := !syncing && s.text.frameEnd == s.out.settled.Load() // the last output ended an update
-		since := time.Since(s.text.lastOutput)
+		syncing := s.text.settler().syncing
+		ended := s.text.endsFrame(s.out.rendered()) // the last output ended an update
+		since := time.Since(s.text.lastOutput())
 		s.mu.Unlock()
 		quiet := frameQuiet
 		if syncing {
@@ -205,7 +205,10 @@ func (s *Session) turn(ctx context.Context, tool string) (func(), error) {
 	if err := s.lane.enter(ctx); err != nil {
 		return nil, fmt.Errorf("agentpty: %s %s: waiting for the call before it: %w", tool, s.id, err)
 	}
-	unwatch := s.watch(ctx, tool == ToolStart)
+	unwatch, due := s.ev.watch(ctx, s.m, tool == ToolStart, s.Tail)
+	if due {
+		s.ev.schedule(s.emitOutput)
+	}
 	return func() {
 		unwatch()
 		s.lane.leave()
@@ -282,7 +285,7 @@ func waitLimit(want *waitSpec, waitMS *int) time.Duration {
 
 // write types input, then waits and collects as pty-write does.
 func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
-	defer s.use()() // a long wait is use, not idleness
+	defer s.clock.use()() // a long wait is use, not idleness
 	leave, err := s.turn(ctx, ToolWrite)
 	if err != nil {
 		return WriteResult{}, err
@@ -293,7 +296,7 @@ func (s *Session) write(ctx context.Context, input []byte, want *waitSpec, waitM
 
 // writeInTurn is write once the call has its turn.
 func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec, waitMS *int, v callView) (WriteResult, error) {
-	if err := s.checkInputWait(ToolWrite, v.waitUntil); err != nil {
+	if err := checkInputWait(s.term, s.id, ToolWrite, v.waitUntil); err != nil {
 		return WriteResult{}, err
 	}
 	st, exited := s.ended()
@@ -307,7 +310,7 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 	deadline := time.Now().Add(untilLimit(want, waitMS, v.waitUntil))
 	if len(input) > 0 && want != nil && !v.secret {
 		s.mu.Lock()
-		want.typed(s.text.settle, input)
+		want.typed(s.text.settler(), input)
 		s.mu.Unlock()
 	}
 	ends := shellEnds(s)
@@ -343,13 +346,13 @@ func (s *Session) writeInTurn(ctx context.Context, input []byte, want *waitSpec,
 // wait is start's wait: as write's, but with neither wait_for nor wait_ms
 // it returns once output has appeared and paused.
 func (s *Session) wait(ctx context.Context, want *waitSpec, waitMS *int, waitUntil string, settle time.Duration) (waitResult, error) {
-	defer s.use()() // the idle clock starts when start returns
+	defer s.clock.use()() // the idle clock starts when start returns
 	leave, err := s.turn(ctx, ToolStart)
 	if err != nil {
 		return waitResult{}, err
 	}
 	defer leave()
-	if err := s.checkInputWait(ToolStart, waitUntil); err != nil {
+	if err := checkInputWait(s.term, s.id, ToolStart, waitUntil); err != nil {
 		return waitResult{}, err
 	}
 	quiet := want == nil && waitMS == nil && waitUntil == ""
@@ -411,15 +414,15 @@ func (s *Session) await(ctx context.Context, want *waitSpec, deadline time.Time,
 	for {
 		s.mu.Lock()
 		matched := l.look()
-		drained, alt := s.text.drained, s.text.settle.altScreen()
+		drained, alt := s.text.complete(), s.text.settler().altScreen()
 		var ch <-chan struct{}
 		if !matched && !drained {
 			ch = l.wake(want != nil && !alt)
 		}
 		var since time.Duration
-		hasOutput := quiet && s.text.settle.unread()
+		hasOutput := quiet && s.text.settler().unread()
 		if hasOutput {
-			since = time.Since(s.text.lastOutput)
+			since = time.Since(s.text.lastOutput())
 		}
 		s.mu.Unlock()
 		if !matched && want != nil && alt {
