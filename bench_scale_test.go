@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,6 +156,7 @@ func scaleRun(tb testing.TB, n int) scaleFigures {
 	time.Sleep(3 * time.Second) // a measurement window, not synchronisation
 	fig.idleCPU = float64(selfCPU()-cpu0) / float64(time.Since(wall0))
 	fig.rss = rss()
+	scaleProfiles(tb, n)
 	fig.tripAll = callTrips(tb, m, one, 21)
 	t0 := time.Now()
 	closed = true
@@ -162,6 +165,26 @@ func scaleRun(tb testing.TB, n int) scaleFigures {
 	}
 	fig.closing = time.Since(t0)
 	return fig
+}
+
+// scaleProfiles writes, where AGENTPTY_BENCH_PROFILE names a directory,
+// the heap and goroutine profiles and /proc/self/status of n idle
+// sessions: where the memory and the threads go.
+func scaleProfiles(tb testing.TB, n int) {
+	dir := os.Getenv("AGENTPTY_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+	for _, name := range []string{"heap", "goroutine"} {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		_ = pprof.Lookup(name).WriteTo(f, 0)
+		f.Close()
+	}
+	status, _ := os.ReadFile("/proc/self/status")
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("status-%d.txt", n)), status, 0o644)
 }
 
 func median(v []float64) float64 {

@@ -1,0 +1,19 @@
+package agentpty
+
+import "os/exec"
+
+// wantPidfd does nothing: macOS has no pidfd, and cmd.Wait reaps.
+func wantPidfd(*exec.Cmd) {}
+
+// closePidfd does nothing: there is none.
+func closePidfd(*exec.Cmd) {}
+
+// childWaiter reaps one started child through os/exec's Wait.
+type childWaiter struct{ cmd *exec.Cmd }
+
+func newChildWaiter(cmd *exec.Cmd) childWaiter { return childWaiter{cmd: cmd} }
+
+func (w childWaiter) wait() ExitStatus {
+	err := w.cmd.Wait()
+	return exitStatus(w.cmd.ProcessState, err)
+}

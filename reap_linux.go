@@ -1,0 +1,159 @@
+package agentpty
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A session's child is reaped through a pidfd of its own in the runtime's
+// poller: the kernel makes the pidfd readable when the child exits, so an
+// idle session holds no thread (os/exec's Wait blocks one in waitid per
+// child: four thousand sessions, four thousand threads and their stacks).
+
+// wantPidfd asks the fork for a pidfd of the child (CLONE_PIDFD), which the
+// caller owns: os.StartProcess keeps a duplicate for the Process.
+func wantPidfd(cmd *exec.Cmd) {
+	fd := -1
+	cmd.SysProcAttr.PidFD = &fd
+}
+
+// closePidfd closes the pidfd the fork made for a child that is not
+// kept (a start that failed after the fork).
+func closePidfd(cmd *exec.Cmd) {
+	if fd := takePidfd(cmd); fd >= 0 {
+		unix.Close(fd)
+	}
+}
+
+// takePidfd returns the pidfd the fork made for the caller (-1 for none)
+// and forgets it.
+func takePidfd(cmd *exec.Cmd) int {
+	a := cmd.SysProcAttr
+	if a == nil || a.PidFD == nil {
+		return -1
+	}
+	fd := *a.PidFD
+	a.PidFD = nil
+	return fd
+}
+
+// childWaiter reaps one started child, through its pidfd where the
+// kernel gives one (Linux 5.4+), else through os/exec's Wait.
+type childWaiter struct {
+	cmd *exec.Cmd
+	f   *os.File // the pidfd, in the poller; nil: cmd.Wait reaps
+}
+
+// newChildWaiter takes the child's pidfd from cmd. With a pidfd, cmd's
+// Process is released (its own duplicate closed) and the child is reaped
+// here; cmd.Process must not be used afterwards.
+func newChildWaiter(cmd *exec.Cmd) childWaiter {
+	w := childWaiter{cmd: cmd}
+	fd := takePidfd(cmd)
+	if fd < 0 {
+		return w
+	}
+	if unix.SetNonblock(fd, true) != nil {
+		unix.Close(fd)
+		return w
+	}
+	w.f = os.NewFile(uintptr(fd), "pidfd")
+	_ = cmd.Process.Release()
+	return w
+}
+
+// wait waits for the child to exit, reaps it and returns its status.
+func (w childWaiter) wait() ExitStatus {
+	if w.f == nil {
+		err := w.cmd.Wait()
+		return exitStatus(w.cmd.ProcessState, err)
+	}
+	defer w.f.Close()
+	ws, err := w.reap()
+	if err != nil {
+		return ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
+	}
+	return waitExitStatus(ws)
+}
+
+// reap waits in the poller until the pidfd is readable (the child has
+// exited) and reaps the child. Where the poller cannot watch the pidfd it
+// waits for the child in waitid, holding a thread, as os/exec would.
+func (w childWaiter) reap() (syscall.WaitStatus, error) {
+	rc, err := w.f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var ws syscall.WaitStatus
+	var werr error
+	done := false
+	err = rc.Read(func(fd uintptr) bool {
+		ws, done, werr = waitPidfd(int(fd), unix.WNOHANG)
+		return done || werr != nil
+	})
+	switch {
+	case werr != nil:
+		return 0, werr
+	case done:
+		return ws, nil
+	case err == nil:
+		return 0, errors.New("pidfd: woken without an exit")
+	}
+	// Not pollable: wait in the kernel.
+	err = rc.Control(func(fd uintptr) { ws, done, werr = waitPidfd(int(fd), 0) })
+	if err == nil {
+		err = werr
+	}
+	return ws, err
+}
+
+// The si_code values of a child's siginfo (<asm-generic/siginfo.h>).
+const (
+	cldExited = 1
+	cldDumped = 3
+)
+
+// siginfoChild is the part of siginfo_t that waitid fills for a child.
+type siginfoChild struct {
+	signo, errno, code int32
+	_                  int32
+	pid                int32
+	uid                uint32
+	status             int32
+	_                  [100]byte
+}
+
+// waitPidfd reaps the child of pidfd fd once it has exited; with
+// unix.WNOHANG, done is false while it runs.
+func waitPidfd(fd, options int) (ws syscall.WaitStatus, done bool, err error) {
+	var info siginfoChild
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_WAITID, unix.P_PIDFD, uintptr(fd), uintptr(unsafe.Pointer(&info)),
+			uintptr(unix.WEXITED|options), 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, false, os.NewSyscallError("waitid", e)
+		}
+		break
+	}
+	if info.pid == 0 {
+		return 0, false, nil
+	}
+	// As the kernel's wait4 would have put it.
+	switch info.code {
+	case cldExited:
+		ws = syscall.WaitStatus(info.status << 8)
+	case cldDumped:
+		ws = syscall.WaitStatus(info.status) | 0x80
+	default: // CLD_KILLED
+		ws = syscall.WaitStatus(info.status)
+	}
+	return ws, true, nil
+}
