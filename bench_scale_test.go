@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -158,12 +159,18 @@ func scaleRun(tb testing.TB, n int) scaleFigures {
 	fig.rss = rss()
 	scaleProfiles(tb, n)
 	fig.tripAll = callTrips(tb, m, one, 21)
+	if os.Getenv("AGENTPTY_DBG_PAUSE") != "" {
+		fmt.Fprintf(os.Stderr, "CLOSING %d\n", os.Getpid())
+		time.Sleep(4 * time.Second)
+	}
+	stop := closeProfile(tb, n)
 	t0 := time.Now()
 	closed = true
 	if err := m.Close(); err != nil {
 		tb.Fatal(err)
 	}
 	fig.closing = time.Since(t0)
+	stop()
 	return fig
 }
 
@@ -184,7 +191,34 @@ func scaleProfiles(tb testing.TB, n int) {
 		f.Close()
 	}
 	status, _ := os.ReadFile("/proc/self/status")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	status = fmt.Appendf(status, "HeapInuse %d\nStackInuse %d\nStackSys %d\nMSpanInuse %d\nSys %d\nNumGoroutine %d\n",
+		ms.HeapInuse, ms.StackInuse, ms.StackSys, ms.MSpanInuse, ms.Sys, runtime.NumGoroutine())
 	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("status-%d.txt", n)), status, 0o644)
+}
+
+// closeProfile starts a CPU profile of Close where AGENTPTY_BENCH_PROFILE
+// names a directory (go test's -cpuprofile would hold the starts too); it
+// returns what stops it.
+func closeProfile(tb testing.TB, n int) func() {
+	dir := os.Getenv("AGENTPTY_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-close-%d.pprof", n)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		tb.Log(err) // a profile of the whole run is under way
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func median(v []float64) float64 {

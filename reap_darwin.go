@@ -1,6 +1,9 @@
 package agentpty
 
-import "os/exec"
+import (
+	"os/exec"
+	"syscall"
+)
 
 // wantPidfd does nothing: macOS has no pidfd, and cmd.Wait reaps.
 func wantPidfd(*exec.Cmd) {}
@@ -12,6 +15,10 @@ func closePidfd(*exec.Cmd) {}
 type childWaiter struct{ cmd *exec.Cmd }
 
 func newChildWaiter(cmd *exec.Cmd) childWaiter { return childWaiter{cmd: cmd} }
+
+// signal reports that it sent nothing: without a pidfd the caller goes
+// through the cgroup's own listing.
+func (childWaiter) signal(...syscall.Signal) bool { return false }
 
 func (w childWaiter) wait() ExitStatus {
 	err := w.cmd.Wait()

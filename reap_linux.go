@@ -81,6 +81,30 @@ func (w childWaiter) wait() ExitStatus {
 	return waitExitStatus(ws)
 }
 
+// signal sends sigs, in order, to the child through its pidfd, which
+// names the child alone even once another process has its number; false
+// where there is no pidfd or the first signal did not reach the child.
+func (w childWaiter) signal(sigs ...syscall.Signal) bool {
+	if w.f == nil {
+		return false
+	}
+	rc, err := w.f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false // the first signal reached the child; the rest may find it gone
+	if rc.Control(func(fd uintptr) {
+		for i, sig := range sigs {
+			if err := unix.PidfdSendSignal(int(fd), sig, nil, 0); i == 0 {
+				ok = err == nil
+			}
+		}
+	}) != nil {
+		return false // closed: reaped
+	}
+	return ok
+}
+
 // reap waits in the poller until the pidfd is readable (the child has
 // exited) and reaps the child. Where the poller cannot watch the pidfd it
 // waits for the child in waitid, holding a thread, as os/exec would.
