@@ -159,10 +159,6 @@ func scaleRun(tb testing.TB, n int) scaleFigures {
 	fig.rss = rss()
 	scaleProfiles(tb, n)
 	fig.tripAll = callTrips(tb, m, one, 21)
-	if os.Getenv("AGENTPTY_DBG_PAUSE") != "" {
-		fmt.Fprintf(os.Stderr, "CLOSING %d\n", os.Getpid())
-		time.Sleep(4 * time.Second)
-	}
 	stop := closeProfile(tb, n)
 	t0 := time.Now()
 	closed = true
