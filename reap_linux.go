@@ -45,8 +45,8 @@ func takePidfd(cmd *exec.Cmd) int {
 // childWaiter reaps one started child, through its pidfd where the
 // kernel gives one (Linux 5.4+), else through os/exec's Wait.
 type childWaiter struct {
-	cmd *exec.Cmd
-	f   *os.File // the pidfd, in the poller; nil: cmd.Wait reaps
+	cmd *exec.Cmd // nil once the pidfd reaps: an idle session keeps no copy of the environment
+	f   *os.File  // the pidfd, in the poller; nil: cmd.Wait reaps
 }
 
 // newChildWaiter takes the child's pidfd from cmd. With a pidfd, cmd's
@@ -62,9 +62,8 @@ func newChildWaiter(cmd *exec.Cmd) childWaiter {
 		unix.Close(fd)
 		return w
 	}
-	w.f = os.NewFile(uintptr(fd), "pidfd")
 	_ = cmd.Process.Release()
-	return w
+	return childWaiter{f: os.NewFile(uintptr(fd), "pidfd")}
 }
 
 // wait waits for the child to exit, reaps it and returns its status.
