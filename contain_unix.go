@@ -42,6 +42,7 @@ type cgroupContainer struct {
 	s      sessionContainer                  // follows what is not in the cgroup
 	out    bool                              // the leader was seen outside the cgroup
 	leader func(sigs ...syscall.Signal) bool // signals the leader alone, by its pidfd; false where it cannot
+	reaped func(time.Duration)               // waits a while for the leader to be reaped; nil: nothing to wait for
 }
 
 // look notes a leader that lives outside the cgroup.
@@ -101,6 +102,11 @@ func (c *cgroupContainer) Members() []int {
 
 func (c *cgroupContainer) Release() error {
 	c.s.Release()
+	// A leader that has exited holds its cgroup until it is reaped; one
+	// still running (frozen, say), or outside, is not waited for.
+	if c.reaped != nil && !c.out && !c.g.Populated() {
+		c.reaped(time.Second)
+	}
 	return c.g.Remove()
 }
 

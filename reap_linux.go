@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -45,8 +46,9 @@ func takePidfd(cmd *exec.Cmd) int {
 // childWaiter reaps one started child, through its pidfd where the
 // kernel gives one (Linux 5.4+), else through os/exec's Wait.
 type childWaiter struct {
-	cmd *exec.Cmd // nil once the pidfd reaps: an idle session keeps no copy of the environment
-	f   *os.File  // the pidfd, in the poller; nil: cmd.Wait reaps
+	cmd    *exec.Cmd     // nil once the pidfd reaps: an idle session keeps no copy of the environment
+	f      *os.File      // the pidfd, in the poller; nil: cmd.Wait reaps
+	reaped chan struct{} // closed once the pidfd has reaped the child
 }
 
 // newChildWaiter takes the child's pidfd from cmd. With a pidfd, cmd's
@@ -63,7 +65,7 @@ func newChildWaiter(cmd *exec.Cmd) childWaiter {
 		return w
 	}
 	_ = cmd.Process.Release()
-	return childWaiter{f: os.NewFile(uintptr(fd), "pidfd")}
+	return childWaiter{f: os.NewFile(uintptr(fd), "pidfd"), reaped: make(chan struct{})}
 }
 
 // wait waits for the child to exit, reaps it and returns its status.
@@ -72,12 +74,30 @@ func (w childWaiter) wait() ExitStatus {
 		err := w.cmd.Wait()
 		return exitStatus(w.cmd.ProcessState, err)
 	}
-	defer w.f.Close()
 	ws, err := w.reap()
+	w.f.Close()
+	close(w.reaped)
 	if err != nil {
 		return ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
 	}
 	return waitExitStatus(ws)
+}
+
+// awaitReaped waits, up to d, until the child is reaped: a cgroup is
+// removed only once its killed leader is, and the reaper is this
+// process's own. It asks the reaper to look again first, so that even a
+// readiness the poller never reported does not hold the cgroup.
+func (w childWaiter) awaitReaped(d time.Duration) {
+	if w.reaped == nil {
+		return
+	}
+	_ = w.f.SetReadDeadline(time.Now()) // fails once closed: reaped
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.reaped:
+	case <-t.C:
+	}
 }
 
 // signal sends sigs, in order, to the child through its pidfd, which
@@ -115,10 +135,14 @@ func (w childWaiter) reap() (syscall.WaitStatus, error) {
 	var ws syscall.WaitStatus
 	var werr error
 	done := false
-	err = rc.Read(func(fd uintptr) bool {
+	look := func(fd uintptr) bool {
 		ws, done, werr = waitPidfd(int(fd), unix.WNOHANG)
 		return done || werr != nil
-	})
+	}
+	// awaitReaped's deadline: look again, then wait on.
+	for err = rc.Read(look); errors.Is(err, os.ErrDeadlineExceeded); err = rc.Read(look) {
+		_ = w.f.SetReadDeadline(time.Time{})
+	}
 	switch {
 	case werr != nil:
 		return 0, werr
@@ -127,8 +151,13 @@ func (w childWaiter) reap() (syscall.WaitStatus, error) {
 	case err == nil:
 		return 0, errors.New("pidfd: woken without an exit")
 	}
-	// Not pollable: wait in the kernel.
-	err = rc.Control(func(fd uintptr) { ws, done, werr = waitPidfd(int(fd), 0) })
+	// Not pollable: wait in the kernel (a non-blocking pidfd would make
+	// waitid return EAGAIN).
+	err = rc.Control(func(fd uintptr) {
+		if werr = unix.SetNonblock(int(fd), false); werr == nil {
+			ws, done, werr = waitPidfd(int(fd), 0)
+		}
+	})
 	if err == nil {
 		err = werr
 	}
