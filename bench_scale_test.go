@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,14 +157,64 @@ func scaleRun(tb testing.TB, n int) scaleFigures {
 	time.Sleep(3 * time.Second) // a measurement window, not synchronisation
 	fig.idleCPU = float64(selfCPU()-cpu0) / float64(time.Since(wall0))
 	fig.rss = rss()
+	scaleProfiles(tb, n)
 	fig.tripAll = callTrips(tb, m, one, 21)
+	stop := closeProfile(tb, n)
 	t0 := time.Now()
 	closed = true
 	if err := m.Close(); err != nil {
 		tb.Fatal(err)
 	}
 	fig.closing = time.Since(t0)
+	stop()
 	return fig
+}
+
+// scaleProfiles writes, where AGENTPTY_BENCH_PROFILE names a directory,
+// the heap and goroutine profiles and /proc/self/status of n idle
+// sessions: where the memory and the threads go.
+func scaleProfiles(tb testing.TB, n int) {
+	dir := os.Getenv("AGENTPTY_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+	for _, name := range []string{"heap", "goroutine"} {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		_ = pprof.Lookup(name).WriteTo(f, 0)
+		f.Close()
+	}
+	status, _ := os.ReadFile("/proc/self/status")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	status = fmt.Appendf(status, "HeapInuse %d\nStackInuse %d\nStackSys %d\nMSpanInuse %d\nSys %d\nNumGoroutine %d\n",
+		ms.HeapInuse, ms.StackInuse, ms.StackSys, ms.MSpanInuse, ms.Sys, runtime.NumGoroutine())
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("status-%d.txt", n)), status, 0o644)
+}
+
+// closeProfile starts a CPU profile of Close where AGENTPTY_BENCH_PROFILE
+// names a directory (go test's -cpuprofile would hold the starts too); it
+// returns what stops it.
+func closeProfile(tb testing.TB, n int) func() {
+	dir := os.Getenv("AGENTPTY_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-close-%d.pprof", n)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		tb.Log(err) // a profile of the whole run is under way
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func median(v []float64) float64 {

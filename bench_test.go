@@ -72,6 +72,7 @@ func bareDrain(f *os.File, cmd *exec.Cmd) int64 {
 		}
 	}
 	_ = cmd.Wait()
+	closePidfd(cmd) // the library's startChild asks the fork for one
 	f.Close()
 	return n
 }

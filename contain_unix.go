@@ -38,9 +38,11 @@ type container interface {
 // forks then is born outside too. The session is scanned only then, so a
 // kill that nothing fought costs no walk through /proc.
 type cgroupContainer struct {
-	g   *contain.Group
-	s   sessionContainer // follows what is not in the cgroup
-	out bool             // the leader was seen outside the cgroup
+	g      *contain.Group
+	s      sessionContainer                  // follows what is not in the cgroup
+	out    bool                              // the leader was seen outside the cgroup
+	leader func(sigs ...syscall.Signal) bool // signals the leader alone, by its pidfd; false where it cannot
+	reaped func(time.Duration)               // waits a while for the leader to be reaped; nil: nothing to wait for
 }
 
 // look notes a leader that lives outside the cgroup.
@@ -54,6 +56,15 @@ func (c *cgroupContainer) look() {
 }
 
 func (c *cgroupContainer) Signal(sigs ...syscall.Signal) int {
+	// Most groups hold their leader alone, in the cgroup: its pidfd spares
+	// a pidfd per process, the listing again, and /proc's word on where
+	// the leader is. A process born after the listing is left to the
+	// signals that follow, as one born during Group.Signal is.
+	if !c.out && c.leader != nil {
+		if pids := c.g.Members(); len(pids) == 1 && pids[0] == c.s.sid && c.leader(sigs...) {
+			return 1
+		}
+	}
 	n := c.g.Signal(sigs...)
 	if c.look(); c.out {
 		n += c.s.Signal(sigs...)
@@ -91,6 +102,11 @@ func (c *cgroupContainer) Members() []int {
 
 func (c *cgroupContainer) Release() error {
 	c.s.Release()
+	// A leader that has exited holds its cgroup until it is reaped; one
+	// still running (frozen, say), or outside, is not waited for.
+	if c.reaped != nil && !c.out && !c.g.Populated() {
+		c.reaped(time.Second)
+	}
 	return c.g.Remove()
 }
 

@@ -32,6 +32,7 @@ func startChild(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
 	// would make the fork fail. Ctty 0 is the child's stdin, the terminal.
 	a := cmd.SysProcAttr
 	a.Setsid, a.Setctty, a.Setpgid, a.Ctty = true, true, false, 0
+	wantPidfd(cmd)
 	if err := cmd.Start(); err != nil {
 		master.Close()
 		return nil, err
@@ -132,10 +133,18 @@ func exitStatus(ps *os.ProcessState, err error) ExitStatus {
 	if ps == nil {
 		return ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ExitStatus{Code: -1, Signal: unix.SignalName(ws.Signal())}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		return waitExitStatus(ws)
 	}
 	return ExitStatus{Code: ps.ExitCode()}
+}
+
+// waitExitStatus is how a reaped child ended.
+func waitExitStatus(ws syscall.WaitStatus) ExitStatus {
+	if ws.Signaled() {
+		return ExitStatus{Code: -1, Signal: unix.SignalName(ws.Signal())}
+	}
+	return ExitStatus{Code: ws.ExitStatus()}
 }
 
 // signalForeground delivers sig to the terminal's foreground process

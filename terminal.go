@@ -97,6 +97,7 @@ func launch(m *Manager, name string, argv, env []string, dir string, cols, rows 
 		}
 	}
 	if err != nil {
+		closePidfd(cmd)
 		if f != nil {
 			f.Close() // the sandbox refused a child it had started, and reaped it
 		}

@@ -29,6 +29,8 @@ func parseSignal(string) (os.Signal, bool) { return nil, false }
 
 func killAll(int, *contain.Group) {}
 
+func closePidfd(*exec.Cmd) {}
+
 // AtPrompt knows no program here (see ProgramChecker).
 func (localBackend) AtPrompt(Terminal) (name, exe string) { return "", "" }
 

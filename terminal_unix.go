@@ -21,7 +21,8 @@ import (
 // into the session's buffer, through the runtime poller).
 type localTerminal struct {
 	f       *os.File // the master, non-blocking
-	cmd     *exec.Cmd
+	pid     int
+	child   childWaiter    // reaps the command (reap_linux.go)
 	group   *contain.Group // the command's cgroup; nil where the host has none
 	kind    string         // what holds the processes (Containment)
 	sandbox Sandbox        // to read the exit status through (statusMapper)
@@ -45,6 +46,7 @@ func (b localBackend) Start(_ context.Context, c Command) (Terminal, error) {
 	if err != nil {
 		killAll(cmd.Process.Pid, group)
 		_ = cmd.Wait()
+		closePidfd(cmd)
 		f.Close()
 		removeGroup(group)
 		return nil, err
@@ -54,7 +56,7 @@ func (b localBackend) Start(_ context.Context, c Command) (Terminal, error) {
 
 // newLocalTerminal wraps a command launch started.
 func newLocalTerminal(m *Manager, cmd *exec.Cmd, f *os.File, group *contain.Group) (*localTerminal, error) {
-	t := &localTerminal{f: f, cmd: cmd, group: group, kind: ContainSession, sandbox: m.opts.Sandbox}
+	t := &localTerminal{f: f, pid: cmd.Process.Pid, group: group, kind: ContainSession, sandbox: m.opts.Sandbox}
 	if group != nil {
 		t.kind = m.contain.Kind() // set before the session existed, never changed
 	}
@@ -63,6 +65,7 @@ func newLocalTerminal(m *Manager, cmd *exec.Cmd, f *os.File, group *contain.Grou
 		return nil, err
 	}
 	t.tr = tr
+	t.child = newChildWaiter(cmd) // last: cmd.Process is released
 	return t, nil
 }
 
@@ -118,18 +121,17 @@ func (t *localTerminal) Signal(sig os.Signal) error {
 	return signalForeground(t.f, t.PID(), sig)
 }
 func (t *localTerminal) Close() error { return t.f.Close() }
-func (t *localTerminal) PID() int     { return t.cmd.Process.Pid }
+func (t *localTerminal) PID() int     { return t.pid }
 
 // Wait reaps the command and asks Read to finish the output that was on
 // its way: the read deadline wakes it if nothing more comes, and is
 // harmless after end of file.
 func (t *localTerminal) Wait() (ExitStatus, error) {
-	err := t.cmd.Wait()
+	st := t.child.wait()
 	t.exited.Store(true)
 	// Foreground reads no process once exited, and the master ends the
 	// output only once no one holds the slave.
 	t.procs.Close()
-	st := exitStatus(t.cmd.ProcessState, err)
 	if sm, ok := t.sandbox.(statusMapper); ok {
 		st = sm.childStatus(st)
 	}
@@ -154,7 +156,7 @@ func (t *localTerminal) containment() container {
 	sc := sessionContainer{Tracker: proc.NewTracker(pid), sid: pid, exited: t.exited.Load}
 	if t.group != nil {
 		sc.Except = t.group.Members
-		return &cgroupContainer{g: t.group, s: sc}
+		return &cgroupContainer{g: t.group, s: sc, leader: t.child.signal, reaped: t.child.awaitReaped}
 	}
 	return sc
 }
