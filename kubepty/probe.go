@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
+	"github.com/agentpty/agentpty/remote"
 	"k8s.io/client-go/tools/remotecommand"
 )
 
@@ -158,23 +158,23 @@ func (t *terminal) Signal(sig os.Signal) error {
 // nothing known: not waiting, echo on. The answer is kept for EchoOff
 // (see probeCache), and the time the probe took is the backend's
 // probeTook.
-func (t *terminal) probeState() remotestate.Result {
+func (t *terminal) probeState() remote.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	gen := t.cache.gen.Load()
 	c, known := t.b.calls(ctx, t)
 	begin := time.Now()
-	lines, err := t.stateLines(ctx, remotestate.Vars(c))
+	lines, err := t.stateLines(ctx, remote.Vars(c))
 	t.b.probeTook.Store(int64(time.Since(begin)))
-	var r remotestate.Result
+	var r remote.Result
 	if err == nil {
-		r = remotestate.Parse([]byte(strings.Join(lines, "\n")), c, known)
+		r = remote.Parse([]byte(strings.Join(lines, "\n")), c, known)
 	}
 	t.cache.keep(r, gen)
 	return r
 }
 
-// stateLines runs the state action with vars (remotestate.Vars) under a
+// stateLines runs the state action with vars (remote.Vars) under a
 // probe number of its own, the number of its fence's mark, and returns
 // remotestate's lines without the number.
 func (t *terminal) stateLines(ctx context.Context, vars string) ([]string, error) {
@@ -252,7 +252,7 @@ type probeCache struct {
 	gen atomic.Uint64
 
 	mu   sync.Mutex // guards the fields below
-	last *remotestate.Result
+	last *remote.Result
 	at   time.Time // when last came
 	lgen uint64    // gen when its probe began
 }
@@ -261,7 +261,7 @@ type probeCache struct {
 func (c *probeCache) changed() { c.gen.Add(1) }
 
 // keep keeps r, the answer of a probe begun at gen.
-func (c *probeCache) keep(r remotestate.Result, gen uint64) {
+func (c *probeCache) keep(r remote.Result, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last, c.at, c.lgen = &r, time.Now(), gen
@@ -269,24 +269,24 @@ func (c *probeCache) keep(r remotestate.Result, gen uint64) {
 
 // answer is the kept answer, while nothing changed and within stateReuse
 // of its coming.
-func (c *probeCache) answer() (remotestate.Result, bool) {
+func (c *probeCache) answer() (remote.Result, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.last; p != nil && c.gen.Load() == c.lgen && time.Since(c.at) < stateReuse {
 		return *p, true
 	}
-	return remotestate.Result{}, false
+	return remote.Result{}, false
 }
 
 // calls are the system calls of the container's architecture, learnt
 // with the backend's first state probe (uname -m); known is false for an
 // architecture remotestate does not list.
-func (b *Backend) calls(ctx context.Context, t *terminal) (c remotestate.Calls, known bool) {
+func (b *Backend) calls(ctx context.Context, t *terminal) (c remote.Calls, known bool) {
 	arch := b.arch.Load()
 	if arch == nil {
 		lines, err := t.probe(ctx, "arch")
 		if err != nil {
-			return remotestate.Calls{}, false
+			return remote.Calls{}, false
 		}
 		for _, l := range lines {
 			if a, ok := strings.CutPrefix(l, "arch "); ok {
@@ -295,9 +295,9 @@ func (b *Backend) calls(ctx context.Context, t *terminal) (c remotestate.Calls, 
 			}
 		}
 		if arch == nil {
-			return remotestate.Calls{}, false
+			return remote.Calls{}, false
 		}
 	}
-	c, known = remotestate.Archs[*arch]
+	c, known = remote.Archs[*arch]
 	return c, known
 }

@@ -1,6 +1,6 @@
 package kubepty
 
-import "github.com/agentpty/agentpty/internal/remotestate"
+import "github.com/agentpty/agentpty/remote"
 
 // probeShell runs probeScript in bash where there is one: dash reads
 // files a byte at a time, which makes a walk through a busy /proc take
@@ -11,14 +11,14 @@ const probeShell = `S=$1; shift; if command -v bash >/dev/null 2>&1; then exec b
 // what any image with a shell has (sh's builtins, grep, stty, uname,
 // sleep, kill; dd and od for a select or poll's descriptors). Its
 // arguments: the session's nonce, the leader's pid if known (or "-"), the
-// action and the action's arguments (for state: remotestate.Vars and the
+// action and the action's arguments (for state: remote.Vars and the
 // probe's number). The state is remotestate's probe, as
-// sshpty reads it on an SSH host (see remotestate.Funcs); the command's
+// sshpty reads it on an SSH host (see remote.Funcs); the command's
 // processes are found by the nonce in /proc/PID/environ. Functions read
 // their arguments before calling another (dash lets a callee's set --
 // reach its caller's). Every answer ends with a line ".", so that an
 // answer cut short by a lost connection is known as such.
-const probeScript = remotestate.Funcs + `
+const probeScript = remote.Funcs + `
 N=$1 H=$2 A=$3 P1=$4 P2=$5
 exec 2>/dev/null
 carriers() { M=; for f in $(grep -l -a -F "AGENTPTY_ID=$N" /proc/[0-9]*/environ); do p=${f#/proc/}; M="$M ${p%/environ}"; done; }

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
+	"github.com/agentpty/agentpty/remote"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
 )
@@ -100,7 +100,7 @@ type terminal struct {
 	pre    []byte
 	preErr error
 	carry  []byte // Read's: the tail of the output that may begin a mark
-	marks  []byte // the prefix of the probes' marks (remotestate.FencePrefix)
+	marks  []byte // the prefix of the probes' marks (remote.FencePrefix)
 
 	in     *input
 	outR   *io.PipeReader
@@ -145,7 +145,7 @@ func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
 	t := &terminal{b: b, name: cmd.Name, nonce: hex.EncodeToString(n[:]), ctx: ctx, cancel: cancel,
 		in: newInput(), outR: outR, outW: outW,
 		sizes: make(chan remotecommand.TerminalSize, 1), exited: make(chan struct{})}
-	t.marks = remotestate.FencePrefix(t.nonce)
+	t.marks = remote.FencePrefix(t.nonce)
 	t.fcond = sync.NewCond(&t.fmu)
 	t.fenceSeen = map[int]bool{}
 	t.sizes <- remotecommand.TerminalSize{Width: uint16(cmd.Cols), Height: uint16(cmd.Rows)}
@@ -306,7 +306,7 @@ func (t *terminal) Read(p []byte) (int, error) {
 			data = append(t.carry, data...)
 		}
 		var fence []int
-		data, t.carry = remotestate.StripMarks(data, t.marks, err != nil, func(n int) { fence = append(fence, n) })
+		data, t.carry = remote.StripMarks(data, t.marks, err != nil, func(n int) { fence = append(fence, n) })
 		m := len(data)
 		if m > 0 && &data[0] != &p[0] { // a mark was taken out, or a tail joined
 			m = copy(p, data)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
+	"github.com/agentpty/agentpty/remote"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -197,7 +197,7 @@ var stateFresh = 10 * time.Millisecond
 
 // probe reads the terminal's state on the host, or reuses the last
 // probe's answer (see stateFresh), and keeps the answer.
-func (t stateTerminal) probe() remotestate.Result {
+func (t stateTerminal) probe() remote.Result {
 	if r, ok := t.cache.answer(); ok {
 		return r
 	}
@@ -212,17 +212,17 @@ func (t stateTerminal) probe() remotestate.Result {
 
 // probeNow runs remotestate's probe in the probe shell; false when the
 // shell did not answer.
-func (t *terminal) probeNow() (remotestate.Result, bool) {
-	c, known := remotestate.Archs[t.info.arch]
+func (t *terminal) probeNow() (remote.Result, bool) {
+	c, known := remote.Archs[t.info.arch]
 	h, err := t.b.probeShell()
 	var out []byte
 	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remotestate.Vars(c), t.pid, t.cache.hint()), false)
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remote.Vars(c), t.pid, t.cache.hint()), false)
 	}
 	if err != nil {
-		return remotestate.Result{}, false
+		return remote.Result{}, false
 	}
-	r := remotestate.Parse(out, c, known)
+	r := remote.Parse(out, c, known)
 	if r.Fence > 0 && !t.awaitFence(r.Fence) {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
@@ -243,7 +243,7 @@ func (t stateTerminal) EchoOff() bool {
 // the probe shell: one round trip on the connection's probe channel and a
 // few builtins of the shell there, plus a stty for the echo flag when a
 // process of the command ran since the shell last read it (see
-// remotestate.Funcs), a subshell that writes a mark when the program
+// remote.Funcs), a subshell that writes a mark when the program
 // looks blocked on its terminal and ran since the last mark, and a dd and
 // od when it waits in select or poll with a timeout. The answer
 // serves EchoOff and Foreground for stateFresh while nothing that could

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentpty/agentpty/internal/remotestate"
+	"github.com/agentpty/agentpty/remote"
 )
 
 // probeCache is what a terminal's probes found and when, and what has
@@ -29,7 +29,7 @@ type probeCache struct {
 
 // probed is one probe's answer, stamped with when the probe began.
 type probed struct {
-	r       remotestate.Result
+	r       remote.Result
 	at      time.Time
 	gen, in uint64 // gen and inGen then
 }
@@ -50,7 +50,7 @@ func (c *probeCache) stamp() probed {
 }
 
 // keep keeps r, the answer of the probe stamped s.
-func (c *probeCache) keep(r remotestate.Result, s probed) {
+func (c *probeCache) keep(r remote.Result, s probed) {
 	s.r = r
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -62,13 +62,13 @@ func (c *probeCache) keep(r remotestate.Result, s probed) {
 
 // answer is the last answer, while nothing that could change it happened
 // and for stateFresh at most.
-func (c *probeCache) answer() (remotestate.Result, bool) {
+func (c *probeCache) answer() (remote.Result, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.last; p != nil && c.gen.Load() == p.gen && time.Since(p.at) < stateFresh {
 		return p.r, true
 	}
-	return remotestate.Result{}, false
+	return remote.Result{}, false
 }
 
 // echoOff is the last echo flag read, while no input, signal or resize
@@ -85,7 +85,7 @@ func (c *probeCache) echoOff() (off, ok bool) {
 // hint is 1 when output, input, a signal or a resize came since the
 // last probe began, and marks a probe begun: the command has likely run,
 // and the probe shell starts stty for it as soon as it has read its run
-// times (see remotestate.Funcs).
+// times (see remote.Funcs).
 func (c *probeCache) hint() int {
 	g := c.gen.Load()
 	if c.begun.Swap(g) == g {

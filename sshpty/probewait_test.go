@@ -18,8 +18,8 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/proc"
-	"github.com/agentpty/agentpty/internal/remotestate"
 	"github.com/agentpty/agentpty/internal/testkit"
+	"github.com/agentpty/agentpty/remote"
 )
 
 // waiting is what the probe shell says of its waiting shells (see
@@ -299,7 +299,7 @@ func TestProbeShellUnderSh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls, ok := remotestate.Archs[strings.TrimSpace(string(arch))]
+	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
 	if !ok {
 		t.Skip("an architecture remotestate does not list")
 	}
@@ -314,7 +314,7 @@ func TestProbeShellUnderSh(t *testing.T) {
 		f.Close()
 	}()
 	go io.Copy(io.Discard, f) // the marks the probe writes
-	script := helperFuncs + killFunc + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remotestate.Vars(calls), cmd.Process.Pid)
+	script := helperFuncs + killFunc + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
 	ctx := waitCtx(t)
 	for {
 		sh := exec.CommandContext(ctx, "dash")
@@ -324,7 +324,7 @@ func TestProbeShellUnderSh(t *testing.T) {
 			t.Fatalf("dash: %v\n%s", err, out)
 		}
 		lines := strings.ReplaceAll("\n"+string(out), "\n1 ", "\n")[1:]
-		r := remotestate.Parse([]byte(lines), calls, true)
+		r := remote.Parse([]byte(lines), calls, true)
 		if !r.Fg.Waiting {
 			if ctx.Err() != nil {
 				t.Fatalf("cat never waited:\n%s", lines)
@@ -496,12 +496,12 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 	// holds back.
 	ctx := waitCtx(t)
 	for {
-		answered := make(chan remotestate.Result, 1)
+		answered := make(chan remote.Result, 1)
 		go func() {
 			r, _ := stopped.(stateTerminal).probeNow()
 			answered <- r
 		}()
-		var r remotestate.Result
+		var r remote.Result
 		select {
 		case r = <-answered:
 		case <-time.After(fenceWait + 5*time.Second):

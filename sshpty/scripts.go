@@ -1,10 +1,10 @@
 package sshpty
 
-import "github.com/agentpty/agentpty/internal/remotestate"
+import "github.com/agentpty/agentpty/remote"
 
 // The shell code run on the host, in POSIX sh with only what every Linux
 // host has (the shell's builtins, stty, sleep, dd, od, kill): the probe
-// of remotestate.Funcs, sig and killsess.
+// of remote.Funcs, sig and killsess.
 
 // helperFuncs are the functions of the probe shell, defined once when it
 // starts. Each request is one line that sets Q to its number and calls
@@ -13,7 +13,7 @@ import "github.com/agentpty/agentpty/internal/remotestate"
 const helperFuncs = `
 exec 2>/dev/null
 trap '' PIPE
-` + remotestate.Funcs + `
+` + remote.Funcs + `
 # Two shells of this one's wait for the process starts a probe after a
 # run needs: one execs stty for the terminal it is sent (sttystart, while
 # the probe's builtins run), the other writes a mark to it (fence). The

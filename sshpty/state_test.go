@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
 	"github.com/agentpty/agentpty/internal/testkit"
+	"github.com/agentpty/agentpty/remote"
 )
 
 // The probe channel is the login's shell and nothing else on the host
@@ -365,7 +365,7 @@ while True: signal.pause()
 }
 
 // probeTwice is two probes' answers, one after the other.
-func probeTwice(st stateTerminal) (a, b remotestate.Result) {
+func probeTwice(st stateTerminal) (a, b remote.Result) {
 	a, _ = st.probeNow()
 	b, _ = st.probeNow()
 	return a, b

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
+	"github.com/agentpty/agentpty/remote"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -37,7 +37,7 @@ type terminal struct {
 	closed  bool       // Close was called
 	waiting bool       // Read waits for output: none is on its way here
 	// fenceSeen is the last mark a probe wrote to the terminal that the
-	// pump has taken out of the output (see remotestate.StripFences).
+	// pump has taken out of the output (see remote.StripFences).
 	fenceSeen int
 
 	wmu      sync.Mutex    // guards the fields below
@@ -81,7 +81,7 @@ func (t *terminal) pump() {
 	t.ocond.Broadcast()
 	t.omu.Unlock()
 	p := make([]byte, 32<<10)
-	prefix := remotestate.FencePrefix(t.nonce)
+	prefix := remote.FencePrefix(t.nonce)
 	var carry []byte
 	for {
 		n, err := t.out.Read(p)
@@ -90,7 +90,7 @@ func (t *terminal) pump() {
 			data = append(carry, data...)
 		}
 		var fence int
-		data, carry, fence = remotestate.StripFences(data, prefix, err != nil)
+		data, carry, fence = remote.StripFences(data, prefix, err != nil)
 		if len(data) > 0 {
 			t.cache.output()
 		}

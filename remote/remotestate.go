@@ -4,7 +4,7 @@
 // entries and the echo flag (Funcs), and the parser that decides from
 // them (Parse). sshpty runs them in its probe shell, kubepty in an exec
 // of its own.
-package remotestate
+package remote
 
 import (
 	"encoding/hex"

@@ -1,4 +1,4 @@
-package remotestate
+package remote
 
 // Funcs are the shell functions that collect a terminal's state, in POSIX
 // sh with only what every Linux host has (the shell's builtins, stty, dd,
