@@ -9,13 +9,9 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
+	"github.com/agentpty/agentpty/internal/endsched"
 	"github.com/agentpty/agentpty/internal/proc"
 )
-
-// hupDelay is how long after SIGTERM the session's processes still running
-// get SIGHUP: a program handling TERM has this long before HUP, which ends
-// what ignores TERM (interactive bash).
-const hupDelay = 200 * time.Millisecond
 
 // container is what holds a session's processes.
 type container interface {
@@ -130,7 +126,7 @@ func (c sessionContainer) stale() bool {
 }
 
 // endProcesses ends every process c holds: SIGTERM (and SIGCONT, so stopped
-// jobs can act on it), SIGHUP to what is left hupDelay later, SIGKILL to
+// jobs can act on it), SIGHUP to what is left endsched.HupDelay later, SIGKILL to
 // what is left once grace has passed since the start, or at once when ctx
 // ends. It names the processes still running killBound after SIGKILL, or
 // a moment after ctx ended.
@@ -173,7 +169,7 @@ func stopProcesses(ctx context.Context, c container, grace time.Duration) []int 
 	return c.Members()
 }
 
-// politely sends SIGHUP to what SIGTERM left hupDelay later, and waits
+// politely sends SIGHUP to what SIGTERM left endsched.HupDelay later, and waits
 // for c to empty until deadline or ctx's end, when it returns an error;
 // what is left then gets SIGKILL either way.
 func politely(ctx context.Context, c container, deadline time.Time) error {
@@ -181,11 +177,7 @@ func politely(ctx context.Context, c container, deadline time.Time) error {
 	// from the delay: when that is all there is, HUP follows at once.
 	err := context.DeadlineExceeded
 	if !allIgnore(c.Members(), syscall.SIGTERM) {
-		hup := time.Now().Add(hupDelay)
-		if hup.After(deadline) {
-			hup = deadline
-		}
-		hctx, cancel := context.WithDeadline(ctx, hup)
+		hctx, cancel := context.WithDeadline(ctx, endsched.HupAt(time.Now(), deadline))
 		err = c.WaitEmpty(hctx)
 		cancel()
 	}
