@@ -250,3 +250,12 @@ func PID(payload string) int {
 	}
 	return n
 }
+
+// Held calls f with what Output holds for Read, under the lock Read
+// fills its buffer under: a test sees the held bytes and a Read's at one
+// moment.
+func (o *Output) Held(f func(held []byte)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f(o.buf)
+}

@@ -7,18 +7,21 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/agentpty/agentpty/remote"
 )
 
-// hupDelay is the local library's: how long after SIGTERM what is left of
-// the session gets SIGHUP. A variable so that a test can lengthen it.
-var hupDelay = 200 * time.Millisecond
+// hupDelay is the local library's (remote.HupDelay): how long after
+// SIGTERM what is left of the session gets SIGHUP. A variable so that a
+// test can lengthen it.
+var hupDelay = remote.HupDelay
 
 // killBound is how long End waits for the host's kernel after SIGKILL
 // before it names the survivors.
-const killBound = 5 * time.Second
+const killBound = remote.KillBound
 
-// End ends the command and everything it started. On a Linux host one
-// channel runs a script that signals every process of the command's
+// End ends the command and everything it started. On a Linux host the
+// probe shell runs remote's end.sh, which signals every process of the command's
 // session and process group (background jobs, nohup, a subshell's child)
 // with TERM, HUP and KILL on the local library's schedule and names the
 // survivors; the connection carries nothing while it waits. Elsewhere the

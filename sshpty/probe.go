@@ -63,7 +63,7 @@ func startHelper(c *ssh.Client) (*helper, error) {
 		return nil, err
 	}
 	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
-	if _, err := io.WriteString(in, helperFuncs+killFunc+"\n"); err != nil {
+	if _, err := io.WriteString(in, remote.ServeScript()+"\n"); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (h *helper) read(out io.Reader) {
 	h.mu.Unlock()
 }
 
-// run runs call (a function of helperFuncs and its arguments) and returns
+// run runs call (a function of remote.ServeScript and its arguments) and returns
 // what it printed; in the background when bg, so that later requests do
 // not wait for it. ctx ending abandons the answer, not the call.
 func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) {
@@ -123,10 +123,10 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 	}
 	h.seq++
 	n := h.seq
-	// prefork (see helperFuncs) once the answer is out.
+	// prefork (see remote.ServeScript) once the answer is out.
 	line := fmt.Sprintf("Q=%d; %s; echo \"$Q .\"; prefork\n", n, call)
 	if bg {
-		// Not holding the waiting shells' fifo and pipes (see helperFuncs).
+		// Not holding the waiting shells' fifo and pipes (see serve.sh).
 		line = fmt.Sprintf("{ exec 6<&- 7>&- 8<&-; Q=%d; %s; echo \"$Q .\"; } &\n", n, call)
 	}
 	a := &answer{done: make(chan struct{})}
@@ -185,27 +185,17 @@ func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte,
 	return h.run(ctx, call, bg)
 }
 
-// stateFresh is how long a probe's answer is reused: its echo flag for
-// EchoOff while no input, signal or resize came since, whatever the
-// output (the library asks on every chunk of output when it sends events,
-// and a round trip per chunk would throttle the output); the whole
-// answer for EchoOff and Foreground while nothing that could change it
-// happened (output, input, a signal, a resize; see probeCache). A
-// result's state reads both in turn, and then the echo flag again: one
-// probe serves the three. A variable for tests, as the library's own.
-var stateFresh = 10 * time.Millisecond
-
 // probe reads the terminal's state on the host, or reuses the last
-// probe's answer (see stateFresh), and keeps the answer.
+// probe's answer (see remote.StateFresh), and keeps the answer.
 func (t stateTerminal) probe() remote.Result {
-	if r, ok := t.cache.answer(); ok {
+	if r, ok := t.cache.Answer(); ok {
 		return r
 	}
-	s := t.cache.stamp()
+	s := t.cache.Stamp()
 	t.order.wait() // after the input written before it reached the terminal
 	r, ok := t.probeNow()
 	if ok {
-		t.cache.keep(r, s)
+		t.cache.Keep(r, s)
 	}
 	return r
 }
@@ -217,13 +207,13 @@ func (t *terminal) probeNow() (remote.Result, bool) {
 	h, err := t.b.probeShell()
 	var out []byte
 	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remote.Vars(c), t.pid, t.cache.hint()), false)
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remote.Vars(c), t.pid, t.cache.Hint()), false)
 	}
 	if err != nil {
 		return remote.Result{}, false
 	}
 	r := remote.Parse(out, c, known)
-	if r.Fence > 0 && !t.awaitFence(r.Fence) {
+	if r.Fence > 0 && !t.out.AwaitFence(r.Fence) {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
 	return r, true
@@ -231,9 +221,9 @@ func (t *terminal) probeNow() (remote.Result, bool) {
 
 // EchoOff reports the terminal in line mode without echo: a password
 // prompt. It costs a probe (see Foreground), unless one read the flag
-// within stateFresh.
+// within remote.StateFresh.
 func (t stateTerminal) EchoOff() bool {
-	if off, ok := t.cache.echoOff(); ok {
+	if off, ok := t.cache.EchoOff(); ok {
 		return off
 	}
 	return t.probe().EchoOff
@@ -246,7 +236,7 @@ func (t stateTerminal) EchoOff() bool {
 // remote.Funcs), a subshell that writes a mark when the program
 // looks blocked on its terminal and ran since the last mark, and a dd and
 // od when it waits in select or poll with a timeout. The answer
-// serves EchoOff and Foreground for stateFresh while nothing that could
+// serves EchoOff and Foreground for remote.StateFresh while nothing that could
 // change it happens.
 func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }
 
@@ -254,16 +244,11 @@ func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }
 // yet returned by Read, or returned while no later Read waits. Output the
 // host has sent and the connection still carries cannot be seen; the
 // probe's answer travels behind it on the same connection.
-func (t stateTerminal) OutputPending() bool {
-	t.omu.Lock()
-	defer t.omu.Unlock()
-	return len(t.buf) > 0 || !t.waiting
-}
+func (t stateTerminal) OutputPending() bool { return t.out.Pending() }
 
-// end runs killsess in the background of the probe shell and returns
-// what it printed.
+// end runs end.sh's endall in the background of the probe shell and
+// returns what it printed.
 func (t *terminal) end(ctx context.Context, hup, grace time.Duration) (string, error) {
-	cs := func(d time.Duration) int64 { return int64((d + 9*time.Millisecond) / (10 * time.Millisecond)) }
-	out, err := t.helperRun(ctx, fmt.Sprintf("killsess %d %d %d %d", t.pid, cs(hup), cs(grace), cs(killBound)), true)
+	out, err := t.helperRun(ctx, remote.EndCall(t.pid, hup, grace), true)
 	return string(out), err
 }

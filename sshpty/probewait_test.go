@@ -23,7 +23,7 @@ import (
 )
 
 // waiting is what the probe shell says of its waiting shells (see
-// helperFuncs): whether it keeps them, the pid of the shell that waits to
+// remote.ServeScript): whether it keeps them, the pid of the shell that waits to
 // exec stty and of the one that waits to write a mark, its own pid, and
 // how often a probe started stty or the mark itself.
 type waiting struct {
@@ -268,8 +268,8 @@ func TestProbeAfterABlockedWrite(t *testing.T) {
 		if fg.Name != "sleep" {
 			t.Errorf("the foreground is %q, want sleep", fg.Name)
 		}
-	case <-time.After(fenceWait * 3 / 4): // under the mark's own bound: not waited out behind the write
-		t.Fatalf("a probe did not answer within %v of a write that timed out", fenceWait*3/4)
+	case <-time.After(remote.FenceWait * 3 / 4): // under the mark's own bound: not waited out behind the write
+		t.Fatalf("a probe did not answer within %v of a write that timed out", remote.FenceWait*3/4)
 	}
 }
 
@@ -301,7 +301,7 @@ func TestProbeShellUnderSh(t *testing.T) {
 	}
 	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
 	if !ok {
-		t.Skip("an architecture remotestate does not list")
+		t.Skip("an architecture remote.Archs does not list")
 	}
 	cmd := exec.Command("cat")
 	f, err := pty.Start(cmd)
@@ -314,7 +314,7 @@ func TestProbeShellUnderSh(t *testing.T) {
 		f.Close()
 	}()
 	go io.Copy(io.Discard, f) // the marks the probe writes
-	script := helperFuncs + killFunc + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
+	script := remote.ServeScript() + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
 	ctx := waitCtx(t)
 	for {
 		sh := exec.CommandContext(ctx, "dash")
@@ -471,7 +471,7 @@ func TestProbeShellLifetime(t *testing.T) {
 
 // TestProbeOnAStoppedTerminal: a terminal whose output is stopped
 // (Ctrl-S) holds back the probe's mark, but not the probe shell: the
-// probe answers once fenceWait has passed, not knowing the program to
+// probe answers once remote.FenceWait has passed, not knowing the program to
 // wait, and a probe of another session on the connection answers at
 // once. Once output goes on (Ctrl-Q), the program is seen waiting again.
 func TestProbeOnAStoppedTerminal(t *testing.T) {
@@ -504,8 +504,8 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 		var r remote.Result
 		select {
 		case r = <-answered:
-		case <-time.After(fenceWait + 5*time.Second):
-			t.Fatalf("the probe of a stopped terminal did not answer within %v", fenceWait+5*time.Second)
+		case <-time.After(remote.FenceWait + 5*time.Second):
+			t.Fatalf("the probe of a stopped terminal did not answer within %v", remote.FenceWait+5*time.Second)
 		}
 		if r.Fence > before {
 			if r.Fg.Waiting {
@@ -521,7 +521,7 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 	if r, ok := other.(stateTerminal).probeNow(); !ok || !r.Fg.Waiting {
 		t.Errorf("the other session while one terminal is stopped: %+v %v; want waiting at read", r, ok)
 	}
-	if took := time.Since(began); took > fenceWait/2 {
+	if took := time.Since(began); took > remote.FenceWait/2 {
 		t.Errorf("the other session's probe took %v while one terminal is stopped", took)
 	}
 	if _, err := stopped.Write([]byte("\x11")); err != nil { // Ctrl-Q
