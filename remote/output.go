@@ -259,3 +259,10 @@ func (o *Output) Held(f func(held []byte)) {
 	defer o.mu.Unlock()
 	f(o.buf)
 }
+
+// Err is how the output ended; nil while it goes on.
+func (o *Output) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
