@@ -1,6 +1,9 @@
 # serve.sh: a shell that answers numbered requests on its standard input,
-# one a line: "Q=N; CALL; echo "$Q ."; prefork" (see sshpty), with the
-# functions of probe.sh and end.sh. It defines their hooks.
+# one a line: "Q=N; CALL; echo "$Q ."; prefork" (see sshpty), or
+# "( { exec 6<&- 7>&- 8<&-; Q=N; CALL; echo "$Q ."; } & )" for one that
+# runs in the background (an end): a grandchild, so that no zombie of it
+# waits under this shell (see hook_fence). It has the functions of
+# probe.sh and end.sh, and defines their hooks.
 # Lists of pids are left unquoted: they split into words.
 # shellcheck disable=SC2086
 exec 2>/dev/null
@@ -57,7 +60,10 @@ hook_fence() {
 	else
 		[ -z "$PW" ] || nowait
 		MF=$((${MF:-0} + 1))
-		{ exec 6<&- 7>&- 8<&-; mark "$FN" "$Q" "$D"; } &
+		# In a subshell that ends at once: the mark's writer is then no
+		# child of this shell, and no zombie waits here for a wait that
+		# sh (dash) runs only for its next foreground job.
+		( { exec 6<&- 7>&- 8<&-; mark "$FN" "$Q" "$D"; } & )
 	fi
 	echo "$Q fence $Q"
 }

@@ -44,6 +44,11 @@ type answer struct {
 	done chan struct{}
 }
 
+// probeShellLine starts the probe shell: bash when there is one (its
+// read -t 0 polls the terminal, which hands the line discipline what was
+// typed, as the local poll does), else sh. A variable for tests.
+var probeShellLine = `if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`
+
 func startHelper(c *ssh.Client) (*helper, error) {
 	s, err := c.NewSession()
 	if err != nil {
@@ -56,9 +61,7 @@ func startHelper(c *ssh.Client) (*helper, error) {
 		s.Close()
 		return nil, err
 	}
-	// bash when there is one: its read -t 0 polls the terminal, which
-	// hands the line discipline what was typed, as the local poll does.
-	if err := s.Start(loginLine(`if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`)); err != nil {
+	if err := s.Start(loginLine(probeShellLine)); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -127,7 +130,8 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 	line := fmt.Sprintf("Q=%d; %s; echo \"$Q .\"; prefork\n", n, call)
 	if bg {
 		// Not holding the waiting shells' fifo and pipes (see serve.sh).
-		line = fmt.Sprintf("{ exec 6<&- 7>&- 8<&-; Q=%d; %s; echo \"$Q .\"; } &\n", n, call)
+		// A grandchild: no zombie of it stays under the shell.
+		line = fmt.Sprintf("( { exec 6<&- 7>&- 8<&-; Q=%d; %s; echo \"$Q .\"; } & )\n", n, call)
 	}
 	a := &answer{done: make(chan struct{})}
 	h.waiting[n] = a
