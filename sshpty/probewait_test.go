@@ -141,15 +141,15 @@ func TestProbeShellKilled(t *testing.T) {
 	bg := make(chan struct{})
 	go func() {
 		defer close(bg)
-		h.run(waitCtx(t), "sleep 30", true) // answers only when the shell ends
+		h.run(waitCtx(t), "sleep 30.4242", true) // answers only when the shell ends
 	}()
-	sleeper := 0 // the background request's sleep, below its subshell
+	// The background request's sleep: no child of the shell (see
+	// TestNoZombieOnTheFarSide), known by its argument.
+	sleeper := 0
 	within(t, 10*time.Second, func() bool {
-		for _, k := range children(w.sh) {
-			for _, g := range children(k) {
-				if st, ok := proc.ReadStat(g, make([]byte, 512)); ok && st.Comm == "sleep" {
-					sleeper = g
-				}
+		for _, k := range proc.Pids() {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", k)); string(b) == "sleep\x0030.4242\x00" {
+				sleeper = k
 			}
 		}
 		return sleeper != 0
