@@ -193,8 +193,8 @@ func TestStoppedOutputEnd(t *testing.T) {
 		t.Fatalf("End returned (%v after %v) before the stream ended", err, took)
 	}
 	st, werr := s.term.Wait()
-	if err != nil || werr != nil || st.Signal != "SIGTERM" || took >= statusBound {
-		t.Errorf("End: %v after %v; the command ended %+v %v; want SIGTERM's status well within %v", err, took, st, werr, statusBound)
+	if err != nil || werr != nil || st.Signal != "SIGTERM" || took >= remote.StatusWait {
+		t.Errorf("End: %v after %v; the command ended %+v %v; want SIGTERM's status well within %v", err, took, st, werr, remote.StatusWait)
 	}
 }
 

@@ -88,7 +88,7 @@ func (l *lockedBuffer) String() string {
 // the local library's schedule (remote.EndArgs: SIGTERM, SIGHUP
 // remote.HupDelay later, SIGKILL once grace has passed), run by one
 // probe in the container (end.sh); when ctx ends first, SIGKILL at once.
-// Once they are gone it waits for the stream's status (see awaitStatus).
+// Once they are gone it waits for the stream's status (see remote.AwaitStatus).
 func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGKILL} {
 		t.sending(s)
@@ -102,29 +102,11 @@ func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	if err != nil {
 		return err
 	}
-	for _, l := range lines {
-		if rest, ok := strings.CutPrefix(l, "left"); ok {
-			return fmt.Errorf("agentpty: %s: %s: processes survived SIGKILL:%s", t.name, t.b, rest)
-		}
+	if _, left := remote.EndAnswer(lines); left != "" {
+		return fmt.Errorf("agentpty: %s: %s: processes survived SIGKILL: %s", t.name, t.b, left)
 	}
-	t.awaitStatus()
+	remote.AwaitStatus(t.exited)
 	return nil
-}
-
-// statusBound is how long End waits, once the processes are gone, for
-// the command's status on the exec stream.
-const statusBound = 5 * time.Second
-
-// awaitStatus waits up to statusBound for the stream to carry the
-// command's status: the session closes the stream after End, and a status
-// not yet read would be lost.
-func (t *terminal) awaitStatus() {
-	tm := time.NewTimer(statusBound)
-	defer tm.Stop()
-	select {
-	case <-t.exited:
-	case <-tm.C:
-	}
 }
 
 // Signal sends sig to the terminal's foreground process group (or the

@@ -29,7 +29,7 @@ const killBound = remote.KillBound
 // reach the command's process group, and closing the channel hangs up the
 // terminal. A lost connection has already hung up the terminal on the
 // host: nothing is left to send. Once everything is gone End waits, up
-// to killBound, for the command's status to arrive: the session closes
+// to remote.StatusWait, for the command's status to arrive: the session closes
 // the channel next, and a status not yet read would be lost.
 func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	if t.pid > 0 && t.info.linux {
@@ -39,15 +39,11 @@ func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 			out, err = t.end(kctx, 0, 0)
 			cancel()
 		}
-		if err == nil {
-			out = strings.TrimSpace(out)
-			if left, ok := strings.CutPrefix(out, "left"); ok {
-				return fmt.Errorf("%s (%s): processes [%s] survived SIGKILL for %v", t.b, t.name, strings.TrimSpace(left), killBound)
-			}
-			if out == "gone" {
-				t.awaitStatus()
-				return nil
-			}
+		if gone, left := remote.EndAnswer(strings.Split(out, "\n")); err == nil && left != "" {
+			return fmt.Errorf("%s (%s): processes [%s] survived SIGKILL for %v", t.b, t.name, left, killBound)
+		} else if err == nil && gone {
+			remote.AwaitStatus(t.exited)
+			return nil
 		}
 		if !t.b.alive() {
 			return nil
@@ -88,16 +84,5 @@ func (t *terminal) endBySignals(ctx context.Context, grace time.Duration) error 
 		return nil
 	case <-tm.C:
 		return fmt.Errorf("%s (%s): the command outlived SIGKILL for %v", t.b, t.name, killBound)
-	}
-}
-
-// awaitStatus waits up to killBound for the command's status, which
-// follows its death over the connection.
-func (t *terminal) awaitStatus() {
-	tm := time.NewTimer(killBound)
-	defer tm.Stop()
-	select {
-	case <-t.exited:
-	case <-tm.C:
 	}
 }
