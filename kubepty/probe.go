@@ -219,7 +219,7 @@ func (t *terminal) awaitInput() {
 
 // calls are the system calls of the container's architecture, learnt
 // with the backend's first state probe (uname -m); known is false for an
-// architecture remotestate does not list.
+// architecture remote.Archs does not list.
 func (b *Backend) calls(ctx context.Context, t *terminal) (c remote.Calls, known bool) {
 	arch := b.arch.Load()
 	if arch == nil {

@@ -204,7 +204,7 @@ func (t stateTerminal) probe() remote.Result {
 	return r
 }
 
-// probeNow runs remotestate's probe in the probe shell; false when the
+// probeNow runs remote's probe (probe.sh) in the probe shell; false when the
 // shell did not answer.
 func (t *terminal) probeNow() (remote.Result, bool) {
 	c, known := remote.Archs[t.info.arch]
