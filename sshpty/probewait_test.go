@@ -166,17 +166,6 @@ func TestProbeShellKilled(t *testing.T) {
 	<-bg
 }
 
-// children are the processes on this machine whose parent is pid.
-func children(pid int) []int {
-	var kids []int
-	for _, k := range proc.Pids() {
-		if parentOf(k) == pid {
-			kids = append(kids, k)
-		}
-	}
-	return kids
-}
-
 // within waits up to d for ok, polling the host's process table.
 func within(t *testing.T, d time.Duration, ok func() bool, what string) {
 	t.Helper()
