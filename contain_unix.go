@@ -169,26 +169,17 @@ func stopProcesses(ctx context.Context, c container, grace time.Duration) []int 
 	return c.Members()
 }
 
-// politely sends SIGHUP to what SIGTERM left endsched.HupDelay later, and waits
-// for c to empty until deadline or ctx's end, when it returns an error;
-// what is left then gets SIGKILL either way.
+// politely is the schedule after SIGTERM, endsched.Polite's, for c.
 func politely(ctx context.Context, c container, deadline time.Time) error {
-	// What ignores TERM (an interactive bash at its prompt) gets nothing
-	// from the delay: when that is all there is, HUP follows at once.
-	err := context.DeadlineExceeded
-	if !allIgnore(c.Members(), syscall.SIGTERM) {
-		hctx, cancel := context.WithDeadline(ctx, endsched.HupAt(time.Now(), deadline))
-		err = c.WaitEmpty(hctx)
-		cancel()
-	}
-	if err == nil || ctx.Err() != nil {
-		return err
-	}
-	c.Signal(syscall.SIGHUP, syscall.SIGCONT)
-	gctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	return c.WaitEmpty(gctx)
+	return endsched.Polite(ctx, polite{c}, endsched.HupDelay, deadline)
 }
+
+// polite is a container as endsched.Polite ends it.
+type polite struct{ c container }
+
+func (p polite) Hup()                                { p.c.Signal(syscall.SIGHUP, syscall.SIGCONT) }
+func (p polite) IgnoreTerm() bool                    { return allIgnore(p.c.Members(), syscall.SIGTERM) }
+func (p polite) WaitEmpty(ctx context.Context) error { return p.c.WaitEmpty(ctx) }
 
 // allIgnore reports whether every process of pids ignores sig; false for
 // none.

@@ -1,8 +1,11 @@
 package remote
 
 import (
+	"context"
 	"strings"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/endsched"
 )
 
 // StatusWait bounds how long an End, once the processes are gone, waits
@@ -35,4 +38,16 @@ func AwaitStatus(exited <-chan struct{}) {
 	case <-exited:
 	case <-tm.C:
 	}
+}
+
+// Target is what Polite ends: a Go-side end, for a transport that sends
+// signals itself (SSH's "signal" requests) where no end.sh runs.
+type Target = endsched.Target
+
+// Polite is the local library's schedule after SIGTERM (see
+// endsched.Polite): SIGHUP hup later (HupDelay but in a test), then a
+// wait for t to empty until deadline; an error when it did not, and
+// SIGKILL is then the caller's.
+func Polite(ctx context.Context, t Target, hup time.Duration, deadline time.Time) error {
+	return endsched.Polite(ctx, t, hup, deadline)
 }

@@ -52,28 +52,14 @@ func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	return t.endBySignals(ctx, grace)
 }
 
-// endBySignals is End through "signal" requests on the session's channel.
+// endBySignals is End through "signal" requests on the session's
+// channel, on the local library's schedule (remote.Polite).
 func (t *terminal) endBySignals(ctx context.Context, grace time.Duration) error {
 	deadline := time.Now().Add(grace)
-	wait := func(d time.Duration) bool {
-		tm := time.NewTimer(d)
-		defer tm.Stop()
-		select {
-		case <-t.exited:
-			return true
-		case <-tm.C:
-		case <-ctx.Done():
-		}
-		return false
-	}
 	if err := t.sess.Signal(ssh.SIGTERM); err != nil {
 		return nil // the channel is gone, and the terminal with it
 	}
-	if wait(min(hupDelay, grace)) {
-		return nil
-	}
-	_ = t.sess.Signal(ssh.SIGHUP)
-	if wait(time.Until(deadline)) {
+	if remote.Polite(ctx, bySignals{t}, hupDelay, deadline) == nil {
 		return nil
 	}
 	_ = t.sess.Signal(ssh.SIGKILL)
@@ -84,5 +70,21 @@ func (t *terminal) endBySignals(ctx context.Context, grace time.Duration) error 
 		return nil
 	case <-tm.C:
 		return fmt.Errorf("%s (%s): the command outlived SIGKILL for %v", t.b, t.name, killBound)
+	}
+}
+
+// bySignals is the command as "signal" requests reach it, for
+// remote.Polite: what ignores SIGTERM cannot be known without /proc.
+type bySignals struct{ t *terminal }
+
+func (s bySignals) Hup()             { _ = s.t.sess.Signal(ssh.SIGHUP) }
+func (s bySignals) IgnoreTerm() bool { return false }
+
+func (s bySignals) WaitEmpty(ctx context.Context) error {
+	select {
+	case <-s.t.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
