@@ -166,7 +166,7 @@ func (t *terminal) probeState() remote.Result {
 
 // Foreground reports the terminal's foreground program now: a probe of
 // its own, begun once typed input has had time to reach the terminal
-// (see awaitInput), which waits for its fence's mark (see awaitFence),
+// (see awaitInput), which waits for its fence's mark (see remote.Output.AwaitFence),
 // and whose answer serves the EchoOff that follows (see remote.ProbeCache).
 func (t *terminal) Foreground() agentpty.Foreground {
 	t.awaitInput()
