@@ -8,7 +8,7 @@ PROXYCHECK ?= scripts/proxycheck.sh
 # MODULES: every module of the repository.
 MODULES := . examples kubepty cmd/agentpty-mcp
 
-.PHONY: test demo bench lint limits cross fuzz conformance tidy proxycheck
+.PHONY: test demo bench lint limits cross fuzz conformance tidy proxycheck shellcheck
 
 # test: in every module (the library, examples, kubepty, cmd/agentpty-mcp),
 # vet and the race-checked tests (internal/limits among them: no function
@@ -48,12 +48,19 @@ demo:
 bench:
 	AGENTPTY_BENCH=1 $(GO) test -p 1 -count=1 -run TestBenchReport -v -timeout 30m . ./sshpty
 
-lint: cross limits tidy
+lint: cross limits tidy shellcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd examples && $(GO) vet ./...
 	cd cmd/agentpty-mcp && $(GO) vet ./...
+
+# shellcheck: the shell remote terminals run on their host (remote/*.sh,
+# embedded in the library) and the repository's scripts, as POSIX sh
+# where they are sh.
+shellcheck:
+	shellcheck -s sh remote/*.sh
+	shellcheck scripts/*.sh
 
 # tidy: every go.mod and go.sum is what go mod tidy leaves (scripts/tidy.sh
 # -diff; the modules that require agentpty's own by version are tidied

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
+	"github.com/agentpty/agentpty/internal/endsched"
 )
 
 // What Session.Containment reports.
@@ -38,8 +39,9 @@ const (
 )
 
 // killBound is how long Kill waits for the kernel after SIGKILL before it
-// names the processes that survived.
-var killBound = 5 * time.Second
+// names the processes that survived (endsched.KillBound; a variable for
+// tests).
+var killBound = endsched.KillBound
 
 // awaitReaped waits for the leader pid to be reaped (reaped is closed),
 // which follows at once once endAll has ended it, and at most until ctx

@@ -9,13 +9,9 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
+	"github.com/agentpty/agentpty/internal/endsched"
 	"github.com/agentpty/agentpty/internal/proc"
 )
-
-// hupDelay is how long after SIGTERM the session's processes still running
-// get SIGHUP: a program handling TERM has this long before HUP, which ends
-// what ignores TERM (interactive bash).
-const hupDelay = 200 * time.Millisecond
 
 // container is what holds a session's processes.
 type container interface {
@@ -146,7 +142,7 @@ func (c sessionContainer) stale() bool {
 }
 
 // endProcesses ends every process c holds: SIGTERM (and SIGCONT, so stopped
-// jobs can act on it), SIGHUP to what is left hupDelay later, SIGKILL to
+// jobs can act on it), SIGHUP to what is left endsched.HupDelay later, SIGKILL to
 // what is left once grace has passed since the start, or at once when ctx
 // ends. It names the processes still running killBound after SIGKILL, or
 // a moment after ctx ended.
@@ -189,30 +185,17 @@ func stopProcesses(ctx context.Context, c container, grace time.Duration) []int 
 	return c.Members()
 }
 
-// politely sends SIGHUP to what SIGTERM left hupDelay later, and waits
-// for c to empty until deadline or ctx's end, when it returns an error;
-// what is left then gets SIGKILL either way.
+// politely is the schedule after SIGTERM, endsched.Polite's, for c.
 func politely(ctx context.Context, c container, deadline time.Time) error {
-	// What ignores TERM (an interactive bash at its prompt) gets nothing
-	// from the delay: when that is all there is, HUP follows at once.
-	err := context.DeadlineExceeded
-	if !allIgnore(c.Members(), syscall.SIGTERM) {
-		hup := time.Now().Add(hupDelay)
-		if hup.After(deadline) {
-			hup = deadline
-		}
-		hctx, cancel := context.WithDeadline(ctx, hup)
-		err = c.WaitEmpty(hctx)
-		cancel()
-	}
-	if err == nil || ctx.Err() != nil {
-		return err
-	}
-	c.Signal(syscall.SIGHUP, syscall.SIGCONT)
-	gctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	return c.WaitEmpty(gctx)
+	return endsched.Polite(ctx, polite{c}, endsched.HupDelay, deadline)
 }
+
+// polite is a container as endsched.Polite ends it.
+type polite struct{ c container }
+
+func (p polite) Hup()                                { p.c.Signal(syscall.SIGHUP, syscall.SIGCONT) }
+func (p polite) IgnoreTerm() bool                    { return allIgnore(p.c.Members(), syscall.SIGTERM) }
+func (p polite) WaitEmpty(ctx context.Context) error { return p.c.WaitEmpty(ctx) }
 
 // allIgnore reports whether every process of pids ignores sig; false for
 // none.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
+	"github.com/agentpty/agentpty/internal/endsched"
 )
 
 // ending is a terminal's End, run once: by its session's Kill, or by
@@ -78,13 +79,13 @@ func (m *Manager) endTogether(ss []*Session) {
 }
 
 // endGroups is endProcesses for many cgroups of h at once: SIGTERM (and
-// SIGCONT) to every process of each, SIGHUP to what is left hupDelay
+// SIGCONT) to every process of each, SIGHUP to what is left endsched.HupDelay
 // later, SIGKILL to all of h once grace has passed or everything is gone,
 // then each group released. The waits watch h's own cgroup.events, which
 // says when the last process of any group is gone, rather than each
 // group's. Unlike a single Kill it does not look for sessions whose
 // processes all ignore SIGTERM, to send them SIGHUP at once: reading
-// every process's signal mask costs more than the one hupDelay that all
+// every process's signal mask costs more than the one endsched.HupDelay that all
 // sessions share.
 func endGroups(ctx context.Context, h *contain.Host, cs []*cgroupContainer, grace time.Duration) []error {
 	deadline := time.Now().Add(grace)
@@ -94,10 +95,7 @@ func endGroups(ctx context.Context, h *contain.Host, cs []*cgroupContainer, grac
 			signalled.Add(1)
 		}
 	})
-	hup := time.Now().Add(hupDelay)
-	if hup.After(deadline) {
-		hup = deadline
-	}
+	hup := endsched.HupAt(time.Now(), deadline)
 	if signalled.Load() > 0 && waitGroups(ctx, h, cs, hup) != nil && ctx.Err() == nil {
 		parallel(len(cs), func(i int) {
 			if cs[i].g.Populated() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
+	"github.com/agentpty/agentpty/remote"
 )
 
 // A program blocked on its terminal waits only once what it wrote before
@@ -120,7 +121,7 @@ func awaitWaiting(t *testing.T, sr agentpty.StateReader, at string) {
 }
 
 // A terminal whose output is stopped (Ctrl-S) holds back the probe's
-// mark: the probe answers all the same, in fenceWait, and without the
+// mark: the probe answers all the same, in remote.FenceWait, and without the
 // program seen waiting, as what it wrote may be held too. Ctrl-Q lets
 // the mark through, and it is taken out of the output like any other.
 func TestStoppedOutput(t *testing.T) {
@@ -133,7 +134,7 @@ func TestStoppedOutput(t *testing.T) {
 	if fg := sr.Foreground(); fg.Waiting {
 		t.Errorf("waiting while the terminal's output is stopped")
 	}
-	if took := time.Since(begin); took > fenceWait+probeTimeout/2 {
+	if took := time.Since(begin); took > remote.FenceWait+probeTimeout/2 {
 		t.Errorf("a probe of a stopped terminal took %v", took)
 	}
 	if _, err := s.term.Write([]byte("\x11x\r")); err != nil {
@@ -192,8 +193,8 @@ func TestStoppedOutputEnd(t *testing.T) {
 		t.Fatalf("End returned (%v after %v) before the stream ended", err, took)
 	}
 	st, werr := s.term.Wait()
-	if err != nil || werr != nil || st.Signal != "SIGTERM" || took >= statusBound {
-		t.Errorf("End: %v after %v; the command ended %+v %v; want SIGTERM's status well within %v", err, took, st, werr, statusBound)
+	if err != nil || werr != nil || st.Signal != "SIGTERM" || took >= remote.StatusWait {
+		t.Errorf("End: %v after %v; the command ended %+v %v; want SIGTERM's status well within %v", err, took, st, werr, remote.StatusWait)
 	}
 }
 
@@ -209,7 +210,7 @@ func TestMarksMatchTheirProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "%s%d\a", tm.marks, tm.probes.Load()+2) // the next probe is +1
+	fmt.Fprintf(f, "%s%d\a", remote.FencePrefix(tm.nonce), tm.probes.Load()+2) // the next probe is +1
 	f.Close()
 	before := schedstat(t, pid)
 	if _, err := s.term.Write([]byte("x\r")); err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/backendtest"
-	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
@@ -64,7 +63,7 @@ func withArg(arg string) []int {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !proc.Alive(pid) {
+		if err != nil || !alive(pid) {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")

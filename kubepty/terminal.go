@@ -1,23 +1,19 @@
 package kubepty
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
+	"github.com/agentpty/agentpty/remote"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
 )
@@ -53,25 +49,20 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (agentpty.Ter
 		return nil, fmt.Errorf("agentpty: %s: %s: %w", cmd.Name, b, err)
 	}
 	go t.stream(exe)
-	marked := make(chan struct{})
-	go func() {
-		t.awaitPID()
-		close(marked)
-	}()
-	select {
-	case <-marked:
-		if t.preErr != nil { // the stream ended before the command ran, or with it
-			if _, err := t.Wait(); err != nil {
-				return nil, t.startErr(ctx, err)
-			}
-		}
-		return t, nil
-	case <-ctx.Done():
+	pid := remote.PID(t.out.AwaitStart(ctx))
+	if pid == 0 && ctx.Err() != nil {
 		t.Close()
-		<-marked
 		t.Wait()
 		return nil, fmt.Errorf("agentpty: %s: start on %s: %w", cmd.Name, b, ctx.Err())
 	}
+	if pid > 0 {
+		t.leader.Store(&leader{pid: pid})
+	} else if t.out.Err() != nil { // the stream ended before the command ran, or with it
+		if _, err := t.Wait(); err != nil {
+			return nil, t.startErr(ctx, err)
+		}
+	}
+	return t, nil
 }
 
 // startErr says why a start failed: a missing pod says so only to a GET.
@@ -83,7 +74,8 @@ func (t *terminal) startErr(ctx context.Context, werr error) error {
 	return fmt.Errorf("agentpty: %s: %s: exec: %w", t.name, t.b, errors.Unwrap(werr))
 }
 
-// terminal is one command under an exec stream's TTY. It implements
+// terminal is one command under an exec stream's TTY: the stream is its
+// transport, remote's Output and Input do the rest. It implements
 // agentpty.Terminal and agentpty.StateReader.
 type terminal struct {
 	b     *Backend
@@ -94,19 +86,8 @@ type terminal struct {
 	ctx    context.Context // the stream's; Close cancels it, which ends the stream
 	cancel context.CancelFunc
 
-	// pre is output Read returns before it reads more: read while looking
-	// for the pid's mark, or what a Read's p had no room for; preErr is
-	// how the output ended, once it did.
-	pre    []byte
-	preErr error
-	carry  []byte // Read's: the tail of the output that may begin a mark
-	marks  []byte // the prefix of the probes' marks (remotestate.FencePrefix)
-
-	in     *input
-	outR   *io.PipeReader
-	outW   *io.PipeWriter
-	piped  atomic.Int64 // bytes of output handed to the pipe that Read has not taken
-	unread atomic.Bool  // the last Read returned bytes and no Read has begun since
+	out *remote.Output // the stream's stdout
+	in  *remote.Input  // the stream's stdin
 
 	sizes  chan remotecommand.TerminalSize // the newest size not yet sent
 	sizeMu sync.Mutex                      // orders Resize's replacement of it
@@ -122,14 +103,9 @@ type terminal struct {
 	// meanwhile is read once it does.
 	signalling sync.RWMutex
 
-	probes atomic.Uint64 // numbers the state probes and their marks
-	typed  atomic.Int64  // when a Write last handed input to the stream (UnixNano)
-	cache  probeCache    // the last probe's answer (see EchoOff)
-
-	fmu       sync.Mutex   // guards the fields below
-	fcond     *sync.Cond   // signalled when they change
-	fenceSeen map[int]bool // the marks Read has taken out of the output, recent ones
-	outEnded  bool         // the output ended or the terminal was closed
+	probes atomic.Uint64     // numbers the probes and their marks
+	typed  atomic.Int64      // when a Write last handed input to the stream (UnixNano)
+	cache  remote.ProbeCache // the last probe's answer (see EchoOff)
 
 	closeOnce sync.Once
 }
@@ -141,22 +117,19 @@ func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
 	var n [12]byte
 	_, _ = rand.Read(n[:])
 	ctx, cancel := context.WithCancel(context.Background())
-	outR, outW := io.Pipe()
 	t := &terminal{b: b, name: cmd.Name, nonce: hex.EncodeToString(n[:]), ctx: ctx, cancel: cancel,
-		in: newInput(), outR: outR, outW: outW,
-		sizes: make(chan remotecommand.TerminalSize, 1), exited: make(chan struct{})}
-	t.marks = remotestate.FencePrefix(t.nonce)
-	t.fcond = sync.NewCond(&t.fmu)
-	t.fenceSeen = map[int]bool{}
+		in: remote.NewInput(), sizes: make(chan remotecommand.TerminalSize, 1), exited: make(chan struct{})}
+	t.out = remote.NewOutput(t.nonce, t.cache.Output)
 	t.sizes <- remotecommand.TerminalSize{Width: uint16(cmd.Cols), Height: uint16(cmd.Rows)}
 	return t
 }
 
-// startScript runs in /bin/sh (not the sh of the image's PATH) as the command's first moments: it prints its
-// pid in a private OSC sequence (the command keeps that pid, as exec
-// keeps it), enters the directory, and execs env, which sets the nonce
-// and the session's variables and runs the command.
-const startScript = `printf '\033]7771;%s;%s\007' "$0" "$$"; [ -z "$1" ] || cd -- "$1" || exit 127; shift; exec env "$@"`
+// startScript runs in /bin/sh (not the sh of the image's PATH) as the
+// command's first moments: it prints its pid in the start mark
+// (remote.Output; the command keeps that pid, as exec keeps it), enters
+// the directory, and execs env, which sets the nonce and the session's
+// variables and runs the command.
+const startScript = `printf '` + remote.MarkFormat + `' "$0" "$$"; [ -z "$1" ] || cd -- "$1" || exit 127; shift; exec env "$@"`
 
 // argv is what the container runs: startScript, then the command.
 func (t *terminal) argv(cmd agentpty.Command) []string {
@@ -165,38 +138,10 @@ func (t *terminal) argv(cmd agentpty.Command) []string {
 	return append(argv, cmd.Argv...)
 }
 
-// maxPre bounds the output read while looking for the pid's mark: a
-// container that prints too much before it leaves the pid unknown.
-const maxPre = 64 << 10
-
-// awaitPID reads the first output until the mark, keeping the rest for
-// Read. It returns once the command runs (or the stream ended).
-func (t *terminal) awaitPID() {
-	mark := "\x1b]7771;" + t.nonce + ";"
-	buf := make([]byte, 4096)
-	for len(t.pre) < maxPre {
-		if i := strings.Index(string(t.pre), mark); i >= 0 {
-			if end := strings.IndexByte(string(t.pre[i:]), '\a'); end >= 0 {
-				if pid, err := strconv.Atoi(string(t.pre[i+len(mark) : i+end])); err == nil {
-					t.leader.Store(&leader{pid: pid})
-				}
-				t.pre = append(t.pre[:i:i], t.pre[i+end+1:]...)
-				return
-			}
-		}
-		n, err := t.readPipe(buf)
-		t.pre = append(t.pre, buf[:n]...)
-		if err != nil {
-			t.preErr = err
-			return
-		}
-	}
-}
-
 // stream runs the exec until it ends and records how.
 func (t *terminal) stream(exe remotecommand.Executor) {
 	err := exe.StreamWithContext(t.ctx, remotecommand.StreamOptions{
-		Stdin: t.in, Stdout: (*outWriter)(t), Tty: true, TerminalSizeQueue: t,
+		Stdin: t.in, Stdout: t.out, Tty: true, TerminalSizeQueue: t,
 	})
 	var code exec.CodeExitError
 	switch {
@@ -215,10 +160,9 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 	default:
 		t.waitErr = &LostError{Backend: t.b.String(), Session: t.name, Err: err}
 	}
-	t.outW.Close()
-	t.in.close()
+	t.out.End(io.EOF) // the command is gone: no probe waits for a mark of it
+	t.in.Close(io.ErrClosedPipe)
 	close(t.exited)
-	t.fenced(nil, true) // the command is gone: no probe waits for a mark of it
 }
 
 // exitConfirmed checks a WebSocket stream's nil with a probe: client-go
@@ -227,7 +171,7 @@ func (t *terminal) stream(exe remotecommand.Executor) {
 func (t *terminal) exitConfirmed() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	lines, err := t.stateLines(ctx, "")
+	lines, err := t.probe(ctx, "state", "")
 	return err == nil && len(lines) > 0 && lines[len(lines)-1] == "gone"
 }
 
@@ -256,18 +200,6 @@ func (t *terminal) exitStatus(code int) agentpty.ExitStatus {
 	return agentpty.ExitStatus{Code: code}
 }
 
-// outWriter is the stream's stdout: it counts the bytes in the pipe,
-// which are output the session has not read yet. Read takes off what it
-// reads, at once: a mark read last leaves none counted.
-type outWriter terminal
-
-func (w *outWriter) Write(p []byte) (int, error) {
-	w.piped.Add(int64(len(p)))
-	n, err := w.outW.Write(p)
-	w.piped.Add(-int64(len(p) - n)) // what no Read will take
-	return n, err
-}
-
 // Next gives the stream the terminal's size, first the initial one, then
 // each Resize's. nil ends the queue.
 func (t *terminal) Next() *remotecommand.TerminalSize {
@@ -281,112 +213,22 @@ func (t *terminal) Next() *remotecommand.TerminalSize {
 	}
 }
 
-// Read returns what the command wrote to the terminal, less the marks
-// the probes wrote after it (see awaitFence), which it takes out and
-// notes. A chunk that was only a mark returns nothing: Read reads on.
-func (t *terminal) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if len(t.pre) > 0 {
-		n := copy(p, t.pre)
-		t.pre = t.pre[n:]
-		t.unread.Store(true)
-		t.cache.changed()
-		return n, nil
-	}
-	if t.preErr != nil {
-		return 0, t.preErr
-	}
-	t.unread.Store(false)
-	for {
-		n, err := t.readPipe(p)
-		data := p[:n]
-		if len(t.carry) > 0 {
-			data = append(t.carry, data...)
-		}
-		var fence []int
-		data, t.carry = remotestate.StripMarks(data, t.marks, err != nil, func(n int) { fence = append(fence, n) })
-		m := len(data)
-		if m > 0 && &data[0] != &p[0] { // a mark was taken out, or a tail joined
-			m = copy(p, data)
-			t.pre = bytes.Clone(data[m:])
-		}
-		if m > 0 {
-			// Before the mark counts: the output before it is unread.
-			t.unread.Store(true)
-			t.cache.changed()
-		}
-		if len(fence) > 0 || err != nil {
-			t.fenced(fence, err != nil)
-		}
-		if err != nil {
-			t.preErr = err
-		}
-		if m > 0 || err != nil {
-			if m > 0 {
-				return m, nil
-			}
-			return 0, err
-		}
-	}
-}
+// Read returns what the command wrote to the terminal, less the marks.
+func (t *terminal) Read(p []byte) (int, error) { return t.out.Read(p) }
 
-// readPipe reads the stream's output from the pipe, and takes what it
-// read off the count of bytes in it (see outWriter).
-func (t *terminal) readPipe(p []byte) (int, error) {
-	n, err := t.outR.Read(p)
-	t.piped.Add(-int64(n))
-	return n, err
-}
-
-// fenced notes marks ns taken out of the output, or the output's end.
-func (t *terminal) fenced(ns []int, end bool) {
-	t.fmu.Lock()
-	defer t.fmu.Unlock()
-	for _, n := range ns {
-		t.fenceSeen[n] = true
-		for k := range t.fenceSeen {
-			if k < n-256 { // no probe waits for a mark that old
-				delete(t.fenceSeen, k)
-			}
-		}
-	}
-	t.outEnded = t.outEnded || end
-	t.fcond.Broadcast()
-}
-
-// fenceWait bounds the wait for a probe's mark: a terminal whose output
-// is stopped (Ctrl-S) holds it back.
-const fenceWait = 2 * time.Second
-
-// awaitFence waits until Read has taken out mark n, and so returned all
-// the program wrote before it; false when it did not come, or the output
-// ended or the terminal was closed first.
-func (t *terminal) awaitFence(n int) bool {
-	// The deadline before the timer: its wake-up must find it passed.
-	deadline := time.Now().Add(fenceWait)
-	timer := time.AfterFunc(fenceWait, func() { t.fenced(nil, false) })
-	defer timer.Stop()
-	t.fmu.Lock()
-	defer t.fmu.Unlock()
-	for !t.fenceSeen[n] && !t.outEnded && time.Now().Before(deadline) {
-		t.fcond.Wait()
-	}
-	return t.fenceSeen[n]
-}
-
-// Write types p: it returns once the stream took it.
+// Write types p: it returns once the stream sent it (see remote.Input).
 func (t *terminal) Write(p []byte) (int, error) {
-	select {
-	case <-t.exited:
-		return 0, t.writeErr()
-	default:
-	}
-	defer t.cache.changed()
-	n, err := t.in.write(p, t.exited)
+	defer t.cache.Changed()
+	n, err := t.in.Write(p)
 	if n > 0 {
 		t.typed.Store(time.Now().UnixNano())
+	}
+	if errors.Is(err, io.ErrClosedPipe) {
+		select {
+		case <-t.exited:
+			return n, t.writeErr()
+		default:
+		}
 	}
 	return n, err
 }
@@ -400,7 +242,7 @@ func (t *terminal) writeErr() error {
 
 // SetWriteDeadline bounds Write.
 func (t *terminal) SetWriteDeadline(tm time.Time) error {
-	t.in.deadline.set(tm)
+	t.in.SetDeadline(tm)
 	return nil
 }
 
@@ -410,7 +252,7 @@ func (t *terminal) SetWriteDeadline(tm time.Time) error {
 func (t *terminal) Resize(cols, rows int) error {
 	t.sizeMu.Lock()
 	defer t.sizeMu.Unlock()
-	defer t.cache.changed()
+	defer t.cache.Changed()
 	select {
 	case <-t.sizes:
 	default:
@@ -436,9 +278,8 @@ func (t *terminal) Wait() (agentpty.ExitStatus, error) {
 func (t *terminal) Close() error {
 	t.closeOnce.Do(func() {
 		t.cancel()
-		t.in.close()
-		t.outR.CloseWithError(os.ErrClosed)
-		t.fenced(nil, true)
+		t.in.Close(io.ErrClosedPipe)
+		t.out.Close()
 	})
 	return nil
 }
@@ -453,9 +294,7 @@ func (t *terminal) PID() int {
 
 // OutputPending reports output the stream handed over that Read has not
 // returned yet.
-func (t *terminal) OutputPending() bool {
-	return t.piped.Load() > 0 || t.unread.Load()
-}
+func (t *terminal) OutputPending() bool { return t.out.Pending() }
 
 var (
 	_ agentpty.Terminal    = (*terminal)(nil)

@@ -34,13 +34,14 @@ import (
 	"io"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentpty/agentpty"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/agentpty/agentpty/remote"
 )
 
 // Backend starts agentpty sessions over one SSH connection, one channel
@@ -248,16 +249,16 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 	if err != nil {
 		return nil, err
 	}
-	t := newTerminal(conn, cmd.Name, sess, in, out, info)
-	t.nonce = nonce
-	pid, err := t.awaitPID(ctx, nonce)
+	t := newTerminal(conn, cmd.Name, nonce, sess, in, info)
+	go t.out.Pump(out)
+	go t.copyIn()
+	go t.watch()
+	pid, err := t.awaitPID(ctx)
 	if err != nil {
 		t.Close()
 		return nil, err
 	}
 	t.pid = pid
-	go t.pump()
-	go t.watch()
 	if info.linux {
 		t.held = true
 		if pid > 0 {
@@ -298,11 +299,6 @@ func (b *Backend) openSession(ctx context.Context, cmd agentpty.Command, termNam
 	return conn, sess, in, out, nil
 }
 
-// The command's process id reaches the terminal's reader as this private
-// OSC sequence: ESC ] 6973 ; nonce ; pid BEL ("nodir" for a missing
-// working directory).
-const markOSC = "\x1b]6973;"
-
 // commandLine is the line the user's login shell runs for cmd, TERM, and
 // the nonce of its process-id mark. The line only hands a script to
 // /bin/sh (see loginLine), so the login shell may be fish or tcsh.
@@ -320,7 +316,7 @@ func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
 	var b strings.Builder
 	b.WriteString(`nl=$(printf '\nx'); nl=${nl%x}; `) // see shWord
 	if cmd.Dir != "" {
-		fmt.Fprintf(&b, "cd %s 2>/dev/null || { printf '\\033]6973;%s;nodir\\007'; exit 1; }; ", shWord(cmd.Dir), nonce)
+		fmt.Fprintf(&b, "cd %s 2>/dev/null || { printf '%s' %s nodir; exit 1; }; ", shWord(cmd.Dir), remote.MarkFormat, nonce)
 	}
 	for _, kv := range cmd.Env {
 		k, v, ok := strings.Cut(kv, "=")
@@ -332,7 +328,8 @@ func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
 		}
 		fmt.Fprintf(&b, "export %s=%s; ", k, shWord(v))
 	}
-	fmt.Fprintf(&b, "printf '\\033]6973;%s;%%s\\007' \"$$\"; exec", nonce)
+	// The start mark (remote.Output): "nodir", or the pid the command keeps.
+	fmt.Fprintf(&b, "printf '%s' %s \"$$\"; exec", remote.MarkFormat, nonce)
 	for _, a := range cmd.Argv {
 		b.WriteString(" " + shWord(a))
 	}
@@ -423,13 +420,4 @@ func (b *Backend) probeShell() (*helper, error) {
 	}
 	b.helper = h
 	return h, nil
-}
-
-// parsePID reads the mark's payload.
-func parsePID(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return n
 }

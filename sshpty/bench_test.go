@@ -22,6 +22,7 @@ import (
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/sshdtest"
 	"github.com/agentpty/agentpty/internal/testkit"
+	"github.com/agentpty/agentpty/remote"
 )
 
 // seqCount numbers make about 20 MB on a terminal (ONLCR included).
@@ -413,12 +414,12 @@ func (w *writeTrip) trip(i int) error {
 }
 
 // probeCost is the median time of one State of a session at rest, each
-// after the last one's answer has gone stale (stateFresh).
+// after the last one's answer has gone stale (remote.StateFresh).
 func probeCost(t *testing.T, m *agentpty.Manager, id string, n int) float64 {
 	s, _ := m.Session(id)
 	xs := make([]float64, n)
 	for i := range xs {
-		time.Sleep(stateFresh + time.Millisecond) // spacing the calls, not synchronisation
+		time.Sleep(remote.StateFresh + time.Millisecond) // spacing the calls, not synchronisation
 		xs[i] = timeIt(func() { s.State() })
 	}
 	sort.Float64s(xs)

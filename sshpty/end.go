@@ -7,18 +7,21 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/agentpty/agentpty/remote"
 )
 
-// hupDelay is the local library's: how long after SIGTERM what is left of
-// the session gets SIGHUP. A variable so that a test can lengthen it.
-var hupDelay = 200 * time.Millisecond
+// hupDelay is the local library's (remote.HupDelay): how long after
+// SIGTERM what is left of the session gets SIGHUP. A variable so that a
+// test can lengthen it.
+var hupDelay = remote.HupDelay
 
 // killBound is how long End waits for the host's kernel after SIGKILL
 // before it names the survivors.
-const killBound = 5 * time.Second
+const killBound = remote.KillBound
 
-// End ends the command and everything it started. On a Linux host one
-// channel runs a script that signals every process of the command's
+// End ends the command and everything it started. On a Linux host the
+// probe shell runs remote's end.sh, which signals every process of the command's
 // session and process group (background jobs, nohup, a subshell's child)
 // with TERM, HUP and KILL on the local library's schedule and names the
 // survivors; the connection carries nothing while it waits. Elsewhere the
@@ -26,7 +29,7 @@ const killBound = 5 * time.Second
 // reach the command's process group, and closing the channel hangs up the
 // terminal. A lost connection has already hung up the terminal on the
 // host: nothing is left to send. Once everything is gone End waits, up
-// to killBound, for the command's status to arrive: the session closes
+// to remote.StatusWait, for the command's status to arrive: the session closes
 // the channel next, and a status not yet read would be lost.
 func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	if t.pid > 0 && t.info.linux {
@@ -36,15 +39,11 @@ func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 			out, err = t.end(kctx, 0, 0)
 			cancel()
 		}
-		if err == nil {
-			out = strings.TrimSpace(out)
-			if left, ok := strings.CutPrefix(out, "left"); ok {
-				return fmt.Errorf("%s (%s): processes [%s] survived SIGKILL for %v", t.b, t.name, strings.TrimSpace(left), killBound)
-			}
-			if out == "gone" {
-				t.awaitStatus()
-				return nil
-			}
+		if gone, left := remote.EndAnswer(strings.Split(out, "\n")); err == nil && left != "" {
+			return fmt.Errorf("%s (%s): processes [%s] survived SIGKILL for %v", t.b, t.name, left, killBound)
+		} else if err == nil && gone {
+			remote.AwaitStatus(t.exited)
+			return nil
 		}
 		if !t.b.alive() {
 			return nil
@@ -53,28 +52,14 @@ func (t *terminal) End(ctx context.Context, grace time.Duration) error {
 	return t.endBySignals(ctx, grace)
 }
 
-// endBySignals is End through "signal" requests on the session's channel.
+// endBySignals is End through "signal" requests on the session's
+// channel, on the local library's schedule (remote.Polite).
 func (t *terminal) endBySignals(ctx context.Context, grace time.Duration) error {
 	deadline := time.Now().Add(grace)
-	wait := func(d time.Duration) bool {
-		tm := time.NewTimer(d)
-		defer tm.Stop()
-		select {
-		case <-t.exited:
-			return true
-		case <-tm.C:
-		case <-ctx.Done():
-		}
-		return false
-	}
 	if err := t.sess.Signal(ssh.SIGTERM); err != nil {
 		return nil // the channel is gone, and the terminal with it
 	}
-	if wait(min(hupDelay, grace)) {
-		return nil
-	}
-	_ = t.sess.Signal(ssh.SIGHUP)
-	if wait(time.Until(deadline)) {
+	if remote.Polite(ctx, bySignals{t}, hupDelay, deadline) == nil {
 		return nil
 	}
 	_ = t.sess.Signal(ssh.SIGKILL)
@@ -88,13 +73,18 @@ func (t *terminal) endBySignals(ctx context.Context, grace time.Duration) error 
 	}
 }
 
-// awaitStatus waits up to killBound for the command's status, which
-// follows its death over the connection.
-func (t *terminal) awaitStatus() {
-	tm := time.NewTimer(killBound)
-	defer tm.Stop()
+// bySignals is the command as "signal" requests reach it, for
+// remote.Polite: what ignores SIGTERM cannot be known without /proc.
+type bySignals struct{ t *terminal }
+
+func (s bySignals) Hup()             { _ = s.t.sess.Signal(ssh.SIGHUP) }
+func (s bySignals) IgnoreTerm() bool { return false }
+
+func (s bySignals) WaitEmpty(ctx context.Context) error {
 	select {
-	case <-t.exited:
-	case <-tm.C:
+	case <-s.t.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -2,16 +2,16 @@ package sshpty
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
+
+	"github.com/agentpty/agentpty/remote"
 )
 
 // endQueue holds the ends asked while others run in the probe shell.
-// Each killsess scans every process of the host, a few times over, so a
+// Each endall (end.sh) scans every process of the host, a few times over, so a
 // hundred sessions ending one by one (Manager.Close) cost the host a
 // hundred times the scans of one; ends asked while one runs wait for it
-// and then run together, as one killsess. A lone Kill runs at once, as
+// and then run together, as one endall. A lone Kill runs at once, as
 // before. Guarded by the Backend's mu.
 type endQueue struct {
 	running bool
@@ -29,7 +29,7 @@ type endAsk struct {
 
 // endBatch ends the session of pid, with those that ask while one runs:
 // the first of them and those with the same schedule as the first in one
-// killsess, then the rest likewise. What killsess prints (gone, or the
+// endall, then the rest likewise. What endall prints (gone, or the
 // survivors) is every session's of the batch.
 func (b *Backend) endBatch(ctx context.Context, pid int, hup, grace time.Duration) (string, error) {
 	if b.parent != nil {
@@ -78,19 +78,18 @@ func (b *Backend) runEnds() {
 	}
 }
 
-// runBatch runs one killsess for the sessions of batch, which share a
+// runBatch runs one endall (end.sh) for the sessions of batch, which share a
 // schedule, and answers each.
 func (b *Backend) runBatch(batch []*endAsk) {
-	pids := make([]string, len(batch))
+	pids := make([]int, len(batch))
 	for i, a := range batch {
-		pids[i] = fmt.Sprint(a.pid)
+		pids[i] = a.pid
 	}
-	cs := func(d time.Duration) int64 { return int64((d + 9*time.Millisecond) / (10 * time.Millisecond)) }
 	var out []byte
 	h, err := b.probeShell()
 	if err == nil {
-		// Each asker bounds its own wait; killsess's own bounds end it.
-		out, err = h.run(context.Background(), fmt.Sprintf("killsess '%s' %d %d %d", strings.Join(pids, " "), cs(batch[0].hup), cs(batch[0].grace), cs(killBound)), true)
+		// Each asker bounds its own wait; endall's own bounds end it.
+		out, err = h.run(context.Background(), remote.EndCall(pids, batch[0].hup, batch[0].grace), true)
 	}
 	for _, a := range batch {
 		a.out, a.err = string(out), err

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
+	"github.com/agentpty/agentpty/remote"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -44,6 +44,11 @@ type answer struct {
 	done chan struct{}
 }
 
+// probeShellLine starts the probe shell: bash when there is one (its
+// read -t 0 polls the terminal, which hands the line discipline what was
+// typed, as the local poll does), else sh. A variable for tests.
+var probeShellLine = `if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`
+
 func startHelper(c *ssh.Client) (*helper, error) {
 	s, err := c.NewSession()
 	if err != nil {
@@ -56,14 +61,12 @@ func startHelper(c *ssh.Client) (*helper, error) {
 		s.Close()
 		return nil, err
 	}
-	// bash when there is one: its read -t 0 polls the terminal, which
-	// hands the line discipline what was typed, as the local poll does.
-	if err := s.Start(loginLine(`if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; else exec sh; fi`)); err != nil {
+	if err := s.Start(loginLine(probeShellLine)); err != nil {
 		s.Close()
 		return nil, err
 	}
 	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
-	if _, err := io.WriteString(in, helperFuncs+killFunc+"\n"); err != nil {
+	if _, err := io.WriteString(in, remote.ServeScript()+"\n"); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -112,7 +115,7 @@ func (h *helper) read(out io.Reader) {
 	h.mu.Unlock()
 }
 
-// run runs call (a function of helperFuncs and its arguments) and returns
+// run runs call (a function of remote.ServeScript and its arguments) and returns
 // what it printed; in the background when bg, so that later requests do
 // not wait for it. ctx ending abandons the answer, not the call.
 func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) {
@@ -123,11 +126,12 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 	}
 	h.seq++
 	n := h.seq
-	// prefork (see helperFuncs) once the answer is out.
+	// prefork (see remote.ServeScript) once the answer is out.
 	line := fmt.Sprintf("Q=%d; %s; echo \"$Q .\"; prefork\n", n, call)
 	if bg {
-		// Not holding the waiting shells' fifo and pipes (see helperFuncs).
-		line = fmt.Sprintf("{ exec 6<&- 7>&- 8<&-; Q=%d; %s; echo \"$Q .\"; } &\n", n, call)
+		// Not holding the waiting shells' fifo and pipes (see serve.sh).
+		// A grandchild: no zombie of it stays under the shell.
+		line = fmt.Sprintf("( { exec 6<&- 7>&- 8<&-; Q=%d; %s; echo \"$Q .\"; } & )\n", n, call)
 	}
 	a := &answer{done: make(chan struct{})}
 	h.waiting[n] = a
@@ -185,45 +189,35 @@ func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte,
 	return h.run(ctx, call, bg)
 }
 
-// stateFresh is how long a probe's answer is reused: its echo flag for
-// EchoOff while no input, signal or resize came since, whatever the
-// output (the library asks on every chunk of output when it sends events,
-// and a round trip per chunk would throttle the output); the whole
-// answer for EchoOff and Foreground while nothing that could change it
-// happened (output, input, a signal, a resize; see probeCache). A
-// result's state reads both in turn, and then the echo flag again: one
-// probe serves the three. A variable for tests, as the library's own.
-var stateFresh = 10 * time.Millisecond
-
 // probe reads the terminal's state on the host, or reuses the last
-// probe's answer (see stateFresh), and keeps the answer.
-func (t stateTerminal) probe() remotestate.Result {
-	if r, ok := t.cache.answer(); ok {
+// probe's answer (see remote.StateFresh), and keeps the answer.
+func (t stateTerminal) probe() remote.Result {
+	if r, ok := t.cache.Answer(); ok {
 		return r
 	}
-	s := t.cache.stamp()
+	s := t.cache.Stamp()
 	t.order.wait() // after the input written before it reached the terminal
 	r, ok := t.probeNow()
 	if ok {
-		t.cache.keep(r, s)
+		t.cache.Keep(r, s)
 	}
 	return r
 }
 
-// probeNow runs remotestate's probe in the probe shell; false when the
+// probeNow runs remote's probe (probe.sh) in the probe shell; false when the
 // shell did not answer.
-func (t *terminal) probeNow() (remotestate.Result, bool) {
-	c, known := remotestate.Archs[t.info.arch]
+func (t *terminal) probeNow() (remote.Result, bool) {
+	c, known := remote.Archs[t.info.arch]
 	h, err := t.b.probeShell()
 	var out []byte
 	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remotestate.Vars(c), t.pid, t.cache.hint()), false)
+		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remote.Vars(c), t.pid, t.cache.Hint()), false)
 	}
 	if err != nil {
-		return remotestate.Result{}, false
+		return remote.Result{}, false
 	}
-	r := remotestate.Parse(out, c, known)
-	if r.Fence > 0 && !t.awaitFence(r.Fence) {
+	r := remote.Parse(out, c, known)
+	if r.Fence > 0 && !t.out.AwaitFence(r.Fence) {
 		r.Fg.Waiting = false // what the program wrote did not all arrive: not known to wait
 	}
 	return r, true
@@ -231,9 +225,9 @@ func (t *terminal) probeNow() (remotestate.Result, bool) {
 
 // EchoOff reports the terminal in line mode without echo: a password
 // prompt. It costs a probe (see Foreground), unless one read the flag
-// within stateFresh.
+// within remote.StateFresh.
 func (t stateTerminal) EchoOff() bool {
-	if off, ok := t.cache.echoOff(); ok {
+	if off, ok := t.cache.EchoOff(); ok {
 		return off
 	}
 	return t.probe().EchoOff
@@ -243,10 +237,10 @@ func (t stateTerminal) EchoOff() bool {
 // the probe shell: one round trip on the connection's probe channel and a
 // few builtins of the shell there, plus a stty for the echo flag when a
 // process of the command ran since the shell last read it (see
-// remotestate.Funcs), a subshell that writes a mark when the program
+// remote.Funcs), a subshell that writes a mark when the program
 // looks blocked on its terminal and ran since the last mark, and a dd and
 // od when it waits in select or poll with a timeout. The answer
-// serves EchoOff and Foreground for stateFresh while nothing that could
+// serves EchoOff and Foreground for remote.StateFresh while nothing that could
 // change it happens.
 func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }
 
@@ -254,13 +248,9 @@ func (t stateTerminal) Foreground() agentpty.Foreground { return t.probe().Fg }
 // yet returned by Read, or returned while no later Read waits. Output the
 // host has sent and the connection still carries cannot be seen; the
 // probe's answer travels behind it on the same connection.
-func (t stateTerminal) OutputPending() bool {
-	t.omu.Lock()
-	defer t.omu.Unlock()
-	return len(t.buf) > 0 || !t.waiting
-}
+func (t stateTerminal) OutputPending() bool { return t.out.Pending() }
 
-// end runs killsess in the background of the probe shell, with the
+// end runs end.sh's endall in the background of the probe shell, with the
 // other sessions that end at the same time (see endBatch), and returns
 // what it printed.
 func (t *terminal) end(ctx context.Context, hup, grace time.Duration) (string, error) {

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/remote"
 )
 
-// A probe slower than stateFresh (a distant host, a loaded one) still
+// A probe slower than remote.StateFresh (a distant host, a loaded one) still
 // serves the reads right after its answer: EchoOff, Foreground and
 // EchoOff, as a result reads them, cost one probe. (Before, the answer's
 // freshness counted from when the probe began, so such a probe served
@@ -19,13 +20,13 @@ func TestSlowProbeServesTheResult(t *testing.T) {
 	b := New(c)
 	term, out, st := startReadS(t, b)
 	probes := probeCalls(t, b)
-	saved := stateFresh
-	t.Cleanup(func() { stateFresh = saved })
-	stateFresh = 20 * time.Millisecond
+	saved := remote.StateFresh
+	t.Cleanup(func() { remote.StateFresh = saved })
+	remote.StateFresh = 20 * time.Millisecond
 	st.changed() // as input does: the last answer is not reused
 	n := probes()
 	// The server stops answering for 100 ms: the probe takes five times
-	// stateFresh.
+	// remote.StateFresh.
 	thaw := srv.Freeze()
 	thawed := make(chan struct{})
 	go func() {

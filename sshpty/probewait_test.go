@@ -18,12 +18,12 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/internal/proc"
-	"github.com/agentpty/agentpty/internal/remotestate"
 	"github.com/agentpty/agentpty/internal/testkit"
+	"github.com/agentpty/agentpty/remote"
 )
 
 // waiting is what the probe shell says of its waiting shells (see
-// helperFuncs): whether it keeps them, the pid of the shell that waits to
+// remote.ServeScript): whether it keeps them, the pid of the shell that waits to
 // exec stty and of the one that waits to write a mark, its own pid, and
 // how often a probe started stty or the mark itself.
 type waiting struct {
@@ -141,15 +141,15 @@ func TestProbeShellKilled(t *testing.T) {
 	bg := make(chan struct{})
 	go func() {
 		defer close(bg)
-		h.run(waitCtx(t), "sleep 30", true) // answers only when the shell ends
+		h.run(waitCtx(t), "sleep 30.4242", true) // answers only when the shell ends
 	}()
-	sleeper := 0 // the background request's sleep, below its subshell
+	// The background request's sleep: no child of the shell (see
+	// TestNoZombieOnTheFarSide), known by its argument.
+	sleeper := 0
 	within(t, 10*time.Second, func() bool {
-		for _, k := range children(w.sh) {
-			for _, g := range children(k) {
-				if st, ok := proc.ReadStat(g, make([]byte, 512)); ok && st.Comm == "sleep" {
-					sleeper = g
-				}
+		for _, k := range proc.Pids() {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", k)); string(b) == "sleep\x0030.4242\x00" {
+				sleeper = k
 			}
 		}
 		return sleeper != 0
@@ -164,17 +164,6 @@ func TestProbeShellKilled(t *testing.T) {
 	}
 	syscall.Kill(sleeper, syscall.SIGKILL)
 	<-bg
-}
-
-// children are the processes on this machine whose parent is pid.
-func children(pid int) []int {
-	var kids []int
-	for _, k := range proc.Pids() {
-		if parentOf(k) == pid {
-			kids = append(kids, k)
-		}
-	}
-	return kids
 }
 
 // within waits up to d for ok, polling the host's process table.
@@ -268,8 +257,8 @@ func TestProbeAfterABlockedWrite(t *testing.T) {
 		if fg.Name != "sleep" {
 			t.Errorf("the foreground is %q, want sleep", fg.Name)
 		}
-	case <-time.After(fenceWait * 3 / 4): // under the mark's own bound: not waited out behind the write
-		t.Fatalf("a probe did not answer within %v of a write that timed out", fenceWait*3/4)
+	case <-time.After(remote.FenceWait * 3 / 4): // under the mark's own bound: not waited out behind the write
+		t.Fatalf("a probe did not answer within %v of a write that timed out", remote.FenceWait*3/4)
 	}
 }
 
@@ -299,9 +288,9 @@ func TestProbeShellUnderSh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls, ok := remotestate.Archs[strings.TrimSpace(string(arch))]
+	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
 	if !ok {
-		t.Skip("an architecture remotestate does not list")
+		t.Skip("an architecture remote.Archs does not list")
 	}
 	cmd := exec.Command("cat")
 	f, err := pty.Start(cmd)
@@ -314,7 +303,7 @@ func TestProbeShellUnderSh(t *testing.T) {
 		f.Close()
 	}()
 	go io.Copy(io.Discard, f) // the marks the probe writes
-	script := helperFuncs + killFunc + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remotestate.Vars(calls), cmd.Process.Pid)
+	script := remote.ServeScript() + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
 	ctx := waitCtx(t)
 	for {
 		sh := exec.CommandContext(ctx, "dash")
@@ -324,7 +313,7 @@ func TestProbeShellUnderSh(t *testing.T) {
 			t.Fatalf("dash: %v\n%s", err, out)
 		}
 		lines := strings.ReplaceAll("\n"+string(out), "\n1 ", "\n")[1:]
-		r := remotestate.Parse([]byte(lines), calls, true)
+		r := remote.Parse([]byte(lines), calls, true)
 		if !r.Fg.Waiting {
 			if ctx.Err() != nil {
 				t.Fatalf("cat never waited:\n%s", lines)
@@ -471,7 +460,7 @@ func TestProbeShellLifetime(t *testing.T) {
 
 // TestProbeOnAStoppedTerminal: a terminal whose output is stopped
 // (Ctrl-S) holds back the probe's mark, but not the probe shell: the
-// probe answers once fenceWait has passed, not knowing the program to
+// probe answers once remote.FenceWait has passed, not knowing the program to
 // wait, and a probe of another session on the connection answers at
 // once. Once output goes on (Ctrl-Q), the program is seen waiting again.
 func TestProbeOnAStoppedTerminal(t *testing.T) {
@@ -496,16 +485,16 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 	// holds back.
 	ctx := waitCtx(t)
 	for {
-		answered := make(chan remotestate.Result, 1)
+		answered := make(chan remote.Result, 1)
 		go func() {
 			r, _ := stopped.(stateTerminal).probeNow()
 			answered <- r
 		}()
-		var r remotestate.Result
+		var r remote.Result
 		select {
 		case r = <-answered:
-		case <-time.After(fenceWait + 5*time.Second):
-			t.Fatalf("the probe of a stopped terminal did not answer within %v", fenceWait+5*time.Second)
+		case <-time.After(remote.FenceWait + 5*time.Second):
+			t.Fatalf("the probe of a stopped terminal did not answer within %v", remote.FenceWait+5*time.Second)
 		}
 		if r.Fence > before {
 			if r.Fg.Waiting {
@@ -521,7 +510,7 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 	if r, ok := other.(stateTerminal).probeNow(); !ok || !r.Fg.Waiting {
 		t.Errorf("the other session while one terminal is stopped: %+v %v; want waiting at read", r, ok)
 	}
-	if took := time.Since(began); took > fenceWait/2 {
+	if took := time.Since(began); took > remote.FenceWait/2 {
 		t.Errorf("the other session's probe took %v while one terminal is stopped", took)
 	}
 	if _, err := stopped.Write([]byte("\x11")); err != nil { // Ctrl-Q

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/remotestate"
 	"github.com/agentpty/agentpty/internal/testkit"
+	"github.com/agentpty/agentpty/remote"
 )
 
 // The probe channel is the login's shell and nothing else on the host
@@ -243,12 +243,10 @@ func TestInputResizeSignalEndTheReuse(t *testing.T) {
 	waitRead(t, term, "read")
 	st := term.(stateTerminal)
 	lastAt := func() time.Time {
-		st.cache.mu.Lock()
-		defer st.cache.mu.Unlock()
-		if st.cache.last == nil {
-			return time.Time{}
+		if l := st.cache.Last(); l != nil {
+			return l.At()
 		}
-		return st.cache.last.at
+		return time.Time{}
 	}
 	lengthenFresh(t)
 	reads := map[string]func(){"Foreground": func() { st.Foreground() }, "EchoOff": func() { st.EchoOff() }}
@@ -348,7 +346,7 @@ while True: signal.pause()
 }
 
 // probeTwice is two probes' answers, one after the other.
-func probeTwice(st stateTerminal) (a, b remotestate.Result) {
+func probeTwice(st stateTerminal) (a, b remote.Result) {
 	a, _ = st.probeNow()
 	b, _ = st.probeNow()
 	return a, b
@@ -402,15 +400,17 @@ func TestWaitingAfterAFlood(t *testing.T) {
 	}
 	// What has arrived: what the reader appended, what Read has yet to
 	// return, and a chunk Read returned that the reader has not appended
-	// yet, still in b (Read fills b under omu, held here; b is cleared
-	// before each Read, so it holds that chunk or one already appended).
-	st.omu.Lock()
-	mu.Lock()
-	pending, held := string(st.buf), string(bytes.TrimRight(b, "\x00"))
-	arrived := string(got) + pending
-	withHeld := string(got) + held + pending
-	mu.Unlock()
-	st.omu.Unlock()
+	// yet, still in b (Read fills b under Output's lock, held here; b is
+	// cleared before each Read, so it holds that chunk or one already
+	// appended).
+	var arrived, withHeld string
+	st.out.Held(func(buf []byte) {
+		mu.Lock()
+		pending, held := string(buf), string(bytes.TrimRight(b, "\x00"))
+		arrived = string(got) + pending
+		withHeld = string(got) + held + pending
+		mu.Unlock()
+	})
 	if !strings.Contains(arrived, "END-OF-FLOOD") && !strings.Contains(withHeld, "END-OF-FLOOD") {
 		t.Errorf("the program was seen waiting with %d bytes of its output here, without its last line", len(withHeld))
 	}
@@ -420,7 +420,7 @@ func TestWaitingAfterAFlood(t *testing.T) {
 // that a test tells a reuse from its end by what happened, not by how
 // fast the machine is.
 func lengthenFresh(t *testing.T) {
-	saved := stateFresh
-	t.Cleanup(func() { stateFresh = saved })
-	stateFresh = time.Hour
+	saved := remote.StateFresh
+	t.Cleanup(func() { remote.StateFresh = saved })
+	remote.StateFresh = time.Hour
 }

@@ -1,4 +1,4 @@
-package remotestate
+package remote
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
-// Funcs' probe, run by bash and by dash (a host whose only shell is a
+// probe.sh's probe, run by bash and by dash (a host whose only shell is a
 // POSIX sh) on real programs under a pty and read by Parse, decides as
 // the local library does (the local collector, termstate.Foreground, read
 // on the same terminal, says the same): a program reading its
@@ -48,7 +48,7 @@ func funcsOnRealPrograms(t *testing.T, shell []string) {
 	testkit.Need(t, "bash", "python3")
 	calls, ok := Archs[strings.TrimSpace(run(t, shell, "uname -m"))]
 	if !ok {
-		t.Skip("an architecture remotestate does not list")
+		t.Skip("an architecture Archs does not list")
 	}
 	fds := testkit.OpenFDs(t)
 	python := "/usr/bin/python3" // the interpreter itself, not a version manager's shim
@@ -123,11 +123,22 @@ func echoOff(f *os.File) bool {
 	return err == nil && tio.Lflag&unix.ECHO == 0 && tio.Lflag&unix.ICANON != 0
 }
 
-// probe runs Funcs' probe of pid through shell and returns its lines
+// plainHooks are probe.sh's and end.sh's hooks at their plainest: run
+// times read, stty in the foreground, the mark from a background
+// subshell, no carriers.
+const plainHooks = `
+hook_runs() { runs "$1"; }
+hook_sttystart() { return 1; }
+hook_sttywait() { w=''; }
+hook_fence() { { mark "$FN" "$Q" "$D"; } >/dev/null 2>&1 & echo "$Q fence $Q"; }
+hook_carriers() { M=''; }
+`
+
+// probe runs probe.sh's probe of pid through shell and returns its lines
 // without the "1 " of the request, the mark it wrote to the terminal
 // aside.
 func probe(t *testing.T, shell []string, pid int, c Calls) string {
-	out := run(t, shell, "exec 2>/dev/null\n"+Funcs+fmt.Sprintf("\nQ=1 FN=x %s\nprobe %d\nwait\n", Vars(c), pid))
+	out := run(t, shell, "exec 2>/dev/null\n"+probeSh+endSh+plainHooks+fmt.Sprintf("\nQ=1 FN=x %s\nprobe %d\nwait\n", Vars(c), pid))
 	return strings.ReplaceAll("\n"+out, "\n1 ", "\n")[1:]
 }
 

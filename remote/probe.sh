@@ -1,29 +1,30 @@
-package remotestate
-
-// Funcs are the shell functions that collect a terminal's state, in POSIX
-// sh with only what every Linux host has (the shell's builtins, stty, dd,
-// od): "probe PID" after the assignments of Vars (and FN, the nonce of
-// the fence's mark) prints the lines Parse reads, each after "$Q ". They
-// read what the local library reads from the kernel: /proc/PID/stat
-// (state, process group, session, terminal, the terminal's foreground
-// group), /proc/PID/syscall (the system call a sleeping process is
-// blocked in, and its arguments), /proc/PID/fd (which descriptors are the
-// terminal), /proc/PID/fdinfo (what an epoll descriptor watches),
-// /proc/PID/mem (a select or poll timeout and descriptor set), and the
-// terminal's modes through stty.
-//
-// The echo flag costs a process start (stty), most of a probe's time: a
-// shell that runs probes one after another (sshpty's) keeps each
-// command's last flag and starts no stty while nothing that could have
-// changed it ran (see echostart); so too the fence's mark (see probe).
-//
-// A script may define anew, after these: runs (set K empty: no answer is
-// kept), sttystart (start "stty -a <$D" in the background, or fail) with
-// sttywait (set w to what it printed, or empty: echoflag then runs stty,
-// as it does without them, and counts it in EF)
-// and fence (write a mark to $D that tells when
-// the output before it has arrived, and print "$Q fence N").
-const Funcs = `
+# probe.sh: the shell functions that collect a terminal's state on a
+# Linux host, in POSIX sh with only what every Linux host has (the shell's
+# builtins, stty, dd, od): "probe PID [1]", after the assignments of Vars
+# (and FN, the nonce of the fence's mark, and Q, the request's number),
+# prints the lines Parse reads, each after "$Q ". They read what the local
+# library reads from the kernel: /proc/PID/stat (state, process group,
+# session, terminal, the terminal's foreground group), /proc/PID/syscall
+# (the system call a sleeping process is blocked in, and its arguments),
+# /proc/PID/fd (which descriptors are the terminal), /proc/PID/fdinfo
+# (what an epoll descriptor watches), /proc/PID/mem (a select or poll
+# timeout and descriptor set), and the terminal's modes through stty.
+#
+# The echo flag costs a process start (stty), most of a probe's time: a
+# shell that runs probes one after another (serve.sh) keeps each
+# command's last flag and starts no stty while nothing that could have
+# changed it ran (see echostart); so too the fence's mark (see probe).
+#
+# The script that embeds this one defines its hooks, each once:
+#   hook_runs PID   set K as runs does, or empty: no answer is kept;
+#   hook_sttystart  start "stty -a <$D" in the background, or fail;
+#   hook_sttywait   set w to what that stty printed, or empty (echoflag
+#                   then runs stty itself, and counts it in EF);
+#   hook_fence      write a mark to $D that tells when the output before
+#                   it has arrived (see mark), and print "$Q fence $Q".
+# Shell variables are left unquoted where a list of numbers is meant to
+# split into words.
+# shellcheck disable=SC2086
 st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C=${l#*\(}; C=${C%\)*}; R=${l##*) }; }
 # bash's ## is slow on a long line: the same cut from the last ")".
 [ -z "$BASH_VERSION" ] || eval 'st() { l=; read -r l </proc/$1/stat || [ -n "$l" ] || return 1; sx=${l%)*}; C=${sx#*\(}; R=${l:${#sx}+2}; }'
@@ -32,35 +33,34 @@ st() { l=; { read -r l </proc/$1/stat; } 2>/dev/null; [ -n "$l" ] || return 1; C
 # a process runs: while the foreground group and the run time of every
 # thread of the command $P and of every process below it (runs) are what
 # they were before this shell last ran stty for $P, that stty's answer
-# (EK$P, EW$P) stands. Otherwise sttystart may start stty in the
-# background, so that the probe's builtins run meanwhile, and sttywait
+# (EK$P, EW$P) stands. Otherwise hook_sttystart may start stty in the
+# background, so that the probe's builtins run meanwhile, and hook_sttywait
 # then sets w to what it printed; where it does not (this default),
 # echoflag runs stty.
-sttystart() { return 1; }
 echostart() {
 	# The run times the hint read serve while the foreground group is the
 	# one it read them with.
-	if [ -n "$KH" ] && [ "$T" = "$HT" ]; then K=$KH; else runs $P; fi
+	if [ -n "$KH" ] && [ "$T" = "$HT" ]; then K=$KH; else hook_runs $P; fi
 	if [ "$EB" = bg ]; then
 		[ "$D" != "$HD" ] || return 0
-		sttywait; EB= # begun for a terminal the command no longer has
+		hook_sttywait; EB= # begun for a terminal the command no longer has
 	fi
 	if [ -n "$K" ] && eval "[ \"\$K\" = \"\${EK$P-}\" ]"; then EB=kept
-	elif sttystart; then EB=bg
+	elif hook_sttystart; then EB='bg'
 	fi
 }
 echoflag() {
 	w=
 	case $EB in
 	kept) eval "echo \"\$Q stty \$EW$P\""; return;;
-	bg) sttywait;;
+	bg) hook_sttywait;;
 	esac
 	# Here when none ran in the background, or it did not answer (its
 	# shell was killed), which EF counts; or when the modes must be read
 	# again (again, see probe).
 	[ -n "$w" ] || { [ "$EB" = again ] || EF=$((${EF:-0} + 1)); w=$(LC_ALL=C exec stty -a <"$D"); }
 	case " $w " in *[[:space:]]icanon[[:space:]]*) ic=icanon;; *) ic=-icanon;; esac
-	case " $w " in *[[:space:]]echo[[:space:]]*) ec=echo;; *) ec=-echo;; esac
+	case " $w " in *[[:space:]]echo[[:space:]]*) ec='echo';; *) ec=-echo;; esac
 	echo "$Q stty $ic $ec"
 }
 # runs sets K to the foreground group $T and the run time (schedstat) of
@@ -71,7 +71,7 @@ runs() {
 	[ -e /proc/$1/task/$1/children ] || { K=; return; }
 	while [ -n "$q" ]; do
 		x=${q%% *}; case $q in *" "*) q=${q#* };; *) q=;; esac
-		for d in /proc/$x/task/*; do
+		for d in "/proc/$x/task"/*; do
 			r=; { read -r r k <$d/schedstat; } 2>/dev/null
 			[ -n "$r" ] || { K=; return; }
 			K="$K $x:$r"
@@ -83,10 +83,8 @@ runs() {
 # mark writes the mark of nonce $1 and number $2 to terminal $3, in the
 # format MARKFMT (FencePrefix's, then the number and BEL).
 MARKFMT='\033]6973;%s;f%s\007'
+# shellcheck disable=SC2059 # the format is MARKFMT, the values its arguments
 mark() { printf "$MARKFMT" "$1" "$2" >"$3"; }
-# The mark is written in the background, its output not the probe's: a
-# terminal whose output is stopped holds it, and not the answer.
-fence() { { mark "$FN" "$Q" "$D"; } >/dev/null 2>&1 & echo "$Q fence $Q"; }
 # look prints the lines of process $1: its state, and, when it sleeps, its
 # main thread's system call (see call); with more threads than one, each
 # other thread's state ("T TID STATE") and, when it sleeps, its call: a Go
@@ -99,7 +97,7 @@ look() {
 	p=$1 nt=${19:-1} f=-
 	call /proc/$1
 	[ "$nt" -gt 1 ] 2>/dev/null || return 0
-	for d in /proc/$p/task/*; do
+	for d in "/proc/$p/task"/*; do
 		[ "${d##*/}" != "$p" ] || continue
 		st "$p/task/${d##*/}" || continue
 		set -- $R
@@ -117,7 +115,9 @@ call() {
 	echo "$Q s $s"
 	if [ -z "$s" ]; then W=1; return 0; fi
 	if [ "$f" = - ]; then
-		f=; for x in /proc/$p/fd/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
+		f=
+		# shellcheck disable=SC3013 # -ef: dash, bash and busybox sh all have it
+		for x in "/proc/$p/fd"/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
 		echo "$Q f$f"
 	fi
 	# Without the terminal among its descriptors it cannot wait on it: its
@@ -127,6 +127,7 @@ call() {
 	[ $# -ge 7 ] || return 0
 	case " $WS " in *" $1 "*) DEC=1 W=1;; esac
 	case " $EP " in *" $1 "*) while read -r k v r; do [ "$k" = tfd: ] && echo "$Q e $v $r"; done </proc/$p/fdinfo/$(($2));; esac
+	a=0
 	for sp in $TS; do
 		case $sp in "$1":*) eval "a=\${$((${sp#*:} + 2))}"; mem m $((a)) 16;; esac
 	done
@@ -136,6 +137,7 @@ call() {
 	return 0
 }
 mem() {
+	# shellcheck disable=SC2046 # od's words are the line's words
 	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
 }
 tty() {
@@ -154,23 +156,23 @@ tty() {
 # are read (KH), for the terminal and the foreground group the last probe
 # found (echostart starts it again if the terminal changed).
 probe() {
-	W= P=$1 K= EB= NM= KH=
+	W='' P=$1 K='' EB='' NM='' KH=''
 	if [ "$2" = 1 ] && eval "D=\${DV$1-} T=\${TV$1-}" && [ -n "$D" ] && [ -n "$T" ]; then
-		runs $P; KH=$K HT=$T HD=$D
-		if sttystart; then EB=bg; fi
+		hook_runs $P; KH=$K HT=$T HD=$D
+		if hook_sttystart; then EB='bg'; fi
 	fi
-	look1 $1 || { [ "$EB" != bg ] || sttywait; return 0; }
+	look1 $1 || { [ "$EB" != bg ] || hook_sttywait; return 0; }
 	# A program can run and block between the run times' read and look
 	# (woken by input, it read a line, turned echo off and reads again):
 	# seen waiting, its run times are read again, and where they changed,
 	# the modes read or kept before are read anew and a new mark written.
 	if [ -n "$W" ] && [ -n "$K" ]; then
-		KB=$K; runs $P
+		KB=$K; hook_runs $P
 		if [ "$K" != "$KB" ]; then
 			KH=
 			case $EB in
-			bg) sttywait; EB=again;;
-			kept) if sttystart; then EB=bg; else EB=again; fi;;
+			bg) hook_sttywait; EB=again;;
+			kept) if hook_sttystart; then EB='bg'; else EB=again; fi;;
 			esac
 		fi
 	fi
@@ -181,7 +183,7 @@ probe() {
 	# written after it: that mark serves, and no mark is written.
 	if [ -n "$W" ]; then
 		if [ -n "$K" ] && eval "[ \"\$K\" = \"\${FK$P-}\" ]"; then eval "echo \"\$Q fence \$FQ$P\""
-		else fence; NM=1
+		else hook_fence; NM=1
 		fi
 	fi
 	echoflag
@@ -197,6 +199,7 @@ probe() {
 look1() {
 	tty $1 || return 1
 	echostart
+	# shellcheck disable=SC3045 # bash only
 	if [ -n "$BASH_VERSION" ]; then read -t 0 <"$D" && echo "$Q unread"; fi
 	[ "$T" -gt 0 ] || return 0
 	DEC=
@@ -208,7 +211,7 @@ look1() {
 		q=$T
 		while [ -n "$q" ]; do
 			x=${q%% *}; case $q in *" "*) q=${q#* };; *) q=;; esac
-			for c in /proc/$x/task/*/children; do
+			for c in "/proc/$x/task"/*/children; do
 				k=; { read -r k <"$c"; } 2>/dev/null
 				for y in $k; do
 					q="${q:+$q }$y"
@@ -232,4 +235,3 @@ member() {
 	set -- $1 $R
 	[ "$4" = "$T" ] && look $1
 }
-`

@@ -1,10 +1,4 @@
-// Package remotestate reads a terminal's state on another machine's
-// Linux kernel through a POSIX shell there, as the local library reads it
-// here: the shell functions that collect the foreground group's /proc
-// entries and the echo flag (Funcs), and the parser that decides from
-// them (Parse). sshpty runs them in its probe shell, kubepty in an exec
-// of its own.
-package remotestate
+package remote
 
 import (
 	"encoding/hex"
@@ -24,7 +18,7 @@ type Calls = termstate.Calls
 // (termstate.Archs).
 var Archs = termstate.Archs
 
-// Vars are the shell assignments that give Funcs' probe the system
+// Vars are the shell assignments that give probe.sh's probe the system
 // calls of c: "WS=... EP=... TS=... SEL=... POL=...".
 func Vars(c Calls) string {
 	var ts []string
@@ -49,7 +43,7 @@ func nums(list []uint64) string {
 type Result struct {
 	EchoOff  bool // the terminal is in line mode without echo
 	EchoRead bool // the probe read the echo flag
-	// Fence is the mark the probe wrote to the terminal (see Funcs), 0
+	// Fence is the mark the probe wrote to the terminal (see probe.sh), 0
 	// for none.
 	Fence int
 	// Fg is the foreground program; Waiting without the fence's check.
@@ -105,7 +99,7 @@ type probeParse struct {
 	unread bool
 }
 
-// probeLines reads each kind of line of an answer (see Funcs).
+// probeLines reads each kind of line of an answer (see probe.sh).
 var probeLines = map[string]func(p *probeParse, kind, rest string){
 	"unread": func(p *probeParse, _, _ string) { p.unread = true },
 	"fence":  func(p *probeParse, _, rest string) { p.r.Fence, _ = strconv.Atoi(rest) },

@@ -1,13 +1,9 @@
-package remotestate
+package remote
 
 import (
 	"bytes"
 	"strconv"
 )
-
-// FencePrefix is what begins the marks a probe's fence (see Funcs)
-// writes to a terminal for nonce: the prefix, the probe's number, BEL.
-func FencePrefix(nonce string) []byte { return []byte("\x1b]6973;" + nonce + ";f") }
 
 // StripFences takes the probes' marks (prefix, a number, BEL) out of
 // data and returns the rest, the tail that may be the start of a mark

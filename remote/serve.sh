@@ -1,0 +1,74 @@
+# serve.sh: a shell that answers numbered requests on its standard input,
+# one a line: "Q=N; CALL; echo "$Q ."; prefork" (see sshpty), or
+# "( { exec 6<&- 7>&- 8<&-; Q=N; CALL; echo "$Q ."; } & )" for one that
+# runs in the background (an end): a grandchild, so that no zombie of it
+# waits under this shell (see hook_fence). It has the functions of
+# probe.sh and end.sh, and defines their hooks.
+# Lists of pids are left unquoted: they split into words.
+# shellcheck disable=SC2086
+exec 2>/dev/null
+trap '' PIPE
+# Two shells of this one's wait for the process starts a probe after a
+# run needs: one execs stty for the terminal it is sent (sttystart, while
+# the probe's builtins run), the other writes a mark to it (fence). The
+# probe then pays neither fork; prefork, after each answer, replaces what
+# was used. The stty shell reads its line from a fifo this shell holds
+# open (its name removed at once), the mark's shell from a pipe of its
+# own; each closes what it inherits of the other's, so that when this
+# shell ends, killed or not, their reads end, and so do they. Where bash
+# is older than 5, or mktemp, mkfifo or /dev/fd fail, stty and the mark
+# start as probe.sh's plain hooks start them; EF and MF count those
+# (the tests read them).
+PW='' SA='' SB='' d=''
+# shellcheck disable=SC3028 # a POSIX sh has none: the fallback
+if [ "${BASH_VERSINFO:-0}" -ge 5 ] && d=$(mktemp -d) && mkfifo -m 600 "$d/a" && exec 6<>"$d/a"; then PW=1; fi
+[ -z "$d" ] || rm -rf "$d"
+trap 'kill $SA $SB' EXIT
+prefork() {
+	[ -n "$PW" ] || return 0
+	o=$!
+	if [ -z "$SA" ]; then
+		if eval 'exec 8< <(exec </dev/fd/6 6<&- 7>&-; read -r q d && printf "%s " "$q" && LC_ALL=C exec stty -a <"$d")'; then SA=$!
+		else [ "$!" = "$o" ] || kill $!; nowait; return 0
+		fi
+	fi
+	o=$!
+	if [ -z "$SB" ]; then
+		if eval 'exec 7> >(exec >/dev/null 6<&- 8<&-; read -r q d f && mark "$f" "$q" "$d")'; then SB=$!
+		else [ "$!" = "$o" ] || kill $!; nowait
+		fi
+	fi
+}
+# nowait stops the waiting for good on this connection: a waiting shell
+# was lost (killed on the host), or could not start.
+nowait() { kill $SA $SB; SA='' SB='' PW=''; exec 6<&- 7>&- 8<&-; }
+hook_sttystart() {
+	[ -n "$SA" ] || return 1
+	kill -0 $SA || { nowait; return 1; }
+	echo "$Q $D" >&6; SA=
+}
+# hook_sttywait takes stty's answer, which the waiting shell begins with the
+# probe's number: any other answer is not this probe's.
+hook_sttywait() {
+	w=''
+	# shellcheck disable=SC3045 # only bash 5 and later prefork
+	IFS= read -r -d '' w <&8; exec 8<&-
+	case $w in "$Q "*) w=${w#"$Q "};; *) w=; nowait;; esac
+}
+hook_fence() {
+	if [ -n "$SB" ] && kill -0 $SB && echo "$Q $D $FN" >&7; then exec 7>&-; SB=
+	else
+		[ -z "$PW" ] || nowait
+		MF=$((${MF:-0} + 1))
+		# In a subshell that ends at once: the mark's writer is then no
+		# child of this shell, and no zombie waits here for a wait that
+		# sh (dash) runs only for its next foreground job.
+		( { exec 6<&- 7>&- 8<&-; mark "$FN" "$Q" "$D"; } & )
+	fi
+	echo "$Q fence $Q"
+}
+hook_runs() { runs "$1"; }
+# No process carries a mark: the command's session names its processes.
+# shellcheck disable=SC2034 # M is end.sh's
+hook_carriers() { M=''; }
+prefork

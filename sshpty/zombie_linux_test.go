@@ -1,0 +1,109 @@
+//go:build linux
+
+package sshpty
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/proc"
+	"github.com/agentpty/agentpty/internal/sshdtest"
+	"github.com/agentpty/agentpty/internal/testkit"
+)
+
+// farSide lists the processes below the server's listener that are not
+// servers themselves, with their states: what the sessions and the probe
+// shell left on the host.
+func farSide(srv *sshdtest.Server) (all, zombies []string) {
+	buf := make([]byte, 512)
+	children := map[int][]int{}
+	stats := map[int]proc.Stat{}
+	for _, pid := range proc.Pids() {
+		if st, ok := proc.ReadStat(pid, buf); ok {
+			children[st.PPID] = append(children[st.PPID], pid)
+			stats[pid] = st
+		}
+	}
+	q := []int{srv.Pid()}
+	for i := 0; i < len(q); i++ {
+		for _, c := range children[q[i]] {
+			q = append(q, c)
+			st := stats[c]
+			if st.Comm == "sshd" || strings.HasPrefix(st.Comm, "sshd-") {
+				continue
+			}
+			s := fmt.Sprintf("%d %c %s (parent %d %s)", c, st.State, st.Comm, st.PPID, stats[st.PPID].Comm)
+			all = append(all, s)
+			if st.State == 'Z' {
+				zombies = append(zombies, s)
+			}
+		}
+	}
+	return all, zombies
+}
+
+// No zombie sits under the server while the backend lives, and nothing
+// is left once its sessions are gone, for a probe shell of bash and one
+// of sh (dash reaps a background job only when it next waits for one in
+// the foreground): probes that write marks, files, and an End that runs
+// in the background of the probe shell.
+func TestNoZombieOnTheFarSide(t *testing.T) {
+	for _, shell := range []string{"bash", "dash"} {
+		t.Run(shell, func(t *testing.T) {
+			testkit.Need(t, shell)
+			saved := probeShellLine
+			t.Cleanup(func() { probeShellLine = saved })
+			probeShellLine = "exec " + shell
+			srv, c := connect(t)
+			b := New(c)
+			term, out := startTerm(t, b, `sleep 1000 & echo "job=$!."; while read -s x; do echo "got $x"; done`)
+			defer closeTerm(term, out)
+			out.waitFor(t, "job=")
+			sr := term.(agentpty.StateReader)
+			for i := 0; i < 3; i++ {
+				waitRead(t, term, "read")
+				if _, err := term.Write([]byte("line\r")); err != nil {
+					t.Fatal(err)
+				}
+				sr.EchoOff()
+			}
+			if d, err := b.MkdirTemp(context.Background(), "z"); err != nil || b.RemoveAll(context.Background(), d) != nil {
+				t.Fatalf("MkdirTemp: %q, %v", d, err)
+			}
+			end := term.(interface {
+				End(context.Context, time.Duration) error
+			})
+			if err := end.End(context.Background(), 2*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			// A zombie stays until its parent waits: one seen again a
+			// second later is not on its way out (bash reaps a moment
+			// after the exit), over three seconds, the backend alive.
+			var all []string
+			seen := map[string]bool{}
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+				var zombies []string
+				all, zombies = farSide(srv)
+				for _, z := range zombies {
+					if seen[z] {
+						t.Fatalf("a zombie sits under the server while the backend lives:\n%s", strings.Join(all, "\n"))
+					}
+					seen[z] = true
+				}
+			}
+			closeTerm(term, out)
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if all, _ = farSide(srv); len(all) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("left under the server once its sessions closed:\n%s", strings.Join(all, "\n"))
+				}
+			}
+		})
+	}
+}
