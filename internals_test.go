@@ -1,5 +1,7 @@
 package agentpty
 
+import "time"
+
 // The places tests look inside a session, each in one helper, so that the
 // session's parts can move without touching the tests that read them.
 
@@ -20,7 +22,7 @@ func ringEnd(s *Session) int64 {
 
 // screenLag is how far the screen's parsing is behind the ring.
 func screenLag(s *Session) int64 {
-	return ringEnd(s) - s.disp.screenOff.Load()
+	return ringEnd(s) - s.disp.parsed()
 }
 
 // queuedReplies is how many bytes of query replies wait to be typed.
@@ -48,9 +50,13 @@ func nextChange(s *Session) (<-chan struct{}, bool) {
 // parsedSnapshot parses everything the ring holds into the screen and
 // returns it with the offset parsed up to and the ring's bytes.
 func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
-	s.disp.mu.Lock()
-	defer s.disp.mu.Unlock()
-	s.syncScreenLocked()
-	raw, start := rawOutput(s)
-	return s.snapshot(), s.disp.screenOff.Load(), raw, start
+	var scr Screen
+	var off int64
+	var raw []byte
+	var start int64
+	s.readScreen(time.Time{}, func(d *display) {
+		raw, start = rawOutput(s)
+		scr, _, off = d.snapshot(), 0, d.parsed()
+	})
+	return scr, off, raw, start
 }

@@ -78,7 +78,7 @@ func (s *Session) read() {
 // back-pressure as it would from a slow terminal.
 func (s *Session) feed(p []byte) {
 	limit := s.lag()
-	for s.out.ring.end()-min(s.out.settled.Load(), s.disp.screenOff.Load()) > limit {
+	for s.out.ring.end()-min(s.out.settled.Load(), s.disp.parsed()) > limit {
 		s.kickProcessor()
 		<-s.out.progress
 	}
@@ -149,7 +149,7 @@ func (s *Session) process() {
 		s.render()
 		end := s.out.end()
 		if s.screenDue(end) {
-			s.syncScreen()
+			s.feedScreen()
 		}
 		select {
 		case s.out.progress <- struct{}{}:
@@ -162,7 +162,7 @@ func (s *Session) process() {
 // ring offset end: a query awaits its answer, or the ring would soon drop
 // bytes it never saw.
 func (s *Session) screenDue(end int64) bool {
-	return s.disp.queries.Load() || end-s.disp.screenOff.Load() > s.lag()
+	return s.disp.behind(end, s.lag())
 }
 
 // render takes everything new from the ring in batches.
@@ -200,12 +200,12 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 		s.text.frameEnd = end
 	}
 	if ev&evQuery != 0 {
-		s.disp.queries.Store(true) // before settled: State never sees the query rendered but not owed
+		s.disp.queryRendered() // before settled: State never sees the query rendered but not owed
 	}
 	s.out.settled.Store(end)
 	s.text.lastOutput = time.Now()
 	s.wakeChanged()
-	s.lookForMatch(len(batch))
+	s.match.look(len(batch), s.text.settle)
 	s.checkDrained()
 	s.mu.Unlock()
 	s.outputChanged()
@@ -224,7 +224,7 @@ func (s *Session) copyFrom(buf []byte, off int64) ([]byte, int64) {
 // broadcast wakes every waiter. Call with mu held.
 func (s *Session) broadcast() {
 	s.wakeChanged()
-	s.releaseMatch(false)
+	s.match.release(false)
 }
 
 // wakeChanged wakes the waiters on changes: all but a call parked on its
@@ -244,4 +244,26 @@ func (s *Session) changes() <-chan struct{} {
 		s.changed = make(chan struct{})
 	}
 	return s.changed
+}
+
+// --- added by parts-screen ---
+
+// unparsed returns the ring's bytes from off on (less where the ring has
+// dropped them), which the display has not parsed, where the ring ends,
+// and how many of them from their start the settler found plain text. The
+// display reads the ring in place: the reader does not write over bytes
+// it has not parsed (see feed), so only taking the slices needs inMu.
+func (o *output) unparsed(off int64) (a, b []byte, end, plain int64) {
+	o.inMu.Lock()
+	a, b, _ = o.ring.slices(off)
+	end = o.ring.end()
+	o.inMu.Unlock()
+	from := end - int64(len(a)+len(b))
+	// settled before nonPlainEnd: the renderer stores them the other way
+	// round, so a batch counted as settled here has its flag seen too.
+	settled := o.settled.Load()
+	if from >= o.nonPlainEnd.Load() {
+		plain = max(min(settled, end)-from, 0)
+	}
+	return a, b, end, plain
 }

@@ -56,7 +56,7 @@ func (s *Session) queueReply(reply []byte) {
 	}
 	if len(reply) > 0 {
 		// State counts it as an answer on its way until it is typed.
-		s.disp.answering.Add(1)
+		s.disp.answerQueued()
 		s.rep.count++
 	}
 	s.rep.queue = append(s.rep.queue, reply...)
@@ -81,11 +81,11 @@ func (s *Session) writeReplies() {
 			s.rep.running = false
 			s.rep.queue = nil
 			s.rep.mu.Unlock()
-			s.disp.answering.Add(-n)
+			s.disp.answersTyped(n)
 			return
 		}
 		s.rep.mu.Unlock()
 		_, _ = s.writeTerminal(context.Background(), batch, time.Now().Add(replyTimeout))
-		s.disp.answering.Add(-n)
+		s.disp.answersTyped(n)
 	}
 }

@@ -4,8 +4,8 @@ package agentpty
 // here, so a field (spool, a screen mode's cursor) reaches all of them.
 
 // startResult is a start's result from what its wait collected.
-func (s *Session) startResult(w waitResult) StartResult {
-	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
+func (w waitResult) startResult(id string) StartResult {
+	return StartResult{ID: id, Output: w.output, Matched: w.matched, Exited: w.exited,
 		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, OutputLost: w.outputLost(), Spool: w.spool,
 		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
 		Cursor: w.cursor, Highlights: w.highlights, Waited: w.waited, StateGuessed: w.state.Guessed}
@@ -19,8 +19,8 @@ func startFromRun(r RunResult) StartResult {
 }
 
 // writeResult is a write's result from what its wait collected.
-func (s *Session) writeResult(w waitResult) WriteResult {
-	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
+func (w waitResult) writeResult(id string) WriteResult {
+	return WriteResult{ID: id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, OutputLost: w.outputLost(), InputHidden: w.inputHidden, Spool: w.spool,
 		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
 		Cursor: w.cursor, Highlights: w.highlights, Waited: w.waited, StateGuessed: w.state.Guessed}
@@ -98,21 +98,13 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Unlock()
 
 	if alt || redrawn {
-		s.disp.mu.Lock()
-		if !s.syncScreenCall() {
-			// The screen is far behind: the text says more than a stale
+		var scr Screen
+		if !s.readScreen(callLimit(), func(d *display) { scr = d.read(alt, peek) }) {
+			// The display is far behind: the text says more than a stale
 			// screen of a redraw; a full-screen program's is the best
 			// there is.
 			redrawn = false
 		}
-		scr := s.snapshot()
-		if !peek {
-			s.disp.shown = nil
-			if alt {
-				s.disp.shown = scr.Lines // what this read returned is what wait_for compares with next
-			}
-		}
-		s.disp.mu.Unlock()
 		switch {
 		case alt:
 			out = joinScreen(out, scr.Text())
@@ -123,9 +115,7 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 			out, whole = joinScreen(before, scr.Text()), "" // the frames' text mixed together: the screen says it
 		}
 	} else if !peek {
-		s.disp.mu.Lock()
-		s.disp.shown = nil
-		s.disp.mu.Unlock()
+		s.disp.forgetShown()
 	}
 	w.output = s.shown().text(out)
 	w.spool = s.m.spool(s.id, s.shown().text(whole))

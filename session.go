@@ -21,7 +21,7 @@ const (
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
 	maxReplyBytes  = 4 << 10                // query replies waiting to be typed; more are dropped
-	screenPiece    = 128                    // the screen parses at most this much between checks for a Kill or a limit
+	maxPiece       = 128                    // the vt model parses at most this much between checks for a Kill or a limit
 	pieceTime      = 2 * time.Millisecond   // ... and less when a piece takes longer than this (see nextPiece)
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
@@ -274,6 +274,21 @@ func (s *Session) info() SessionInfo {
 	return info
 }
 
+// turn waits until the calls on the session that arrived before this one
+// have returned, and returns the func that lets the next one go. The
+// turn is also when the call's WithEvents function hears the session's
+// output events, whichever way the call waits.
+func (s *Session) turn(ctx context.Context, tool string) (func(), error) {
+	if err := s.lane.enter(ctx); err != nil {
+		return nil, fmt.Errorf("agentpty: %s %s: waiting for the call before it: %w", tool, s.id, err)
+	}
+	unwatch := s.watch(ctx, tool == ToolStart)
+	return func() {
+		unwatch()
+		s.lane.leave()
+	}, nil
+}
+
 // kill ends the session once; later calls return the first result.
 func (s *Session) kill(ctx context.Context) (KillResult, error) {
 	s.killOnce.Do(func() { s.killRes, s.killErr = s.doKill(ctx) })
@@ -313,8 +328,8 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.typing.mu.Lock() // a write that got in before stopWrites is done
 	closeErr := s.term.Close()
 	s.typing.mu.Unlock()
-	// A screen with much left to parse stops at its next piece (see
-	// syncScreenLocked); ctx bounds even that.
+	// A display with much left to parse stops at its next piece (see
+	// parsePieces); ctx bounds even that.
 	select {
 	case <-s.out.processDone:
 	case <-ctx.Done():

@@ -258,19 +258,6 @@ func (s *settler) textBetween(from, to shellPos) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// checkRunCommand refuses a command a shell session cannot run as it was
-// judged: bash drops NUL bytes from what it reads, so "r\x00m" would be
-// judged as one word and run as rm.
-func checkRunCommand(who, command string) error {
-	if strings.TrimSpace(command) == "" {
-		return errorf(ErrInvalid, "%s: command is empty", who)
-	}
-	if i := strings.IndexByte(command, 0); i >= 0 {
-		return errorf(ErrInvalid, "%s: command holds a NUL byte at %d, which bash would drop", who, i)
-	}
-	return nil
-}
-
 // runLines is a run's output in lines, as elide reads them.
 type runLines []string
 
@@ -306,10 +293,7 @@ func capRun(out string, limit, lostBytes, lostLines int) (capped, whole string) 
 // Run types one command at a shell session's prompt and waits for the
 // prompt to return, as the tool pty-run does.
 func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
-	if req.TimeoutMS != nil && *req.TimeoutMS < 0 {
-		return RunResult{}, errorf(ErrInvalid, "%s %s: timeout_ms %d is negative", ToolRun, req.ID, *req.TimeoutMS)
-	}
-	if err := checkWaitUntil(ToolRun, req.ID, req.WaitUntil); err != nil {
+	if err := checkRun(req); err != nil {
 		return RunResult{}, err
 	}
 	s, err := m.lookup(ToolRun, req.ID)
@@ -355,7 +339,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		return RunResult{}, errorf(ErrInvalid, "%s %s: a command is still running; continue it with pty-write (\\x03 interrupts it)", ToolRun, s.id)
 	}
 	// The first prompt may still be on its way.
-	if err := s.awaitCond(ctx, deadline, s.atPrompt); err != nil {
+	if err := waitOn(s, deadline).awaitCond(ctx, s.atPrompt); err != nil {
 		return RunResult{}, err
 	}
 	s.mu.Lock()
@@ -391,7 +375,7 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 		if deadline.Before(settle) {
 			settle = deadline
 		}
-		_ = s.awaitCond(ctx, settle, s.readingPrompt)
+		_ = waitOn(s, settle).awaitCond(ctx, s.readingPrompt)
 	}
 	return s.runCollect(done), nil
 }
@@ -404,7 +388,7 @@ func (s *Session) awaitRunEnd(ctx context.Context, deadline time.Time, ends int)
 		defer s.mu.Unlock()
 		return s.sh.ends > ends, s.sh.busy
 	}
-	return s.awaitCond(ctx, deadline, func() bool {
+	return waitOn(s, deadline).awaitCond(ctx, func() bool {
 		if done, busy := ended(); done || !busy {
 			return done
 		}
@@ -436,10 +420,9 @@ func (s *Session) runCollect(done bool) RunResult {
 		if out != "" {
 			out += "\n"
 		}
-		s.disp.mu.Lock()
-		s.syncScreenCall()
-		out += s.snapshot().Text() // the text only: Screen() would copy every cell
-		s.disp.mu.Unlock()
+		s.readScreen(callLimit(), func(d *display) {
+			out += d.snapshot().Text() // the text only: Screen() would copy every cell
+		})
 	}
 	if !done {
 		state = s.State()
@@ -508,14 +491,14 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 		return startFromRun(r), nil
 	}
 	defer s.use()()
-	if err := s.awaitCond(ctx, deadline, s.readingPrompt); err != nil {
+	if err := waitOn(s, deadline).awaitCond(ctx, s.readingPrompt); err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	st := s.State()
 	w := s.collect(false, false)
 	w.state = resultState(st, w.exited)
 	w.waited = waitedHow(false, w.exited, true, false, w.state)
-	return s.startResult(w), nil
+	return w.startResult(s.id), nil
 }
 
 // readingPrompt reports whether the shell shows its prompt and reads it.

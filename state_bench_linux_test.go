@@ -30,13 +30,13 @@ func BenchmarkStateParts(b *testing.B) {
 		name string
 		f    func()
 	}{
-		{"State", func() { s.changing(); s.State() }}, // a read of the kernel, as after any change
-		{"State/reused", func() { s.State() }},        // nothing has changed since the last read
+		{"State", func() { s.seen.changing(); s.State() }}, // a read of the kernel, as after any change
+		{"State/reused", func() { s.State() }},             // nothing has changed since the last read
 		{"foreground", func() { foregroundVia(lt.f, &lt.procs) }},
 		{"foreground/unkept", func() { foreground(lt.f) }},
 		{"echoOff", func() { echoOff(lt.f) }},
 		{"readable", func() { readable(lt.f) }},
-		{"outputSettled", func() { s.outputSettled(lt) }},
+		{"outputSettled", func() { _ = !lt.OutputPending() && s.stamp().settledSince(s.stamp()) }},
 		{"groupAndPeer+close", func() { _, p := groupAndPeer(lt.f); unix.Close(p) }},
 		{"pollIn(peer)", func() { _, p := groupAndPeer(lt.f); pollIn(p); unix.Close(p) }},
 		{"ReadStat", func() { proc.ReadStat(pgrp, make([]byte, 512)) }},
@@ -84,7 +84,7 @@ func BenchmarkStateThreadReader(b *testing.B) {
 	before := threadCPU()
 	waiting := 0
 	for i := 0; i < b.N; i++ {
-		s.changing()
+		s.seen.changing()
 		if s.State().State == StateWaitingInput {
 			waiting++
 		}

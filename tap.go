@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // A tap follows the session's output from a place in it on, in a goroutine
@@ -46,24 +47,21 @@ func newTap(s *Session, input bool, emit func(kind byte, p []byte) error) *tap {
 // bytes that redraw the screen as it is there, and its size: what t
 // delivers next continues from exactly that screen.
 func (s *Session) startTap(t *tap, op string) (redraw []byte, cols, rows int, err error) {
-	s.disp.mu.Lock()
-	defer s.disp.mu.Unlock()
-	s.mu.Lock()
-	over := s.text.drained
-	s.mu.Unlock()
-	over = over || s.rep.isStopped()
-	if over {
-		st, _ := s.ended()
-		return nil, 0, 0, errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
-	}
-	s.syncScreenLocked()
-	redraw = s.disp.screen.Redraw(nil)
-	cols, rows = s.disp.screen.Size()
-	t.off = s.disp.screenOff.Load()
-	s.mu.Lock()
-	s.taps = append(s.taps, t)
-	s.mu.Unlock()
-	return redraw, cols, rows, nil
+	s.readScreen(time.Time{}, func(d *display) {
+		s.mu.Lock()
+		over := s.text.drained
+		s.mu.Unlock()
+		if over || s.rep.isStopped() {
+			st, _ := s.ended()
+			err = errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
+			return
+		}
+		redraw, cols, rows, t.off = d.redraw()
+		s.mu.Lock()
+		s.taps = append(s.taps, t)
+		s.mu.Unlock()
+	})
+	return redraw, cols, rows, err
 }
 
 // stopTap asks t to deliver what is rendered and end.
@@ -128,11 +126,8 @@ func (t *tap) deliver(end int64) error {
 // resync redraws the screen for a tap the ring has left behind.
 func (t *tap) resync() error {
 	s := t.s
-	s.disp.mu.Lock()
-	s.syncScreenLocked()
-	redraw := s.disp.screen.Redraw(nil)
-	t.off = s.disp.screenOff.Load()
-	s.disp.mu.Unlock()
+	var redraw []byte
+	s.readScreen(time.Time{}, func(d *display) { redraw, _, _, t.off = d.redraw() })
 	return t.emit('o', redraw)
 }
 
@@ -164,12 +159,12 @@ func (t *tap) poke() {
 }
 
 // tapResize tells the taps the terminal is now cols×rows. Call with
-// disp.mu held, so the place is where the screen has parsed up to.
+// the display held, so the place is where it has parsed up to.
 func (s *Session) tapResize(cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.taps) > 0 {
-		s.mark(tapMark{off: s.disp.screenOff.Load(), kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
+		s.mark(tapMark{off: s.disp.parsed(), kind: 'r', data: []byte(strconv.Itoa(cols) + "x" + strconv.Itoa(rows))})
 	}
 }
 

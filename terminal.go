@@ -145,7 +145,7 @@ func (s *Session) writeTerminal(ctx context.Context, p []byte, deadline time.Tim
 	if s.typing.dying.Load() {
 		return 0, s.errKilled()
 	}
-	s.changing()
+	s.seen.changing()
 	// Most input fits in the local terminal's buffer at once; only what
 	// does not needs a deadline.
 	defer s.typing.last.Store(time.Now().UnixNano())
@@ -174,7 +174,7 @@ func (s *Session) errKilled() error {
 // stopWrites makes every write from now on fail with ErrNoSession and
 // wakes one under way.
 func (s *Session) stopWrites() {
-	s.changing()
+	s.seen.changing()
 	s.typing.dying.Store(true)
 	_ = s.term.SetWriteDeadline(time.Now())
 }
@@ -201,7 +201,7 @@ func (s *Session) Signal(sig os.Signal) error {
 	if exited {
 		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
 	}
-	s.changing()
+	s.seen.changing()
 	if err := s.term.Signal(sig); err != nil {
 		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
 	}

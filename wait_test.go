@@ -398,7 +398,7 @@ func TestCallBesideAParkedWait(t *testing.T) {
 	for i := range 20 {
 		first := make(chan bool, 1)
 		go func() {
-			matched, err := s.await(ctx, literalWait(fmt.Sprintf("FIRST-%d", i)), time.Now().Add(10*time.Second), false)
+			matched, err := literalWait(fmt.Sprintf("FIRST-%d", i)).on(s, time.Now().Add(10*time.Second)).await(ctx)
 			first <- matched && err == nil
 		}()
 		select { // the wait parked: nothing else waits on the session
@@ -550,7 +550,7 @@ func TestAwaitBesideAParkedCall(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		matched, err := s.await(ctx, literalWait("FIRST"), time.Now().Add(maxWait), false)
+		matched, err := literalWait("FIRST").on(s, time.Now().Add(maxWait)).await(ctx)
 		if err == nil && !matched {
 			err = errors.New("not matched")
 		}
