@@ -66,7 +66,7 @@ const processorSlice = 20 * time.Millisecond
 // callSync bounds how long a call parses on its own behalf: a program can
 // print faster than the model parses (a full clear of a 1000x500 screen
 // per byte pair), and a read must not wait on that for good. The
-// processor catches up without a bound, a slice at a time (feedScreen).
+// processor catches up without a bound, a slice at a time (see process).
 const callSync = 300 * time.Millisecond
 
 // callLimit is the limit of a call's readScreen.
@@ -91,15 +91,6 @@ func (s *Session) readScreen(limit time.Time, f func(d *display)) bool {
 		f(&s.disp)
 	}
 	return done
-}
-
-// feedScreen is the processor's readScreen: it parses all the output in
-// slices of processorSlice, letting go of the display between them, so a
-// call that needs it waits for one slice at most, whatever the program
-// prints.
-func (s *Session) feedScreen() {
-	for !s.readScreen(time.Now().Add(processorSlice), nil) && !s.typing.dying.Load() {
-	}
 }
 
 // hasModel reports whether the vt model is made. Call with mu held.

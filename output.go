@@ -149,7 +149,11 @@ func (s *Session) process() {
 		s.render()
 		end := s.out.end()
 		if s.screenDue(end) {
-			s.feedScreen()
+			// In slices, letting go of the display between them, so a
+			// call that needs it waits for one slice at most, whatever
+			// the program prints.
+			for !s.readScreen(time.Now().Add(processorSlice), nil) && !s.typing.dying.Load() {
+			}
 		}
 		select {
 		case s.out.progress <- struct{}{}:

@@ -1,5 +1,7 @@
 package agentpty
 
+import "time"
+
 // One builder per result type: every path that returns a result fills it
 // here, so a field (spool, a screen mode's cursor) reaches all of them.
 
@@ -27,16 +29,13 @@ func (w waitResult) writeResult(id string) WriteResult {
 }
 
 // runResult is a run's result from what collect took, with the command's
-// own output and the whole of it for the spool; a zero state is taken now.
-// done: the command ended.
-func (s *Session) runResult(w waitResult, state TerminalState, done bool, out, whole string) RunResult {
-	if state.State == "" {
-		state = s.State()
-	}
+// own output and the spool's reference to the whole of it. done: the
+// command ended.
+func (w waitResult) runResult(id string, state TerminalState, done bool, out, spool string) RunResult {
 	state = resultState(state, w.exited)
-	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
+	return RunResult{ID: id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
 		Truncated: w.truncated, OutputLost: w.outputLost(), InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground,
-		ForegroundExe: w.foregroundExe, Spool: s.m.spool(s.id, whole),
+		ForegroundExe: w.foregroundExe, Spool: spool,
 		Waited: waitedHow(false, done || w.exited, !done, false, state), StateGuessed: state.Guessed}
 }
 
@@ -73,12 +72,9 @@ type waitResult struct {
 }
 
 // collect takes everything new as one result and marks it read; a peek
-// marks nothing read.
-func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(matched, peek, true) }
-
-// collectOut is collect; without spool, Options.Spool is not handed the
+// marks nothing read. Without spool, Options.Spool is not handed the
 // output, for a caller that returns an output of its own (pty-run).
-func (s *Session) collectOut(matched, peek, spool bool) waitResult {
+func (s *Session) collect(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
 	redrawn := s.text.settle.redrawn(s.text.rows) // a redraw in place shows as its screen (screenview.go)
 	var before string                             // ... after the text that came before it
@@ -119,7 +115,12 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	}
 	w.output = s.shown().text(out)
 	w.spool = s.m.spool(s.id, s.shown().text(whole))
-	w.inputHidden = s.inputHiddenNow()
+	// EchoOff, from the last state read while it may be reused.
+	if st, ok := s.seen.reuse(s.stamp(), time.Now()); ok {
+		w.inputHidden = st.InputHidden
+	} else {
+		w.inputHidden = s.echoOff()
+	}
 	if w.inputHidden {
 		_, w.foregroundExe = s.promptProgram()
 	}

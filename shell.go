@@ -346,10 +346,10 @@ func (s *Session) run(ctx context.Context, command string, deadline time.Time) (
 	atPrompt, ends := s.sh.prompt, s.sh.ends
 	s.mu.Unlock()
 	if !atPrompt {
-		w := s.collectOut(false, false, false)
-		return s.runResult(w, TerminalState{State: StateRunning}, false, "", ""), nil
+		w := s.collect(false, false, false)
+		return w.runResult(s.id, TerminalState{State: StateRunning}, false, "", ""), nil
 	}
-	s.collectOut(false, false, false) // what came before the command is not its output
+	s.collect(false, false, false) // what came before the command is not its output
 	file, input, err := s.sh.handOver(ctx, command)
 	if err != nil {
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: hand the command to the shell: %w", ToolRun, s.id, err)
@@ -415,7 +415,7 @@ func (s *Session) runCollect(done bool) RunResult {
 	lostBytes, lostLines := s.sh.lost()
 	alt := s.text.settle.altScreen()
 	s.mu.Unlock()
-	w := s.collectOut(false, false, false)
+	w := s.collect(false, false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
 		if out != "" {
 			out += "\n"
@@ -424,13 +424,9 @@ func (s *Session) runCollect(done bool) RunResult {
 			out += d.snapshot().Text() // the text only: Screen() would copy every cell
 		})
 	}
-	if !done {
-		state = s.State()
-	} else {
-		state = TerminalState{}
-	}
+	state = s.State()
 	out, whole := capRun(out, s.m.opts.MaxOutputBytes, lostBytes, lostLines)
-	res := s.runResult(w, state, done, out, whole)
+	res := w.runResult(s.id, state, done, out, s.m.spool(s.id, whole))
 	if done && !w.exited {
 		s.mu.Lock()
 		code := s.sh.status
@@ -495,7 +491,7 @@ func (s *Session) startShell(ctx context.Context, req StartRequest) (StartResult
 		return StartResult{ID: s.id}, err
 	}
 	st := s.State()
-	w := s.collect(false, false)
+	w := s.collect(false, false, true)
 	w.state = resultState(st, w.exited)
 	w.waited = waitedHow(false, w.exited, true, false, w.state)
 	return w.startResult(s.id), nil

@@ -119,26 +119,25 @@ func (s *Session) State() TerminalState {
 	waiting := fg.Waiting && !fg.Unread && !sr.OutputPending()
 	if waiting {
 		after := s.stamp()
-		waiting = after.settledSince(stamp) && (fg.Quiet <= 0 || s.quietFor(fg.Quiet, after.typed))
+		waiting = after.settledSince(stamp)
+		if waiting && fg.Quiet > 0 {
+			// A program that waits on more than the terminal, or with a
+			// timeout, may still print without input until output and
+			// input have paused this long.
+			s.mu.Lock()
+			last := s.text.lastOutput
+			s.mu.Unlock()
+			if in := time.Unix(0, after.typed); in.After(last) {
+				last = in
+			}
+			waiting = time.Since(last) >= fg.Quiet
+		}
 	}
 	if waiting {
 		st.State, st.Guessed = StateWaitingInput, fg.Guessed
 	}
 	s.seen.keep(st, stamp, now, fg.Quiet <= 0)
 	return st
-}
-
-// quietFor reports that the terminal has seen no output and no input
-// (typed at this UnixNano) for d: a program that waits on more than the
-// terminal, or with a timeout, may still print without input until then.
-func (s *Session) quietFor(d time.Duration, typed int64) bool {
-	s.mu.Lock()
-	last := s.text.lastOutput
-	s.mu.Unlock()
-	if in := time.Unix(0, typed); in.After(last) {
-		last = in
-	}
-	return time.Since(last) >= d
 }
 
 // resultState is the state a result reports beside its exit fields: the

@@ -43,7 +43,7 @@ func BenchmarkStateParts(b *testing.B) {
 		{"readStat/kept", func() { lt.procs.mu.Lock(); lt.procs.follow(pgrp); lt.procs.readStat(pgrp); lt.procs.mu.Unlock() }},
 		{"onTerminal", func() { onTerminalVia(pgrp, tty, &lt.procs) }},
 		{"onTerminal/unkept", func() { onTerminal(pgrp, tty) }},
-		{"collect", func() { s.collect(false, true) }},
+		{"collect", func() { s.collect(false, true, true) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -83,12 +83,3 @@ func (c *stateSeen) changing() { c.gen.Add(1) }
 
 // generation counts the changes the library made.
 func (c *stateSeen) generation() uint64 { return c.gen.Load() }
-
-// inputHiddenNow is EchoOff, from the last state read while it may be
-// reused.
-func (s *Session) inputHiddenNow() bool {
-	if st, ok := s.seen.reuse(s.stamp(), time.Now()); ok {
-		return st.InputHidden
-	}
-	return s.echoOff()
-}

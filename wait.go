@@ -370,7 +370,7 @@ func (w *waiter) collectWait(ctx context.Context) (waitResult, error) {
 	if st.State != StateWaitingInput {
 		st = w.s.State()
 	}
-	res := w.s.collect(matched, w.view.peek)
+	res := w.s.collect(matched, w.view.peek, true)
 	res.state = resultState(st, res.exited)
 	if waited == "" {
 		waited = waitedHow(matched, res.exited, w.until.input, paused, res.state)
