@@ -58,9 +58,12 @@ func (e ExitStatus) exitFields() (*int, string) {
 //
 // A Session coordinates parts that each keep their own state: the
 // terminal and its writer (terminal.go), the output pipeline (output.go),
-// the settled text and exit state (text.go, under mu), the screen
-// (display.go), the replier (replies.go), events (events.go), secrets,
-// taps and Expect (around), and the idle clock (idle.go).
+// the settled text and exit state (text.go, under mu), the display with
+// its vt model (display.go), the replier (replies.go), events (events.go),
+// secrets, taps and Expect (around), the idle clock (idle.go), the lane
+// (lane.go), the parked pattern (matchwait.go) and the last state read
+// (state_seen.go). A call checks its request (check.go), then waits
+// through a waiter (wait.go).
 //
 // Locks, in the order they are taken (a lock is never taken while one
 // after it is held):
@@ -101,7 +104,7 @@ type Session struct {
 	cells   int // cols×rows counted against MaxCells; guarded by the manager's mu
 
 	typing typing // the terminal's one writer (terminal.go)
-	lane   lane   // one call at a time, in arrival order; taken before any lock below
+	lane   lane   // one call at a time, in arrival order; taken before any lock below (lane.go)
 
 	out  output    // the ring, the reader and the processor (output.go)
 	seen stateSeen // the last state read, reused while nothing could have changed it (state_seen.go)
@@ -115,7 +118,7 @@ type Session struct {
 	sh      *shell        // a shell session's prompt marks; nil for other sessions
 	clock   idleClock     // the host's bounds on the session (idle.go)
 
-	disp display // the screen and the query answers it owes (display.go)
+	disp display // the vt model, what reads showed of it, and the query answers it owes (display.go)
 
 	done      chan struct{} // closed when drained
 	reaped    chan struct{} // closed when the child has been reaped
