@@ -235,7 +235,7 @@ func regions(rows [][]screen.Cell) (label [][]int32, area []int) {
 	return label, area
 }
 
-// screenDiff is a unified diff of the screen, rows as lines, without
+// viewDiff is a unified diff of the screen, rows as lines, without
 // context: each run of rows whose text or highlights changed is a hunk
 // whose header gives 1-based rows as any unified diff does (@@ -5 +5 @@,
 // or @@ -5,3 +5,3 @@ for three). A row whose text changed is a "-" line
@@ -244,7 +244,7 @@ func regions(rows [][]screen.Cell) (label [][]int32, area []int) {
 // with the highlighted text after the call. The file header lines say
 // where the cursor was before and after (1-based, as the hunks count).
 // Nothing changed, cursor included, is an empty diff.
-func screenDiff(before, after modeView) string {
+func viewDiff(before, after modeView) string {
 	b, a := before.lines, after.lines
 	if len(b) == 0 {
 		b = make([]string, len(a)) // a new screen: everything against blank rows

@@ -279,11 +279,11 @@ func TestScreenDiffForm(t *testing.T) {
 			"--- screen before, cursor at row 1 col 1\n+++ screen after, cursor at row 2 col 1\n@@ -2 +2 @@\n-\n+$"},
 	}
 	for _, c := range cases {
-		if got := screenDiff(c.before, c.after); got != c.want {
+		if got := viewDiff(c.before, c.after); got != c.want {
 			t.Errorf("%s:\n%s\nwant\n%s", c.name, got, c.want)
 		}
 	}
-	hl := screenDiff(modeView{lines: []string{"[ok] [no]"}, highlights: []Highlight{{0, 0, 4, "[ok]"}}},
+	hl := viewDiff(modeView{lines: []string{"[ok] [no]"}, highlights: []Highlight{{0, 0, 4, "[ok]"}}},
 		modeView{lines: []string{"[ok] [no]"}, highlights: []Highlight{{0, 5, 4, "[no]"}}})
 	if want := "@@ -1 +1 @@ highlighted: \"[no]\"\n [ok] [no]"; !strings.HasSuffix(hl, want) {
 		t.Errorf("a moved highlight:\n%s\nwant it to end\n%s", hl, want)

@@ -653,5 +653,5 @@ func (w *waiter) showScreen(before *modeView, res *waitResult) {
 	if before == nil {
 		before = &modeView{}
 	}
-	res.output = w.s.shown().text(screenDiff(*before, after))
+	res.output = w.s.shown().text(viewDiff(*before, after))
 }
