@@ -83,10 +83,10 @@ func (s *Session) readScreen(limit time.Time, f func(d *display)) bool {
 		s.disp.makeModel(s.size())
 	}
 	from := s.disp.beginParse()
-	defer s.disp.endParse() // after the answers are queued (see queueReply)
 	a, b, end, plain := s.out.unparsed(from)
 	reply, done := s.disp.parse(a, b, end, plain, &s.typing.dying, limit)
 	s.queueReply(reply)
+	s.disp.endParse() // once the answers are queued (see queueReply)
 	if f != nil {
 		f(&s.disp)
 	}

@@ -204,9 +204,8 @@ func (w *waiter) inScreen(rows, shown []string) bool {
 	return findCounted(text, kinds, w.litb, w.re)
 }
 
-// inOutput looks for w's pattern in the new settled text and, on a full
-// screen, on the screen; st is the settled text, alt whether a full-screen
-// program shows. Call without locks held; it takes mu.
+// inOutput looks for w's pattern in the new settled text and, while a
+// full-screen program shows, on the display. Call without locks held.
 func (w *waiter) inOutput() bool {
 	s := w.s
 	s.mu.Lock()
