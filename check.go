@@ -122,8 +122,8 @@ func checkSecret(op string, req SecretRequest) (*waiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.ID == "" {
-		return nil, errorf(ErrInvalid, "%s: id is missing", op)
+	if err := checkID(op, req.ID); err != nil {
+		return nil, err
 	}
 	if len(req.Secret) == 0 {
 		return nil, errorf(ErrInvalid, "%s: the secret is empty", who)
@@ -137,6 +137,15 @@ func checkSecret(op string, req SecretRequest) (*waiter, error) {
 	w.waitMS, w.until = req.WaitMS, untilMode{input: req.WaitUntil == WaitUntilInput, settle: settle}
 	w.view.secret = true
 	return w, nil
+}
+
+// checkID refuses a call on a session (write, run, kill, secret) that
+// names none.
+func checkID(tool, id string) error {
+	if id == "" {
+		return errorf(ErrInvalid, "%s: id is missing", tool)
+	}
+	return nil
 }
 
 // checkRun checks a run's timeout and wait; its command is checked by

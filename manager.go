@@ -488,8 +488,8 @@ func (m *Manager) recount(s *Session, cells int) (int, error) {
 
 // lookup finds a live session for a tool call.
 func (m *Manager) lookup(tool, id string) (*Session, error) {
-	if id == "" {
-		return nil, errorf(ErrInvalid, "%s: id is missing", tool)
+	if err := checkID(tool, id); err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	s, ok := m.sessions[id]
