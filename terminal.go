@@ -41,15 +41,6 @@ func sessionEnv(extra ...[]string) []string {
 // background job still writes.
 var errExitDrained = errors.New("agentpty: the output written before the exit is read")
 
-// checkInputWait refuses wait_until where the terminal cannot tell that
-// its program waits for input: a wait would only run out.
-func (s *Session) checkInputWait(tool, waitUntil string) error {
-	if _, ok := s.term.(StateReader); ok || waitUntil != WaitUntilInput {
-		return nil
-	}
-	return errorf(ErrUnsupported, "%s %s: wait_until %q: this session's terminal cannot tell when its program waits for input", tool, s.id, waitUntil)
-}
-
 // echoOff reports a password prompt, where the terminal can tell.
 func (s *Session) echoOff() bool {
 	sr, ok := s.term.(StateReader)
