@@ -185,10 +185,7 @@ func nextPiece(n int, d time.Duration) int {
 // Screen returns what the terminal shows now.
 func (s *Session) Screen() Screen {
 	var scr Screen
-	s.readScreen(time.Time{}, func(d *display) {
-		scr = d.snapshot()
-		scr.Cells = d.vt.Cells()
-	})
+	s.readScreen(time.Time{}, func(d *display) { scr = d.snapshotCells() })
 	return scr
 }
 
@@ -198,6 +195,17 @@ func (d *display) snapshot() Screen {
 	r, c := d.vt.Cursor()
 	return Screen{Rows: rows, Cols: cols, Cursor: Cursor{Row: r, Col: c}, AltScreen: d.vt.AltScreen(), Lines: d.vt.Lines()}
 }
+
+// snapshotCells is snapshot with every cell. Call with mu held.
+func (d *display) snapshotCells() Screen {
+	scr := d.snapshot()
+	scr.Cells = d.vt.Cells()
+	return scr
+}
+
+// resize gives the model the terminal's new size. Call with mu held,
+// across the terminal's own resize.
+func (d *display) resize(cols, rows int) { d.vt.Resize(cols, rows) }
 
 // Resize changes the terminal's size; the program gets SIGWINCH.
 func (s *Session) Resize(cols, rows int) error {
@@ -223,7 +231,7 @@ func (s *Session) Resize(cols, rows int) error {
 			err = fmt.Errorf("agentpty: %s: resize to %dx%d: %w", s.id, cols, rows, e)
 			return
 		}
-		d.vt.Resize(cols, rows)
+		d.resize(cols, rows)
 		s.tapResize(cols, rows) // with the display held: at the place in the output where it happened
 		s.mu.Lock()
 		s.text.settle.setCols(cols)
