@@ -60,3 +60,33 @@ func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
 	})
 	return scr, off, raw, start
 }
+
+// onLaneQueue has f told, outside the lane's lock, each time a call
+// queues in s's lane.
+func onLaneQueue(s *Session, f func()) {
+	s.lane.mu.Lock()
+	defer s.lane.mu.Unlock()
+	s.lane.queued = f
+}
+
+// tellMatcher has f told, under mu, what the matcher does (see
+// matcher.tell).
+func tellMatcher(s *Session, f func(what string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.match.tell = f
+}
+
+// matchParked reports whether a call's pattern is parked with the reader.
+func matchParked(s *Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.match.free()
+}
+
+// stateReads is how many times s's State read the kernel.
+func stateReads(s *Session) int {
+	s.seen.mu.Lock()
+	defer s.seen.mu.Unlock()
+	return s.seen.reads
+}
