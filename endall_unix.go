@@ -67,7 +67,7 @@ func (m *Manager) endTogether(ss []*Session) {
 		if !ok || t.group == nil || !t.ending.claim() {
 			continue
 		}
-		s.changing()
+		s.seen.changing()
 		s.typing.stop() // as Kill does before it signals: a write racing it fails with ErrNoSession
 		ts = append(ts, t)
 		cs = append(cs, t.containment().(*cgroupContainer))

@@ -162,7 +162,7 @@ func isErr(err, target error) bool { return errors.Is(err, target) }
 // yet, without reading it.
 func awaitUnread(t *testing.T, s *Session, lit string) {
 	t.Helper()
-	matched, err := s.await(waitCtx(t), literalWait(lit), time.Now().Add(maxWait), false)
+	matched, err := literalWait(lit).on(s, time.Now().Add(maxWait)).await(waitCtx(t))
 	if err != nil || !matched {
 		t.Fatalf("%q did not arrive: %v", lit, err)
 	}

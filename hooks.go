@@ -53,7 +53,7 @@ const approveReaderWait = time.Second
 // to read (it prints before it reads), up to approveReaderWait, and
 // returns the state it saw last.
 func awaitReading(ctx context.Context, s *Session) (TerminalState, error) {
-	_, st, err := s.awaitInput(ctx, nil, time.Now().Add(approveReaderWait))
+	_, st, err := waitOn(s, time.Now().Add(approveReaderWait)).awaitInput(ctx)
 	return st, err
 }
 

@@ -1,5 +1,7 @@
 package agentpty
 
+import "time"
+
 // The places tests look inside a session, each in one helper, so that the
 // session's parts can move without touching the tests that read them.
 
@@ -20,7 +22,7 @@ func ringEnd(s *Session) int64 {
 
 // screenLag is how far the screen's parsing is behind the ring.
 func screenLag(s *Session) int64 {
-	return ringEnd(s) - s.disp.screenOff.Load()
+	return ringEnd(s) - s.disp.parsed()
 }
 
 // queuedReplies is how many bytes of query replies wait to be typed.
@@ -48,9 +50,43 @@ func nextChange(s *Session) (<-chan struct{}, bool) {
 // parsedSnapshot parses everything the ring holds into the screen and
 // returns it with the offset parsed up to and the ring's bytes.
 func parsedSnapshot(s *Session) (Screen, int64, []byte, int64) {
-	s.disp.mu.Lock()
-	defer s.disp.mu.Unlock()
-	s.syncScreenLocked()
-	raw, start := rawOutput(s)
-	return s.snapshot(), s.disp.screenOff.Load(), raw, start
+	var scr Screen
+	var off int64
+	var raw []byte
+	var start int64
+	s.readScreen(time.Time{}, func(d *display) {
+		raw, start = rawOutput(s)
+		scr, _, off = d.snapshot(), 0, d.parsed()
+	})
+	return scr, off, raw, start
+}
+
+// onLaneQueue has f told, outside the lane's lock, each time a call
+// queues in s's lane.
+func onLaneQueue(s *Session, f func()) {
+	s.lane.mu.Lock()
+	defer s.lane.mu.Unlock()
+	s.lane.queued = f
+}
+
+// tellMatcher has f told, under mu, what the matcher does (see
+// matcher.tell).
+func tellMatcher(s *Session, f func(what string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.match.tell = f
+}
+
+// matchParked reports whether a call's pattern is parked with the reader.
+func matchParked(s *Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.match.free()
+}
+
+// stateReads is how many times s's State read the kernel.
+func stateReads(s *Session) int {
+	s.seen.mu.Lock()
+	defer s.seen.mu.Unlock()
+	return s.seen.reads
 }

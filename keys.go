@@ -331,9 +331,7 @@ func typedBytes(req WriteRequest, keys []key, modes func() keyModes) []byte {
 // keyModes reads the terminal's key modes after the screen has parsed
 // the output so far, so a mode the program just set counts.
 func (s *Session) keyModes() keyModes {
-	s.disp.mu.Lock()
-	defer s.disp.mu.Unlock()
-	s.syncScreenCall()
-	c, k := s.disp.screen.KeyModes()
-	return keyModes{appCursor: c, appKeypad: k}
+	var m keyModes
+	s.readScreen(callLimit(), func(d *display) { m = d.keyModes() })
+	return m
 }

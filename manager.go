@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentpty/agentpty/internal/cmdline"
 	"github.com/agentpty/agentpty/internal/contain"
 )
 
@@ -338,10 +337,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	if m.invalid != nil {
 		return StartResult{}, m.invalid
 	}
-	if err := checkStart(req); err != nil {
-		return StartResult{}, err
-	}
-	want, err := newWaitSpec(ToolStart, req.WaitFor, req.WaitForRegex)
+	want, err := checkStart(req)
 	if err != nil {
 		return StartResult{}, err
 	}
@@ -415,60 +411,16 @@ func startNotice(s *Session, from *snapshotStart, res StartResult, err error) st
 
 // firstWait is a new session's first wait: a shell session's first run or
 // prompt, or the wait the request asks for.
-func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, want *waitSpec) (StartResult, error) {
+func (m *Manager) firstWait(ctx context.Context, s *Session, req StartRequest, want *waiter) (StartResult, error) {
 	if s.sh != nil {
 		return awaitShellStart(ctx, s, req)
 	}
-	settle, _ := settleFor(ToolStart, req.WaitUntil, req.SettleMS) // checked by checkStart
-	w, err := s.wait(ctx, want, req.WaitMS, req.WaitUntil, settle)
+	res, err := want.on(s, time.Time{}).start(ctx)
 	if errors.Is(err, ErrUnsupported) {
 		_, _ = m.end(context.Background(), s, EventKilled) // no one learns the id
 		return StartResult{}, err
 	}
-	if err != nil {
-		return StartResult{ID: s.id}, err
-	}
-	s.applyScreen(req.Screen, &screenView{}, false, &w)
-	return s.startResult(w), nil
-}
-
-// checkSize checks a request's cols and rows: 0 means the default (or,
-// on a write, the current size); anything else must be within the limits.
-func checkSize(who string, cols, rows int) error {
-	if cols < 0 || cols > maxCols {
-		return errorf(ErrInvalid, "%s: cols %d is outside 1-%d", who, cols, maxCols)
-	}
-	if rows < 0 || rows > maxRows {
-		return errorf(ErrInvalid, "%s: rows %d is outside 1-%d", who, rows, maxRows)
-	}
-	return nil
-}
-
-func checkStart(req StartRequest) error {
-	if strings.TrimSpace(req.Command) == "" && !req.Shell {
-		return errorf(ErrInvalid, "%s: command is empty", ToolStart)
-	}
-	if req.Shell && strings.TrimSpace(req.Command) != "" {
-		if err := checkRunCommand(ToolStart, req.Command); err != nil {
-			return err
-		}
-	}
-	if err := checkWaitUntil(ToolStart, "", req.WaitUntil); err != nil {
-		return err
-	}
-	if _, err := settleFor(ToolStart, req.WaitUntil, req.SettleMS); err != nil {
-		return err
-	}
-	if len(req.Command) > cmdline.MaxBytes {
-		return errorf(ErrInvalid, "%s: command is %d bytes; exec takes at most %d", ToolStart, len(req.Command), cmdline.MaxBytes)
-	}
-	if err := checkSize(ToolStart, req.Cols, req.Rows); err != nil {
-		return err
-	}
-	if req.WaitMS != nil && *req.WaitMS < 0 {
-		return errorf(ErrInvalid, "%s: wait_ms %d is negative", ToolStart, *req.WaitMS)
-	}
-	return checkScreen(ToolStart, req.Screen)
+	return res, err
 }
 
 func orDefault(v, def int) int {
@@ -536,8 +488,8 @@ func (m *Manager) recount(s *Session, cells int) (int, error) {
 
 // lookup finds a live session for a tool call.
 func (m *Manager) lookup(tool, id string) (*Session, error) {
-	if id == "" {
-		return nil, errorf(ErrInvalid, "%s: id is missing", tool)
+	if err := checkID(tool, id); err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	s, ok := m.sessions[id]
@@ -555,25 +507,7 @@ func (m *Manager) lookup(tool, id string) (*Session, error) {
 // Write types input into a session and returns what it printed since the
 // last read, as the tool pty-write does.
 func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, error) {
-	if req.WaitMS != nil && *req.WaitMS < 0 {
-		return WriteResult{}, errorf(ErrInvalid, "%s %s: wait_ms %d is negative", ToolWrite, req.ID, *req.WaitMS)
-	}
-	if err := checkWaitUntil(ToolWrite, req.ID, req.WaitUntil); err != nil {
-		return WriteResult{}, err
-	}
-	who := ToolWrite + " " + req.ID // names the call in its errors
-	v, err := writeView(who, req)
-	if err != nil {
-		return WriteResult{}, err
-	}
-	want, err := newWaitSpec(who, req.WaitFor, req.WaitForRegex)
-	if err != nil {
-		return WriteResult{}, err
-	}
-	if err := checkWriteSize(who, req); err != nil {
-		return WriteResult{}, err
-	}
-	keys, err := parseKeys(who, req.Keys)
+	want, keys, err := checkWrite(req)
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -589,7 +523,7 @@ func (m *Manager) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if atPrompt {
 		input = append([]byte(lineClear), input...)
 	}
-	return s.write(ctx, input, want, req.WaitMS, v)
+	return want.on(s, time.Time{}).write(ctx, input)
 }
 
 // Kill ends a session and everything it started, frees its terminal and

@@ -89,8 +89,15 @@ func (o *output) renderedTo(end int64, nonPlain bool) {
 	o.settled.Store(end)
 }
 
+// maxLag is how far rendering or the screen may fall behind the reader
+// (see lag).
+func (o *output) maxLag() int64 { return o.lag }
+
 // far reports that off is more than the lag behind end.
 func (o *output) far(end, off int64) bool { return end-off > o.lag }
+
+// parser is what store needs of the display: where it has parsed up to.
+type parser interface{ parsed() int64 }
 
 // read is the one goroutine that reads term. Each read goes to take,
 // which renders the settled text and leaves the screen to the processor,
@@ -124,11 +131,11 @@ func (o *output) read(term Terminal, take func([]byte), drainSeen func()) {
 }
 
 // store puts p in the ring, first waiting while rendering or the screen
-// (parsed up to screenOff) is over the lag behind, so no byte leaves the
+// (parsed up to screen.parsed()) is over the lag behind, so no byte leaves the
 // ring unseen and the program feels the back-pressure as it would from a
 // slow terminal. It returns the ring's end. Only the reader calls it.
-func (o *output) store(p []byte, screenOff *atomic.Int64) int64 {
-	for o.far(o.ring.end(), min(o.settled.Load(), screenOff.Load())) {
+func (o *output) store(p []byte, screen parser) int64 {
+	for o.far(o.ring.end(), min(o.settled.Load(), screen.parsed())) {
 		o.wake()
 		<-o.progress
 	}
@@ -230,8 +237,8 @@ func (o *output) copyFrom(buf []byte, off int64) ([]byte, int64) {
 // keeps pace with any terminal; the screen, which may not, is left to the
 // processor. When the processor is busy rendering, feed leaves p to it.
 func (s *Session) feed(p []byte) {
-	end := s.out.store(p, &s.disp.screenOff)
-	if !s.out.renderNew(p, end, s.renderBatch) || s.disp.due(end, &s.out) {
+	end := s.out.store(p, &s.disp)
+	if !s.out.renderNew(p, end, s.renderBatch) || s.disp.behind(end, s.out.lag) {
 		s.out.wake()
 	}
 }
@@ -255,11 +262,11 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 	s.mu.Lock()
 	ev := s.text.render(batch, end)
 	if ev&evQuery != 0 {
-		s.disp.queries.Store(true) // before settled: State never sees the query rendered but not owed
+		s.disp.queryRendered() // before settled: State never sees the query rendered but not owed
 	}
 	s.out.renderedTo(end, ev&evNonPlain != 0)
 	s.text.wake()
-	s.lookForMatch(len(batch))
+	s.match.look(len(batch), s.text.settler())
 	s.checkDrained()
 	s.mu.Unlock()
 	if s.ev.due(s.m.opts.OnEvent != nil) {
@@ -270,7 +277,7 @@ func (s *Session) renderBatch(batch []byte, end int64) {
 // broadcast wakes every waiter. Call with mu held.
 func (s *Session) broadcast() {
 	s.text.wake()
-	s.releaseMatch(false)
+	s.match.release(false)
 }
 
 // take is the reader's way in: p goes to feed, masked when the session has
@@ -282,4 +289,26 @@ func (s *Session) take(p []byte) {
 	if s.m.opts.OnEvent != nil {
 		noteHidden(s, terminalEchoOff(s.term))
 	}
+}
+
+// --- added by parts-screen ---
+
+// unparsed returns the ring's bytes from off on (less where the ring has
+// dropped them), which the display has not parsed, where the ring ends,
+// and how many of them from their start the settler found plain text. The
+// display reads the ring in place: the reader does not write over bytes
+// it has not parsed (see feed), so only taking the slices needs inMu.
+func (o *output) unparsed(off int64) (a, b []byte, end, plain int64) {
+	o.inMu.Lock()
+	a, b, _ = o.ring.slices(off)
+	end = o.ring.end()
+	o.inMu.Unlock()
+	from := end - int64(len(a)+len(b))
+	// settled before nonPlainEnd: the renderer stores them the other way
+	// round, so a batch counted as settled here has its flag seen too.
+	settled := o.settled.Load()
+	if from >= o.nonPlainEnd.Load() {
+		plain = max(min(settled, end)-from, 0)
+	}
+	return a, b, end, plain
 }

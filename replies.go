@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -14,10 +13,17 @@ import (
 // program leaves unread beyond maxReplyBytes is dropped, as a terminal
 // whose input buffer is full would lose it.
 
+// answerCounter counts the answers on their way to the program, from
+// queued to typed (the display, for State).
+type answerCounter interface {
+	answerQueued()
+	answersTyped(n int32)
+}
+
 // replier holds the query replies on their way to the reply writer.
 type replier struct {
 	mu      sync.Mutex // a leaf: nothing is taken under it
-	pending []byte     // at most maxReplyBytes; count of them are counted in display.answering
+	pending []byte     // at most maxReplyBytes; count of them are counted as answers owed (display)
 	count   int32
 	running bool // the reply writer is running
 	stopped bool // the session is being killed: replies are not sent
@@ -42,9 +48,9 @@ func (r *replier) isStopped() bool {
 
 // queue hands reply, whole replies each beginning with ESC, to the reply
 // writer, which types them through t, starting it if it is not running;
-// replies that do not fit under maxReplyBytes are dropped. answering
+// replies that do not fit under maxReplyBytes are dropped. answers
 // counts the replies on their way until they are typed (see State).
-func (r *replier) queue(reply []byte, answering *atomic.Int32, t *typing) {
+func (r *replier) queue(reply []byte, answers answerCounter, t *typing) {
 	if len(reply) == 0 {
 		return
 	}
@@ -58,20 +64,21 @@ func (r *replier) queue(reply []byte, answering *atomic.Int32, t *typing) {
 		reply = reply[:max(bytes.LastIndexByte(reply[:room+1], 0x1b), 0)]
 	}
 	if len(reply) > 0 {
-		answering.Add(1)
+		// State counts it as an answer on its way until it is typed.
+		answers.answerQueued()
 		r.count++
 	}
 	r.pending = append(r.pending, reply...)
 	if !r.running && len(r.pending) > 0 {
 		r.running = true
 		r.wg.Add(1)
-		go r.write(answering, t)
+		go r.write(answers, t)
 	}
 }
 
 // write types the queued replies until none is left. A write the program
 // does not take within replyTimeout is dropped.
-func (r *replier) write(answering *atomic.Int32, t *typing) {
+func (r *replier) write(answers answerCounter, t *typing) {
 	defer r.wg.Done()
 	var batch []byte
 	for {
@@ -83,11 +90,11 @@ func (r *replier) write(answering *atomic.Int32, t *typing) {
 			r.running = false
 			r.pending = nil
 			r.mu.Unlock()
-			answering.Add(-n)
+			answers.answersTyped(n)
 			return
 		}
 		r.mu.Unlock()
 		_, _ = t.write(context.Background(), batch, time.Now().Add(replyTimeout))
-		answering.Add(-n)
+		answers.answersTyped(n)
 	}
 }

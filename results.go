@@ -1,11 +1,13 @@
 package agentpty
 
+import "time"
+
 // One builder per result type: every path that returns a result fills it
 // here, so a field (spool, a screen mode's cursor) reaches all of them.
 
 // startResult is a start's result from what its wait collected.
-func (s *Session) startResult(w waitResult) StartResult {
-	return StartResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited,
+func (w waitResult) startResult(id string) StartResult {
+	return StartResult{ID: id, Output: w.output, Matched: w.matched, Exited: w.exited,
 		ExitCode: w.exitCode, Signal: w.signal, Truncated: w.truncated, OutputLost: w.outputLost(), Spool: w.spool,
 		InputHidden: w.inputHidden, State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
 		Cursor: w.cursor, Highlights: w.highlights, Waited: w.waited, StateGuessed: w.state.Guessed}
@@ -19,24 +21,21 @@ func startFromRun(r RunResult) StartResult {
 }
 
 // writeResult is a write's result from what its wait collected.
-func (s *Session) writeResult(w waitResult) WriteResult {
-	return WriteResult{ID: s.id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
+func (w waitResult) writeResult(id string) WriteResult {
+	return WriteResult{ID: id, Output: w.output, Matched: w.matched, Exited: w.exited, ExitCode: w.exitCode,
 		Signal: w.signal, Truncated: w.truncated, OutputLost: w.outputLost(), InputHidden: w.inputHidden, Spool: w.spool,
 		State: w.state.State, Foreground: w.state.Foreground, ForegroundExe: w.foregroundExe,
 		Cursor: w.cursor, Highlights: w.highlights, Waited: w.waited, StateGuessed: w.state.Guessed}
 }
 
 // runResult is a run's result from what collect took, with the command's
-// own output and the whole of it for the spool; a zero state is taken now.
-// done: the command ended.
-func (s *Session) runResult(w waitResult, state TerminalState, done bool, out, whole string) RunResult {
-	if state.State == "" {
-		state = s.State()
-	}
+// own output and the spool's reference to the whole of it. done: the
+// command ended.
+func (w waitResult) runResult(id string, state TerminalState, done bool, out, spool string) RunResult {
 	state = resultState(state, w.exited)
-	return RunResult{ID: s.id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
+	return RunResult{ID: id, Output: out, ExitCode: w.exitCode, Exited: w.exited, Signal: w.signal,
 		Truncated: w.truncated, OutputLost: w.outputLost(), InputHidden: state.InputHidden, State: state.State, Foreground: state.Foreground,
-		ForegroundExe: w.foregroundExe, Spool: s.m.spool(s.id, whole),
+		ForegroundExe: w.foregroundExe, Spool: spool,
 		Waited: waitedHow(false, done || w.exited, !done, false, state), StateGuessed: state.Guessed}
 }
 
@@ -74,12 +73,9 @@ type waitResult struct {
 }
 
 // collect takes everything new as one result and marks it read; a peek
-// marks nothing read.
-func (s *Session) collect(matched, peek bool) waitResult { return s.collectOut(matched, peek, true) }
-
-// collectOut is collect; without spool, Options.Spool is not handed the
+// marks nothing read. Without spool, Options.Spool is not handed the
 // output, for a caller that returns an output of its own (pty-run).
-func (s *Session) collectOut(matched, peek, spool bool) waitResult {
+func (s *Session) collect(matched, peek, spool bool) waitResult {
 	s.mu.Lock()
 	_, rows := s.text.size()
 	redrawn := s.text.settler().redrawn(rows) // a redraw in place shows as its screen (screenview.go)
@@ -101,21 +97,13 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 	s.mu.Unlock()
 
 	if alt || redrawn {
-		s.disp.mu.Lock()
-		if !s.syncScreenCall() {
-			// The screen is far behind: the text says more than a stale
+		var scr Screen
+		if !s.readScreen(callLimit(), func(d *display) { scr = d.read(alt, peek) }) {
+			// The display is far behind: the text says more than a stale
 			// screen of a redraw; a full-screen program's is the best
 			// there is.
 			redrawn = false
 		}
-		scr := s.snapshot()
-		if !peek {
-			s.disp.shown = nil
-			if alt {
-				s.disp.shown = scr.Lines // what this read returned is what wait_for compares with next
-			}
-		}
-		s.disp.mu.Unlock()
 		switch {
 		case alt:
 			out = joinScreen(out, scr.Text())
@@ -126,13 +114,16 @@ func (s *Session) collectOut(matched, peek, spool bool) waitResult {
 			out, whole = joinScreen(before, scr.Text()), "" // the frames' text mixed together: the screen says it
 		}
 	} else if !peek {
-		s.disp.mu.Lock()
-		s.disp.shown = nil
-		s.disp.mu.Unlock()
+		s.disp.forgetShown()
 	}
 	w.output = s.sh.showRuns(out)
 	w.spool = s.m.spool(s.id, s.sh.showRuns(whole))
-	w.inputHidden = s.inputHiddenNow()
+	// EchoOff, from the last state read while it may be reused.
+	if st, ok := s.seen.reuse(s.stamp(), time.Now()); ok {
+		w.inputHidden = st.InputHidden
+	} else {
+		w.inputHidden = terminalEchoOff(s.term)
+	}
 	if w.inputHidden {
 		_, w.foregroundExe = promptProgram(s.m.programs(), s.term)
 	}

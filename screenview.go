@@ -37,60 +37,13 @@ type Highlight struct {
 	Text string `json:"text"`
 }
 
-// checkScreen reports a screen mode other than "", "full" and "diff".
-func checkScreen(where, mode string) error {
-	switch mode {
-	case "", ScreenFull, ScreenDiff:
-		return nil
-	}
-	return errorf(ErrInvalid, "%s: screen %q is not %q or %q", where, mode, ScreenFull, ScreenDiff)
-}
-
-// screenView is what a screen mode shows of the screen at one moment.
-type screenView struct {
+// modeView is what a screen mode shows of the display at one moment.
+type modeView struct {
 	lines      []string
 	cursor     Cursor
 	highlights []Highlight // every one, top to bottom
 	alt        bool        // the alternate screen
 	cols       int
-}
-
-// view reads the screen as it is now.
-func (s *Session) view() screenView {
-	s.disp.mu.Lock()
-	defer s.disp.mu.Unlock()
-	return s.viewLocked()
-}
-
-// viewLocked is view with disp.mu held.
-func (s *Session) viewLocked() screenView {
-	s.syncScreenCall()
-	scr := s.snapshot()
-	return screenView{lines: scr.Lines, cursor: scr.Cursor, highlights: highlights(s.disp.screen.Cells()), alt: scr.AltScreen, cols: scr.Cols}
-}
-
-// applyScreen turns a result into the screen mode asked for: the screen
-// or its diff against before as output, with the cursor and the
-// highlights the session's reads have not shown on every read (see
-// litMemory); a peek leaves that memory as it was. An empty mode leaves
-// the result as it is.
-func (s *Session) applyScreen(mode string, before *screenView, peek bool, w *waitResult) {
-	if mode == "" {
-		return
-	}
-	s.disp.mu.Lock()
-	after := s.viewLocked()
-	w.highlights = s.disp.lit.pick(after, !peek)
-	s.disp.mu.Unlock()
-	w.cursor = &after.cursor
-	if mode == ScreenFull {
-		w.output = s.sh.showRuns(Screen{Lines: after.lines}.Text())
-		return
-	}
-	if before == nil {
-		before = &screenView{}
-	}
-	w.output = s.sh.showRuns(screenDiff(*before, after))
 }
 
 // litMemory remembers the highlights the reads of one screen returned, so
@@ -119,7 +72,7 @@ type litMemory struct {
 // those that have been on every read of the screen. At most
 // maxHighlights, top to bottom within each group. record makes this read
 // count for later ones.
-func (m *litMemory) pick(v screenView, record bool) []Highlight {
+func (m *litMemory) pick(v modeView, record bool) []Highlight {
 	hs := v.highlights
 	first := m.reads == 0 || m.alt != v.alt || m.cols != v.cols || m.rows != len(v.lines)
 	var out []Highlight
@@ -282,7 +235,7 @@ func regions(rows [][]screen.Cell) (label [][]int32, area []int) {
 	return label, area
 }
 
-// screenDiff is a unified diff of the screen, rows as lines, without
+// viewDiff is a unified diff of the screen, rows as lines, without
 // context: each run of rows whose text or highlights changed is a hunk
 // whose header gives 1-based rows as any unified diff does (@@ -5 +5 @@,
 // or @@ -5,3 +5,3 @@ for three). A row whose text changed is a "-" line
@@ -291,7 +244,7 @@ func regions(rows [][]screen.Cell) (label [][]int32, area []int) {
 // with the highlighted text after the call. The file header lines say
 // where the cursor was before and after (1-based, as the hunks count).
 // Nothing changed, cursor included, is an empty diff.
-func screenDiff(before, after screenView) string {
+func viewDiff(before, after modeView) string {
 	b, a := before.lines, after.lines
 	if len(b) == 0 {
 		b = make([]string, len(a)) // a new screen: everything against blank rows
@@ -324,7 +277,7 @@ func screenDiff(before, after screenView) string {
 }
 
 // writeHunk writes rows i..j of the diff as one hunk.
-func writeHunk(out *strings.Builder, before, after screenView, b, a []string, i, j int) {
+func writeHunk(out *strings.Builder, before, after modeView, b, a []string, i, j int) {
 	olds, news := 0, 0
 	for r := i; r <= j; r++ {
 		if r < len(b) {
@@ -400,24 +353,4 @@ func sameSpans(x, y []Highlight) bool {
 		}
 	}
 	return true
-}
-
-// addressed notes that the program placed the cursor on a row of the
-// primary screen or erased all of it.
-func (s *settler) addressed() {
-	if s.addrEpoch != s.epoch {
-		s.keepBeforeRedraw() // the first redraw since the last read
-	}
-	s.addrEpoch, s.addrLines = s.epoch, 0
-}
-
-// redrawn reports a redraw in place since the last read: the program
-// addressed the primary screen by row (CUP, HVP, VPA) or erased it whole
-// (ED 2), and began no more lines since than the screen has rows, so what
-// it drew is still on the screen. Its frames' text would read mixed
-// together (top, watch, a clear-and-print loop): the screen says it. Text
-// that scrolled on past a screenful after the last such move (clear, then
-// a long listing) reads as text.
-func (s *settler) redrawn(rows int) bool {
-	return !s.alt && s.addrEpoch == s.epoch && s.addrLines <= rows
 }

@@ -260,10 +260,10 @@ func TestParseSignal(t *testing.T) {
 }
 
 func TestScreenDiffForm(t *testing.T) {
-	v := func(cur Cursor, lines ...string) screenView { return screenView{lines: lines, cursor: cur} }
+	v := func(cur Cursor, lines ...string) modeView { return modeView{lines: lines, cursor: cur} }
 	cases := []struct {
 		name          string
-		before, after screenView
+		before, after modeView
 		want          string
 	}{
 		{"nothing", v(Cursor{1, 2}, "a", "b"), v(Cursor{1, 2}, "a", "b"), ""},
@@ -275,16 +275,16 @@ func TestScreenDiffForm(t *testing.T) {
 			"--- screen before, cursor at row 1 col 1\n+++ screen after, cursor at row 1 col 1\n@@ -1,2 +1,2 @@\n-a\n+A\n-b\n+B\n@@ -4 +4 @@\n-d\n+D"},
 		{"fewer rows", v(Cursor{}, "a", "b", "c"), v(Cursor{}, "a"),
 			"--- screen before, cursor at row 1 col 1\n+++ screen after, cursor at row 1 col 1\n@@ -2,2 +1,0 @@\n-b\n-c"},
-		{"new screen", screenView{}, v(Cursor{1, 0}, "", "$"),
+		{"new screen", modeView{}, v(Cursor{1, 0}, "", "$"),
 			"--- screen before, cursor at row 1 col 1\n+++ screen after, cursor at row 2 col 1\n@@ -2 +2 @@\n-\n+$"},
 	}
 	for _, c := range cases {
-		if got := screenDiff(c.before, c.after); got != c.want {
+		if got := viewDiff(c.before, c.after); got != c.want {
 			t.Errorf("%s:\n%s\nwant\n%s", c.name, got, c.want)
 		}
 	}
-	hl := screenDiff(screenView{lines: []string{"[ok] [no]"}, highlights: []Highlight{{0, 0, 4, "[ok]"}}},
-		screenView{lines: []string{"[ok] [no]"}, highlights: []Highlight{{0, 5, 4, "[no]"}}})
+	hl := viewDiff(modeView{lines: []string{"[ok] [no]"}, highlights: []Highlight{{0, 0, 4, "[ok]"}}},
+		modeView{lines: []string{"[ok] [no]"}, highlights: []Highlight{{0, 5, 4, "[no]"}}})
 	if want := "@@ -1 +1 @@ highlighted: \"[no]\"\n [ok] [no]"; !strings.HasSuffix(hl, want) {
 		t.Errorf("a moved highlight:\n%s\nwant it to end\n%s", hl, want)
 	}
@@ -390,8 +390,8 @@ func TestHighlightsLeaveOutFixtures(t *testing.T) {
 		labels = append(labels, label(i))
 	}
 	item := func(row int) Highlight { return Highlight{Row: row, Col: 1, Len: 6, Text: "item " + strconv.Itoa(row)} }
-	view := func(cursorRow int, alt bool, hs ...Highlight) screenView {
-		return screenView{lines: make([]string, 10), cursor: Cursor{Row: cursorRow}, alt: alt, cols: 100, highlights: hs}
+	view := func(cursorRow int, alt bool, hs ...Highlight) modeView {
+		return modeView{lines: make([]string, 10), cursor: Cursor{Row: cursorRow}, alt: alt, cols: 100, highlights: hs}
 	}
 	texts := func(hs []Highlight) string { return highlightTexts(hs) }
 	var m litMemory

@@ -67,27 +67,13 @@ type SecretRequest struct {
 func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (WriteResult, error) {
 	const op = "WriteSecret"
 	id, secret := req.ID, req.Secret
-	if req.WaitMS != nil && *req.WaitMS < 0 {
-		return WriteResult{}, errorf(ErrInvalid, "%s %s: wait_ms %d is negative", op, id, *req.WaitMS)
-	}
-	if err := checkWaitUntil(op, id, req.WaitUntil); err != nil {
-		return WriteResult{}, err
-	}
-	want, err := newWaitSpec(op+" "+id, req.WaitFor, req.WaitForRegex)
+	want, err := checkSecret(op, req)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	s, err := m.lookup(op, id)
 	if err != nil {
 		return WriteResult{}, err
-	}
-	if len(secret) == 0 {
-		return WriteResult{}, errorf(ErrInvalid, "%s %s: the secret is empty", op, id)
-	}
-	for _, b := range secret {
-		if b < 0x20 || b == 0x7f {
-			return WriteResult{}, errorf(ErrInvalid, "%s %s: the secret holds a control byte, which the terminal would act on", op, id)
-		}
 	}
 	defer s.clock.use()()
 	leave, err := s.turn(ctx, op) // in line with the session's other calls, so echo is checked just before typing
@@ -116,8 +102,7 @@ func (m *Manager) WriteSecretWith(ctx context.Context, req SecretRequest) (Write
 	s.sec.add(secret)
 	input := append(append(make([]byte, 0, len(secret)+1), secret...), '\r')
 	defer clear(input)
-	settle, _ := settleFor(op, req.WaitUntil, nil) // "settled" waits its default
-	return s.writeInTurn(ctx, input, want, req.WaitMS, callView{waitUntil: req.WaitUntil, settle: settle, secret: true})
+	return want.on(s, time.Time{}).writeInTurn(ctx, input)
 }
 
 // trustedReader is WriteSecret's last check before typing: a password

@@ -21,7 +21,7 @@ const (
 	exitDrainMax   = 40                     // ... at most this many times over
 	replyTimeout   = time.Second            // a program that asked a query but reads nothing
 	maxReplyBytes  = 4 << 10                // query replies waiting to be typed; more are dropped
-	screenPiece    = 128                    // the screen parses at most this much between checks for a Kill or a limit
+	maxPiece       = 128                    // the vt model parses at most this much between checks for a Kill or a limit
 	pieceTime      = 2 * time.Millisecond   // ... and less when a piece takes longer than this (see nextPiece)
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
@@ -58,10 +58,12 @@ func (e ExitStatus) exitFields() (*int, string) {
 //
 // A Session coordinates parts that each keep their own state: the
 // terminal and its writer (typing.go), the output pipeline (output.go),
-// the settled text and exit state (text.go, under mu), the screen
-// (display.go), the replier (replies.go), events (events.go), secrets
-// (secret.go), taps (tap.go), Expect (expect.go), and the idle clock
-// (idle.go).
+// the settled text and exit state (text.go, under mu), the display with
+// its vt model (display.go), the replier (replies.go), events (events.go),
+// secrets (secret.go), taps (tap.go), Expect (expect.go), the idle clock
+// (idle.go), the lane (lane.go), the parked pattern (matchwait.go) and the
+// last state read (state_seen.go). A call checks its request (check.go),
+// then waits through a waiter (wait.go).
 //
 // Locks, in the order they are taken (a lock is never taken while one
 // after it is held):
@@ -103,7 +105,7 @@ type Session struct {
 	cells   int // cols×rows counted against MaxCells; guarded by the manager's mu
 
 	typing typing // the terminal's one writer (typing.go)
-	lane   lane   // one call at a time, in arrival order; taken before any lock below
+	lane   lane   // one call at a time, in arrival order; taken before any lock below (lane.go)
 
 	out  output    // the ring, the reader and the processor (output.go)
 	seen stateSeen // the last state read, reused while nothing could have changed it (state_seen.go)
@@ -115,7 +117,7 @@ type Session struct {
 	match matcher     // the call parked on its pattern, which the reader looks for (matchwait.go)
 	sh    *shell      // a shell session's prompt marks; nil for other sessions
 
-	disp display // the screen and the query answers it owes (display.go)
+	disp display // the vt model, what reads showed of it, and the query answers it owes (display.go)
 
 	done      chan struct{} // closed when drained
 	reaped    chan struct{} // closed when the child has been reaped
@@ -231,8 +233,12 @@ func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Term
 	}
 	go s.out.read(s.term, s.take, s.drainSeenAt)
 	go s.out.process(s.renderBatch, func(end int64) {
-		if s.disp.due(end, &s.out) {
-			s.syncScreen()
+		if s.disp.behind(end, s.out.maxLag()) {
+			// In slices, letting go of the display between them, so a
+			// call that needs it waits for one slice at most, whatever
+			// the program prints.
+			for !s.readScreen(time.Now().Add(processorSlice), nil) && !s.typing.stopped() {
+			}
 		}
 	})
 	go s.reap()
@@ -279,6 +285,24 @@ func (s *Session) info() SessionInfo {
 	return info
 }
 
+// turn waits until the calls on the session that arrived before this one
+// have returned, and returns the func that lets the next one go. The
+// turn is also when the call's WithEvents function hears the session's
+// output events, whichever way the call waits.
+func (s *Session) turn(ctx context.Context, tool string) (func(), error) {
+	if err := s.lane.enter(ctx); err != nil {
+		return nil, fmt.Errorf("agentpty: %s %s: waiting for the call before it: %w", tool, s.id, err)
+	}
+	unwatch, due := s.ev.watch(ctx, s.m, tool == ToolStart, s.Tail)
+	if due {
+		s.ev.schedule(s.emitOutput)
+	}
+	return func() {
+		unwatch()
+		s.lane.leave()
+	}, nil
+}
+
 // kill ends the session once; later calls return the first result.
 func (s *Session) kill(ctx context.Context) (KillResult, error) {
 	s.killOnce.Do(func() { s.killRes, s.killErr = s.doKill(ctx) })
@@ -289,7 +313,7 @@ func (s *Session) kill(ctx context.Context) (KillResult, error) {
 // reaps, closes and collects.
 func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	s.clock.stop()
-	s.changing()
+	s.seen.changing()
 	s.typing.stop()
 	err := s.term.End(ctx, s.m.opts.KillGrace)
 	if err != nil {
@@ -309,8 +333,8 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	// terminal closes, so a backend's files go over what it still holds.
 	s.sh.remove(ctx)
 	closeErr := s.typing.close()
-	// A screen with much left to parse stops at its next piece (see
-	// syncScreenLocked); ctx bounds even that.
+	// A display with much left to parse stops at its next piece (see
+	// parsePieces); ctx bounds even that.
 	if perr := s.out.awaitProcessed(ctx); perr != nil && err == nil {
 		err = fmt.Errorf("agentpty: %s %s: the processes are ended, the output not all rendered: %w", ToolKill, s.id, perr)
 	}

@@ -65,7 +65,7 @@ func TestMatchSettled(t *testing.T) {
 			st.read(0)
 			w := literalWait(c.lit)
 			if c.re != "" {
-				w = &waitSpec{re: regexp.MustCompile(c.re)}
+				w = &waiter{re: regexp.MustCompile(c.re)}
 			}
 			if c.typed != "" {
 				w.typed(st, []byte(c.typed))
@@ -97,12 +97,12 @@ func TestMatchScreen(t *testing.T) {
 // the text changed finds what a fresh look at the same text finds.
 func TestMatchSettledIncremental(t *testing.T) {
 	in := "$ make\r\nok 1\r\nbuilding [   ]\r\x1b[Kbuilding [== ]\r\x1b[Kdone\r\n\x1b[2A\x1b[2Kok 2\n\n$ x\r\ny\x1b[A\x1b[J\r\nz\r\n"
-	specs := []func() *waitSpec{}
+	specs := []func() *waiter{}
 	for _, lit := range []string{"ok 2\ndone", "done\n$", "\n\n", "1\nbuilding", "$ x\nz", "x\ny", "z\n"} {
-		specs = append(specs, func() *waitSpec { return literalWait(lit) })
+		specs = append(specs, func() *waiter { return literalWait(lit) })
 	}
 	for _, re := range []string{`ok 2\s+done`, `(?m)^\$ $`, `\[== \]\n`, `(?s)make.*ok 2`, `x\nz$`} {
-		specs = append(specs, func() *waitSpec { return &waitSpec{re: regexp.MustCompile(re)} })
+		specs = append(specs, func() *waiter { return &waiter{re: regexp.MustCompile(re)} })
 	}
 	flood := strings.Repeat("row\r\n", 100) + "ok 2\r\ndone\r\n$ x\r\nz\r\n" // over the bound: lines are evicted
 	for _, c := range []struct {

@@ -342,3 +342,23 @@ func (s *settler) screenTop() int {
 	}
 	return i
 }
+
+// addressed notes that the program placed the cursor on a row of the
+// primary screen or erased all of it.
+func (s *settler) addressed() {
+	if s.addrEpoch != s.epoch {
+		s.keepBeforeRedraw() // the first redraw since the last read
+	}
+	s.addrEpoch, s.addrLines = s.epoch, 0
+}
+
+// redrawn reports a redraw in place since the last read: the program
+// addressed the primary screen by row (CUP, HVP, VPA) or erased it whole
+// (ED 2), and began no more lines since than the screen has rows, so what
+// it drew is still on the screen. Its frames' text would read mixed
+// together (top, watch, a clear-and-print loop): the screen says it. Text
+// that scrolled on past a screenful after the last such move (clear, then
+// a long listing) reads as text.
+func (s *settler) redrawn(rows int) bool {
+	return !s.alt && s.addrEpoch == s.epoch && s.addrLines <= rows
+}

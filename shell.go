@@ -363,19 +363,6 @@ func (s *settler) textBetween(from, to shellPos) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// checkRunCommand refuses a command a shell session cannot run as it was
-// judged: bash drops NUL bytes from what it reads, so "r\x00m" would be
-// judged as one word and run as rm.
-func checkRunCommand(who, command string) error {
-	if strings.TrimSpace(command) == "" {
-		return errorf(ErrInvalid, "%s: command is empty", who)
-	}
-	if i := strings.IndexByte(command, 0); i >= 0 {
-		return errorf(ErrInvalid, "%s: command holds a NUL byte at %d, which bash would drop", who, i)
-	}
-	return nil
-}
-
 // runLines is a run's output in lines, as elide reads them.
 type runLines []string
 
@@ -411,10 +398,7 @@ func capRun(out string, limit, lostBytes, lostLines int) (capped, whole string) 
 // Run types one command at a shell session's prompt and waits for the
 // prompt to return, as the tool pty-run does.
 func (m *Manager) Run(ctx context.Context, req RunRequest) (RunResult, error) {
-	if req.TimeoutMS != nil && *req.TimeoutMS < 0 {
-		return RunResult{}, errorf(ErrInvalid, "%s %s: timeout_ms %d is negative", ToolRun, req.ID, *req.TimeoutMS)
-	}
-	if err := checkWaitUntil(ToolRun, req.ID, req.WaitUntil); err != nil {
+	if err := checkRun(req); err != nil {
 		return RunResult{}, err
 	}
 	s, err := m.lookup(ToolRun, req.ID)
@@ -460,17 +444,17 @@ func runCommand(ctx context.Context, s *Session, command string, deadline time.T
 		return RunResult{}, errorf(ErrInvalid, "%s %s: a command is still running; continue it with pty-write (\\x03 interrupts it)", ToolRun, s.id)
 	}
 	// The first prompt may still be on its way.
-	if err := s.awaitCond(ctx, deadline, func() bool { return atPrompt(s) }); err != nil {
+	if err := waitOn(s, deadline).awaitCond(ctx, func() bool { return atPrompt(s) }); err != nil {
 		return RunResult{}, err
 	}
 	s.mu.Lock()
 	prompt, ends := s.sh.showsPrompt(), s.sh.endCount()
 	s.mu.Unlock()
 	if !prompt {
-		w := s.collectOut(false, false, false)
-		return s.runResult(w, TerminalState{State: StateRunning}, false, "", ""), nil
+		w := s.collect(false, false, false)
+		return w.runResult(s.id, TerminalState{State: StateRunning}, false, "", ""), nil
 	}
-	s.collectOut(false, false, false) // what came before the command is not its output
+	s.collect(false, false, false) // what came before the command is not its output
 	file, input, err := s.sh.handOver(ctx, command)
 	if err != nil {
 		return RunResult{}, fmt.Errorf("agentpty: %s %s: hand the command to the shell: %w", ToolRun, s.id, err)
@@ -494,7 +478,7 @@ func runCommand(ctx context.Context, s *Session, command string, deadline time.T
 		if deadline.Before(settle) {
 			settle = deadline
 		}
-		_ = s.awaitCond(ctx, settle, func() bool { return readingPrompt(s) })
+		_ = waitOn(s, settle).awaitCond(ctx, func() bool { return readingPrompt(s) })
 	}
 	return runCollect(s, done), nil
 }
@@ -507,7 +491,7 @@ func awaitRunEnd(ctx context.Context, s *Session, deadline time.Time, ends int) 
 		defer s.mu.Unlock()
 		return s.sh.endCount() > ends, s.sh.running()
 	}
-	return s.awaitCond(ctx, deadline, func() bool {
+	return waitOn(s, deadline).awaitCond(ctx, func() bool {
 		if done, busy := ended(); done || !busy {
 			return done
 		}
@@ -528,23 +512,18 @@ func runCollect(s *Session, done bool) RunResult {
 	lostBytes, lostLines := s.sh.lost()
 	alt := s.text.settler().altScreen()
 	s.mu.Unlock()
-	w := s.collectOut(false, false, false)
+	w := s.collect(false, false, false)
 	if alt && !done { // a full-screen program waits: its screen, as pty-write shows it
 		if out != "" {
 			out += "\n"
 		}
-		s.disp.mu.Lock()
-		s.syncScreenCall()
-		out += s.snapshot().Text() // the text only: Screen() would copy every cell
-		s.disp.mu.Unlock()
+		s.readScreen(callLimit(), func(d *display) {
+			out += d.snapshot().Text() // the text only: Screen() would copy every cell
+		})
 	}
-	if !done {
-		state = s.State()
-	} else {
-		state = TerminalState{}
-	}
+	state = s.State()
 	out, whole := capRun(out, s.m.opts.MaxOutputBytes, lostBytes, lostLines)
-	res := s.runResult(w, state, done, out, whole)
+	res := w.runResult(s.id, state, done, out, s.m.spool(s.id, whole))
 	if done && !w.exited {
 		code, _ := shellEnded(s, -1)
 		res.PromptAfter, res.ExitCode = true, &code
@@ -603,14 +582,14 @@ func awaitShellStart(ctx context.Context, s *Session, req StartRequest) (StartRe
 		return startFromRun(r), nil
 	}
 	defer s.clock.use()()
-	if err := s.awaitCond(ctx, deadline, func() bool { return readingPrompt(s) }); err != nil {
+	if err := waitOn(s, deadline).awaitCond(ctx, func() bool { return readingPrompt(s) }); err != nil {
 		return StartResult{ID: s.id}, err
 	}
 	st := s.State()
-	w := s.collect(false, false)
+	w := s.collect(false, false, true)
 	w.state = resultState(st, w.exited)
 	w.waited = waitedHow(false, w.exited, true, false, w.state)
-	return s.startResult(w), nil
+	return w.startResult(s.id), nil
 }
 
 // readingPrompt reports whether s's shell shows its prompt and reads it.

@@ -1,10 +1,6 @@
 package agentpty
 
-import (
-	"context"
-	"fmt"
-	"time"
-)
+import "time"
 
 // The values of a result's state.
 const (
@@ -116,32 +112,32 @@ func (s *Session) State() TerminalState {
 	// The processes first, then the output: what a program wrote before it
 	// blocked is then either still in the master or already read. An
 	// answer to a query typed after the processes were looked at wakes the
-	// program: a screen parse begun since then counts as one.
-	parses := s.disp.parses.Load()
+	// program: a parse of the display begun since then counts as one.
 	fg := sr.Foreground()
 	hidden := sr.EchoOff() // after: a remote terminal's one probe answers both
 	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
-	if fg.Waiting && !fg.Unread && s.outputSettled(sr) && s.disp.parses.Load() == parses && s.quietFor(fg.Quiet) {
+	waiting := fg.Waiting && !fg.Unread && !sr.OutputPending()
+	if waiting {
+		after := s.stamp()
+		waiting = after.settledSince(stamp)
+		if waiting && fg.Quiet > 0 {
+			// A program that waits on more than the terminal, or with a
+			// timeout, may still print without input until output and
+			// input have paused this long.
+			s.mu.Lock()
+			last := s.text.lastOutput()
+			s.mu.Unlock()
+			if in := time.Unix(0, after.typed); in.After(last) {
+				last = in
+			}
+			waiting = time.Since(last) >= fg.Quiet
+		}
+	}
+	if waiting {
 		st.State, st.Guessed = StateWaitingInput, fg.Guessed
 	}
 	s.seen.keep(st, stamp, now, fg.Quiet <= 0)
 	return st
-}
-
-// quietFor reports that the terminal has seen no output and no input for
-// d: a program that waits on more than the terminal, or with a timeout,
-// may still print without input until then.
-func (s *Session) quietFor(d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	s.mu.Lock()
-	last := s.text.lastOutput()
-	s.mu.Unlock()
-	if in := time.Unix(0, s.typing.typedAt()); in.After(last) {
-		last = in
-	}
-	return time.Since(last) >= d
 }
 
 // resultState is the state a result reports beside its exit fields: the
@@ -152,100 +148,4 @@ func resultState(st TerminalState, exited bool) TerminalState {
 		return TerminalState{State: StateExited}
 	}
 	return st
-}
-
-// outputSettled reports that nothing the program wrote is on its way: the
-// terminal holds nothing for the reader and the reader nothing it has not
-// fed (OutputPending), the renderer has rendered everything fed, and no
-// terminal query in it waits for its answer (the slave's poll then sees
-// the answer unread).
-func (s *Session) outputSettled(sr StateReader) bool {
-	if sr.OutputPending() || s.disp.queries.Load() || s.disp.answering.Load() > 0 {
-		return false // output on its way, or a query's answer owed to the program
-	}
-	end := s.out.end()
-	return s.out.rendered() == end
-}
-
-// checkWaitUntil validates a request's wait_until.
-func checkWaitUntil(tool, id, v string) error {
-	run := tool == ToolRun // a run waits for its prompt: nothing to settle
-	if v == "" || v == WaitUntilInput || v == WaitUntilSettled && !run {
-		return nil
-	}
-	if id != "" {
-		tool += " " + id
-	}
-	if run {
-		return errorf(ErrInvalid, "%s: wait_until %q is not %q", tool, v, WaitUntilInput)
-	}
-	return errorf(ErrInvalid, "%s: wait_until %q is not %q or %q", tool, v, WaitUntilInput, WaitUntilSettled)
-}
-
-// The kernel gives no event for "the program now blocks reading the
-// terminal", so between outputs the state is re-checked on a short
-// backoff: the first re-check soon after the last output, then less often.
-const (
-	recheckFirst = 500 * time.Microsecond
-	recheckMax   = 20 * time.Millisecond
-)
-
-// awaitInput blocks until the state is waiting_input or waitFor appears
-// in new output (matched), as awaitCond waits, and returns the last state
-// it saw. It reads nothing.
-func (s *Session) awaitInput(ctx context.Context, want *waitSpec, deadline time.Time) (matched bool, st TerminalState, err error) {
-	err = s.awaitCond(ctx, deadline, func() bool {
-		// The state before the output: waiting_input means every byte is
-		// rendered, so a match the output holds is seen below too.
-		st = s.State()
-		s.mu.Lock()
-		matched = want != nil && want.inSettled(s.text.settler())
-		alt := s.text.settler().altScreen()
-		s.mu.Unlock()
-		if !matched && want != nil && alt {
-			matched = s.screenMatch(want, deadline)
-		}
-		return matched || st.State == StateWaitingInput
-	})
-	return matched, st, err
-}
-
-// awaitCond blocks until done reports true, the child's output is
-// drained, the deadline passes, or ctx ends. done is called without locks
-// held. Output wakes it; between outputs it re-checks on the backoff
-// above, since a program that starts to wait for input prints nothing to
-// say so.
-func (s *Session) awaitCond(ctx context.Context, deadline time.Time, done func() bool) error {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	recheck := time.NewTimer(recheckFirst)
-	defer recheck.Stop()
-	backoff := recheckFirst
-	for {
-		s.mu.Lock()
-		drained, ch := s.text.complete(), s.text.changes()
-		s.mu.Unlock()
-		if drained || done() {
-			return nil
-		}
-		select {
-		case <-ch:
-			backoff = recheckFirst
-		case <-recheck.C:
-			backoff = min(2*backoff, recheckMax)
-		case <-timer.C:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("agentpty: %s: wait: %w", s.id, ctx.Err())
-		}
-		recheck.Reset(backoff) // since Go 1.23 a Reset timer delivers no stale tick
-	}
-}
-
-// untilLimit is waitLimit, with wait_until waiting as long as wait_for.
-func untilLimit(want *waitSpec, waitMS *int, waitUntil string) time.Duration {
-	if waitUntil != "" && waitMS == nil {
-		return defaultWaitFor
-	}
-	return waitLimit(want, waitMS)
 }

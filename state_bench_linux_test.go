@@ -21,14 +21,14 @@ func BenchmarkStateParts(b *testing.B) {
 	s, _ := m.Session(res.ID)
 	lt := s.term.(*localTerminal)
 	testkit.BenchParts(b, []testkit.BenchPart{
-		{Name: "State", F: func() { s.changing(); s.State() }}, // a read of the kernel, as after any change
-		{Name: "State/reused", F: func() { s.State() }},        // nothing has changed since the last read
+		{Name: "State", F: func() { s.seen.changing(); s.State() }}, // a read of the kernel, as after any change
+		{Name: "State/reused", F: func() { s.State() }},             // nothing has changed since the last read
 		{Name: "foreground", F: func() { foregroundVia(lt.f, &lt.procs) }},
 		{Name: "foreground/unkept", F: func() { foregroundVia(lt.f, nil) }},
 		{Name: "echoOff", F: func() { echoOff(lt.f) }},
 		{Name: "readable", F: func() { readable(lt.f) }},
-		{Name: "outputSettled", F: func() { s.outputSettled(lt) }},
-		{Name: "collect", F: func() { s.collect(false, true) }},
+		{Name: "outputSettled", F: func() { _ = !lt.OutputPending() && s.stamp().settledSince(s.stamp()) }},
+		{Name: "collect", F: func() { s.collect(false, true, true) }},
 	})
 }
 
@@ -50,7 +50,7 @@ func BenchmarkStateThreadReader(b *testing.B) {
 	before := testkit.ThreadCPU()
 	waiting := 0
 	for i := 0; i < b.N; i++ {
-		s.changing()
+		s.seen.changing()
 		if s.State().State == StateWaitingInput {
 			waiting++
 		}

@@ -37,15 +37,20 @@ type stateStamp struct {
 }
 
 // stamp is the stamp now; taken before a read, so that a change during
-// the read makes the read stale.
+// the read makes the read stale, and again after it (settledSince).
 func (s *Session) stamp() stateStamp {
 	end := s.out.end()
-	st := stateStamp{gen: s.seen.gen.Load(), end: end, settled: s.out.rendered(), typed: s.typing.typedAt(),
-		parses: s.disp.parses.Load(), owing: int64(s.disp.answering.Load())}
-	if s.disp.queries.Load() {
-		st.owing = -1
-	}
-	return st
+	return stateStamp{gen: s.seen.generation(), end: end, settled: s.out.rendered(), typed: s.typing.typedAt(),
+		parses: s.disp.parseCount(), owing: s.disp.owing()}
+}
+
+// settledSince reports, of a stamp taken after a state read began at
+// before, that nothing the program wrote is on its way: the renderer has
+// rendered everything the reader fed, no query waits for its answer (the
+// slave's poll would see the answer unread), and no parse of the display,
+// which may type an answer, has begun since before.
+func (st stateStamp) settledSince(before stateStamp) bool {
+	return st.owing == 0 && st.settled == st.end && st.parses == before.parses
 }
 
 // reuse returns the state last read if nothing has changed since stamp
@@ -74,13 +79,7 @@ func (c *stateSeen) keep(st TerminalState, stamp stateStamp, now time.Time, time
 
 // changing says the library is about to change what a state read sees
 // (type, signal, resize): no read from before is reused after.
-func (s *Session) changing() { s.seen.gen.Add(1) }
+func (c *stateSeen) changing() { c.gen.Add(1) }
 
-// inputHiddenNow is EchoOff, from the last state read while it may be
-// reused.
-func (s *Session) inputHiddenNow() bool {
-	if st, ok := s.seen.reuse(s.stamp(), time.Now()); ok {
-		return st.InputHidden
-	}
-	return terminalEchoOff(s.term)
-}
+// generation counts the changes the library made.
+func (c *stateSeen) generation() uint64 { return c.gen.Load() }

@@ -363,11 +363,7 @@ func TestStateReadAgainOnlyAfterAChange(t *testing.T) {
 	}
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read x < " + fifo + "; echo late; exec cat", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
-	reads := func() int {
-		s.seen.mu.Lock()
-		defer s.seen.mu.Unlock()
-		return s.seen.reads
-	}
+	reads := func() int { return stateReads(s) }
 	stateFresh = time.Hour // here only a change ends the reuse, not time
 	n := reads()
 	if err := os.WriteFile(fifo, []byte("go\n"), 0o600); err != nil { // opens once the shell does
@@ -436,13 +432,9 @@ func TestStateAfterAQuietPauseIsNotReused(t *testing.T) {
 			}
 			stateFresh = time.Hour // here only a change or a timed state ends the reuse
 			first := s.State()
-			s.seen.mu.Lock()
-			n := s.seen.reads
-			s.seen.mu.Unlock()
+			n := stateReads(s)
 			again := s.State()
-			s.seen.mu.Lock()
-			reads := s.seen.reads - n
-			s.seen.mu.Unlock()
+			reads := stateReads(s) - n
 			if first.State != StateWaitingInput || again != first || reads != c.again {
 				t.Fatalf("states %+v then %+v; the second read the kernel %d times, want %d", first, again, reads, c.again)
 			}

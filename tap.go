@@ -136,22 +136,21 @@ func (ts *tapSet) typist() *attachment {
 // bytes that redraw the screen as it is there, and its size: what t
 // delivers next continues from exactly that screen.
 func startTap(s *Session, t *tap, op string) (redraw []byte, cols, rows int, err error) {
-	s.disp.mu.Lock()
-	defer s.disp.mu.Unlock()
-	s.mu.Lock()
-	over := s.text.complete()
-	s.mu.Unlock()
-	over = over || s.rep.isStopped()
-	if over {
-		st, _ := s.ended()
-		return nil, 0, 0, errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
-	}
-	s.syncScreenLocked()
-	redraw = s.disp.screen.Redraw(nil)
-	cols, rows = s.disp.screen.Size()
-	t.startAt(s.disp.screenOff.Load())
-	s.taps.add(t)
-	return redraw, cols, rows, nil
+	s.readScreen(time.Time{}, func(d *display) {
+		s.mu.Lock()
+		over := s.text.complete()
+		s.mu.Unlock()
+		if over || s.rep.isStopped() {
+			st, _ := s.ended()
+			err = errorf(ErrExited, "%s: %s: the program has exited (%s)", s.id, op, st)
+			return
+		}
+		var off int64
+		redraw, cols, rows, off = d.redraw()
+		t.startAt(off)
+		s.taps.add(t)
+	})
+	return redraw, cols, rows, err
 }
 
 // stopTap asks t to deliver what is rendered and end.
@@ -240,11 +239,9 @@ func deliverTap(s *Session, t *tap, end int64) error {
 	if !lost {
 		return err
 	}
-	s.disp.mu.Lock()
-	s.syncScreenLocked()
-	redraw := s.disp.screen.Redraw(nil)
-	off := s.disp.screenOff.Load()
-	s.disp.mu.Unlock()
+	var redraw []byte
+	var off int64
+	s.readScreen(time.Time{}, func(d *display) { redraw, _, _, off = d.redraw() })
 	return t.redrawn(redraw, off)
 }
 

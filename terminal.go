@@ -30,15 +30,6 @@ func sessionEnv(extra ...[]string) []string {
 // background job still writes.
 var errExitDrained = errors.New("agentpty: the output written before the exit is read")
 
-// checkInputWait refuses wait_until where term (session id's) cannot tell
-// that its program waits for input: a wait would only run out.
-func checkInputWait(term Terminal, id, tool, waitUntil string) error {
-	if _, ok := term.(StateReader); ok || waitUntil != WaitUntilInput {
-		return nil
-	}
-	return errorf(ErrUnsupported, "%s %s: wait_until %q: this session's terminal cannot tell when its program waits for input", tool, id, waitUntil)
-}
-
 // terminalEchoOff reports a password prompt, where term can tell.
 func terminalEchoOff(term Terminal) bool {
 	sr, ok := term.(StateReader)
@@ -141,7 +132,7 @@ func (s *Session) Signal(sig os.Signal) error {
 	if exited {
 		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
 	}
-	s.changing()
+	s.seen.changing()
 	if err := s.term.Signal(sig); err != nil {
 		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
 	}

@@ -27,7 +27,7 @@ func newTyping(term Terminal, id string) typing { return typing{term: term, id: 
 // it.
 func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (int, error) {
 	tapInput(s, 'i', p)
-	s.changing()
+	s.seen.changing()
 	return s.typing.write(ctx, p, deadline)
 }
 

@@ -192,9 +192,7 @@ func TestCallsTakeTurns(t *testing.T) {
 	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
 	s, _ := m.Session(res.ID)
 	queued := make(chan struct{}, 8)
-	s.lane.mu.Lock()
-	s.lane.queued = func() { queued <- struct{}{} }
-	s.lane.mu.Unlock()
+	onLaneQueue(s, func() { queued <- struct{}{} })
 
 	type outcome struct {
 		name string
@@ -384,21 +382,19 @@ func TestCallBesideAParkedWait(t *testing.T) {
 	res := mustStart(t, m, StartRequest{Command: `echo ready; while read a; do echo FI""RST-$a; read b; echo SEC""OND-$a; done`, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
 	parked := make(chan struct{}, 1)
-	s.mu.Lock()
-	s.match.tell = func(what string) {
+	tellMatcher(s, func(what string) {
 		if what == "parked" {
 			select {
 			case parked <- struct{}{}:
 			default:
 			}
 		}
-	}
-	s.mu.Unlock()
+	})
 	ctx := waitCtx(t)
 	for i := range 20 {
 		first := make(chan bool, 1)
 		go func() {
-			matched, err := s.await(ctx, literalWait(fmt.Sprintf("FIRST-%d", i)), time.Now().Add(10*time.Second), false)
+			matched, err := literalWait(fmt.Sprintf("FIRST-%d", i)).on(s, time.Now().Add(10*time.Second)).await(ctx)
 			first <- matched && err == nil
 		}()
 		select { // the wait parked: nothing else waits on the session
@@ -472,10 +468,7 @@ func TestWaitForReaderLooks(t *testing.T) {
 	if !w.Matched || !strings.Contains(w.Output, "not-yet\n") || !strings.HasSuffix(w.Output, "\nsecond-2") || strings.Count(w.Output, "second-2") != 2 {
 		t.Fatalf("the echo matched, or the answer did not: %+v", w)
 	}
-	s.mu.Lock()
-	parked := s.match.want != nil
-	s.mu.Unlock()
-	if parked {
+	if matchParked(s) {
 		t.Fatal("the pattern is still looked for after the call returned")
 	}
 }
@@ -490,10 +483,7 @@ func TestWaitForParkedCallEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := m.Session(res.ID)
-	s.mu.Lock()
-	parked := s.match.want != nil
-	s.mu.Unlock()
-	if w.Matched || parked {
+	if w.Matched || matchParked(s) {
 		t.Fatalf("a call that gave up left its pattern looked for: %+v", w)
 	}
 	start := time.Now()
@@ -550,7 +540,7 @@ func TestAwaitBesideAParkedCall(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		matched, err := s.await(ctx, literalWait("FIRST"), time.Now().Add(maxWait), false)
+		matched, err := literalWait("FIRST").on(s, time.Now().Add(maxWait)).await(ctx)
 		if err == nil && !matched {
 			err = errors.New("not matched")
 		}
@@ -588,8 +578,7 @@ func TestAwaitBesideAParkedCall(t *testing.T) {
 // the channel it returns, never holding up the reader.
 func hearMatcher(s *Session, skip string) <-chan string {
 	told := make(chan string, 16)
-	s.mu.Lock()
-	s.match.tell = func(what string) {
+	tellMatcher(s, func(what string) {
 		if what == skip {
 			return
 		}
@@ -597,7 +586,6 @@ func hearMatcher(s *Session, skip string) <-chan string {
 		case told <- what:
 		default:
 		}
-	}
-	s.mu.Unlock()
+	})
 	return told
 }

@@ -3,9 +3,6 @@ package limits
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"strings"
 )
 
@@ -48,37 +45,20 @@ func StructShape(dir, name string) (Shape, error) {
 	return sh, nil
 }
 
-// readDecls parses the non-test files of the package in dir.
+// readDecls reads the struct types of the package in dir, and the
+// methods of name with their files.
 func readDecls(dir, name string) (pkgDecls, error) {
-	d := pkgDecls{structs: map[string]*ast.StructType{}, methods: map[string]bool{}, files: map[string]bool{}}
-	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	d := pkgDecls{methods: map[string]bool{}, files: map[string]bool{}}
+	p, err := parsePackage(dir)
 	if err != nil {
 		return d, err
 	}
-	fset := token.NewFileSet()
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return d, err
-		}
+	d.structs = p.structs
+	for file, f := range p.files {
 		for _, decl := range f.Decls {
-			switch decl := decl.(type) {
-			case *ast.GenDecl:
-				for _, spec := range decl.Specs {
-					if ts, ok := spec.(*ast.TypeSpec); ok {
-						if st, ok := ts.Type.(*ast.StructType); ok {
-							d.structs[ts.Name.Name] = st
-						}
-					}
-				}
-			case *ast.FuncDecl:
-				if decl.Recv != nil && strings.HasPrefix(funcName(decl), name+".") {
-					d.methods[funcName(decl)] = true
-					d.files[filepath.Base(p)] = true
-				}
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv != nil && strings.HasPrefix(funcName(fd), name+".") {
+				d.methods[funcName(fd)] = true
+				d.files[file] = true
 			}
 		}
 	}
