@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // eventLog records events as a hook receives them.
@@ -465,6 +467,7 @@ func TestOptionsDefaultSize(t *testing.T) {
 }
 
 func TestMillis(t *testing.T) {
+	testkit.Parallel(t)
 	a, b := Millis(700), Millis(700)
 	if *a != 700 || a == b {
 		t.Errorf("Millis(700) = %v, %v", a, b)

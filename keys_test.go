@@ -7,12 +7,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Each key name sends what xterm sends: the first column with the cursor
 // keys and keypad in their normal modes, the second after CSI ? 1 h and
 // ESC = (DECCKM and DECKPAM, as ncurses programs set them).
 func TestKeyEncodings(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range []struct{ name, normal, app string }{
 		{"Up", "\x1b[A", "\x1bOA"},
 		{"Down", "\x1b[B", "\x1bOB"},
@@ -133,6 +136,7 @@ func TestKeyEncodings(t *testing.T) {
 
 // A name that is no key is ErrInvalid naming it and where it was.
 func TestKeyNamesInvalid(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range []struct{ name, why string }{
 		{"Esc", "tmux calls it Escape"},
 		{"Return", "tmux calls it Enter"},
@@ -159,6 +163,7 @@ func TestKeyNamesInvalid(t *testing.T) {
 // Typed input's cursor keys follow DECCKM as a keyboard's do: only the six
 // whole unmodified sequences, and not inside a bracketed paste.
 func TestCursorKeysInInput(t *testing.T) {
+	testkit.Parallel(t)
 	app := keyModes{appCursor: true}
 	for _, c := range []struct{ in, app string }{
 		{"\x1b[A\x1b[B\x1b[C\x1b[D\x1b[H\x1b[F", "\x1bOA\x1bOB\x1bOC\x1bOD\x1bOH\x1bOF"},

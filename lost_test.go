@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // lostFields is the part of a result that says what output was lost.
@@ -121,6 +123,7 @@ func TestStoppedRunShowsTheCommand(t *testing.T) {
 // runShown replaces source lines only: a forgotten run's stands for
 // itself, and text that merely starts like one is kept.
 func TestRunShownText(t *testing.T) {
+	testkit.Parallel(t)
 	var r runShown
 	if got := r.text("$  . '/d/1'"); got != "$  . '/d/1'" {
 		t.Errorf("no run yet: %q", got)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty/internal/screen"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // In a whiptail menu the screen's text is the same before and after an
@@ -247,6 +249,7 @@ func TestColsRowsResizeBeforeTyping(t *testing.T) {
 }
 
 func TestParseSignal(t *testing.T) {
+	testkit.Parallel(t)
 	for in, want := range map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "int": syscall.SIGINT, " TERM ": syscall.SIGTERM, "9": syscall.SIGKILL, "sigwinch": syscall.SIGWINCH} {
 		if got, ok := parseSignal(in); !ok || got != want {
 			t.Errorf("parseSignal(%q) = %v, %v; want %v", in, got, ok, want)
@@ -260,6 +263,7 @@ func TestParseSignal(t *testing.T) {
 }
 
 func TestScreenDiffForm(t *testing.T) {
+	testkit.Parallel(t)
 	v := func(cur Cursor, lines ...string) screenView { return screenView{lines: lines, cursor: cur} }
 	cases := []struct {
 		name          string
@@ -295,6 +299,7 @@ func TestScreenDiffForm(t *testing.T) {
 // reverse-video item, an item in the backdrop's colour inside the window
 // and the coloured button are highlights.
 func TestHighlightsSkipGroundsAndBlankDecoration(t *testing.T) {
+	testkit.Parallel(t)
 	grid := blankGrid(20, 6, 4) // a blue backdrop
 	paint := func(y, x0, x1 int, text string, f func(*screen.Cell)) {
 		for x := x0; x < x1; x++ {
@@ -384,6 +389,7 @@ func outputSchemaProp(t *testing.T, v any, name string) string {
 // the fixtures that stayed through every read; a peek changes nothing;
 // another screen starts over.
 func TestHighlightsLeaveOutFixtures(t *testing.T) {
+	testkit.Parallel(t)
 	label := func(i int) Highlight { return Highlight{Row: 9, Col: 5 * i, Len: 4, Text: "F" + strconv.Itoa(i)} }
 	var labels []Highlight
 	for i := range 20 {
