@@ -16,6 +16,7 @@ import (
 // NODE_REPL_HISTORY naming the file) gets the file written, as every
 // session did before.
 func TestHistoryStaysOutOfHome(t *testing.T) {
+	testkit.Parallel(t)
 	python := "/usr/bin/python3" // not a pyenv shim: those look for their root in HOME
 	if _, err := os.Stat(python); err != nil {
 		need(t, "python3")

@@ -191,6 +191,7 @@ func TestCursorKeysInInput(t *testing.T) {
 // DECCKM and DECKPAM gets SS3 forms, one that turns them off CSI forms and
 // plain digits; literal input goes as it is. cat -v shows what arrived.
 func TestKeysReachTheProgramInItsModes(t *testing.T) {
+	testkit.Parallel(t)
 	var mu sync.Mutex
 	var asked []string
 	approver := ApproverFunc(func(_ context.Context, req ApprovalRequest) error {
@@ -227,6 +228,7 @@ func TestKeysReachTheProgramInItsModes(t *testing.T) {
 // An unknown key name is ErrInvalid naming the session and the name, and
 // nothing of the write is typed: not its input, not the keys before it.
 func TestUnknownKeyTypesNothing(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "stty -echo; echo ready; exec cat -v", WaitFor: "ready"})
 	_, err := m.Call(waitCtx(t), ToolWrite, json.RawMessage(`{"id":"`+res.ID+`","input":"abc","keys":["Down","Bogus"],"submit":true}`))
@@ -269,6 +271,7 @@ func FuzzCursorKeys(f *testing.F) {
 // is typed key by key into bash's readline and wait_for returns once bash
 // has run it, not at the echo of the line.
 func TestWaitForSkipsTheEchoOfKeys(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "bash")
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})

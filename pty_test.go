@@ -7,9 +7,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 func TestToolsDescribeTheContract(t *testing.T) {
+	testkit.Parallel(t)
 	m := NewManager(Options{})
 	defer m.Close()
 	want := map[string]struct {
@@ -65,6 +68,7 @@ func TestToolsDescribeTheContract(t *testing.T) {
 
 // The JSON a model gets back carries the contract's field names.
 func TestCallResultFields(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	ctx := context.Background()
 	out, err := m.Call(ctx, ToolStart, json.RawMessage(`{"command":"read -s -p 'pw: ' x; echo; exit 5","wait_for":"pw: "}`))
@@ -102,6 +106,7 @@ func TestCallResultFields(t *testing.T) {
 // pty-start's description names the shell the manager really runs
 // commands under, not the default one.
 func TestToolsNameTheShell(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range []struct {
 		shell []string
 		want  string
@@ -133,6 +138,7 @@ func TestToolsNameTheShell(t *testing.T) {
 // Arguments that are not a JSON object get an error a model can act on,
 // not one naming the library's Go types.
 func TestCallArgumentsMustBeObject(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	for _, tool := range []string{ToolStart, ToolWrite, ToolRun, ToolKill} {
 		for _, args := range []string{`["pty-1"]`, `"pty-1"`, `7`, `true`} {

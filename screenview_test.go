@@ -126,6 +126,7 @@ func TestInPlaceRedrawReadsAsTheScreen(t *testing.T) {
 // A clear and a listing longer than the screen reads as text: only a
 // redraw that stays on the screen reads as the screen.
 func TestClearThenScrollingReadsAsText(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read x; clear; seq 1 60; echo done", Rows: 20, WaitFor: "ready"})
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, Submit: true, WaitFor: "done"})
@@ -182,6 +183,7 @@ func TestScreenModesInVim(t *testing.T) {
 // A peek returns output without consuming it, and waits and matches as
 // any read does.
 func TestPeekLeavesOutputForTheNextRead(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "python3")
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "python3", WaitFor: ">>> "})
@@ -200,6 +202,7 @@ func TestPeekLeavesOutputForTheNextRead(t *testing.T) {
 }
 
 func TestPeekOnAShellSeesNewOutputToo(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read x; echo one; read x; echo two; read x", WaitFor: "ready"})
 	mustWrite(t, m, WriteRequest{ID: res.ID, Submit: true, WaitFor: "one", Peek: true})
@@ -215,6 +218,7 @@ func TestPeekOnAShellSeesNewOutputToo(t *testing.T) {
 }
 
 func TestSendSignalInterruptsTheForeground(t *testing.T) {
+	testkit.Parallel(t)
 	for _, name := range []string{"SIGINT", "int", "2"} {
 		t.Run(name, func(t *testing.T) {
 			m := newManager(t, Options{})
@@ -234,6 +238,7 @@ func TestSendSignalInterruptsTheForeground(t *testing.T) {
 }
 
 func TestColsRowsResizeBeforeTyping(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; while read x; do stty size; done", WaitFor: "ready"})
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, Cols: 90, Rows: 20, Submit: true, WaitFor: "20 90"})
@@ -334,6 +339,7 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestScreenArgumentsInTheSchemas(t *testing.T) {
+	testkit.Parallel(t)
 	m := NewManager(Options{})
 	defer m.Close()
 	for _, tool := range m.Tools() {
