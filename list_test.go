@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // A server started by an earlier call is listed with its state and last
 // line, and listing reads nothing; an exited session shows its exit code;
 // a killed one is gone.
 func TestListFindsEarlierSessions(t *testing.T) {
-	testkit.Parallel(t)
 	m := newManager(t, Options{Shell: []string{"bash", "-c"}})
 	ctx := waitCtx(t)
 	srv := mustStart(t, m, StartRequest{Command: `echo "serving on :8080"; exec cat`, WaitFor: "serving on :8080"})

@@ -68,7 +68,6 @@ func TestToolsDescribeTheContract(t *testing.T) {
 
 // The JSON a model gets back carries the contract's field names.
 func TestCallResultFields(t *testing.T) {
-	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	ctx := context.Background()
 	out, err := m.Call(ctx, ToolStart, json.RawMessage(`{"command":"read -s -p 'pw: ' x; echo; exit 5","wait_for":"pw: "}`))

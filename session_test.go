@@ -450,7 +450,6 @@ func TestTerminalQueriesAreAnswered(t *testing.T) {
 }
 
 func TestPasswordPromptHidesInput(t *testing.T) {
-	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "read -s -p 'Password: ' pw; echo; echo got ${#pw} chars", WaitFor: "Password: "})
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, WaitMS: ms(0)})
