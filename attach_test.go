@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentpty/agentpty/internal/screen"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // person is someone at a terminal: the test holds the terminal's master
@@ -117,6 +119,7 @@ func (p *person) types(s string) {
 // with a bell until the first leaves; what they typed reaches the model's
 // next read; leaving changes nothing for the model.
 func TestAttachTwoPeople(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	start := mustStart(t, m, StartRequest{Command: readyCat, Cols: 50, Rows: 10, WaitFor: "ready"})
 	mustWrite(t, m, WriteRequest{ID: start.ID, Input: "from-model", Submit: true, WaitFor: "from-model\nfrom-model"})
@@ -175,6 +178,7 @@ func TestAttachTwoPeople(t *testing.T) {
 // Attaching to a full-screen program shows its screen at once, colours
 // and cursor included, and Attach returns nil when the program ends.
 func TestAttachRedrawsAFullScreenProgram(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	start := mustStart(t, m, StartRequest{
 		Command: `printf '\e[?1049h\e[2;3H\e[7mselected\e[0m item\e[4;1Hsecond'; read x; printf '\e[?1049l'; echo "got $x"`,

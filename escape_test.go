@@ -9,9 +9,12 @@ import (
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 func TestDecodeInput(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct {
 		name, in, want string
 	}{

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // eventLog records events as a hook receives them.
@@ -142,6 +144,7 @@ func TestSlowEventHookStallsNothing(t *testing.T) {
 
 // A hook that panics crashes nothing: calls work and later events come.
 func TestPanickingEventHook(t *testing.T) {
+	testkit.Parallel(t)
 	var mu sync.Mutex
 	calls := 0
 	m := newManager(t, Options{OnEvent: func(e Event) {
@@ -220,6 +223,7 @@ func TestWithEventsDuringACall(t *testing.T) {
 // begins after "ready" was rendered, as it does when the start's goroutine
 // is late.
 func TestStartHearsOutputBeforeItsWait(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; exec sleep 300", WaitFor: "ready"})
 	log, _ := watchAs(t, m, res.ID, ToolStart)
@@ -248,6 +252,7 @@ func watchAs(t *testing.T, m *Manager, id, tool string) (*eventLog, *Session) {
 // write, not the lines an output event still due from before carries: a
 // silent wait's progress says only how long it has waited.
 func TestWriteHearsOnlyOutputDuringIt(t *testing.T) {
+	testkit.Parallel(t)
 	log := newEventLog()
 	m := newManager(t, Options{OnEvent: log.add})
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
@@ -276,6 +281,7 @@ func TestWriteHearsOnlyOutputDuringIt(t *testing.T) {
 // A start whose context ends before it returns kills what it started and
 // frees its slot: no one else could learn its id.
 func TestCancelledStartKillsItsSession(t *testing.T) {
+	testkit.Parallel(t)
 	log := newEventLog()
 	m := newManager(t, Options{MaxSessions: 1, OnEvent: log.add})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -317,6 +323,7 @@ func TestCancelledStartKillsItsSession(t *testing.T) {
 
 // Call's JSON reads as the text does: no HTML escaping of < > &.
 func TestCallDoesNotEscapeHTML(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	out, err := m.Call(context.Background(), ToolStart, []byte(`{"command":"echo ready; printf '>>> a<b & c\\n'; exec cat","wait_for":"c\n"}`))
 	if err != nil {
@@ -330,6 +337,7 @@ func TestCallDoesNotEscapeHTML(t *testing.T) {
 // Every tool has a title and annotations, and its results validate
 // against its OutputSchema.
 func TestToolMetadataAndOutputSchemas(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	tools := map[string]Tool{}
 	for _, tool := range m.Tools() {
@@ -454,6 +462,7 @@ func jsonType(x any, t string) bool {
 // Options.Cols and Rows size a start that names no size, and the schemas
 // say so.
 func TestOptionsDefaultSize(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{Cols: 80, Rows: 24})
 	res := mustStart(t, m, StartRequest{Command: "echo size $(stty size)", WaitFor: "size 2"})
 	if !strings.Contains(res.Output, "size 24 80") {
@@ -467,6 +476,7 @@ func TestOptionsDefaultSize(t *testing.T) {
 }
 
 func TestMillis(t *testing.T) {
+	testkit.Parallel(t)
 	a, b := Millis(700), Millis(700)
 	if *a != 700 || a == b {
 		t.Errorf("Millis(700) = %v, %v", a, b)

@@ -9,11 +9,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Expect consumes up to the end of its match, byte-correct with multibyte
 // text split across writes; the rest stays for the next Expect.
 func TestExpectConsumesUpToTheMatch(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	start := mustStart(t, m, StartRequest{Command: "echo ready; read; " +
 		// 日 is e6 97 a5: split across two writes with a pause between.
@@ -54,6 +57,7 @@ func TestExpectConsumesUpToTheMatch(t *testing.T) {
 
 // Expect ends with its context, and says so.
 func TestExpectContext(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	start := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(start.ID)
@@ -89,6 +93,7 @@ func (p *memSpool) Put(id, text string) (string, error) {
 // Output over the cap goes whole to the spool and the result says where;
 // a failing or panicking spool leaves the result as it is.
 func TestSpool(t *testing.T) {
+	testkit.Parallel(t)
 	sp := &memSpool{texts: map[string]string{}}
 	m := newManager(t, Options{MaxOutputBytes: 1000, Spool: sp})
 	res := mustStart(t, m, StartRequest{Command: "seq 1 2000; echo end; read", WaitFor: "end"})
@@ -125,6 +130,7 @@ func TestSpool(t *testing.T) {
 
 // A spool that fails or panics leaves the result as it is.
 func TestSpoolFailing(t *testing.T) {
+	testkit.Parallel(t)
 	for _, fail := range []string{"error", "panic"} {
 		t.Run(fail, func(t *testing.T) {
 			m := newManager(t, Options{MaxOutputBytes: 1000, Spool: &memSpool{fail: fail}})
@@ -138,6 +144,7 @@ func TestSpoolFailing(t *testing.T) {
 
 // pty-kill's result carries truncated, as the others do.
 func TestKillReportsTruncated(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{ScrollbackBytes: 8 << 10})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read; seq 1 20000; echo end; read", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestHistoryStaysOutOfHome: a line typed into python3's or node's REPL,
@@ -14,6 +16,7 @@ import (
 // NODE_REPL_HISTORY naming the file) gets the file written, as every
 // session did before.
 func TestHistoryStaysOutOfHome(t *testing.T) {
+	testkit.Parallel(t)
 	python := "/usr/bin/python3" // not a pyenv shim: those look for their root in HOME
 	if _, err := os.Stat(python); err != nil {
 		need(t, "python3")
@@ -63,6 +66,7 @@ func TestHistoryStaysOutOfHome(t *testing.T) {
 // TestHistoryEnv: the host's own value of a history variable wins, empty
 // included; HISTFILE is for shell sessions.
 func TestHistoryEnv(t *testing.T) {
+	testkit.Parallel(t)
 	got := strings.Join(historyEnv(false, "/p/s.py", []string{"LESSHISTFILE=/x"}, []string{"NODE_REPL_HISTORY="}), " ")
 	if want := "PYTHON_HISTORY=/dev/null PYTHONSTARTUP=/p/s.py"; got != want {
 		t.Errorf("historyEnv: %q, want %q", got, want)

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // childPIDs lists the host's own children, to show a failed start left no
@@ -96,6 +98,7 @@ func TestPreparePanicDenies(t *testing.T) {
 // TestOnEventPanicRecovered: OnEvent panicking on every event crashes
 // nothing; each event still reaches it, and sessions start and end.
 func TestOnEventPanicRecovered(t *testing.T) {
+	testkit.Parallel(t)
 	var mu sync.Mutex
 	var kinds []EventKind
 	m := newManager(t, Options{MaxSessions: 1, OnEvent: func(e Event) {
@@ -135,6 +138,7 @@ func joinKinds(ks []EventKind) string {
 // that types input; a denied one types nothing. Without it only the start
 // is asked.
 func TestApproveWrites(t *testing.T) {
+	testkit.Parallel(t)
 	var mu sync.Mutex
 	var asked []ApprovalRequest
 	approver := ApproverFunc(func(_ context.Context, req ApprovalRequest) error {

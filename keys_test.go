@@ -7,12 +7,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Each key name sends what xterm sends: the first column with the cursor
 // keys and keypad in their normal modes, the second after CSI ? 1 h and
 // ESC = (DECCKM and DECKPAM, as ncurses programs set them).
 func TestKeyEncodings(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range []struct{ name, normal, app string }{
 		{"Up", "\x1b[A", "\x1bOA"},
 		{"Down", "\x1b[B", "\x1bOB"},
@@ -133,6 +136,7 @@ func TestKeyEncodings(t *testing.T) {
 
 // A name that is no key is ErrInvalid naming it and where it was.
 func TestKeyNamesInvalid(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range []struct{ name, why string }{
 		{"Esc", "tmux calls it Escape"},
 		{"Return", "tmux calls it Enter"},
@@ -159,6 +163,7 @@ func TestKeyNamesInvalid(t *testing.T) {
 // Typed input's cursor keys follow DECCKM as a keyboard's do: only the six
 // whole unmodified sequences, and not inside a bracketed paste.
 func TestCursorKeysInInput(t *testing.T) {
+	testkit.Parallel(t)
 	app := keyModes{appCursor: true}
 	for _, c := range []struct{ in, app string }{
 		{"\x1b[A\x1b[B\x1b[C\x1b[D\x1b[H\x1b[F", "\x1bOA\x1bOB\x1bOC\x1bOD\x1bOH\x1bOF"},
@@ -186,6 +191,7 @@ func TestCursorKeysInInput(t *testing.T) {
 // DECCKM and DECKPAM gets SS3 forms, one that turns them off CSI forms and
 // plain digits; literal input goes as it is. cat -v shows what arrived.
 func TestKeysReachTheProgramInItsModes(t *testing.T) {
+	testkit.Parallel(t)
 	var mu sync.Mutex
 	var asked []string
 	approver := ApproverFunc(func(_ context.Context, req ApprovalRequest) error {
@@ -222,6 +228,7 @@ func TestKeysReachTheProgramInItsModes(t *testing.T) {
 // An unknown key name is ErrInvalid naming the session and the name, and
 // nothing of the write is typed: not its input, not the keys before it.
 func TestUnknownKeyTypesNothing(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "stty -echo; echo ready; exec cat -v", WaitFor: "ready"})
 	_, err := m.Call(waitCtx(t), ToolWrite, json.RawMessage(`{"id":"`+res.ID+`","input":"abc","keys":["Down","Bogus"],"submit":true}`))
@@ -264,6 +271,7 @@ func FuzzCursorKeys(f *testing.F) {
 // is typed key by key into bash's readline and wait_for returns once bash
 // has run it, not at the echo of the line.
 func TestWaitForSkipsTheEchoOfKeys(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "bash")
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // lostFields is the part of a result that says what output was lost.
@@ -33,6 +35,7 @@ func callLost(t *testing.T, m *Manager, tool, args string) (lostFields, string) 
 // A flood's result says its own output lost bytes; the next result, whose
 // output is whole, says 0 while truncated keeps the session's count.
 func TestOutputLostIsThisResultsOwn(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{Shell: []string{"bash", "-c"}, ScrollbackBytes: 8 << 10})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read; seq 1 200000; echo flooded; read; echo one; read", WaitFor: "ready"})
 	id := `{"id":"` + res.ID + `"`
@@ -52,6 +55,7 @@ func TestOutputLostIsThisResultsOwn(t *testing.T) {
 
 // pty-run's results (and a shell start's) carry output_lost the same way.
 func TestOutputLostOnRun(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{ScrollbackBytes: 8 << 10})
 	start, raw := callLost(t, m, ToolStart, `{"shell":true}`)
 	if start.OutputLost != nil {
@@ -73,6 +77,7 @@ func TestOutputLostOnRun(t *testing.T) {
 // host shows (Tail, which output events and MCP progress carry) holds the
 // line that sources the command's file: the command shows instead.
 func TestStoppedRunShowsTheCommand(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	start, err := m.Start(waitCtx(t), StartRequest{Shell: true})
 	if err != nil {
@@ -121,6 +126,7 @@ func TestStoppedRunShowsTheCommand(t *testing.T) {
 // runShown replaces source lines only: a forgotten run's stands for
 // itself, and text that merely starts like one is kept.
 func TestRunShownText(t *testing.T) {
+	testkit.Parallel(t)
 	var r runShown
 	if got := r.text("$  . '/d/1'"); got != "$  . '/d/1'" {
 		t.Errorf("no run yet: %q", got)

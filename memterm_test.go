@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // memBackend starts memTerminals: no pseudo-terminal, no process, which
@@ -166,6 +168,7 @@ func memManager(t *testing.T, opts Options) (*Manager, *memBackend) {
 // Start, write, wait_for, peek, resize and exit, on a terminal with no
 // pty: the settled text, the waits and the results are the terminal's.
 func TestMemBackendSession(t *testing.T) {
+	testkit.Parallel(t)
 	m, b := memManager(t, Options{})
 	start := mustStart(t, m, StartRequest{Command: "prog", WaitFor: "ready", Cols: 40, Rows: 10})
 	if start.State != StateRunning || start.Foreground != "" || start.InputHidden {
@@ -204,6 +207,7 @@ func TestMemBackendSession(t *testing.T) {
 // Kill ends the terminal's command through End and returns what was not
 // read; the lane keeps calls in order on any terminal.
 func TestMemBackendKillAndLane(t *testing.T) {
+	testkit.Parallel(t)
 	m, _ := memManager(t, Options{})
 	start := mustStart(t, m, StartRequest{Command: "prog", WaitFor: "ready"})
 	var wg sync.WaitGroup
@@ -229,6 +233,7 @@ func TestMemBackendKillAndLane(t *testing.T) {
 // What only a kernel knows is refused where the terminal cannot tell it,
 // and a sandbox is refused before anything starts.
 func TestMemBackendRefusals(t *testing.T) {
+	testkit.Parallel(t)
 	m, b := memManager(t, Options{})
 	if _, err := m.Start(waitCtx(t), StartRequest{Command: "prog", WaitUntil: WaitUntilInput}); !isErr(err, ErrUnsupported) {
 		t.Errorf("start wait_until input: %v", err)
@@ -258,6 +263,7 @@ func TestMemBackendRefusals(t *testing.T) {
 // A sandbox confines commands on this machine: with another backend a
 // start is refused and nothing runs unconfined.
 func TestMemBackendSandboxRefused(t *testing.T) {
+	testkit.Parallel(t)
 	m, b := memManager(t, Options{Sandbox: noSandbox{}})
 	if _, err := m.Start(waitCtx(t), StartRequest{Command: "prog"}); !isErr(err, ErrUnsupported) {
 		t.Errorf("sandboxed start: %v", err)

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // passSandbox would let anything run: a refusal comes from Validate.
@@ -49,6 +51,7 @@ func refusedAtStart(t *testing.T, opts Options, b *memBackend, fields ...string)
 // as ErrUnsupported; Validate names both fields, and the error is still
 // ErrUnsupported for hosts that test for it.
 func TestValidateBackendSandbox(t *testing.T) {
+	testkit.Parallel(t)
 	b := &memBackend{}
 	err := refusedAtStart(t, Options{Backend: b, Sandbox: passSandbox{}}, b, "Options.Backend", "Options.Sandbox")
 	if !errors.Is(err, ErrUnsupported) || strings.Contains(err.Error(), "unsupported on this platform") {
@@ -60,6 +63,7 @@ func TestValidateBackendSandbox(t *testing.T) {
 // start sessions whose every WriteSecret was refused. A ProgramChecker
 // backend is the control: accepted, and its sessions start.
 func TestValidateBackendSecretPrograms(t *testing.T) {
+	testkit.Parallel(t)
 	b := &memBackend{}
 	refusedAtStart(t, Options{Backend: b, SecretPrograms: []string{"sudo"}}, b, "Options.Backend", "Options.SecretPrograms")
 
@@ -78,6 +82,7 @@ func TestValidateBackendSecretPrograms(t *testing.T) {
 // WriteSecret through a relay was refused (its terminal cannot say it
 // echoes nothing itself), a ProgramChecker backend included.
 func TestValidateBackendSecretRelays(t *testing.T) {
+	testkit.Parallel(t)
 	b := &checkingBackend{}
 	refusedAtStart(t, Options{Backend: b, SecretRelays: []string{"ssh"}}, &b.memBackend, "Options.Backend", "Options.SecretRelays")
 }
@@ -85,6 +90,7 @@ func TestValidateBackendSecretRelays(t *testing.T) {
 // MaxMemory and MaxProcesses bound this machine's cgroups; with a Backend
 // they would bound nothing.
 func TestValidateBackendBounds(t *testing.T) {
+	testkit.Parallel(t)
 	b := &memBackend{}
 	refusedAtStart(t, Options{Backend: b, MaxMemory: 1 << 30}, b, "Options.Backend", "Options.MaxMemory")
 	refusedAtStart(t, Options{Backend: b, MaxProcesses: 10}, b, "Options.Backend", "Options.MaxProcesses")
@@ -94,6 +100,7 @@ func TestValidateBackendBounds(t *testing.T) {
 // ErrTooManySessions; a size out of range or an empty Shell could start
 // nothing either.
 func TestValidateSizesAndShell(t *testing.T) {
+	testkit.Parallel(t)
 	for _, tc := range []struct {
 		opts   Options
 		fields []string
@@ -120,6 +127,7 @@ func TestValidateSizesAndShell(t *testing.T) {
 // the call, which a wait returns at once; the control, with an Approver,
 // shows the wait is there.
 func TestApproveWritesWithoutApprover(t *testing.T) {
+	testkit.Parallel(t)
 	bash := []string{"bash", "-c"}
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()

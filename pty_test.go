@@ -7,9 +7,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 func TestToolsDescribeTheContract(t *testing.T) {
+	testkit.Parallel(t)
 	m := NewManager(Options{})
 	defer m.Close()
 	want := map[string]struct {
@@ -102,6 +105,7 @@ func TestCallResultFields(t *testing.T) {
 // pty-start's description names the shell the manager really runs
 // commands under, not the default one.
 func TestToolsNameTheShell(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range []struct {
 		shell []string
 		want  string
@@ -133,6 +137,7 @@ func TestToolsNameTheShell(t *testing.T) {
 // Arguments that are not a JSON object get an error a model can act on,
 // not one naming the library's Go types.
 func TestCallArgumentsMustBeObject(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	for _, tool := range []string{ToolStart, ToolWrite, ToolRun, ToolKill} {
 		for _, args := range []string{`["pty-1"]`, `"pty-1"`, `7`, `true`} {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"runtime"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // Manager.Run reads the terminal's size for the approver while Resize
@@ -13,6 +15,7 @@ import (
 // race detector knows comes after the write and before nothing of Run's
 // read, so a read without the lock is reported every time.
 func TestRaceRunResize(t *testing.T) {
+	testkit.Parallel(t)
 	resized := make(chan struct{})
 	m := newManager(t, Options{Approver: ApproverFunc(func(_ context.Context, req ApprovalRequest) error {
 		if req.Tool == ToolRun {
@@ -38,6 +41,7 @@ func TestRaceRunResize(t *testing.T) {
 // ring's lock, which its screen needs next), and the kill goes on to stop
 // them: a look without the lock is reported by the race detector.
 func TestRaceRecordKill(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{Shell: []string{"sh", "-c"}})
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)

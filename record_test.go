@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // playback plays a recording with `asciinema cat` in a session of
@@ -123,6 +125,7 @@ func TestRecordVimPlaysBack(t *testing.T) {
 // A recording started late begins with the screen as it is, colours and
 // all, so it plays back right too.
 func TestRecordStartedLate(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "asciinema")
 	m := newManager(t, Options{})
 	start := mustStart(t, m, StartRequest{
@@ -166,6 +169,7 @@ func (w *blockedWriter) Write(p []byte) (int, error) {
 // finishes while the recording waits; released, the recording skips to
 // the screen as it is and still plays back right.
 func TestRecordSlowWriterStallsNothing(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "asciinema")
 	m := newManager(t, Options{ScrollbackBytes: 64 << 10})
 	start := mustStart(t, m, StartRequest{Command: "echo ready; read; seq 1 200000; read -p 'done> ' x", Cols: 40, Rows: 8, WaitFor: "ready"})
@@ -202,6 +206,7 @@ func (w *failWriter) Write(p []byte) (int, error) {
 // A writer that fails at once makes Record fail and leaves nothing behind;
 // one that fails later ends its recording only.
 func TestRecordWriterFails(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	start := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(start.ID)
@@ -226,6 +231,7 @@ func TestRecordWriterFails(t *testing.T) {
 // RecordInput holds it as an "i" event. The header names the bash a shell
 // session runs, not Options.Shell.
 func TestRecordRunInput(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{RecordInput: true, Shell: []string{"sh", "-c"}})
 	start := mustStart(t, m, StartRequest{Shell: true})
 	s, _ := m.Session(start.ID)
@@ -295,6 +301,7 @@ func castOutput(t *testing.T, file string) string {
 // slow the file is, so closing it then keeps the whole recording; after
 // the program has exited and Wait returned, that is all of its output.
 func TestRecordStopWritesEveryFrame(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	ctx := waitCtx(t)
 	dir := t.TempDir()
@@ -370,6 +377,7 @@ func TestRecordStopWritesEveryFrame(t *testing.T) {
 
 // Stop on a recording whose writer failed returns the writer's error.
 func TestRecordStopReportsWriterError(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	start := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	s, _ := m.Session(start.ID)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // ringModel is the reference a ring is checked against: it keeps every byte
@@ -106,6 +108,7 @@ func checkRingOffsets(t *testing.T, r *ring, m *ringModel) {
 // TestRingWraparound writes at every size, from 1 to past the capacity, and
 // compares with the model after every write.
 func TestRingWraparound(t *testing.T) {
+	testkit.Parallel(t)
 	for _, capacity := range []int{1, 2, 3, 7, 64, 100, 257} {
 		for size := 1; size <= capacity+2; size++ {
 			t.Run(fmt.Sprintf("cap%d/size%d", capacity, size), func(t *testing.T) {
@@ -125,6 +128,7 @@ func TestRingWraparound(t *testing.T) {
 // TestRingMixedSizes interleaves small writes, which leave the oldest byte
 // mid-buffer, with writes at or over the capacity, which replace everything.
 func TestRingMixedSizes(t *testing.T) {
+	testkit.Parallel(t)
 	for _, capacity := range []int{1, 5, 64, 100, ringFirstAlloc + 3, 10000} {
 		t.Run(fmt.Sprintf("cap%d", capacity), func(t *testing.T) {
 			r, m, d := newRing(capacity), &ringModel{capacity: capacity}, ringData{}
@@ -144,6 +148,7 @@ func TestRingMixedSizes(t *testing.T) {
 // TestRingGrowingWraparound covers capacities above the first allocation,
 // where the ring grows before it wraps, at the sizes around each boundary.
 func TestRingGrowingWraparound(t *testing.T) {
+	testkit.Parallel(t)
 	for _, capacity := range []int{ringFirstAlloc, ringFirstAlloc + 1, 10000, 3 * ringFirstAlloc, 4 * ringFirstAlloc} {
 		sizes := []int{1, 3, 127, 1000, ringFirstAlloc - 1, ringFirstAlloc, ringFirstAlloc + 1, 5000,
 			2*ringFirstAlloc - 1, 2 * ringFirstAlloc, 2*ringFirstAlloc + 1, capacity - 1, capacity, capacity + 1, 2*capacity + 3}
@@ -169,6 +174,7 @@ func TestRingGrowingWraparound(t *testing.T) {
 }
 
 func TestRingSlices(t *testing.T) {
+	testkit.Parallel(t)
 	r := newRing(8)
 	for _, s := range []string{"abc", "defg", "hij"} {
 		r.write([]byte(s))
@@ -266,6 +272,7 @@ func TestRingGrowth(t *testing.T) {
 // lets readers avoid a copy; appending to what it returns must not write
 // into the ring.
 func TestRingSlicesAlias(t *testing.T) {
+	testkit.Parallel(t)
 	r := newRing(8)
 	r.write([]byte("abcdef"))
 	a, _, _ := r.slices(0)

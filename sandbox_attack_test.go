@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // attack runs script twice, to its end marker "== end": under sb, and
@@ -41,6 +43,7 @@ func needLinux(t *testing.T) {
 // TestSandboxSignalHost: the child can neither signal, trace, nor even see
 // a process of the host's (the test's own helper child, and the test).
 func TestSandboxSignalHost(t *testing.T) {
+	testkit.Parallel(t)
 	needLinux(t)
 	helper := exec.Command("sleep", "300")
 	if err := helper.Start(); err != nil {
@@ -67,6 +70,7 @@ echo "== end"`, helper.Process.Pid, os.Getpid(), helper.Process.Pid, helper.Proc
 // TestSandboxOtherTerminal: another terminal the host holds open cannot be
 // read, written or reconfigured from the sandbox; its devpts is not there.
 func TestSandboxOtherTerminal(t *testing.T) {
+	testkit.Parallel(t)
 	needLinux(t)
 	master, slave, err := openTerminal()
 	if err != nil {
@@ -103,6 +107,7 @@ echo "== end"`, name)
 // mode, times, owner and extended attributes, also through a symlink the
 // child plants in its root.
 func TestSandboxMetadataOutsideRoots(t *testing.T) {
+	testkit.Parallel(t)
 	needLinux(t)
 	root := t.TempDir()
 	f := filepath.Join(t.TempDir(), "precious")
@@ -171,6 +176,7 @@ echo "== end"`, fd, fd, f)
 // ones stay out of reach where Landlock scopes them. Socketpairs of the
 // kinds that cannot address a socket still work.
 func TestSandboxUnixSocket(t *testing.T) {
+	testkit.Parallel(t)
 	needLinux(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agent.sock")

@@ -31,6 +31,7 @@ import (
 // seccomp filter sees) and the kernel keyrings (the host user's secrets)
 // are refused in the sandbox, and work unconfined.
 func TestSandboxRefusedCalls(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "python3")
 	script := try + fmt.Sprintf(`call() { python3 -c 'import ctypes, sys; sys.exit(eval(sys.argv[1]) < 0)' "$1"; }
 try io_uring call 'ctypes.CDLL(None, use_errno=True).syscall(%d, 8, ctypes.create_string_buffer(120))'
@@ -288,6 +289,7 @@ while True:
 // unconfined control can. Threads and processes still start (the C
 // library falls back from clone3 to clone).
 func TestSandboxUserNamespace(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "python3", "unshare")
 	script := try + fmt.Sprintf(`py() { python3 -c "import ctypes, os, socket, struct, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
@@ -319,6 +321,7 @@ echo "== end"`, unix.CLONE_NEWUSER, unix.CLONE_NEWUSER|unix.CLONE_NEWNET, unix.S
 // more than the policy's bound into it; the unconfined control writes as
 // much to the host's /dev/shm.
 func TestSandboxShmSize(t *testing.T) {
+	testkit.Parallel(t)
 	script := try + `echo "shm: $(($(stat -f -c '%b * %S' /dev/shm)))"
 f=/dev/shm/agentpty-shm-test-$$
 try fill sh -c 'head -c 2097152 /dev/zero > "$1"' sh "$f"
@@ -351,6 +354,7 @@ func forgedSpec(nonce string, argv ...string) string {
 // only the library hands over does not act as the sandbox's helper: it
 // runs as itself. The control is a genuine sandboxed start.
 func TestSandboxHelperForged(t *testing.T) {
+	testkit.Parallel(t)
 	sb := newTestSandbox(t, SandboxPolicy{})
 	marker := filepath.Join(t.TempDir(), "pwned")
 	devnull, err := os.Open(os.DevNull)
@@ -447,6 +451,7 @@ func TestSandboxHelperSetuid(t *testing.T) {
 // is a set of names), and the child cannot make a new one, which the
 // unconfined control can.
 func TestSandboxExistingHardLink(t *testing.T) {
+	testkit.Parallel(t)
 	root, outside := t.TempDir(), t.TempDir()
 	linked, other := filepath.Join(outside, "linked"), filepath.Join(outside, "other")
 	for _, f := range []string{linked, other} {

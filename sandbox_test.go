@@ -117,6 +117,7 @@ func landlockVersion() (int, syscall.Errno) {
 // TestSandboxSupport checks NewSandbox against what the kernel itself
 // says: a clear ErrUnsupported without Landlock, a sandbox with it.
 func TestSandboxSupport(t *testing.T) {
+	testkit.Parallel(t)
 	sb, err := NewSandbox(SandboxPolicy{AllowNetwork: true})
 	if runtime.GOOS != "linux" {
 		if err != nil {
@@ -162,6 +163,7 @@ func TestSandboxSupport(t *testing.T) {
 }
 
 func TestSandboxInvalidRoots(t *testing.T) {
+	testkit.Parallel(t)
 	missing := filepath.Join(t.TempDir(), "missing")
 	for _, tc := range []struct {
 		roots []string
@@ -180,6 +182,7 @@ func TestSandboxInvalidRoots(t *testing.T) {
 // TestSandboxWritableRoots: the child writes, renames and deletes under
 // its root, and can neither create, truncate nor delete anything outside.
 func TestSandboxWritableRoots(t *testing.T) {
+	testkit.Parallel(t)
 	root, outside := t.TempDir(), t.TempDir()
 	keep := filepath.Join(outside, "keep")
 	if err := os.WriteFile(keep, []byte("precious"), 0o644); err != nil {
@@ -292,6 +295,7 @@ func TestSandboxTerminal(t *testing.T) {
 // TestSandboxNetwork: without AllowNetwork nothing on the host, its
 // loopback included, is reachable; with it, everything is.
 func TestSandboxNetwork(t *testing.T) {
+	testkit.Parallel(t)
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("AllowNetwork=%v", allow), func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -351,6 +355,7 @@ func accepted(t *testing.T, ln net.Listener) bool {
 // TestSandboxCapabilities: even a root host's child holds no capability
 // and cannot gain one.
 func TestSandboxCapabilities(t *testing.T) {
+	testkit.Parallel(t)
 	if runtime.GOOS != "linux" {
 		t.Skip("capabilities are Linux's")
 	}
@@ -575,6 +580,7 @@ func TestSandboxEnv(t *testing.T) {
 // whatever SandboxPolicy.Env lists, as it reaches an unconfined one;
 // without it programs take the terminal for a dumb one.
 func TestSandboxEnvTerm(t *testing.T) {
+	testkit.Parallel(t)
 	script := `echo "term=${TERM:-unset}"; echo "== end"`
 	for _, env := range [][]string{{"PATH", "HOME"}, {}} {
 		got, ctl := attack(t, newTestSandbox(t, SandboxPolicy{Env: env}), script)
@@ -588,6 +594,7 @@ func TestSandboxEnvTerm(t *testing.T) {
 // that exits with 128+N itself is reported as killed by signal N, as
 // documented: bubblewrap's status cannot tell the two apart.
 func TestSandboxExitStatus(t *testing.T) {
+	testkit.Parallel(t)
 	sb := newTestSandbox(t, SandboxPolicy{})
 	m := newManager(t, Options{Sandbox: sb, Shell: sandboxShell})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

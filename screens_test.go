@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty/internal/screen"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // endsBlank reports whether text's last line is blank while text holds
@@ -18,6 +20,7 @@ func endsBlank(text string) bool {
 // back up) are not part of a read; the prompt's line and blank lines the
 // program printed above the cursor are.
 func TestReadLeavesOutBlankRowsBelowTheCursor(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range []struct{ in, want string }{
 		{"In [1]: \n\n\n\n \x1b[4A\r\x1b[8C", "In [1]: "},
 		{"a\n\n\nb\n\n\n\x1b[3A", "a\n\n\nb"},
@@ -67,6 +70,7 @@ func blankGrid(cols, rows int, bg screen.Color) [][]screen.Cell {
 // A row of key labels (a function-key bar) is not listed as highlights; a
 // span of another style on the same row is, and so is the content.
 func TestHighlightsLeaveOutKeyLabels(t *testing.T) {
+	testkit.Parallel(t)
 	grid := blankGrid(40, 4, screen.DefaultColor)
 	paint := func(y, x0 int, text string, bg screen.Color) {
 		for i := range len(text) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty/internal/screen"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // In a whiptail menu the screen's text is the same before and after an
@@ -124,6 +126,7 @@ func TestInPlaceRedrawReadsAsTheScreen(t *testing.T) {
 // A clear and a listing longer than the screen reads as text: only a
 // redraw that stays on the screen reads as the screen.
 func TestClearThenScrollingReadsAsText(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read x; clear; seq 1 60; echo done", Rows: 20, WaitFor: "ready"})
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, Submit: true, WaitFor: "done"})
@@ -180,6 +183,7 @@ func TestScreenModesInVim(t *testing.T) {
 // A peek returns output without consuming it, and waits and matches as
 // any read does.
 func TestPeekLeavesOutputForTheNextRead(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "python3")
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "python3", WaitFor: ">>> "})
@@ -198,6 +202,7 @@ func TestPeekLeavesOutputForTheNextRead(t *testing.T) {
 }
 
 func TestPeekOnAShellSeesNewOutputToo(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read x; echo one; read x; echo two; read x", WaitFor: "ready"})
 	mustWrite(t, m, WriteRequest{ID: res.ID, Submit: true, WaitFor: "one", Peek: true})
@@ -213,6 +218,7 @@ func TestPeekOnAShellSeesNewOutputToo(t *testing.T) {
 }
 
 func TestSendSignalInterruptsTheForeground(t *testing.T) {
+	testkit.Parallel(t)
 	for _, name := range []string{"SIGINT", "int", "2"} {
 		t.Run(name, func(t *testing.T) {
 			m := newManager(t, Options{})
@@ -232,6 +238,7 @@ func TestSendSignalInterruptsTheForeground(t *testing.T) {
 }
 
 func TestColsRowsResizeBeforeTyping(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; while read x; do stty size; done", WaitFor: "ready"})
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, Cols: 90, Rows: 20, Submit: true, WaitFor: "20 90"})
@@ -247,6 +254,7 @@ func TestColsRowsResizeBeforeTyping(t *testing.T) {
 }
 
 func TestParseSignal(t *testing.T) {
+	testkit.Parallel(t)
 	for in, want := range map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "int": syscall.SIGINT, " TERM ": syscall.SIGTERM, "9": syscall.SIGKILL, "sigwinch": syscall.SIGWINCH} {
 		if got, ok := parseSignal(in); !ok || got != want {
 			t.Errorf("parseSignal(%q) = %v, %v; want %v", in, got, ok, want)
@@ -260,6 +268,7 @@ func TestParseSignal(t *testing.T) {
 }
 
 func TestScreenDiffForm(t *testing.T) {
+	testkit.Parallel(t)
 	v := func(cur Cursor, lines ...string) modeView { return modeView{lines: lines, cursor: cur} }
 	cases := []struct {
 		name          string
@@ -295,6 +304,7 @@ func TestScreenDiffForm(t *testing.T) {
 // reverse-video item, an item in the backdrop's colour inside the window
 // and the coloured button are highlights.
 func TestHighlightsSkipGroundsAndBlankDecoration(t *testing.T) {
+	testkit.Parallel(t)
 	grid := blankGrid(20, 6, 4) // a blue backdrop
 	paint := func(y, x0, x1 int, text string, f func(*screen.Cell)) {
 		for x := x0; x < x1; x++ {
@@ -329,6 +339,7 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestScreenArgumentsInTheSchemas(t *testing.T) {
+	testkit.Parallel(t)
 	m := NewManager(Options{})
 	defer m.Close()
 	for _, tool := range m.Tools() {
@@ -384,6 +395,7 @@ func outputSchemaProp(t *testing.T, v any, name string) string {
 // the fixtures that stayed through every read; a peek changes nothing;
 // another screen starts over.
 func TestHighlightsLeaveOutFixtures(t *testing.T) {
+	testkit.Parallel(t)
 	label := func(i int) Highlight { return Highlight{Row: 9, Col: 5 * i, Len: 4, Text: "F" + strconv.Itoa(i)} }
 	var labels []Highlight
 	for i := range 20 {

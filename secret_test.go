@@ -130,6 +130,7 @@ func TestWriteSecretWaitsForTheRead(t *testing.T) {
 // The masker holds back what may be the start of a secret, whatever the
 // chunks the output came in, and masks a secret echoed across a pause.
 func TestMaskerEveryChunkSize(t *testing.T) {
+	testkit.Parallel(t)
 	const secret = "s3cr3t-pass"
 	in := "a s3cr3 s3cr3t-pass and s3cr3t-pas\ns3cr3t-passs3cr3t-pass end s"
 	want := "a s3cr3 " + secretMask + " and s3cr3t-pas\n" + secretMask + secretMask + " end s"

@@ -11,9 +11,12 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty/internal/proc"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 func TestStartSizeTermAndCwd(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	dir := t.TempDir()
 	res := mustStart(t, m, StartRequest{Command: "stty size; echo term=$TERM; pwd; echo end", Cwd: dir, WaitFor: "end"})
@@ -29,6 +32,7 @@ func TestStartSizeTermAndCwd(t *testing.T) {
 }
 
 func TestIDsAreNumberedAndNeverReused(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	a := mustStart(t, m, StartRequest{Command: "echo a", WaitFor: "a"})
 	b := mustStart(t, m, StartRequest{Command: "echo b", WaitFor: "b"})
@@ -57,6 +61,7 @@ func TestIDsAreNumberedAndNeverReused(t *testing.T) {
 // The example of DESIGN.md: a line returned unfinished comes back whole, and
 // wait_for matches only what is new.
 func TestPythonReadsReturnWholeLines(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "python3")
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "python3 -q", WaitFor: ">>> "})
@@ -84,6 +89,7 @@ func TestPythonReadsReturnWholeLines(t *testing.T) {
 }
 
 func TestInterruptBothSpellings(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
 	for _, ctrlC := range []string{`\x03`, "\x03"} {
@@ -98,6 +104,7 @@ func TestInterruptBothSpellings(t *testing.T) {
 }
 
 func TestShellStateAndEscapes(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' bash --norc -i", WaitFor: "$ "})
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: `X=41; cd /tmp\r`, WaitFor: "$ "})
@@ -113,6 +120,7 @@ func TestShellStateAndEscapes(t *testing.T) {
 }
 
 func TestExitStatus(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	// One wait that only the exit ends: the start's quiet rule could return
 	// between the login profile and the command.
@@ -127,6 +135,7 @@ func TestExitStatus(t *testing.T) {
 }
 
 func TestExitedSession(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read x; echo got $x; echo last words; exit 4", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
@@ -157,6 +166,7 @@ func TestExitedSession(t *testing.T) {
 }
 
 func TestKillOutputIsTheUnreadRest(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "cat", WaitMS: ms(0)})
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "first", Submit: true, WaitFor: "first\nfirst"})
@@ -178,6 +188,7 @@ func TestKillOutputIsTheUnreadRest(t *testing.T) {
 // Kill must end everything the session started: process groups of their
 // own (an interactive shell's jobs), nohup, and programs that ignore SIGTERM.
 func TestKillEndsTheWholeSession(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{KillGrace: 300 * 1e6})
 	cmd, env := childCommand("spawn")
 	res := mustStart(t, m, StartRequest{Command: "nohup sleep 1000 >/dev/null 2>&1 & " + cmd, Env: env, WaitFor: "ready"})
@@ -209,6 +220,7 @@ func TestKillEndsTheWholeSession(t *testing.T) {
 }
 
 func TestBackgroundJobDoesNotHoldExit(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	// The job ignores the hang-up the kernel sends when the leader exits
 	// (ignored from birth: bash passes ignored signals on), and keeps the
@@ -234,6 +246,7 @@ func TestBackgroundJobDoesNotHoldExit(t *testing.T) {
 }
 
 func TestWaitSeesEveryByte(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "seq 1 20000; echo END; exit 7", WaitMS: ms(0)})
 	s, _ := m.Session(res.ID)
@@ -256,6 +269,7 @@ func TestWaitSeesEveryByte(t *testing.T) {
 // last screen and the settled tail are exactly the last lines, whether the
 // screen skipped the plain text or parsed every byte.
 func TestFloodThroughSmallRings(t *testing.T) {
+	testkit.Parallel(t)
 	for _, ring := range []int{1 << 10, 4 << 10, 64 << 10} {
 		for _, cmd := range []string{
 			"seq 1 50000",
@@ -306,6 +320,7 @@ func tail(s string, n int) string {
 }
 
 func TestMaxSessions(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{MaxSessions: 2})
 	for i := 0; i < 2; i++ {
 		mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
@@ -320,6 +335,7 @@ func TestMaxSessions(t *testing.T) {
 }
 
 func TestBadInputChangesNothing(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "cat", WaitMS: ms(0)})
 	mustWrite(t, m, WriteRequest{ID: res.ID, Input: "kept", Submit: true, WaitFor: "kept\nkept"})
@@ -391,6 +407,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 }
 
 func TestResizeReachesTheProgram(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	cmd, env := childCommand("winch")
 	res := mustStart(t, m, StartRequest{Command: cmd, Env: env, WaitFor: "ready"})
@@ -410,6 +427,7 @@ func TestResizeReachesTheProgram(t *testing.T) {
 // Programs that ask the terminal a question get an answer from the screen
 // instead of hanging.
 func TestTerminalQueriesAreAnswered(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct{ query, want string }{
 		{"\x1b[6n", `"\x1b[3;5R"`}, // after "abcd" on the third row
 		{"\x1b[5n", `"\x1b[0n"`},
@@ -448,6 +466,7 @@ func TestPasswordPromptHidesInput(t *testing.T) {
 }
 
 func TestFullScreenOutputIsTheScreen(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "vim")
 	m := newManager(t, Options{})
 	file := filepath.Join(t.TempDir(), "notes.txt")
@@ -482,6 +501,7 @@ func TestFullScreenOutputIsTheScreen(t *testing.T) {
 }
 
 func TestOutputIsCapped(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{MaxOutputBytes: 2000})
 	res := mustStart(t, m, StartRequest{Command: "seq 1 20000; echo END", WaitFor: "END"})
 	out := res.Output
@@ -494,6 +514,7 @@ func TestOutputIsCapped(t *testing.T) {
 }
 
 func TestTruncatedCountsBytesNeverRead(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{ScrollbackBytes: 4096})
 	res := mustStart(t, m, StartRequest{Command: "seq 1 20000", WaitMS: ms(0)})
 	s, _ := m.Session(res.ID)
@@ -513,6 +534,7 @@ func TestTruncatedCountsBytesNeverRead(t *testing.T) {
 // A program that does not read its input must not wedge the session: the
 // write gives up when the wait runs out.
 func TestLargeInputToAProgramThatDoesNotRead(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	// In raw mode the terminal stops taking input once its buffer is full;
 	// in line mode it would discard the excess instead.
@@ -533,6 +555,7 @@ func TestLargeInputToAProgramThatDoesNotRead(t *testing.T) {
 }
 
 func TestCloseKillsEverythingAndRefusesMore(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	a := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	mustStart(t, m, StartRequest{Command: "echo ready; sleep 1000", WaitFor: "ready"})
@@ -585,6 +608,7 @@ func TestEventsAndIdleTimeout(t *testing.T) {
 }
 
 func TestConcurrentSessions(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	errs := make(chan error, 8)
 	for i := 0; i < 8; i++ {
@@ -616,6 +640,7 @@ func TestConcurrentSessions(t *testing.T) {
 }
 
 func TestTailAndScrollbackReadNothing(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "printf 'one\\ntwo\\nthree\\n'; printf 'pro\\rPROMPT> '; exec cat", WaitFor: "PROMPT> "})
 	s, _ := m.Session(res.ID)

@@ -7,9 +7,12 @@ import (
 	"testing"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 func TestSettleLongLine(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(1 << 20)
 	s.write(bytes.Repeat([]byte("y"), settleMaxCells+10))
 	got := s.read(0)
@@ -24,6 +27,7 @@ func TestSettleLongLine(t *testing.T) {
 }
 
 func TestSettleUpBound(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(1 << 20)
 	for i := range 600 {
 		fmt.Fprintf(settleWriter{s}, "line %d\n", i)
@@ -41,6 +45,7 @@ type settleWriter struct{ s *settler }
 func (w settleWriter) Write(p []byte) (int, error) { w.s.write(p); return len(p), nil }
 
 func TestSettleEvict(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(4096)
 	for i := range 1000 {
 		fmt.Fprintf(settleWriter{s}, "line %04d\n", i)
@@ -85,6 +90,7 @@ func TestSettleEvict(t *testing.T) {
 }
 
 func TestSettleReadCap(t *testing.T) {
+	testkit.Parallel(t)
 	var in strings.Builder
 	for i := range 100 {
 		fmt.Fprintf(&in, "line %02d\n", i) // 7 bytes + LF
@@ -116,6 +122,7 @@ func TestSettleReadCap(t *testing.T) {
 }
 
 func TestSettleReadTinyLimit(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	s.write([]byte(strings.Repeat("some text\n", 10)))
 	if got, want := s.read(5), settleMarker(99, 10); got != want {
@@ -128,6 +135,7 @@ func TestSettleReadTinyLimit(t *testing.T) {
 }
 
 func TestSettleResize(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	s.setCols(10)
 	s.write([]byte("0123456789ab"))
@@ -141,6 +149,7 @@ func TestSettleResize(t *testing.T) {
 }
 
 func TestSettleReadCapLongLines(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	long := strings.Repeat("日本語", 1000) // 9000 bytes
 	s.write([]byte(long + "\n" + long))
@@ -168,6 +177,7 @@ func settleSpaces(n int) string { return strings.Repeat(" ", n) }
 // TestSettleFlood checks that a flood far beyond the scrollback is capped
 // and counted right, however it arrives.
 func TestSettleFlood(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	line := []byte(strings.Repeat("x", 99) + "\n")
 	chunk := bytes.Repeat(line, 40)
@@ -192,6 +202,7 @@ func TestSettleFlood(t *testing.T) {
 }
 
 func TestSettleTailScrollback(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	if s.tail(3) != nil || s.scrollback() != "" {
 		t.Fatal("new settler has scrollback")
@@ -219,6 +230,7 @@ func TestSettleTailScrollback(t *testing.T) {
 // TestSettleEditAfterMove checks that a line keeps empty and written cells
 // apart after it was stored and loaded again.
 func TestSettleEditAfterMove(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	s.write([]byte("a\x1b[3Cb  \nnext\n"))
 	s.write([]byte("\x1b[2A\x1b[4C\x1b[K\n\n"))
@@ -235,6 +247,7 @@ func TestSettleEditAfterMove(t *testing.T) {
 // TestSettleManyEdits rewrites lines above, as progress displays do, until
 // the arena must compact lines stored out of order.
 func TestSettleManyEdits(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(2048)
 	for i := range 3000 {
 		fmt.Fprintf(settleWriter{s}, "\x1b[3A\x1b[2Ka %d\n\x1b[2Kb %d%s\n\x1b[2Kc\n", i, i, strings.Repeat("=", i%50))

@@ -5,9 +5,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 func TestEchoPieces(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct {
 		in   string
 		want []echoPiece
@@ -32,6 +35,7 @@ func TestEchoPieces(t *testing.T) {
 // The settled-text matcher, fed as a session feeds it: what came before
 // the last read, the input the call types, then what came after.
 func TestMatchSettled(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct {
 		name          string
 		before, typed string
@@ -79,6 +83,7 @@ func TestMatchSettled(t *testing.T) {
 }
 
 func TestMatchScreen(t *testing.T) {
+	testkit.Parallel(t)
 	shown := []string{"line 1", "line 2", ":"}
 	w := literalWait("line 2")
 	w.typed(newSettler(0), []byte("/line 2"))
@@ -96,6 +101,7 @@ func TestMatchScreen(t *testing.T) {
 // TestMatchSettledIncremental checks that a wait looking again only where
 // the text changed finds what a fresh look at the same text finds.
 func TestMatchSettledIncremental(t *testing.T) {
+	testkit.Parallel(t)
 	in := "$ make\r\nok 1\r\nbuilding [   ]\r\x1b[Kbuilding [== ]\r\x1b[Kdone\r\n\x1b[2A\x1b[2Kok 2\n\n$ x\r\ny\x1b[A\x1b[J\r\nz\r\n"
 	specs := []func() *waiter{}
 	for _, lit := range []string{"ok 2\ndone", "done\n$", "\n\n", "1\nbuilding", "$ x\nz", "x\ny", "z\n"} {

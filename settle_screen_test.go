@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // The settled text against a terminal's own scrollback.
@@ -72,6 +74,7 @@ func settleAt(cols, rows int, raw []byte, chunk int) *settler {
 // whole and at every chunk size against its golden file (-update rewrites
 // them).
 func TestSettleScreenGolden(t *testing.T) {
+	testkit.Parallel(t)
 	ins, _ := filepath.Glob(filepath.Join("testdata", "settle", "screen", "*.in"))
 	streams := settleScreenStreams(t)[:len(ins)]
 	for _, st := range streams {
@@ -210,6 +213,7 @@ var settleScreenCases = []struct {
 }
 
 func TestSettleScreenCases(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range settleScreenCases {
 		t.Run(c.name, func(t *testing.T) {
 			for chunk := 1; chunk <= len(c.in); chunk++ {
@@ -224,6 +228,7 @@ func TestSettleScreenCases(t *testing.T) {
 // TestSettleREPBounded floods the settler with REPs of the largest count
 // it parses: each prints no more than the cells left on the screen.
 func TestSettleREPBounded(t *testing.T) {
+	testkit.Parallel(t)
 	flood := []byte("x" + strings.Repeat("\x1b[65535b", 2000))
 	s := settleAt(80, 24, flood, 4096)
 	text := s.scrollback()
@@ -239,6 +244,7 @@ func TestSettleREPBounded(t *testing.T) {
 // TestScreenCells reads the attributes a program gave its output back from
 // Session.Screen: what a host renders, and where highlights come from.
 func TestScreenCells(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: `printf 'plain \033[1;4;32mbold\033[0m \033[7msel\033[0m \033[48;2;10;20;200mbg\033[0m 日x\n'; echo done; exec cat`, WaitFor: "done", Cols: 40, Rows: 5})
 	s, _ := m.Session(res.ID)
@@ -278,6 +284,7 @@ func TestScreenCells(t *testing.T) {
 // its bare line feeds keep the column, as on the terminal, and once it is
 // back on the line discipline's CR LF starts lines at the left again.
 func TestSettleRawLineFeed(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: `stty -opost; printf 'raw\nmode\n'; stty opost; printf 'cooked\nagain\n'; echo done`, WaitFor: "done"})
 	want := "raw\n   mode\n       cooked\nagain\ndone"

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // settleUpdate reports whether -update asks for the golden files to be
@@ -158,6 +160,7 @@ func settleFeed(in string, chunk int) *settler {
 }
 
 func TestSettleTable(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range settleCases {
 		t.Run(c.name, func(t *testing.T) {
 			for chunk := 1; chunk <= max(len(c.in), 1); chunk++ {
@@ -205,6 +208,7 @@ var settleWrapCases = []struct {
 }
 
 func TestSettleWrap(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range settleWrapCases {
 		t.Run(c.name, func(t *testing.T) {
 			for chunk := 1; chunk <= len(c.in); chunk++ {
@@ -224,6 +228,7 @@ func TestSettleWrap(t *testing.T) {
 }
 
 func TestSettleNoEscOrCR(t *testing.T) {
+	testkit.Parallel(t)
 	for _, c := range settleCases {
 		if strings.ContainsAny(c.want, "\x1b\r") {
 			t.Errorf("%s: the expected text itself holds ESC or CR", c.name)
@@ -232,6 +237,7 @@ func TestSettleNoEscOrCR(t *testing.T) {
 }
 
 func TestSettlePrintable(t *testing.T) {
+	testkit.Parallel(t)
 	naive := func(p []byte, i int) int {
 		for i < len(p) && p[i] >= 0x20 && p[i] <= 0x7e {
 			i++
@@ -253,6 +259,7 @@ func TestSettlePrintable(t *testing.T) {
 }
 
 func TestSettleQueries(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct {
 		in   string
 		want settleEvents
@@ -303,6 +310,7 @@ func TestSettleQueries(t *testing.T) {
 }
 
 func TestSettleAltScreen(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	if s.altScreen() {
 		t.Fatal("a new settler is on the alternate screen")
@@ -329,6 +337,7 @@ func TestSettleAltScreen(t *testing.T) {
 
 // TestSettleTouched checks which lines a read returns.
 func TestSettleTouched(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	steps := []struct{ in, want string }{
 		{"l0\nl1\nl2\nl3\nl4\nl5\nl6\nl7\n", "l0\nl1\nl2\nl3\nl4\nl5\nl6\nl7"},
@@ -362,6 +371,7 @@ func TestSettleTouched(t *testing.T) {
 }
 
 func TestSettleUnread(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	if s.unread() {
 		t.Fatal("new settler has unread text")
@@ -385,6 +395,7 @@ func TestSettleUnread(t *testing.T) {
 
 // TestSettleMatch follows the example in DESIGN.md and the seen model.
 func TestSettleMatch(t *testing.T) {
+	testkit.Parallel(t)
 	s := newSettler(0)
 	s.write([]byte(">>> "))
 	if !s.match(">>> ") {
@@ -430,6 +441,7 @@ func TestSettleMatch(t *testing.T) {
 }
 
 func TestSettleMatchSeen(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct {
 		name          string
 		before, after string // read after before, then after arrives
@@ -481,6 +493,7 @@ func TestSettleMatchSeen(t *testing.T) {
 // TestSettleMatchIncremental checks that the literal kept from call to call
 // gives what a fresh scan of the same text gives.
 func TestSettleMatchIncremental(t *testing.T) {
+	testkit.Parallel(t)
 	in := "$ make\r\nok 1\r\nbuilding [   ]\r\x1b[Kbuilding [== ]\r\x1b[Kdone\r\n\x1b[2A\x1b[2Kok 2\n\n$ "
 	for _, lit := range []string{"done", "ok 2", "ok 1", "building", "$ ", "\n$ ", "ok 2\ndone", "done\n$", "\n\n", "[== ]"} {
 		s := newSettler(0)
@@ -501,6 +514,7 @@ func TestSettleMatchIncremental(t *testing.T) {
 // an 80-column terminal, NAME.golden what reading them all at once returns
 // when the settler is told the width, as the session does.
 func TestSettleGolden(t *testing.T) {
+	testkit.Parallel(t)
 	ins, _ := filepath.Glob(filepath.Join("testdata", "settle", "*.in"))
 	if len(ins) == 0 {
 		t.Fatal("no golden inputs")
@@ -649,6 +663,7 @@ func FuzzSettle(f *testing.F) {
 // controls that only move along lines, and SGR: the screen may skip
 // plain text that scrolls away without parsing it.
 func TestSettleNonPlain(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct {
 		in    string
 		plain bool
@@ -692,6 +707,7 @@ func TestSettleNonPlain(t *testing.T) {
 // must leave the same text, scrollback, tail and match state, also while
 // old lines are evicted and when lines are wider than the terminal.
 func TestSettlePlainLine(t *testing.T) {
+	testkit.Parallel(t)
 	var b strings.Builder
 	for i := range 400 {
 		switch i % 8 {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // startShell starts a shell session or fails the test.
@@ -45,6 +47,7 @@ func code(p *int) int {
 }
 
 func TestShellRunBoundaries(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	id := startShell(t, m)
 	cases := []struct {
@@ -143,6 +146,7 @@ func TestShellRunTimeoutAndInterrupt(t *testing.T) {
 }
 
 func TestShellStartWithCommandAndCall(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res, err := m.Start(waitCtx(t), StartRequest{Shell: true, Command: "echo first; false"})
 	if err != nil || res.Output != "first" || !res.PromptAfter || code(res.ExitCode) != 1 || res.State != StateWaitingInput {
@@ -162,6 +166,7 @@ func TestShellStartWithCommandAndCall(t *testing.T) {
 }
 
 func TestShellRunBadInput(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, noProfile)
 	plain := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	_, err := m.Run(waitCtx(t), RunRequest{ID: plain.ID, Command: "ls"})
@@ -194,6 +199,7 @@ func TestShellRunBadInput(t *testing.T) {
 // TestShellRunIsApproved: a shell session runs whatever it is given, so
 // each run's command goes to the Approver; a denied one is not typed.
 func TestShellRunIsApproved(t *testing.T) {
+	testkit.Parallel(t)
 	var asked []ApprovalRequest
 	m := newManager(t, Options{Approver: ApproverFunc(func(ctx context.Context, req ApprovalRequest) error {
 		asked = append(asked, req)
@@ -232,6 +238,7 @@ func pasteCommand(command string) string { return "\x05\x15\x1b[200~" + command 
 // exactly the text it read, so the channel is tried even for what
 // package rules would refuse (control bytes).
 func TestShellRunRunsWhatWasJudged(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct {
 		name, command, output string
 		code                  int
@@ -308,6 +315,7 @@ func exists(path string) bool {
 // only the host's user can enter; a run's file goes once its command has
 // ended, the session's directory at Kill, the manager's at Close.
 func TestShellRunFiles(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	id := startShell(t, m)
 	priv := m.priv.path
@@ -347,6 +355,7 @@ func TestShellRunFiles(t *testing.T) {
 // comes from the environment; from the rcfile it is kept, for runs and
 // for lines typed at the prompt alike.
 func TestShellPipestatus(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	id := startShell(t, m)
 	if res := mustRun(t, m, RunRequest{ID: id, Command: "false | true; echo ${PIPESTATUS[*]}"}); res.Output != "1 0" {
@@ -363,6 +372,7 @@ func TestShellPipestatus(t *testing.T) {
 // the scrollback lost included; the spool gets the whole output and the
 // result points to it.
 func TestShellRunCap(t *testing.T) {
+	testkit.Parallel(t)
 	var spooled []string
 	m := newManager(t, Options{Spool: SpoolFunc(func(id, text string) (string, error) {
 		spooled = append(spooled, text)

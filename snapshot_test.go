@@ -262,6 +262,7 @@ func TestShellSnapshotRemovedAtClose(t *testing.T) {
 // snapshot is made (the backend starts the command alone) and the start's
 // notice says so. The control, without ShellSnapshot, has no such notice.
 func TestShellSnapshotOtherBackend(t *testing.T) {
+	testkit.Parallel(t)
 	for _, snap := range []bool{false, true} {
 		t.Run(fmt.Sprint("ShellSnapshot=", snap), func(t *testing.T) {
 			m, b := memManager(t, Options{ShellSnapshot: snap})

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // noProfile runs commands without the login profile, which reads the
@@ -166,6 +168,7 @@ func TestWaitUntilInputWaitsForTheAnswer(t *testing.T) {
 
 // TestStateExited: a result after the program ended says so.
 func TestStateExited(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, noProfile)
 	res, err := m.Start(waitCtx(t), StartRequest{Command: "echo bye", WaitUntil: WaitUntilInput})
 	if err != nil {
@@ -186,6 +189,7 @@ func TestStateExited(t *testing.T) {
 // TestExitedResultSaysExited: a result that reports the exit reports the
 // state exited, however the exit falls against the wait.
 func TestExitedResultSaysExited(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, noProfile)
 	for i := 0; i < 60; i++ {
 		res, err := m.Start(waitCtx(t), StartRequest{Command: "exit 3", WaitMS: ms(i % 4)})

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // wait_for and wait_for_regex match what the program printed, never the
@@ -18,6 +20,7 @@ import (
 // python3, node, with the terminal's echo off) or a full-screen program's
 // prompt line (less).
 func TestWaitForSkipsTheEcho(t *testing.T) {
+	testkit.Parallel(t)
 	cases := []struct {
 		name, program string
 		start, ready  string
@@ -78,6 +81,7 @@ func TestWaitForSkipsAPromptLineEcho(t *testing.T) {
 // A match partly in text an earlier read returned counts; one wholly in it
 // does not.
 func TestWaitForPartlyOld(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "stty -echo; printf 'MAR\\n'; read x; printf KER; read x; printf '\\nEND'; read x", WaitFor: "MAR"})
 	if res.Output != "MAR" {
@@ -105,6 +109,7 @@ func TestWaitForPartlyOld(t *testing.T) {
 // An invalid pattern, or both kinds of wait at once, is ErrInvalid naming
 // what is wrong, and the session is left as it was.
 func TestWaitForRegexErrors(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	if _, err := m.Start(waitCtx(t), StartRequest{Command: readyCat, WaitForRegex: `ready(`}); !isErr(err, ErrInvalid) || !strings.Contains(err.Error(), "missing closing )") {
 		t.Fatalf("Start with a bad pattern: %v", err)
@@ -139,6 +144,7 @@ func TestWaitForRegexErrors(t *testing.T) {
 
 // literal types input exactly: backslashes in code reach the program.
 func TestLiteralInput(t *testing.T) {
+	testkit.Parallel(t)
 	need(t, "python3")
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "python3 -q", WaitFor: ">>> "})
@@ -288,6 +294,7 @@ func TestFullScreenFrameWaitIsBounded(t *testing.T) {
 // the last output so far: cat's echo of the line, then its copy, each
 // ended by the Enter.
 func TestWaitForEndingInNewline(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "w0", Submit: true, WaitFor: "w0\n", WaitMS: ms(3000)})
@@ -302,6 +309,7 @@ func TestWaitForEndingInNewline(t *testing.T) {
 // Output no result has returned yet stays in the read when the program
 // clears the screen after it: the text before the clear, then the screen.
 func TestReadKeepsTextBeforeAClear(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, noProfile)
 	res := mustStart(t, m, StartRequest{Command: "PS1='$ ' exec bash --norc --noprofile -i", WaitFor: "$ ", Cols: 80, Rows: 24})
 	s, _ := m.Session(res.ID)
@@ -378,6 +386,7 @@ func TestFloodHoldsNoCall(t *testing.T) {
 // matches its pattern when it comes. Round after round, as each is a race
 // between the two waking.
 func TestCallBesideAParkedWait(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: `echo ready; while read a; do echo FI""RST-$a; read b; echo SEC""OND-$a; done`, WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
@@ -429,6 +438,7 @@ func TestCallBesideAParkedWait(t *testing.T) {
 // not match, the echo of the call's input among it, leaves the call
 // parked, and the program's own answer releases it with a match.
 func TestWaitForReaderLooks(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; read b; echo not-yet; read c; echo second-$((1+1)); read d", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)
@@ -496,6 +506,7 @@ func TestWaitForParkedCallEnds(t *testing.T) {
 // A pattern in output too long for the reader to look in itself (a long
 // line, a flood) is looked for by the call it wakes.
 func TestWaitForInALongBatch(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; printf '%03000d MARK-%d\\n' 0 7; read b", WaitFor: "ready"})
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "a", Submit: true, WaitFor: "MARK-7", WaitMS: ms(10000)})
@@ -510,6 +521,7 @@ func TestWaitForInALongBatch(t *testing.T) {
 // pattern only when the test types a line, once the hooks say the call is
 // parked and the wait has looked beside it.
 func TestAwaitBesideAParkedCall(t *testing.T) {
+	testkit.Parallel(t)
 	m := newManager(t, Options{})
 	res := mustStart(t, m, StartRequest{Command: "echo ready; read a; read b; echo FI''RST; read c; echo SEC''OND; read d", WaitFor: "ready"})
 	s, _ := m.Session(res.ID)

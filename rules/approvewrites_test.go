@@ -9,12 +9,15 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestApproveWritesRules: Rules judge typed lines as a shell would read
 // them. The control shows the same write removes d when writes are not
 // approved.
 func TestApproveWritesRules(t *testing.T) {
+	testkit.Parallel(t)
 	rules := Rules{Allow: []string{"bash --norc --noprofile", "echo *"}, Deny: []string{"rm *"}}
 	for _, approveWrites := range []bool{false, true} {
 		t.Run("ApproveWrites="+strconv.FormatBool(approveWrites), func(t *testing.T) { writeRules(t, rules, approveWrites) })

@@ -78,6 +78,7 @@ func (a attack) run(t *testing.T) (removed bool, out string) {
 // and shows the harm (d removed, sudo run); the rules must now deny it,
 // naming the rule or construct that decided.
 func TestApproveRulesBypasses(t *testing.T) {
+	testkit.Parallel(t)
 	echo := rules.Rules{Allow: []string{"echo *"}, Deny: []string{"rm *"}}
 	all := rules.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
 	sudo := rules.Rules{Allow: []string{"*"}, Deny: []string{"sudo *"}}
@@ -172,6 +173,7 @@ func TestApproveRulesBypasses(t *testing.T) {
 // TestApproveRulesWrappers: a wrapper and the program it runs each need
 // an allow rule; ordinary wrapped commands still pass.
 func TestApproveRulesWrappers(t *testing.T) {
+	testkit.Parallel(t)
 	r := rules.Rules{Allow: []string{"nice *", "timeout *", "make *", "go test *", "find *", "grep *", "xargs *", "ls *"}}
 	for _, c := range []string{
 		"nice -n 5 make test", "nice -5 make", "timeout 60 go test ./...", "timeout -k 5 -s INT 10s make",
@@ -198,6 +200,7 @@ func TestApproveRulesWrappers(t *testing.T) {
 // TestApproveRulesRefused: every construct on the refused list is denied
 // under an allow-everything rule, and the denial names it.
 func TestApproveRulesRefused(t *testing.T) {
+	testkit.Parallel(t)
 	all := rules.Rules{Allow: []string{"*"}}
 	for c, want := range map[string]string{
 		"echo $(id)":                       "a command substitution $(...)",
@@ -298,6 +301,7 @@ func TestApproveRulesRefused(t *testing.T) {
 // before it is read, by Rules (ErrDenied) and by Start (ErrInvalid); the
 // longest one exec takes still runs.
 func TestApproveRulesLongCommand(t *testing.T) {
+	testkit.Parallel(t)
 	const limit = 128<<10 - 1 // MAX_ARG_STRLEN less its NUL
 	over := ": " + strings.Repeat("x", limit-1)
 	err := approve(rules.Rules{Allow: []string{"*"}}, over)
@@ -326,6 +330,7 @@ func TestApproveRulesLongCommand(t *testing.T) {
 // TestApproveRulesShellC: the command line of sh -c is judged like the
 // command itself, for deny and allow rules and the refused constructs.
 func TestApproveRulesShellC(t *testing.T) {
+	testkit.Parallel(t)
 	r := rules.Rules{Allow: []string{"bash *", "sh *", "make *"}, Deny: []string{"rm *"}}
 	for _, c := range []string{"bash -c 'make test'", "sh -ec 'make a && make b'", "bash -o pipefail -c make"} {
 		if err := approve(r, c); err != nil {
@@ -355,6 +360,7 @@ func TestApproveRulesShellC(t *testing.T) {
 // the shell knows what it holds, so only a rule that spells it the same
 // matches it: a lone * does not, quoted or not.
 func TestApproveRulesSplitting(t *testing.T) {
+	testkit.Parallel(t)
 	r := rules.Rules{Allow: []string{"cat *.txt", "echo *", "ls $D"}}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("s3cret\n"), 0o600); err != nil {
@@ -387,6 +393,7 @@ func ansiQuote(s string) string {
 // whose argument was read as the script. The control runs each through
 // bash for real and shows d removed; the rules must deny it.
 func TestApproveRulesModelledOnly(t *testing.T) {
+	testkit.Parallel(t)
 	echo := rules.Rules{Allow: []string{"echo *"}}
 	echoDeny := rules.Rules{Allow: []string{"*"}, Deny: []string{"rm *"}}
 	ls := rules.Rules{Allow: []string{"ls *"}}

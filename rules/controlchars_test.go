@@ -69,6 +69,7 @@ func typeLine(ctx context.Context, m *agentpty.Manager, id, line string) (agentp
 // own; under ApproveWrites the write is refused, naming the character and
 // the control, and d stays.
 func TestApproveWritesSpecialCharacters(t *testing.T) {
+	testkit.Parallel(t)
 	ctx := waitCtx(t)
 	for _, tc := range []struct{ stty, control, line string }{
 		{"stty kill @", "VKILL", "ls -d d @rm -rf d"},
@@ -116,6 +117,7 @@ func TestApproveWritesSpecialCharacters(t *testing.T) {
 // character to quoted-insert itself, which no check here can see; the
 // rules refuse the stty that would set it) and clears istrip.
 func TestApproveWritesEveryControlChar(t *testing.T) {
+	testkit.Parallel(t)
 	ctx := waitCtx(t)
 	all := agentpty.ApproverFunc(func(context.Context, agentpty.ApprovalRequest) error { return nil })
 	m := newManager(t, agentpty.Options{Shell: []string{"bash", "-c"}, Approver: all, ApproveWrites: true})

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestApproveRulesExecRebindsShell: exec with redirections and no command
@@ -18,6 +20,7 @@ import (
 // rm -rf d runs; under the rules each is refused and d stays. builtin
 // exec < x.sh, which bash 5.2 undoes after the builtin, is refused too.
 func TestApproveRulesExecRebindsShell(t *testing.T) {
+	testkit.Parallel(t)
 	ctx := waitCtx(t)
 	rules := Rules{Allow: []string{promptCommand(""), "exec *", "command *", "builtin *", "ls *"}}
 	for _, line := range []string{"exec < x.sh", "command exec 0< x.sh"} {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestApproveRulesHistoryWritesFile: "history *" approved history -s
@@ -17,6 +19,7 @@ import (
 // unconfined and the file holds the line; under the rules both are
 // refused, naming the option, and no file is written.
 func TestApproveRulesHistoryWritesFile(t *testing.T) {
+	testkit.Parallel(t)
 	ctx := waitCtx(t)
 	rules := Rules{Allow: []string{promptCommand(""), "history *"}}
 	for _, confined := range []bool{false, true} {

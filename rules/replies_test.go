@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestApproveWritesReplyAtPrompt: printf '\e[?2004$p' asks the terminal
@@ -16,6 +18,7 @@ import (
 // on the line and bash running the joined word; under ApproveWrites the
 // line is emptied before the approved write, and ls runs as judged.
 func TestApproveWritesReplyAtPrompt(t *testing.T) {
+	testkit.Parallel(t)
 	ctx := waitCtx(t)
 	rules := Rules{Allow: []string{promptCommand(""), "printf *", "ls *"}}
 	for _, confined := range []bool{false, true} {

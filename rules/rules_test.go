@@ -16,6 +16,8 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/rules"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 func approve(r rules.Rules, command string) error {
@@ -23,6 +25,7 @@ func approve(r rules.Rules, command string) error {
 }
 
 func TestApproveRules(t *testing.T) {
+	testkit.Parallel(t)
 	policy := rules.Rules{
 		Allow: []string{
 			"ls *", "cat *", "cd *", "grep *", "echo *", "git status", "git log *", "go test *",
@@ -137,6 +140,7 @@ func TestApproveRules(t *testing.T) {
 }
 
 func TestApproveRulesMessages(t *testing.T) {
+	testkit.Parallel(t)
 	for _, tc := range []struct {
 		policy  rules.Rules
 		command string
@@ -160,6 +164,7 @@ func TestApproveRulesMessages(t *testing.T) {
 // TestApproveRulesStar: a lone * approves any simple command, but never a
 // construct the rules refuse, a file redirection, or a program it cannot name.
 func TestApproveRulesStar(t *testing.T) {
+	testkit.Parallel(t)
 	all := rules.Rules{Allow: []string{"*"}}
 	for _, c := range []string{"ls", "anything at all", "a | b && c; d &", "ls 2>&1", "(ls)", "{ ls; }", "ls *.go"} {
 		if err := approve(all, c); err != nil {
@@ -199,6 +204,7 @@ func TestApproveRulesLong(t *testing.T) {
 
 // TestApproveRulesWithManager: a denied start runs nothing.
 func TestApproveRulesWithManager(t *testing.T) {
+	testkit.Parallel(t)
 	if runtime.GOOS == "windows" {
 		t.Skip("no sessions on Windows")
 	}

@@ -4,12 +4,15 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestRulesReadWordsAsBash: the words Rules see are the words bash passes
 // to the program, byte for byte: quotes, escapes, $'...' and line
 // continuations. printf prints each argument bash gave it between < >.
 func TestRulesReadWordsAsBash(t *testing.T) {
+	testkit.Parallel(t)
 	words := []string{
 		`plain`, `'single'`, `"double"`, `a\ b`, `\$x`, `"\$x"`, `"a\"b"`, `"a\\b"`, `"a\b"`, `'a\b'`, `a"b"'c'`,
 		`$'\x41\101\x4a\u00e9\U0001F600'`, `$'\a\b\e\E\f\n\r\t\v\\\'\"\?'`, `$'\x'`, `$'\q'`, `$'\1234'`, `$'\cA\cz\c['`, `$'\c?'`, `$'\c'`, `$'\c\\'`,
@@ -50,6 +53,7 @@ func TestRulesReadWordsAsBash(t *testing.T) {
 // TestGlobMatch: * any characters, ? one character (not one byte), a
 // backslash the next character literally.
 func TestGlobMatch(t *testing.T) {
+	testkit.Parallel(t)
 	for _, tc := range []struct {
 		pat, s string
 		want   bool

@@ -5,6 +5,8 @@ import (
 
 	"github.com/agentpty/agentpty/internal/cmdline"
 	"github.com/agentpty/agentpty/rules"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestApproveRulesShellState: builtins that change how bash reads the
@@ -13,6 +15,7 @@ import (
 // and bash -c under the name rbash. The control runs each through bash for real and shows d
 // removed; the rules must deny it.
 func TestApproveRulesShellState(t *testing.T) {
+	testkit.Parallel(t)
 	set := rules.Rules{Allow: []string{"echo *", "set *"}}
 	shopt := rules.Rules{Allow: []string{"echo *", "shopt *"}}
 	jobs := rules.Rules{Allow: []string{"echo *", "jobs *"}}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
+
+	"github.com/agentpty/agentpty/internal/testkit"
 )
 
 // TestApproveRulesTerminalSettings: "stty *" approved stty kill @, after
@@ -17,6 +19,7 @@ import (
 // gone; under the rules the settings are refused, naming them, the line
 // after them runs as ls, and d stays.
 func TestApproveRulesTerminalSettings(t *testing.T) {
+	testkit.Parallel(t)
 	ctx := waitCtx(t)
 	for _, tc := range []struct{ set, line string }{
 		{"stty kill @", "ls -d d @rm -rf d"}, {"tset -k @ -Q", "ls -d d @rm -rf d"}, {"reset -Q -k @", "ls -d d @rm -rf d"},
@@ -57,6 +60,7 @@ func TestApproveRulesTerminalSettings(t *testing.T) {
 // size it; every other setting, and tset or reset setting a character,
 // is refused wherever it runs.
 func TestApproveRulesTerminalSettingsJudged(t *testing.T) {
+	testkit.Parallel(t)
 	all := Rules{Allow: []string{"*"}}
 	for _, c := range []string{"stty", "stty -a", "stty -g", "stty size", "stty rows 40 cols 100", "stty -F /dev/tty -a",
 		"stty --file=/dev/tty size", "tset -Q", "reset", "tset -I -Q xterm"} {

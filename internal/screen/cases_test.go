@@ -23,6 +23,7 @@ import (
 const caseCols, caseRows = 20, 5
 
 func TestCases(t *testing.T) {
+	t.Parallel()
 	ins, err := filepath.Glob("testdata/cases/*.in")
 	if err != nil || len(ins) == 0 {
 		t.Fatal("no cases in testdata/cases")

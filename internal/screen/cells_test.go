@@ -8,6 +8,7 @@ import (
 // TestCells reads back each attribute and width a host needs to draw a
 // cell, and blanks for halves of wide characters cut in two.
 func TestCells(t *testing.T) {
+	t.Parallel()
 	s := New(10, 2)
 	s.Write(nil, []byte("\x1b[1;4;31mA\x1b[0;7mB\x1b[0;38;5;200;48;2;1;2;3mC\x1b[0m日e\u0301\r\n日本\x1b[2Gx"))
 	cells := s.Cells()
@@ -44,6 +45,7 @@ func TestCells(t *testing.T) {
 // handed to vt10x) stays within two screens a REP, and the screen ends as
 // a terminal's would.
 func TestREPBounded(t *testing.T) {
+	t.Parallel()
 	for _, size := range [][2]int{{80, 24}, {1000, 500}} {
 		s := New(size[0], size[1])
 		flood := "x" + strings.Repeat("\x1b[1000000000b", 200)

@@ -71,6 +71,7 @@ func loadConformance(t testing.TB) []confCase {
 // TestConformance replays the xterm corpus at 80×25 and compares every
 // row; -v logs the differing rows of each failing case.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	cases := loadConformance(t)
 	pass := 0
 	var failed []string

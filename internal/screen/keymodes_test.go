@@ -8,6 +8,7 @@ import (
 // KeyModes follows DECCKM and DECKPAM as the program sets and resets them,
 // in sequences split anywhere, and keeps them through a rebuild.
 func TestKeyModes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		out            string
 		cursor, keypad bool

@@ -9,6 +9,7 @@ import (
 // cursor, reverse video with colours of its own included (vt10x stores
 // those swapped; a redraw that sent them as stored inverted them).
 func TestRedrawKeepsCells(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		"\x1b[7;31;42mX\x1b[0m plain \x1b[1;4;34mblue\x1b[0m",
 		"\x1b[38;5;200;48;5;17mpalette\x1b[7m rev\x1b[0m\r\n\x1b[2;5Hmoved 日本",

@@ -9,6 +9,7 @@ import (
 func write(s *Screen, p string) string { return string(s.Write(nil, []byte(p))) }
 
 func TestRepliesInOrder(t *testing.T) {
+	t.Parallel()
 	s := New(20, 5)
 	got := write(s, "ab\x1b]11;?\a\x1b[c\x1b[6n\x1b[>0c\x1b[18t")
 	want := "\x1b]11;rgb:0000/0000/0101\a\x1b[?62;22c\x1b[1;3R\x1b[>1;10;0c\x1b[8;5;20t"
@@ -22,6 +23,7 @@ func TestRepliesInOrder(t *testing.T) {
 }
 
 func TestCPRFollowsEverythingBefore(t *testing.T) {
+	t.Parallel()
 	s := New(20, 5)
 	// The query is answered from the cursor after the text before it,
 	// even when all of it arrives in one Write.
@@ -35,6 +37,7 @@ func TestCPRFollowsEverythingBefore(t *testing.T) {
 }
 
 func TestChanged(t *testing.T) {
+	t.Parallel()
 	s := New(10, 4)
 	if got := s.Changed(); got != nil {
 		t.Fatalf("blank screen changed %v", got)
@@ -61,6 +64,7 @@ func TestChanged(t *testing.T) {
 }
 
 func TestResizeKeepsTabStops(t *testing.T) {
+	t.Parallel()
 	s := New(10, 3)
 	s.Resize(40, 3)
 	write(s, "\ta\tb\tc\td")
@@ -76,6 +80,7 @@ func TestResizeKeepsTabStops(t *testing.T) {
 }
 
 func TestResizeClamps(t *testing.T) {
+	t.Parallel()
 	s := New(0, -3)
 	if c, r := s.Size(); c != 1 || r != 1 {
 		t.Fatalf("size %dx%d", c, r)
@@ -93,6 +98,7 @@ func TestResizeClamps(t *testing.T) {
 // TestRecoversFromPanic checks the guard: after vt10x panics the screen
 // still works and keeps its text.
 func TestRecoversFromPanic(t *testing.T) {
+	t.Parallel()
 	s := New(20, 5)
 	write(s, "hello\r\n日本 e\u0301")
 	s.guard(func() { panic("injected") })
@@ -109,6 +115,7 @@ func TestRecoversFromPanic(t *testing.T) {
 }
 
 func TestTextDropsTrailingRows(t *testing.T) {
+	t.Parallel()
 	s := New(10, 5)
 	write(s, "a  \r\n\r\n b")
 	if got := s.Text(); got != "a\n\n b" {
@@ -122,6 +129,7 @@ func TestTextDropsTrailingRows(t *testing.T) {
 // TestNoPhantomBlanks checks that a wide character appears once in Text
 // and its neighbours stay where the program put them.
 func TestNoPhantomBlanks(t *testing.T) {
+	t.Parallel()
 	s := New(12, 3)
 	write(s, "中文字幕!\r\n|😀|")
 	if got := s.Text(); got != "中文字幕!\n|😀|" {

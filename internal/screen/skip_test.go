@@ -82,6 +82,7 @@ func state(s *Screen) string {
 // random streams fed with and without it, whole and in random pieces,
 // leave the same cells, cursor and attributes.
 func TestSkipInvisible(t *testing.T) {
+	t.Parallel()
 	checkSkipInvisible(t, 1, randomStream, (*Screen).Write)
 }
 
@@ -140,6 +141,7 @@ func skippedAndParsed(p []byte) (skipped, parsed string, n int) {
 // TestSkipLongSGR checks that an SGR too long for the parser, which drops
 // it, ends a plain run instead of being replayed.
 func TestSkipLongSGR(t *testing.T) {
+	t.Parallel()
 	long := "\x1b[1" + strings.Repeat(";1", maxSeq) + "m"
 	p := []byte("x" + long + strings.Repeat("line\r\n", 50))
 	got, want, n := skippedAndParsed(p)
@@ -154,6 +156,7 @@ func TestSkipLongSGR(t *testing.T) {
 // TestSkipReverseWrap checks that reverse wraparound, which lets BS move
 // the cursor up, turns skipping off.
 func TestSkipReverseWrap(t *testing.T) {
+	t.Parallel()
 	up := strings.Repeat("\b", 80) // from column 0 of the bottom row to the top
 	p := []byte("\x1b[?45h" + strings.Repeat("AAAA\r\n", 9) + "AAAA\r\n\n\n\n" + up + "\n\n\n\n" + up + "\nZ")
 	got, want, n := skippedAndParsed(p)
@@ -194,6 +197,7 @@ func plainStream(r *rand.Rand, n, cols int) []byte {
 // TestWritePlainInvisible checks WritePlain against a screen that parses
 // everything, on random plain streams fed whole and in pieces.
 func TestWritePlainInvisible(t *testing.T) {
+	t.Parallel()
 	checkSkipInvisible(t, 2, plainStream, (*Screen).WritePlain)
 }
 
@@ -201,6 +205,7 @@ func TestWritePlainInvisible(t *testing.T) {
 // before the last 2·rows−1 line feeds, with the held-back text skipped too
 // and the colour of the skipped part kept.
 func TestPlainCutFindsTheVisibleTail(t *testing.T) {
+	t.Parallel()
 	s := New(10, 3)
 	p := []byte("\x1b[31m" + strings.Repeat("line\r\n", 20))
 	c := s.plainCut(p, []byte("held\r\n"))
@@ -220,6 +225,7 @@ func TestPlainCutFindsTheVisibleTail(t *testing.T) {
 }
 
 func TestLastESC(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, 4095, 4096, 4097, 20000} {
 		p := bytes.Repeat([]byte("x"), n)
 		for _, at := range []int{-1, 0, n / 3, n - 1} {

@@ -3,6 +3,7 @@ package width
 import "testing"
 
 func TestRune(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		r    rune
 		want int
