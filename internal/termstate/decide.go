@@ -156,7 +156,8 @@ func (s *scan) threadWait(pid, tid int) (w Wait, known bool) {
 // its terminal on a goroutine's thread, fzf and Java and Rust programs on
 // a thread of their own. running: a thread of p runs or waits on the
 // disk, so the program is at work whatever another thread waits for.
-// Otherwise w is the wait of the first thread found on the terminal.
+// Otherwise w is the wait of the first thread found on the terminal,
+// which counts once the terminal has been quiet for Handoff at least.
 func (s *scan) threads(p Proc) (w Wait, running bool) {
 	ts := s.k.Threads(p.PID, p.Threads-1)
 	for _, t := range ts {
@@ -169,6 +170,7 @@ func (s *scan) threads(p Proc) (w Wait, running bool) {
 			continue
 		}
 		if w, _ = s.threadWait(p.PID, t.TID); w.On {
+			w.Quiet = max(w.Quiet, Handoff)
 			return w, false
 		}
 	}

@@ -120,7 +120,7 @@ func TestDecide(t *testing.T) {
 		{name: "a thread reads", leader: ptr(proc(10, 'S', "gotui", 4)),
 			k: fakeKernel{calls: map[int]string{10: futex, 11: futex, 12: readTTY, 13: futex},
 				threads: map[int][][2]int{10: {{11, 'S'}, {12, 'S'}, {13, 'S'}}}},
-			want: Result{Name: "gotui", Waiting: true}},
+			want: Result{Name: "gotui", Waiting: true, Quiet: Handoff}}, // counts once quiet: what it read may wait for a thread
 		{name: "a thread reads, another runs", leader: ptr(proc(10, 'S', "python3", 3)),
 			k: fakeKernel{calls: map[int]string{10: futex, 11: readTTY},
 				threads: map[int][][2]int{10: {{11, 'S'}, {12, 'R'}}}},

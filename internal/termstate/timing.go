@@ -28,6 +28,14 @@ const (
 	// PendingSlack is what a pending timeout is given beyond its length,
 	// as it began a moment after the last output or input.
 	PendingSlack = 100 * time.Millisecond
+	// Handoff: a program that reads its terminal on a thread other than
+	// its main one hands what it read to another thread, which may not run
+	// at once; the reading thread may block on the terminal again first,
+	// with no thread of the program running. Go's runtime, for one, gives
+	// the waiting goroutine a thread only when its monitor takes the
+	// processor back from the thread blocked in read, up to 10 ms later. So
+	// such a wait counts once output and input have paused this long.
+	Handoff = 50 * time.Millisecond
 )
 
 // Quiet is how long a wait on the terminal must have seen no output and
