@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -25,15 +24,6 @@ const (
 	pieceTime      = 2 * time.Millisecond   // ... and less when a piece takes longer than this (see nextPiece)
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
-
-// ExitStatus says how a program ended.
-type ExitStatus struct {
-	// Code is the exit code of a normal exit, or -1 when a signal ended
-	// the program.
-	Code int
-	// Signal names the signal that ended the program ("SIGKILL"), if any.
-	Signal string
-}
 
 // String says how the program ended: "exit code 3" or "killed by SIGKILL".
 func (e ExitStatus) String() string {
@@ -243,25 +233,6 @@ func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Term
 	})
 	go s.reap()
 	return s
-}
-
-// childEnv is the host's environment with the terminal's own variables
-// replaced: a stale COLUMNS or TMUX from the host would mislead programs.
-func childEnv(extra ...[]string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "TERM", "COLUMNS", "LINES", "TMUX", "TMUX_PANE", "STY":
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "TERM=xterm-256color")
-	for _, e := range extra {
-		env = append(env, e...)
-	}
-	return env
 }
 
 // ID returns the session's id, "pty-N".

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
@@ -137,4 +138,23 @@ func (s *Session) Signal(sig os.Signal) error {
 		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
 	}
 	return nil
+}
+
+// childEnv is the host's environment with the terminal's own variables
+// replaced: a stale COLUMNS or TMUX from the host would mislead programs.
+func childEnv(extra ...[]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TERM", "COLUMNS", "LINES", "TMUX", "TMUX_PANE", "STY":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "TERM=xterm-256color")
+	for _, e := range extra {
+		env = append(env, e...)
+	}
+	return env
 }
