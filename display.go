@@ -30,12 +30,6 @@ type display struct {
 	parses    atomic.Int64 // parses begun, each of which may type an answer (see State)
 }
 
-// Cursor is a zero-based screen position.
-type Cursor struct {
-	Row int `json:"row"`
-	Col int `json:"col"`
-}
-
 // Screen is a snapshot of what the terminal shows, as a person would see it.
 type Screen struct {
 	Rows, Cols int
