@@ -176,31 +176,6 @@ func (e *outputEvents) queue(m *Manager, ev Event) bool {
 	return start
 }
 
-// emitOutput queues an output event with the newest lines.
-func (s *Session) emitOutput() {
-	<-s.announced // output events come after "created"
-	// One time for the spacing and the event: taken apart, a pause
-	// between them would show events closer than outputEvery.
-	now := time.Now()
-	s.ev.sent(now)
-	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: now}
-	m := s.m
-	m.mu.Lock()
-	// Only while the session is the manager's: none before "created" or
-	// after "killed".
-	start := false
-	if m.sessions[s.id] == s {
-		if m.opts.OnEvent != nil {
-			start = m.enqueueOutput(queued{e: e}) || start
-		}
-		start = s.ev.queue(m, e) || start
-	}
-	m.mu.Unlock()
-	if start {
-		go m.deliver()
-	}
-}
-
 // enqueueOutput queues an output event, or, when the newest event queued
 // for the same session and receiver is an undelivered output event,
 // replaces that one: a slow receiver gets the newest lines, not a backlog.

@@ -325,3 +325,46 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 	}
 	return res, err
 }
+
+// typeInput types input, after telling the taps (recordings with
+// RecordInput) what is typed and the state reads that it changes what
+// they see: every path that types input, not query answers, goes through
+// it.
+func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (int, error) {
+	tapInput(s, 'i', p)
+	s.seen.changing()
+	return s.typing.write(ctx, p, deadline)
+}
+
+// keyModes reads the terminal's key modes after the screen has parsed
+// the output so far, so a mode the program just set counts.
+func (s *Session) keyModes() keyModes {
+	var m keyModes
+	s.readScreen(callLimit(), func(d *display) { m = d.keyModes() })
+	return m
+}
+
+// emitOutput queues an output event with the newest lines.
+func (s *Session) emitOutput() {
+	<-s.announced // output events come after "created"
+	// One time for the spacing and the event: taken apart, a pause
+	// between them would show events closer than outputEvery.
+	now := time.Now()
+	s.ev.sent(now)
+	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: now}
+	m := s.m
+	m.mu.Lock()
+	// Only while the session is the manager's: none before "created" or
+	// after "killed".
+	start := false
+	if m.sessions[s.id] == s {
+		if m.opts.OnEvent != nil {
+			start = m.enqueueOutput(queued{e: e}) || start
+		}
+		start = s.ev.queue(m, e) || start
+	}
+	m.mu.Unlock()
+	if start {
+		go m.deliver()
+	}
+}
