@@ -111,35 +111,6 @@ func removeGroup(group *contain.Group) {
 	_ = group.Remove()
 }
 
-// Send types text into the terminal as it is (no escape decoding: a Go
-// string can hold control bytes itself) and returns without reading any
-// output. It is for Go code that drives a program directly.
-func (s *Session) Send(text string) error {
-	defer s.clock.use()()
-	st, exited := s.ended()
-	if exited {
-		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
-	}
-	if n, err := s.typeInput(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
-		return fmt.Errorf("agentpty: %s: send: typed %d of %d bytes: %w", s.id, n, len(text), err)
-	}
-	return nil
-}
-
-// Signal sends sig to the program's foreground process group, as a key
-// such as Ctrl-C would, or to the session's leader when there is none.
-func (s *Session) Signal(sig os.Signal) error {
-	st, exited := s.ended()
-	if exited {
-		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
-	}
-	s.seen.changing()
-	if err := s.term.Signal(sig); err != nil {
-		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
-	}
-	return nil
-}
-
 // childEnv is the host's environment with the terminal's own variables
 // replaced: a stale COLUMNS or TMUX from the host would mislead programs.
 func childEnv(extra ...[]string) []string {
