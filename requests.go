@@ -232,3 +232,20 @@ type Highlight struct {
 	// Text is the span's text, blanks at either end left out.
 	Text string `json:"text"`
 }
+
+// SecretRequest is the argument of WriteSecretWith: the session, the
+// secret, and how to wait for the program's answer, as in WriteRequest.
+type SecretRequest struct {
+	// ID names the session ("pty-1").
+	ID string
+	// Secret is typed, then Enter; it holds no control bytes. The caller
+	// may wipe it once the call returns.
+	Secret []byte
+	// WaitFor, WaitForRegex, WaitMS and WaitUntil wait as a write's do:
+	// nil WaitMS means 10000 ms with WaitFor, WaitForRegex or WaitUntil,
+	// else 700.
+	WaitFor      string
+	WaitForRegex string
+	WaitMS       *int
+	WaitUntil    string
+}
