@@ -224,3 +224,11 @@ type ExitStatus struct {
 	// Signal names the signal that ended the program ("SIGKILL"), if any.
 	Signal string
 }
+
+// String says how the program ended: "exit code 3" or "killed by SIGKILL".
+func (e ExitStatus) String() string {
+	if e.Signal != "" {
+		return "killed by " + e.Signal
+	}
+	return fmt.Sprintf("exit code %d", e.Code)
+}

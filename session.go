@@ -16,22 +16,8 @@ const (
 	defaultWaitFor = 10 * time.Second
 	maxWait        = 30 * time.Second
 	startQuiet     = 150 * time.Millisecond // start returns once output has paused this long
-	exitDrain      = 25 * time.Millisecond  // after exit, output still arriving within this is the program's
-	exitDrainMax   = 40                     // ... at most this many times over
-	replyTimeout   = time.Second            // a program that asked a query but reads nothing
-	maxReplyBytes  = 4 << 10                // query replies waiting to be typed; more are dropped
-	maxPiece       = 128                    // the vt model parses at most this much between checks for a Kill or a limit
-	pieceTime      = 2 * time.Millisecond   // ... and less when a piece takes longer than this (see nextPiece)
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
-
-// String says how the program ended: "exit code 3" or "killed by SIGKILL".
-func (e ExitStatus) String() string {
-	if e.Signal != "" {
-		return "killed by " + e.Signal
-	}
-	return fmt.Sprintf("exit code %d", e.Code)
-}
 
 // exitFields renders an ExitStatus as the result fields.
 func (e ExitStatus) exitFields() (*int, string) {
