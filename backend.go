@@ -2,6 +2,7 @@ package agentpty
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 )
@@ -205,4 +206,29 @@ type ProgramChecker interface {
 	// process may not have it and why. A process waiting for its child (a
 	// shell running the prompt's program) reads nothing and is let be.
 	CheckPrograms(t Terminal, programs []string) error
+}
+
+// backendName names a Backend in messages: its String, else its type.
+func backendName(b Backend) string {
+	if s, ok := b.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", b)
+}
+
+// ExitStatus says how a program ended.
+type ExitStatus struct {
+	// Code is the exit code of a normal exit, or -1 when a signal ended
+	// the program.
+	Code int
+	// Signal names the signal that ended the program ("SIGKILL"), if any.
+	Signal string
+}
+
+// String says how the program ended: "exit code 3" or "killed by SIGKILL".
+func (e ExitStatus) String() string {
+	if e.Signal != "" {
+		return "killed by " + e.Signal
+	}
+	return fmt.Sprintf("exit code %d", e.Code)
 }

@@ -2,7 +2,6 @@ package agentpty
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -260,20 +259,4 @@ func checkScreen(who, mode string) error {
 		return nil
 	}
 	return errorf(ErrInvalid, "%s: screen %q is not %q or %q", who, mode, ScreenFull, ScreenDiff)
-}
-
-// signalNumber reads a signal given as a number ("2"), or reports false.
-func signalNumber(name string) (int, bool) {
-	n, err := strconv.Atoi(strings.TrimSpace(name))
-	return n, err == nil
-}
-
-// signalName spells a signal as the kernel's tables do: "int" and
-// "SIGINT" both become "SIGINT".
-func signalName(name string) string {
-	name = strings.ToUpper(strings.TrimSpace(name))
-	if !strings.HasPrefix(name, "SIG") {
-		name = "SIG" + name
-	}
-	return name
 }

@@ -3,10 +3,7 @@ package agentpty
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -58,21 +55,6 @@ func awaitReaped(ctx context.Context, reaped <-chan struct{}, pid int) error {
 	case <-t.C:
 		return fmt.Errorf("the leader %d has not exited %v after SIGKILL", pid, killBound)
 	}
-}
-
-// defaultProcessesTotal is half of the machine's pid_max, so that the
-// sessions of one Manager leave the host room to fork; -1 (no bound)
-// where the kernel does not say.
-func defaultProcessesTotal() int {
-	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
-	if err != nil {
-		return -1
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n < 2 {
-		return -1
-	}
-	return n / 2
 }
 
 // containHost returns the manager's cgroup, made on first use, or nil

@@ -10,6 +10,12 @@ import (
 	"github.com/agentpty/agentpty/internal/screen"
 )
 
+// How the vt model parses output: in pieces, so a Kill or a limit is seen between them.
+const (
+	maxPiece  = 128                  // the vt model parses at most this much between checks for a Kill or a limit
+	pieceTime = 2 * time.Millisecond // ... and less when a piece takes longer than this (see nextPiece)
+)
+
 // display is the session's screen as a person would see it: the vt model
 // that parses the output (made on first use: many sessions never need
 // one), what the last read showed of it, and the query answers it owes
@@ -28,12 +34,6 @@ type display struct {
 	queries   atomic.Bool  // the settler saw a query the model has not parsed yet
 	answering atomic.Int32 // parses and query replies under way (see State)
 	parses    atomic.Int64 // parses begun, each of which may type an answer (see State)
-}
-
-// Cursor is a zero-based screen position.
-type Cursor struct {
-	Row int `json:"row"`
-	Col int `json:"col"`
 }
 
 // Screen is a snapshot of what the terminal shows, as a person would see it.

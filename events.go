@@ -8,6 +8,41 @@ import (
 	"time"
 )
 
+// EventKind says what happened to a session.
+type EventKind string
+
+// Event kinds.
+const (
+	EventCreated EventKind = "created" // the child started
+	EventExited  EventKind = "exited"  // the child exited (ExitCode or Signal set)
+	EventKilled  EventKind = "killed"  // Kill or Close ended the session
+	EventReaped  EventKind = "reaped"  // IdleTimeout or MaxLifetime ended the session
+	// EventInputHidden: the terminal stopped echoing in line mode, so the
+	// program most likely waits for a password (see Manager.WriteSecret).
+	EventInputHidden EventKind = "input_hidden"
+	EventOutput      EventKind = "output" // the program printed; Lines holds the newest lines
+)
+
+// Event reports a change in a session's life to Options.OnEvent.
+type Event struct {
+	Kind     EventKind
+	ID       string
+	PID      int
+	Command  string
+	ExitCode *int
+	Signal   string
+	Time     time.Time
+	// Lines holds, for EventOutput, the newest lines of the settled
+	// scrollback (the last one being written), for a live tail. It is
+	// shared: do not change it.
+	Lines []string
+	// Foreground and ForegroundExe name, for EventInputHidden, the program
+	// at the password prompt and the path of its executable, so a host
+	// can show its user who asks before it calls WriteSecret.
+	Foreground    string
+	ForegroundExe string
+}
+
 // outputEvents is a session's output events and its watchers.
 type outputEvents struct {
 	outArmed atomic.Bool  // an output event is due
@@ -139,31 +174,6 @@ func (e *outputEvents) queue(m *Manager, ev Event) bool {
 		}
 	}
 	return start
-}
-
-// emitOutput queues an output event with the newest lines.
-func (s *Session) emitOutput() {
-	<-s.announced // output events come after "created"
-	// One time for the spacing and the event: taken apart, a pause
-	// between them would show events closer than outputEvery.
-	now := time.Now()
-	s.ev.sent(now)
-	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: now}
-	m := s.m
-	m.mu.Lock()
-	// Only while the session is the manager's: none before "created" or
-	// after "killed".
-	start := false
-	if m.sessions[s.id] == s {
-		if m.opts.OnEvent != nil {
-			start = m.enqueueOutput(queued{e: e}) || start
-		}
-		start = s.ev.queue(m, e) || start
-	}
-	m.mu.Unlock()
-	if start {
-		go m.deliver()
-	}
 }
 
 // enqueueOutput queues an output event, or, when the newest event queued

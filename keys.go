@@ -327,11 +327,3 @@ func typedBytes(req WriteRequest, keys []key, modes func() keyModes) []byte {
 	}
 	return input
 }
-
-// keyModes reads the terminal's key modes after the screen has parsed
-// the output so far, so a mode the program just set counts.
-func (s *Session) keyModes() keyModes {
-	var m keyModes
-	s.readScreen(callLimit(), func(d *display) { m = d.keyModes() })
-	return m
-}

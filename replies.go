@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// How long and how much query replies may wait to be typed.
+const (
+	replyTimeout  = time.Second // a program that asked a query but reads nothing
+	maxReplyBytes = 4 << 10     // query replies waiting to be typed; more are dropped
+)
+
 // Query replies (cursor position, device attributes) go to the program
 // through one writer per session, which runs while replies wait: the screen
 // never blocks on a program that asked but does not read, and what such a

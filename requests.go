@@ -214,3 +214,38 @@ type KillRequest struct {
 // Millis returns a pointer to n, for the optional millisecond fields such
 // as WaitMS, where nil means the default: WaitMS: agentpty.Millis(700).
 func Millis(n int) *int { return &n }
+
+// Cursor is a zero-based screen position.
+type Cursor struct {
+	Row int `json:"row"`
+	Col int `json:"col"`
+}
+
+// Highlight is a span of one screen row drawn in reverse video or on a
+// background of its own: a menu's selected item, a focused button, a
+// selection bar (see highlights for the rule). Row and Col are zero-based; Col and Len
+// count terminal columns (a wide character takes two).
+type Highlight struct {
+	Row int `json:"row"`
+	Col int `json:"col"`
+	Len int `json:"len"`
+	// Text is the span's text, blanks at either end left out.
+	Text string `json:"text"`
+}
+
+// SecretRequest is the argument of WriteSecretWith: the session, the
+// secret, and how to wait for the program's answer, as in WriteRequest.
+type SecretRequest struct {
+	// ID names the session ("pty-1").
+	ID string
+	// Secret is typed, then Enter; it holds no control bytes. The caller
+	// may wipe it once the call returns.
+	Secret []byte
+	// WaitFor, WaitForRegex, WaitMS and WaitUntil wait as a write's do:
+	// nil WaitMS means 10000 ms with WaitFor, WaitForRegex or WaitUntil,
+	// else 700.
+	WaitFor      string
+	WaitForRegex string
+	WaitMS       *int
+	WaitUntil    string
+}

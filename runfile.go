@@ -85,14 +85,6 @@ func (r remoteFiles) removeAll(ctx context.Context, dir string) {
 	_ = r.f.RemoveAll(ctx, dir) // best effort: a lost connection took the session with it
 }
 
-// backendName names a Backend in messages: its String, else its type.
-func backendName(b Backend) string {
-	if s, ok := b.(fmt.Stringer); ok {
-		return s.String()
-	}
-	return fmt.Sprintf("%T", b)
-}
-
 // writeNew creates path, which must not exist, readable by its owner
 // only, holding text.
 func writeNew(path, text string) error {

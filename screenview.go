@@ -25,18 +25,6 @@ const (
 // seventeenth.
 const maxHighlights = 16
 
-// Highlight is a span of one screen row drawn in reverse video or on a
-// background of its own: a menu's selected item, a focused button, a
-// selection bar (see highlights for the rule). Row and Col are zero-based; Col and Len
-// count terminal columns (a wide character takes two).
-type Highlight struct {
-	Row int `json:"row"`
-	Col int `json:"col"`
-	Len int `json:"len"`
-	// Text is the span's text, blanks at either end left out.
-	Text string `json:"text"`
-}
-
 // modeView is what a screen mode shows of the display at one moment.
 type modeView struct {
 	lines      []string

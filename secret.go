@@ -44,23 +44,6 @@ func (m *Manager) WriteSecret(ctx context.Context, id string, secret []byte) (Wr
 	return m.WriteSecretWith(ctx, SecretRequest{ID: id, Secret: secret})
 }
 
-// SecretRequest is the argument of WriteSecretWith: the session, the
-// secret, and how to wait for the program's answer, as in WriteRequest.
-type SecretRequest struct {
-	// ID names the session ("pty-1").
-	ID string
-	// Secret is typed, then Enter; it holds no control bytes. The caller
-	// may wipe it once the call returns.
-	Secret []byte
-	// WaitFor, WaitForRegex, WaitMS and WaitUntil wait as a write's do:
-	// nil WaitMS means 10000 ms with WaitFor, WaitForRegex or WaitUntil,
-	// else 700.
-	WaitFor      string
-	WaitForRegex string
-	WaitMS       *int
-	WaitUntil    string
-}
-
 // WriteSecretWith is WriteSecret with a write's wait: for a prompt whose
 // answer takes longer than 700 ms (sudo's check of a wrong password takes
 // about two seconds), wait for the next prompt or for input.

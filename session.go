@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -17,31 +16,8 @@ const (
 	defaultWaitFor = 10 * time.Second
 	maxWait        = 30 * time.Second
 	startQuiet     = 150 * time.Millisecond // start returns once output has paused this long
-	exitDrain      = 25 * time.Millisecond  // after exit, output still arriving within this is the program's
-	exitDrainMax   = 40                     // ... at most this many times over
-	replyTimeout   = time.Second            // a program that asked a query but reads nothing
-	maxReplyBytes  = 4 << 10                // query replies waiting to be typed; more are dropped
-	maxPiece       = 128                    // the vt model parses at most this much between checks for a Kill or a limit
-	pieceTime      = 2 * time.Millisecond   // ... and less when a piece takes longer than this (see nextPiece)
 	minTyping      = 500 * time.Millisecond // the least time input gets to reach a program that reads slowly
 )
-
-// ExitStatus says how a program ended.
-type ExitStatus struct {
-	// Code is the exit code of a normal exit, or -1 when a signal ended
-	// the program.
-	Code int
-	// Signal names the signal that ended the program ("SIGKILL"), if any.
-	Signal string
-}
-
-// String says how the program ended: "exit code 3" or "killed by SIGKILL".
-func (e ExitStatus) String() string {
-	if e.Signal != "" {
-		return "killed by " + e.Signal
-	}
-	return fmt.Sprintf("exit code %d", e.Code)
-}
 
 // exitFields renders an ExitStatus as the result fields.
 func (e ExitStatus) exitFields() (*int, string) {
@@ -245,25 +221,6 @@ func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Term
 	return s
 }
 
-// childEnv is the host's environment with the terminal's own variables
-// replaced: a stale COLUMNS or TMUX from the host would mislead programs.
-func childEnv(extra ...[]string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "TERM", "COLUMNS", "LINES", "TMUX", "TMUX_PANE", "STY":
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "TERM=xterm-256color")
-	for _, e := range extra {
-		env = append(env, e...)
-	}
-	return env
-}
-
 // ID returns the session's id, "pty-N".
 func (s *Session) ID() string { return s.id }
 
@@ -353,4 +310,106 @@ func (s *Session) doKill(ctx context.Context) (KillResult, error) {
 		err = fmt.Errorf("agentpty: %s %s: close terminal: %w", ToolKill, s.id, closeErr)
 	}
 	return res, err
+}
+
+// typeInput types input, after telling the taps (recordings with
+// RecordInput) what is typed and the state reads that it changes what
+// they see: every path that types input, not query answers, goes through
+// it.
+func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (int, error) {
+	tapInput(s, 'i', p)
+	s.seen.changing()
+	return s.typing.write(ctx, p, deadline)
+}
+
+// keyModes reads the terminal's key modes after the screen has parsed
+// the output so far, so a mode the program just set counts.
+func (s *Session) keyModes() keyModes {
+	var m keyModes
+	s.readScreen(callLimit(), func(d *display) { m = d.keyModes() })
+	return m
+}
+
+// emitOutput queues an output event with the newest lines.
+func (s *Session) emitOutput() {
+	<-s.announced // output events come after "created"
+	// One time for the spacing and the event: taken apart, a pause
+	// between them would show events closer than outputEvery.
+	now := time.Now()
+	s.ev.sent(now)
+	e := Event{Kind: EventOutput, ID: s.id, PID: s.pid, Command: s.command, Lines: s.Tail(outputLines), Time: now}
+	m := s.m
+	m.mu.Lock()
+	// Only while the session is the manager's: none before "created" or
+	// after "killed".
+	start := false
+	if m.sessions[s.id] == s {
+		if m.opts.OnEvent != nil {
+			start = m.enqueueOutput(queued{e: e}) || start
+		}
+		start = s.ev.queue(m, e) || start
+	}
+	m.mu.Unlock()
+	if start {
+		go m.deliver()
+	}
+}
+
+// Send types text into the terminal as it is (no escape decoding: a Go
+// string can hold control bytes itself) and returns without reading any
+// output. It is for Go code that drives a program directly.
+func (s *Session) Send(text string) error {
+	defer s.clock.use()()
+	st, exited := s.ended()
+	if exited {
+		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
+	}
+	if n, err := s.typeInput(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
+		return fmt.Errorf("agentpty: %s: send: typed %d of %d bytes: %w", s.id, n, len(text), err)
+	}
+	return nil
+}
+
+// Signal sends sig to the program's foreground process group, as a key
+// such as Ctrl-C would, or to the session's leader when there is none.
+func (s *Session) Signal(sig os.Signal) error {
+	st, exited := s.ended()
+	if exited {
+		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
+	}
+	s.seen.changing()
+	if err := s.term.Signal(sig); err != nil {
+		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
+	}
+	return nil
+}
+
+// checkDrained marks the output complete once the child has exited and
+// what was on its way is rendered, and wakes every waiter. Call with mu
+// held.
+func (s *Session) checkDrained() {
+	if s.text.drain(s.out.rendered()) {
+		close(s.done)
+		s.broadcast()
+	}
+}
+
+// reap waits for the child, records how it ended, and asks the reader to
+// finish the output that was on its way.
+func (s *Session) reap() {
+	st, err := s.term.Wait()
+	if err != nil {
+		st = ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
+	}
+	s.mu.Lock()
+	s.text.exit(st)
+	s.broadcast()
+	s.checkDrained()
+	s.mu.Unlock()
+	// Emitted before kill can see the child reaped, so "exited" always
+	// comes before "killed".
+	code, sig := st.exitFields()
+	<-s.announced // a program that exits at once must not be reported before it was created
+	s.m.emit(Event{Kind: EventExited, ID: s.id, PID: s.pid, Command: s.command, ExitCode: code, Signal: sig, Time: time.Now()})
+	close(s.reaped)
 }

@@ -5,6 +5,8 @@ package agentpty
 import (
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/creack/pty"
@@ -190,4 +192,20 @@ func tryWrite(f *os.File, p []byte) int {
 // processExists reports whether a process with this pid is alive now.
 func processExists(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
+}
+
+// signalNumber reads a signal given as a number ("2"), or reports false.
+func signalNumber(name string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(name))
+	return n, err == nil
+}
+
+// signalName spells a signal as the kernel's tables do: "int" and
+// "SIGINT" both become "SIGINT".
+func signalName(name string) string {
+	name = strings.ToUpper(strings.TrimSpace(name))
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	return name
 }

@@ -89,57 +89,6 @@ type fgReport struct {
 	unread  bool          // the terminal holds typed input the program has not read yet
 }
 
-// State reports what the terminal's foreground program is doing now.
-// "waiting_input" holds only while no output is in flight: the program is
-// blocked on the terminal, nothing it wrote is unread on the master, and
-// all of it has been rendered. A program that also waits on something
-// else, or with a timeout that is about to run out, waits for input only
-// once the terminal has been quiet a while (see waitQuiet). A read less
-// than 250 µs after the last, with no output, input, signal or resize in
-// between, returns the last read's answer (state_seen.go).
-func (s *Session) State() TerminalState {
-	if _, exited := s.ended(); exited {
-		return TerminalState{State: StateExited}
-	}
-	sr, ok := s.term.(StateReader)
-	if !ok {
-		return TerminalState{State: StateRunning} // the terminal cannot tell more
-	}
-	stamp, now := s.stamp(), time.Now()
-	if st, ok := s.seen.reuse(stamp, now); ok {
-		return st // nothing has happened since the last read (state_seen.go)
-	}
-	// The processes first, then the output: what a program wrote before it
-	// blocked is then either still in the master or already read. An
-	// answer to a query typed after the processes were looked at wakes the
-	// program: a parse of the display begun since then counts as one.
-	fg := sr.Foreground()
-	hidden := sr.EchoOff() // after: a remote terminal's one probe answers both
-	st := TerminalState{State: StateRunning, Foreground: fg.Name, InputHidden: hidden}
-	waiting := fg.Waiting && !fg.Unread && !sr.OutputPending()
-	if waiting {
-		after := s.stamp()
-		waiting = after.settledSince(stamp)
-		if waiting && fg.Quiet > 0 {
-			// A program that waits on more than the terminal, or with a
-			// timeout, may still print without input until output and
-			// input have paused this long.
-			s.mu.Lock()
-			last := s.text.lastOutput()
-			s.mu.Unlock()
-			if in := time.Unix(0, after.typed); in.After(last) {
-				last = in
-			}
-			waiting = time.Since(last) >= fg.Quiet
-		}
-	}
-	if waiting {
-		st.State, st.Guessed = StateWaitingInput, fg.Guessed
-	}
-	s.seen.keep(st, stamp, now, fg.Quiet <= 0)
-	return st
-}
-
 // resultState is the state a result reports beside its exit fields: the
 // state is read before the output is collected, and the program may exit
 // in between, so a result that says exited says so in its state too.

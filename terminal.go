@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/agentpty/agentpty/internal/contain"
@@ -110,31 +111,21 @@ func removeGroup(group *contain.Group) {
 	_ = group.Remove()
 }
 
-// Send types text into the terminal as it is (no escape decoding: a Go
-// string can hold control bytes itself) and returns without reading any
-// output. It is for Go code that drives a program directly.
-func (s *Session) Send(text string) error {
-	defer s.clock.use()()
-	st, exited := s.ended()
-	if exited {
-		return errorf(ErrExited, "%s: send: the program has exited (%s)", s.id, st)
+// childEnv is the host's environment with the terminal's own variables
+// replaced: a stale COLUMNS or TMUX from the host would mislead programs.
+func childEnv(extra ...[]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TERM", "COLUMNS", "LINES", "TMUX", "TMUX_PANE", "STY":
+			continue
+		}
+		env = append(env, kv)
 	}
-	if n, err := s.typeInput(context.Background(), []byte(text), time.Now().Add(maxWait)); err != nil {
-		return fmt.Errorf("agentpty: %s: send: typed %d of %d bytes: %w", s.id, n, len(text), err)
+	env = append(env, "TERM=xterm-256color")
+	for _, e := range extra {
+		env = append(env, e...)
 	}
-	return nil
-}
-
-// Signal sends sig to the program's foreground process group, as a key
-// such as Ctrl-C would, or to the session's leader when there is none.
-func (s *Session) Signal(sig os.Signal) error {
-	st, exited := s.ended()
-	if exited {
-		return errorf(ErrExited, "%s: signal %v: the program has exited (%s)", s.id, sig, st)
-	}
-	s.seen.changing()
-	if err := s.term.Signal(sig); err != nil {
-		return fmt.Errorf("agentpty: %s: signal %v: %w", s.id, sig, err)
-	}
-	return nil
+	return env
 }

@@ -16,6 +16,12 @@ import (
 	"github.com/agentpty/agentpty/internal/proc"
 )
 
+// Output that arrives after the exit still counts as the program's.
+const (
+	exitDrain    = 25 * time.Millisecond // after exit, output still arriving within this is the program's
+	exitDrainMax = 40                    // ... at most this many times over
+)
+
 // localTerminal is a command under a pseudo-terminal of this machine: the
 // default Terminal, and the fastest (reads go straight from the master
 // into the session's buffer, through the runtime poller).

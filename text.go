@@ -138,36 +138,6 @@ func (t *settledText) changes() <-chan struct{} {
 	return t.changed
 }
 
-// checkDrained marks the output complete once the child has exited and
-// what was on its way is rendered, and wakes every waiter. Call with mu
-// held.
-func (s *Session) checkDrained() {
-	if s.text.drain(s.out.rendered()) {
-		close(s.done)
-		s.broadcast()
-	}
-}
-
-// reap waits for the child, records how it ended, and asks the reader to
-// finish the output that was on its way.
-func (s *Session) reap() {
-	st, err := s.term.Wait()
-	if err != nil {
-		st = ExitStatus{Code: -1, Signal: "unknown: " + err.Error()}
-	}
-	s.mu.Lock()
-	s.text.exit(st)
-	s.broadcast()
-	s.checkDrained()
-	s.mu.Unlock()
-	// Emitted before kill can see the child reaped, so "exited" always
-	// comes before "killed".
-	code, sig := st.exitFields()
-	<-s.announced // a program that exits at once must not be reported before it was created
-	s.m.emit(Event{Kind: EventExited, ID: s.id, PID: s.pid, Command: s.command, ExitCode: code, Signal: sig, Time: time.Now()})
-	close(s.reaped)
-}
-
 // size is the terminal's size.
 func (s *Session) size() (cols, rows int) {
 	s.mu.Lock()

@@ -21,16 +21,6 @@ type typing struct {
 
 func newTyping(term Terminal, id string) typing { return typing{term: term, id: id} }
 
-// typeInput types input, after telling the taps (recordings with
-// RecordInput) what is typed and the state reads that it changes what
-// they see: every path that types input, not query answers, goes through
-// it.
-func (s *Session) typeInput(ctx context.Context, p []byte, deadline time.Time) (int, error) {
-	tapInput(s, 'i', p)
-	s.seen.changing()
-	return s.typing.write(ctx, p, deadline)
-}
-
 // write types p, giving up at deadline or when ctx ends. A write that
 // Kill overtakes fails with ErrNoSession.
 func (t *typing) write(ctx context.Context, p []byte, deadline time.Time) (int, error) {
