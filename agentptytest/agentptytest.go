@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/backendtest"
 )
 
 // TestBackend runs the conformance cases, one subtest each, on the
@@ -65,11 +64,11 @@ type suite struct {
 }
 
 var (
-	callCtx    = backendtest.Ctx
-	mustStart  = backendtest.MustStart
-	mustWrite  = backendtest.MustWrite
-	mustRun    = backendtest.MustRun
-	startShell = backendtest.StartShell
+	callCtx    = Ctx
+	mustStart  = MustStart
+	mustWrite  = MustWrite
+	mustRun    = MustRun
+	startShell = StartShell
 )
 
 func ms(n int) *int { return &n }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/backendtest"
+	"github.com/agentpty/agentpty/agentptytest"
 	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
@@ -87,8 +87,8 @@ func ctx10(t *testing.T) context.Context {
 
 // The library's own test kit for managers on a backend.
 var (
-	mustStart = backendtest.MustStart
-	mustWrite = backendtest.MustWrite
+	mustStart = agentptytest.MustStart
+	mustWrite = agentptytest.MustWrite
 )
 
 func ptr(n int) *int { return &n }

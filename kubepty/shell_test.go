@@ -5,12 +5,11 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/agentptytest"
-	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
 
 // managers makes the shared cases' managers on b (or on opts.Backend).
-func managers(b *Backend) backendtest.NewManager {
+func managers(b *Backend) agentptytest.NewManager {
 	return func(t *testing.T, opts agentpty.Options) *agentpty.Manager {
 		if opts.Backend == nil {
 			opts.Backend = b
@@ -41,12 +40,12 @@ func TestBackendCasesSPDY(t *testing.T) {
 func TestShellLostConnection(t *testing.T) {
 	srv, b := standin(t)
 	t.Cleanup(heartbeatsEnd)
-	backendtest.ShellLostConnection(t, managers(b), srv.Kill)
+	agentptytest.ShellLostConnection(t, managers(b), srv.Kill)
 }
 
 // A session's directory goes under the container's $TMPDIR.
 func TestFilesUnderTMPDIR(t *testing.T) {
 	tmp := t.TempDir()
 	_, b := standin(t, kubetest.Env("TMPDIR="+tmp))
-	backendtest.FilesUnderTMPDIR(t, b, tmp)
+	agentptytest.FilesUnderTMPDIR(t, b, tmp)
 }

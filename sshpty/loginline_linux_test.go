@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/backendtest"
+	"github.com/agentpty/agentpty/agentptytest"
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
@@ -66,11 +66,11 @@ func TestFishLoginShell(t *testing.T) {
 		t.Errorf("exit 3 under a fish login: %+v", res)
 	}
 
-	sh := backendtest.StartShell(t, m, func(r *agentpty.StartRequest) { r.Cwd = dir })
-	if r := backendtest.MustRun(t, m, sh.ID, `printf '%s|' "$PWD" "$AGENTPTY_V"; (exit 6)`); r.Output != dir+"|"+value+"|" || r.ExitCode == nil || *r.ExitCode != 6 {
+	sh := agentptytest.StartShell(t, m, func(r *agentpty.StartRequest) { r.Cwd = dir })
+	if r := agentptytest.MustRun(t, m, sh.ID, `printf '%s|' "$PWD" "$AGENTPTY_V"; (exit 6)`); r.Output != dir+"|"+value+"|" || r.ExitCode == nil || *r.ExitCode != 6 {
 		t.Errorf("a run in a shell session under a fish login: %+v", r)
 	}
-	if r := backendtest.MustRun(t, m, sh.ID, "exit 2"); !r.Exited || r.ExitCode == nil || *r.ExitCode != 2 {
+	if r := agentptytest.MustRun(t, m, sh.ID, "exit 2"); !r.Exited || r.ExitCode == nil || *r.ExitCode != 2 {
 		t.Errorf("exit 2: %+v", r)
 	}
 }
@@ -88,7 +88,7 @@ func TestNologinLoginShell(t *testing.T) {
 	_, c := connectUserWith(t, nologin)
 	m := newManager(t, c, agentpty.Options{})
 	for _, req := range []agentpty.StartRequest{{Command: "echo hi"}, {Shell: true}} {
-		_, err := m.Start(backendtest.Ctx(t), req)
+		_, err := m.Start(agentptytest.Ctx(t), req)
 		if err == nil || !strings.Contains(err.Error(), "the login shell ran no command, saying") || !strings.Contains(err.Error(), "not nologin") {
 			t.Errorf("start %+v under a nologin login: %v; want the login shell's refusal", req, err)
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentpty/agentpty"
-	"github.com/agentpty/agentpty/internal/backendtest"
+	"github.com/agentpty/agentpty/agentptytest"
 	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/sshdtest"
 	"github.com/agentpty/agentpty/internal/testkit"
@@ -62,9 +62,9 @@ func ms(n int) *int { return &n }
 
 // The library's own test kit for managers on a backend.
 var (
-	waitCtx   = backendtest.Ctx
-	mustStart = backendtest.MustStart
-	mustWrite = backendtest.MustWrite
+	waitCtx   = agentptytest.Ctx
+	mustStart = agentptytest.MustStart
+	mustWrite = agentptytest.MustWrite
 )
 
 // A signal's end reaches the session as the signal, from exit-signal.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/agentptytest"
-	"github.com/agentpty/agentpty/internal/backendtest"
 	"github.com/agentpty/agentpty/internal/sshdtest"
 	"golang.org/x/crypto/ssh"
 )
@@ -26,20 +25,20 @@ func TestBackendCases(t *testing.T) {
 }
 
 // managersOver makes the shared cases' managers over c.
-func managersOver(c *ssh.Client) backendtest.NewManager {
+func managersOver(c *ssh.Client) agentptytest.NewManager {
 	return func(t *testing.T, opts agentpty.Options) *agentpty.Manager { return newManager(t, c, opts) }
 }
 
 func TestShellLostConnection(t *testing.T) {
 	srv, c := connect(t)
-	backendtest.ShellLostConnection(t, managersOver(c), srv.Kill)
+	agentptytest.ShellLostConnection(t, managersOver(c), srv.Kill)
 }
 
 // A session's directory goes under the host's $TMPDIR.
 func TestFilesUnderTMPDIR(t *testing.T) {
 	tmp := t.TempDir()
 	srv := sshdtest.StartWith(t, sshdtest.Options{SetEnv: []string{"TMPDIR=" + tmp}})
-	backendtest.FilesUnderTMPDIR(t, New(dial(t, srv, srv.ClientConfig())), tmp)
+	agentptytest.FilesUnderTMPDIR(t, New(dial(t, srv, srv.ClientConfig())), tmp)
 }
 
 // On a host without /proc a shell session follows its prompt by the
@@ -58,13 +57,13 @@ func TestShellHostWithoutProc(t *testing.T) {
 	if err != nil || res.State != agentpty.StateRunning || !strings.HasSuffix(res.Output, "$ ") && !strings.HasSuffix(res.Output, "# ") {
 		t.Fatalf("start: %+v %v; want the prompt, state running", res, err)
 	}
-	r := backendtest.MustRun(t, m, res.ID, "echo hi; (exit 6)")
+	r := agentptytest.MustRun(t, m, res.ID, "echo hi; (exit 6)")
 	if r.Output != "hi" || !r.PromptAfter || r.ExitCode == nil || *r.ExitCode != 6 {
 		t.Errorf("run: %+v", r)
 	}
 	// Signal requests do not reach a root login's session: the shell ends
 	// itself.
-	if r = backendtest.MustRun(t, m, res.ID, "exit 2"); !r.Exited || r.ExitCode == nil || *r.ExitCode != 2 {
+	if r = agentptytest.MustRun(t, m, res.ID, "exit 2"); !r.Exited || r.ExitCode == nil || *r.ExitCode != 2 {
 		t.Errorf("exit 2: %+v", r)
 	}
 }
@@ -78,8 +77,8 @@ func TestShellHostWithoutProc(t *testing.T) {
 func TestShellKillFrozenServer(t *testing.T) {
 	srv, c := connect(t)
 	m := newManager(t, c, agentpty.Options{})
-	res := backendtest.StartShell(t, m)
-	backendtest.MustRun(t, m, res.ID, "true")
+	res := agentptytest.StartShell(t, m)
+	agentptytest.MustRun(t, m, res.ID, "true")
 	thaw := srv.Freeze()
 	defer thaw()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

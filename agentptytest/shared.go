@@ -1,8 +1,8 @@
-// Package backendtest holds what the remote backends' own tests share
-// beyond the conformance suite (package agentptytest): helpers that fail
-// a test on an error, and the cases that need a server the test can kill
-// or configure. It is for tests only.
-package backendtest
+package agentptytest
+
+// Beyond TestBackend: helpers that fail a test on an error, and the cases
+// that need a server the test can kill or configure (ShellLostConnection,
+// FilesUnderTMPDIR), which a backend's own tests run.
 
 import (
 	"context"
