@@ -101,7 +101,7 @@ func (c *cgroupContainer) Release() error {
 	// A leader that has exited holds its cgroup until it is reaped; one
 	// still running (frozen, say), or outside, is not waited for.
 	if c.reaped != nil && !c.out && !c.g.Populated() {
-		c.reaped(5 * time.Second) // the reaper may run late on a loaded machine
+		c.reaped(contain.DyingBound)
 	}
 	return c.g.Remove()
 }

@@ -54,16 +54,6 @@ func (o *output) start() int64 {
 	return o.ring.start()
 }
 
-// slices returns the ring's bytes from off on, in place, and the offset
-// they end at. They stay valid while the reader waits for the screen (see
-// feed).
-func (o *output) slices(off int64) (a, b []byte, end int64) {
-	o.inMu.Lock()
-	defer o.inMu.Unlock()
-	a, b, _ = o.ring.slices(off)
-	return a, b, o.ring.end()
-}
-
 // appendRange appends the ring's bytes from off up to to to dst, and
 // counts those of them the ring has dropped.
 func (o *output) appendRange(dst []byte, off, to int64) ([]byte, int64) {
@@ -75,11 +65,6 @@ func (o *output) appendRange(dst []byte, off, to int64) ([]byte, int64) {
 // rendered is the ring offset the settled text is rendered up to.
 func (o *output) rendered() int64 { return o.settled.Load() }
 
-// plainSince reports that what was rendered from ring offset off on was
-// plain text. Read rendered first: renderedTo stores them the other way
-// round.
-func (o *output) plainSince(off int64) bool { return off >= o.nonPlainEnd.Load() }
-
 // renderedTo records that the settled text is rendered up to end, the end
 // of a batch that held more than plain text when nonPlain.
 func (o *output) renderedTo(end int64, nonPlain bool) {
@@ -88,10 +73,6 @@ func (o *output) renderedTo(end int64, nonPlain bool) {
 	}
 	o.settled.Store(end)
 }
-
-// maxLag is how far rendering or the screen may fall behind the reader
-// (see lag).
-func (o *output) maxLag() int64 { return o.lag }
 
 // far reports that off is more than the lag behind end.
 func (o *output) far(end, off int64) bool { return end-off > o.lag }
@@ -238,10 +219,15 @@ func (o *output) copyFrom(buf []byte, off int64) ([]byte, int64) {
 // processor. When the processor is busy rendering, feed leaves p to it.
 func (s *Session) feed(p []byte) {
 	end := s.out.store(p, &s.disp)
-	if !s.out.renderNew(p, end, s.renderBatch) || s.disp.behind(end, s.out.lag) {
+	if !s.out.renderNew(p, end, s.renderBatch) || s.screenDue(end) {
 		s.out.wake()
 	}
 }
+
+// screenDue reports whether the display must parse what it has not, up
+// to ring offset end: a query awaits its answer, or it lags more than the
+// reader may run ahead of it (see output.lag).
+func (s *Session) screenDue(end int64) bool { return s.disp.behind(end, s.out.lag) }
 
 // drainSeenAt records that the reader has everything the program wrote up
 // to now; Wait returns once that much is rendered.

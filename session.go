@@ -209,7 +209,7 @@ func newSession(m *Manager, num int, req StartRequest, cols, rows int, term Term
 	}
 	go s.out.read(s.term, s.take, s.drainSeenAt)
 	go s.out.process(s.renderBatch, func(end int64) {
-		if s.disp.behind(end, s.out.maxLag()) {
+		if s.screenDue(end) {
 			// In slices, letting go of the display between them, so a
 			// call that needs it waits for one slice at most, whatever
 			// the program prints.

@@ -283,7 +283,7 @@ func openBareTrip(c *ssh.Client, command string) (*bareTrip, error) {
 	}
 	in, _ := s.StdinPipe()
 	out, _ := s.StdoutPipe()
-	if err := s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err == nil {
+	if err = s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err == nil {
 		err = s.Start(command)
 	}
 	if err != nil {

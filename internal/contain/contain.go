@@ -12,7 +12,10 @@
 // it (CLONE_INTO_CGROUP), so nothing escapes between fork and move.
 package contain
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Kinds of containment a Host gives, as Kind reports them.
 const (
@@ -40,3 +43,8 @@ type Limits struct {
 
 // ErrUnavailable is returned by NewHost where the host cannot make cgroups.
 var ErrUnavailable = errors.New("contain: no writable cgroup v2")
+
+// DyingBound is how long Remove tries again a cgroup that only the dying
+// hold, and how long a caller waits for a leader's reaping before it: on
+// a loaded machine the reaper may run late.
+const DyingBound = 5 * time.Second

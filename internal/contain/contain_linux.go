@@ -506,18 +506,14 @@ func (g *Group) Remove() error {
 	// reaped (by init, when it was orphaned), a moment after the group
 	// reads as empty: the kernel says nothing when that happens, so a
 	// cgroup busy with nothing but the dying is tried again for a while
-	// (up to dyingBound: on a loaded machine the reaper may run late). One
+	// (up to DyingBound: on a loaded machine the reaper may run late). One
 	// a live process holds (a frozen one, say) fails at once.
-	for deadline := time.Now().Add(dyingBound); errors.Is(err, unix.EBUSY) && onlyDying(g.pidsDir, g.dir) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(DyingBound); errors.Is(err, unix.EBUSY) && onlyDying(g.pidsDir, g.dir) && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 		err = removeAll(g.pidsDir, g.dir)
 	}
 	return err
 }
-
-// dyingBound is how long Remove tries again a cgroup that only the dying
-// hold.
-const dyingBound = 5 * time.Second
 
 // onlyDying reports whether every process listed in the cgroups dirs
 // (those that are not "") is gone or a zombie.
