@@ -212,7 +212,7 @@ func TestKeysReachTheProgramInItsModes(t *testing.T) {
 		{`\033[?1h\033=`, "^[OH^[OD^[OB^[Ou^[[1;5A", "\x1bOH\x1bOD\x1bOB\x1bOu\x1b[1;5A\r"},
 		{`\033[?1l\033>`, "^[[H^[[D^[[B5^[[1;5A", "\x1b[H\x1b[D\x1b[B5\x1b[1;5A\r"},
 	} {
-		res := mustStart(t, m, StartRequest{Command: "stty -echo; printf '" + c.modes + "'; echo ready; exec cat -v", WaitFor: "ready"})
+		res := mustStart(t, m, StartRequest{Command: "stty -echo; printf '" + c.modes + "'; echo ready; exec cat -v", WaitFor: "ready\n"}) // its line feed read too, or the write's output would hold the line again
 		// Input's Home and Left, then the keys, then submit's Enter.
 		w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: `\e[H\e[D`, Keys: []string{"Down", "KP5", "C-Up"}, Submit: true, WaitFor: c.want})
 		if got := lastAsked(); got != c.typed || w.Output != c.want {

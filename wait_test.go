@@ -296,7 +296,7 @@ func TestFullScreenFrameWaitIsBounded(t *testing.T) {
 func TestWaitForEndingInNewline(t *testing.T) {
 	testkit.Parallel(t)
 	m := newManager(t, Options{})
-	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready"})
+	res := mustStart(t, m, StartRequest{Command: readyCat, WaitFor: "ready\n"}) // see TestKeysReachTheProgramInItsModes
 	w := mustWrite(t, m, WriteRequest{ID: res.ID, Input: "w0", Submit: true, WaitFor: "w0\n", WaitMS: ms(3000)})
 	if w.Output != "w0\nw0" {
 		t.Fatalf("output %q", w.Output)
