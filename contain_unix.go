@@ -39,6 +39,7 @@ type cgroupContainer struct {
 	out    bool                              // the leader was seen outside the cgroup
 	leader func(sigs ...syscall.Signal) bool // signals the leader alone, by its pidfd; false where it cannot
 	reaped func(time.Duration)               // waits a while for the leader to be reaped; nil: nothing to wait for
+	gone   <-chan struct{}                   // closed once the leader is reaped; nil where nothing says
 }
 
 // look notes a leader that lives outside the cgroup.

@@ -81,3 +81,51 @@ time.sleep(1000)'`, WaitFor: "ready"})
 		t.Errorf("the Manager's cgroup %s is left after Close", d)
 	}
 }
+
+// Close reports each session as soon as its own processes are gone and
+// its cgroup removed, not once every session has ended: a cat that goes
+// on SIGTERM is reported killed, its cgroup gone, while a program that
+// holds out for SIGKILL is still running out its KillGrace.
+func TestCloseReportsEachAsItEnds(t *testing.T) {
+	type seen struct {
+		stubbornAlive, groupLeft bool
+	}
+	var (
+		mu     sync.Mutex
+		catID  string
+		catDir string
+		pid    int
+		at     *seen
+	)
+	m := newManager(t, Options{Shell: containShell, KillGrace: 3 * time.Second, OnEvent: func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == EventKilled && e.ID == catID && at == nil {
+			at = &seen{stubbornAlive: proc.Alive(pid), groupLeft: exists(catDir)}
+		}
+	}})
+	cat := mustStart(t, m, StartRequest{Command: "echo ready; exec cat", WaitFor: "ready"})
+	cmd, env := childCommand("ignore-term")
+	stubborn := mustStart(t, m, StartRequest{Command: cmd, Env: env, WaitFor: "ready"})
+	s, _ := m.Session(cat.ID)
+	held, _ := m.Session(stubborn.ID)
+	mu.Lock()
+	catID, catDir, pid = cat.ID, sessionGroup(s).Dir(), held.PID()
+	mu.Unlock()
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case at == nil:
+		t.Fatal("no killed event for the cat")
+	case !at.stubbornAlive:
+		t.Error("the cat was reported killed only once the program that ignores SIGTERM had been killed too")
+	case at.groupLeft:
+		t.Errorf("the cat was reported killed with its cgroup %s still there", catDir)
+	}
+	if proc.Alive(pid) {
+		t.Errorf("the program that ignores SIGTERM (%d) outlived Close", pid)
+	}
+}

@@ -51,14 +51,16 @@ func (e *ending) wait(ctx context.Context) error {
 	}
 }
 
-// endTogether ends, all at once, the processes of those of ss that a
-// cgroup of m holds, with the same signals as each one's Kill (see
-// endProcesses), so that Close costs one grace and a few system calls a
-// session rather than a goroutine blocked in the kernel per session and
-// per step. The sessions' own kills then find their End done.
-func (m *Manager) endTogether(ss []*Session) {
+// endTogether claims the End of those of ss that a cgroup of m holds and
+// returns what ends their processes, all at once, with the same signals
+// as each one's Kill (see endProcesses), so that Close costs one grace and
+// a few system calls a session rather than a goroutine blocked in the
+// kernel per session and per step. The sessions' own kills find their End
+// claimed and wait for it; each is done as soon as its cgroup is released,
+// so the kills go on while other cgroups are still being released.
+func (m *Manager) endTogether(ss []*Session) func() {
 	if m.contain == nil {
-		return
+		return func() {}
 	}
 	var ts []*localTerminal
 	var cs []*cgroupContainer
@@ -72,9 +74,8 @@ func (m *Manager) endTogether(ss []*Session) {
 		ts = append(ts, t)
 		cs = append(cs, t.containment().(*cgroupContainer))
 	}
-	errs := endGroups(context.Background(), m.contain, cs, m.opts.KillGrace)
-	for i, t := range ts {
-		t.ending.finish(errs[i])
+	return func() {
+		endGroups(context.Background(), m.contain, cs, m.opts.KillGrace, func(i int, err error) { ts[i].ending.finish(err) })
 	}
 }
 
@@ -86,46 +87,122 @@ func (m *Manager) endTogether(ss []*Session) {
 // group's. Unlike a single Kill it does not look for sessions whose
 // processes all ignore SIGTERM, to send them SIGHUP at once: reading
 // every process's signal mask costs more than the one endsched.HupDelay that all
-// sessions share.
-func endGroups(ctx context.Context, h *contain.Host, cs []*cgroupContainer, grace time.Duration) []error {
+// sessions share. A group is released as soon as it is empty, beside the
+// signals and the exits of the others (see releaser); done is called for
+// each, once, as it is released, with what endProcesses would return.
+func endGroups(ctx context.Context, h *contain.Host, cs []*cgroupContainer, grace time.Duration, done func(i int, err error)) {
 	deadline := time.Now().Add(grace)
+	r := startReleaser(cs, done)
 	var signalled atomic.Int64
 	parallel(len(cs), func(i int) {
 		if cs[i].Signal(syscall.SIGTERM, syscall.SIGCONT) > 0 {
 			signalled.Add(1)
 		}
+		r.queue <- i
 	})
 	hup := endsched.HupAt(time.Now(), deadline)
-	if signalled.Load() > 0 && waitGroups(ctx, h, cs, hup) != nil && ctx.Err() == nil {
-		parallel(len(cs), func(i int) {
-			if cs[i].g.Populated() {
-				cs[i].Signal(syscall.SIGHUP, syscall.SIGCONT)
+	late := signalled.Load() > 0 && waitGroups(ctx, h, cs, hup) != nil && ctx.Err() == nil
+	rest := r.finish()
+	if late {
+		parallel(len(rest), func(i int) {
+			if c := cs[rest[i]]; c.g.Populated() {
+				c.Signal(syscall.SIGHUP, syscall.SIGCONT)
 			}
 		})
 		_ = waitGroups(ctx, h, cs, deadline)
 	}
-	// SIGKILL, to everything, found or not, as stopProcesses sends it.
+	killGroups(ctx, h, cs, rest, done)
+}
+
+// killGroups sends SIGKILL to everything in h and to the sessions of cs
+// whose leader left its cgroup, found or not, as stopProcesses sends it,
+// then releases the groups rest indexes, each reported to done.
+func killGroups(ctx context.Context, h *contain.Host, cs []*cgroupContainer, rest []int, done func(i int, err error)) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBound)
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(lateKill, cancel) })()
 	hostKilled := h.Kill() == nil
-	parallel(len(cs), func(i int) {
-		if c := cs[i]; !hostKilled {
+	parallel(len(rest), func(i int) {
+		if c := cs[rest[i]]; !hostKilled {
 			_ = c.KillAll(kctx)
 		} else if c.look(); c.out {
 			_ = c.s.KillAll(kctx)
 		}
 	})
 	emptied := waitGroups(kctx, h, cs, time.Time{}) == nil
-	errs := make([]error, len(cs))
-	parallel(len(cs), func(i int) {
+	parallel(len(rest), func(i int) {
 		var left []int
 		if !emptied {
-			left = cs[i].Members()
+			left = cs[rest[i]].Members()
 		}
-		errs[i] = released(ctx, cs[i], left)
+		done(rest[i], released(ctx, cs[rest[i]], left))
 	})
-	return errs
+}
+
+// releaser releases, one at a time, each group queued whose leader has
+// been reaped and that then holds no process, while the other groups'
+// processes are still being signalled and exiting: the kernel removes
+// cgroups one at a time (one lock for all of them), so removing them all
+// after the last exit would leave the other core idle, and many removing
+// at once only spin on that lock. A group it cannot release now is left
+// to killGroups.
+type releaser struct {
+	cs       []*cgroupContainer
+	done     func(i int, err error)
+	released []bool
+	queue    chan int      // each index of cs, once, after its SIGTERM
+	stop     chan struct{} // closed: release only what is ready, wait for nothing
+	ended    chan struct{} // closed once every index has been taken
+}
+
+func startReleaser(cs []*cgroupContainer, done func(i int, err error)) *releaser {
+	r := &releaser{cs: cs, done: done, released: make([]bool, len(cs)), queue: make(chan int, len(cs)),
+		stop: make(chan struct{}), ended: make(chan struct{})}
+	go func() {
+		defer close(r.ended)
+		for range len(cs) {
+			r.release(<-r.queue)
+		}
+	}()
+	return r
+}
+
+// release releases group i once its leader is reaped, or not at all
+// where it is not by the time stop closes.
+func (r *releaser) release(i int) {
+	c := r.cs[i]
+	if c.gone == nil || c.out {
+		return // the leader's session outside is followed by killGroups
+	}
+	select {
+	case <-c.gone:
+	case <-r.stop:
+		select {
+		case <-c.gone:
+		default:
+			return
+		}
+	}
+	if !c.g.Populated() && c.g.TryRemove() == nil {
+		c.s.Release()
+		r.released[i] = true
+		r.done(i, nil)
+	}
+}
+
+// finish makes the releaser release what is ready without waiting,
+// waits for it, and returns the indexes of the groups it did not
+// release. Call it once every index is queued.
+func (r *releaser) finish() []int {
+	close(r.stop)
+	<-r.ended
+	var rest []int
+	for i, done := range r.released {
+		if !done {
+			rest = append(rest, i)
+		}
+	}
+	return rest
 }
 
 // waitGroups waits until no group of h, and no process of a session whose

@@ -317,8 +317,8 @@ func (m *Manager) Close() error {
 	// A start under way finds the manager closed and ends its own child;
 	// Close returns only after that.
 	m.starting.Wait()
-	m.containOnce.Do(func() {}) // no cgroup is made after this
-	m.endTogether(ss)
+	m.containOnce.Do(func() {})   // no cgroup is made after this
+	together := m.endTogether(ss) // claims their End before their kills can
 
 	errs := make([]error, len(ss))
 	var wg sync.WaitGroup
@@ -329,6 +329,7 @@ func (m *Manager) Close() error {
 			_, errs[i] = m.end(context.Background(), s, EventKilled)
 		}()
 	}
+	together()
 	wg.Wait()
 	if m.contain != nil {
 		errs = append(errs, m.contain.Close())

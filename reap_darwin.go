@@ -24,6 +24,9 @@ func (childWaiter) signal(...syscall.Signal) bool { return false }
 // awaitReaped returns at once: cmd.Wait reaps in its own time.
 func (childWaiter) awaitReaped(time.Duration) {}
 
+// gone is nil: nothing says when cmd.Wait has reaped.
+func (childWaiter) gone() <-chan struct{} { return nil }
+
 func (w childWaiter) wait() ExitStatus {
 	err := w.cmd.Wait()
 	return exitStatus(w.cmd.ProcessState, err)

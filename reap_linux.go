@@ -100,6 +100,9 @@ func (w childWaiter) awaitReaped(d time.Duration) {
 	}
 }
 
+// gone is closed once the child is reaped; nil where cmd.Wait reaps.
+func (w childWaiter) gone() <-chan struct{} { return w.reaped }
+
 // signal sends sigs, in order, to the child through its pidfd, which
 // names the child alone even once another process has its number; false
 // where there is no pidfd or the first signal did not reach the child.

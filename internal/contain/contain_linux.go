@@ -500,8 +500,7 @@ func waitEvent(ctx context.Context, dir, want string, every time.Duration) error
 // Remove removes the group's cgroups, those a program made inside them
 // first; it fails while processes are left.
 func (g *Group) Remove() error {
-	g.closeFD()
-	err := removeAll(g.pidsDir, g.dir)
+	err := g.TryRemove()
 	// A process that has just been killed holds its cgroup until it is
 	// reaped (by init, when it was orphaned), a moment after the group
 	// reads as empty: the kernel says nothing when that happens, so a
@@ -513,6 +512,14 @@ func (g *Group) Remove() error {
 		err = removeAll(g.pidsDir, g.dir)
 	}
 	return err
+}
+
+// TryRemove is Remove without waiting for the dying: it fails (EBUSY)
+// while any process is left, even one that is only waiting to be reaped.
+// A cgroup it removed stays removed when it fails on another.
+func (g *Group) TryRemove() error {
+	g.closeFD()
+	return removeAll(g.pidsDir, g.dir)
 }
 
 // onlyDying reports whether every process listed in the cgroups dirs

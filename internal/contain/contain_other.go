@@ -52,6 +52,9 @@ func (*Group) WaitEmpty(context.Context) error { return nil }
 // Remove does nothing.
 func (*Group) Remove() error { return nil }
 
+// TryRemove does nothing.
+func (*Group) TryRemove() error { return nil }
+
 // Populated reports false: there are no groups here.
 func (*Group) Populated() bool { return false }
 
