@@ -167,8 +167,8 @@ func startReleaser(cs []*cgroupContainer, done func(i int, err error)) *releaser
 	return r
 }
 
-// release releases group i once its leader is reaped, or not at all
-// where it is not by the time stop closes.
+// release releases group i once its leader is reaped and nothing else is
+// left in it, or not at all where that is not so by the time stop closes.
 func (r *releaser) release(i int) {
 	c := r.cs[i]
 	if c.gone == nil || c.out {
@@ -183,7 +183,10 @@ func (r *releaser) release(i int) {
 			return
 		}
 	}
-	if !c.g.Populated() && c.g.TryRemove() == nil {
+	// A cgroup is removed only once nothing is left in it, not even the
+	// dying: the removal itself is the check, one call where reading
+	// cgroup.events first would be two.
+	if c.g.TryRemove() == nil {
 		c.s.Release()
 		r.released[i] = true
 		r.done(i, nil)
