@@ -314,7 +314,10 @@ func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
 	nonce = hex.EncodeToString(nb[:])
 	term = "xterm-256color"
 	var b strings.Builder
-	b.WriteString(`nl=$(printf '\nx'); nl=${nl%x}; `) // see shWord
+	if strings.Contains(cmd.Dir+strings.Join(cmd.Env, "")+strings.Join(cmd.Argv, ""), "\n") {
+		// For shWord; a command substitution forks, so only when a word needs it.
+		b.WriteString(`nl=$(printf '\nx'); nl=${nl%x}; `)
+	}
 	if cmd.Dir != "" {
 		fmt.Fprintf(&b, "cd %s 2>/dev/null || { printf '%s' %s nodir; exit 1; }; ", shWord(cmd.Dir), remote.MarkFormat, nonce)
 	}
