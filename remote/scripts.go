@@ -35,7 +35,8 @@ var (
 // zombie of it stays (dash reaps a background job only at its next
 // foreground one). Every line of an answer begins with "N ".
 // It needs sh, stty, kill and sleep (and dd and od for a select or
-// poll's descriptors); with bash 5 a probe starts no process of its own.
+// poll's descriptors); with bash 5 a probe starts no process of its own,
+// and with perl too, no stty: one perl reads the terminals' modes.
 func ServeScript() string { return probeSh + endSh + serveSh }
 
 // ExecScript is the shell for a transport that starts a shell for each

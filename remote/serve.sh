@@ -19,13 +19,37 @@ trap '' PIPE
 # is older than 5, or mktemp, mkfifo or /dev/fd fail, stty and the mark
 # start as probe.sh's plain hooks start them; EF and MF count those
 # (the tests read them).
-PW='' SA='' SB='' d=''
+#
+# Where the host has perl, the modes are read without a process start at
+# all: in place of the stty shell, one perl reads the terminals' modes
+# (tcgetattr, as stty does) for every probe, answering "N icanon echo"
+# (or "-icanon", "-echo"; nothing after "N " where it cannot) and a NUL
+# for each "N DEVICE" line it reads from the fifo; stty's own process
+# start is most of a probe's time after the command ran, and of a
+# session's start, whose first probe always reads the modes. PL says
+# perl answers; NOPERL=1 in the environment keeps to stty (the tests).
+PW='' SA='' SB='' PL='' d=''
 # shellcheck disable=SC3028 # a POSIX sh has none: the fallback
 if [ "${BASH_VERSINFO:-0}" -ge 5 ] && d=$(mktemp -d) && mkfifo -m 600 "$d/a" && exec 6<>"$d/a"; then PW=1; fi
 [ -z "$d" ] || rm -rf "$d"
+[ -z "$PW" ] || [ -n "${NOPERL-}" ] || ! command -v perl >/dev/null || PL=1
+# O_NONBLOCK and O_NOCTTY: the open neither waits for a carrier nor makes
+# the terminal this shell's.
+# shellcheck disable=SC2016,SC2034 # perl's variables, for perl; used in an eval
+PLS='$|=1; while (<STDIN>) { my ($q, $d) = split; my $w = "";
+	if (defined $d && sysopen(my $f, $d, O_RDONLY|O_NOCTTY|O_NONBLOCK)) { my $t = POSIX::Termios->new;
+		if (defined $t->getattr(fileno $f)) { my $l = $t->getlflag; $w = ($l & ICANON ? "" : "-") . "icanon " . ($l & ECHO ? "" : "-") . "echo"; }
+		close $f; }
+	print "$q $w\0"; }'
 trap 'kill $SA $SB' EXIT
 prefork() {
 	[ -n "$PW" ] || return 0
+	o=$!
+	if [ -z "$SA" ] && [ -n "$PL" ]; then
+		if eval 'exec 8< <(exec </dev/fd/6 6<&- 7>&-; exec perl -MPOSIX -e "$PLS")'; then SA=$!
+		else [ "$!" = "$o" ] || kill $!; PL=''
+		fi
+	fi
 	o=$!
 	if [ -z "$SA" ]; then
 		if eval 'exec 8< <(exec </dev/fd/6 6<&- 7>&-; read -r q d && printf "%s " "$q" && LC_ALL=C exec stty -a <"$d")'; then SA=$!
@@ -42,18 +66,26 @@ prefork() {
 # nowait stops the waiting for good on this connection: a waiting shell
 # was lost (killed on the host), or could not start.
 nowait() { kill $SA $SB; SA='' SB='' PW=''; exec 6<&- 7>&- 8<&-; }
+# SR counts the reads of the modes begun here (the tests read it).
 hook_sttystart() {
 	[ -n "$SA" ] || return 1
 	kill -0 $SA || { nowait; return 1; }
-	echo "$Q $D" >&6; SA=
+	echo "$Q $D" >&6
+	SR=$((${SR:-0} + 1))
+	[ -n "$PL" ] || SA=
 }
 # hook_sttywait takes stty's answer, which the waiting shell begins with the
-# probe's number: any other answer is not this probe's.
+# probe's number: any other answer is not this probe's. perl answers
+# each request on the same pipe; where it did not (it ended), stty's
+# shells take over.
 hook_sttywait() {
 	w=''
 	# shellcheck disable=SC3045 # only bash 5 and later prefork
-	IFS= read -r -d '' w <&8; exec 8<&-
-	case $w in "$Q "*) w=${w#"$Q "};; *) w=; nowait;; esac
+	IFS= read -r -d '' w <&8
+	case $w in
+	"$Q "*) w=${w#"$Q "}; [ -n "$PL" ] || exec 8<&-;;
+	*) w=; if [ -n "$PL" ]; then kill $SA; PL='' SA=''; exec 8<&-; else exec 8<&-; nowait; fi;;
+	esac
 }
 hook_fence() {
 	if [ -n "$SB" ] && kill -0 $SB && echo "$Q $D $FN" >&7; then exec 7>&-; SB=

@@ -12,9 +12,10 @@
 // terminal lacks that capability and the session says so (ErrUnsupported,
 // a state of running). The probe shell that reads it is one channel of
 // the connection, shared by its sessions: a probe costs a round trip and
-// the shell's builtins there, and a stty for the echo flag when a process
-// of the command ran since the last; one probe serves a result's state,
-// echo flag and input_hidden.
+// the shell's builtins there, and a read of the echo flag when a process
+// of the command ran since the last (a line to one perl that reads every
+// terminal's modes, where the host has perl; else a stty); one probe
+// serves a result's state, echo flag and input_hidden.
 //
 // Nothing is copied to the remote side: commands start through a fixed
 // line run by the user's login shell, which prints the command's process

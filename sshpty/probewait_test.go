@@ -24,12 +24,14 @@ import (
 
 // waiting is what the probe shell says of its waiting shells (see
 // remote.ServeScript): whether it keeps them, the pid of the shell that waits to
-// exec stty and of the one that waits to write a mark, its own pid, and
-// how often a probe started stty or the mark itself.
+// exec stty (or of the perl that reads the modes) and of the one that
+// waits to write a mark, its own pid, how often a probe started stty or
+// the mark itself, and whether perl reads the modes.
 type waiting struct {
 	on                       bool
 	stty, mark, sh           int
 	sttyStarted, markStarted int
+	perl                     bool
 }
 
 func askWaiting(t *testing.T, b *Backend) waiting {
@@ -38,17 +40,44 @@ func askWaiting(t *testing.T, b *Backend) waiting {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.run(waitCtx(t), `echo "$Q w ${PW:-0} ${SA:-0} ${SB:-0} $$ ${EF:-0} ${MF:-0}"`, false)
+	out, err := h.run(waitCtx(t), `echo "$Q w ${PW:-0} ${SA:-0} ${SB:-0} $$ ${EF:-0} ${MF:-0} ${PL:-0}"`, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var w waiting
-	var on int
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "w %d %d %d %d %d %d", &on, &w.stty, &w.mark, &w.sh, &w.sttyStarted, &w.markStarted); err != nil {
+	var on, perl int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "w %d %d %d %d %d %d %d", &on, &w.stty, &w.mark, &w.sh, &w.sttyStarted, &w.markStarted, &perl); err != nil {
 		t.Fatalf("the probe shell said %q: %v", out, err)
 	}
-	w.on = on == 1
+	w.on, w.perl = on == 1, perl == 1
 	return w
+}
+
+// eachModesReader runs test with perl reading the terminals' modes, where
+// the host has perl, and with the shells that exec stty (perl hidden from
+// the probe shell by NOPERL); perl says which, and whether askWaiting
+// must see it.
+func eachModesReader(t *testing.T, test func(t *testing.T, perl bool)) {
+	for _, perl := range []bool{true, false} {
+		t.Run(map[bool]string{true: "perl", false: "stty"}[perl], func(t *testing.T) {
+			if perl {
+				testkit.Need(t, "perl")
+			} else {
+				saved := probeShellLine
+				t.Cleanup(func() { probeShellLine = saved })
+				probeShellLine = "export NOPERL=1; " + saved
+			}
+			test(t, perl)
+		})
+	}
+}
+
+// modesReader fails t unless perl reads the modes exactly when it should.
+func modesReader(t *testing.T, w waiting, perl bool) {
+	t.Helper()
+	if w.perl != perl {
+		t.Fatalf("perl reads the modes: %v, want %v (%+v)", w.perl, perl, w)
+	}
 }
 
 // parentOf is pid's parent on this machine (the server is local), or 0.
@@ -68,7 +97,15 @@ func gone(t *testing.T, pid int) {
 // stty nor the mark's writer itself; shells forked beforehand wait for
 // them, and new ones replace them. The fifo's name is gone from the host
 // at once; when the probe shell ends, so do the waiting shells.
+//
+// Where the host has perl, one perl reads the modes for every probe: it
+// is neither used up nor replaced, and no probe starts a process to read
+// them. Before, each probe after a run exec'd stty.
 func TestProbeWaitingShells(t *testing.T) {
+	eachModesReader(t, testProbeWaitingShells)
+}
+
+func testProbeWaitingShells(t *testing.T, perl bool) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `echo ready; read x; echo "got $x"; read -s y; echo "got2 $y"`)
@@ -78,6 +115,7 @@ func TestProbeWaitingShells(t *testing.T) {
 	if !w.on || w.stty == 0 || w.mark == 0 {
 		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
 	}
+	modesReader(t, w, perl)
 	for _, pid := range []int{w.stty, w.mark} {
 		if p := parentOf(pid); p != w.sh {
 			t.Fatalf("waiting shell %d has parent %d, not the probe shell %d", pid, p, w.sh)
@@ -97,13 +135,15 @@ func TestProbeWaitingShells(t *testing.T) {
 		t.Errorf("at read -s: echo off %v, mark %d after %d; want echo off and a new mark", off, next, fence)
 	}
 	w2 := askWaiting(t, b)
-	if w2.stty == w.stty || w2.mark == w.mark || w2.stty == 0 || w2.mark == 0 {
-		t.Errorf("the waiting shells were not used and replaced: before %+v, after %+v", w, w2)
+	if kept := w2.stty == w.stty; kept != perl || w2.mark == w.mark || w2.stty == 0 || w2.mark == 0 {
+		t.Errorf("the waiting shells were not used and replaced (perl, which reads the modes: %v, stays): before %+v, after %+v", perl, w, w2)
 	}
 	if w2.sttyStarted != 0 || w2.markStarted != 0 {
 		t.Errorf("probes started stty %d times and the mark %d times themselves; want 0", w2.sttyStarted, w2.markStarted)
 	}
-	gone(t, w.stty)
+	if !perl {
+		gone(t, w.stty)
+	}
 	gone(t, w.mark)
 	if _, err := term.Write([]byte("pw\r")); err != nil {
 		t.Fatal(err)
@@ -118,6 +158,10 @@ func TestProbeWaitingShells(t *testing.T) {
 // waiting shells end too, even while a request runs in its background
 // (a kill does), which holds none of their pipes.
 func TestProbeShellKilled(t *testing.T) {
+	eachModesReader(t, testProbeShellKilled)
+}
+
+func testProbeShellKilled(t *testing.T, perl bool) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `echo ready; exec cat`)
@@ -127,6 +171,7 @@ func TestProbeShellKilled(t *testing.T) {
 	if !w.on || w.stty == 0 || w.mark == 0 {
 		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
 	}
+	modesReader(t, w, perl)
 	t.Cleanup(func() { // what a failure left behind
 		for _, pid := range []int{w.stty, w.mark} {
 			if alive(pid) && parentOf(pid) == 1 {
@@ -182,6 +227,10 @@ func within(t *testing.T, d time.Duration, ok func() bool, what string) {
 // host, the probe still reads the echo flag and writes its mark, starting
 // them itself, and the waiting stops for that connection.
 func TestProbeWaitingShellKilled(t *testing.T) {
+	eachModesReader(t, testProbeWaitingShellKilled)
+}
+
+func testProbeWaitingShellKilled(t *testing.T, perl bool) {
 	for _, which := range []string{"stty", "mark"} {
 		t.Run(which, func(t *testing.T) {
 			_, c := connect(t)
@@ -521,4 +570,61 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	oout.waitFor(t, "got y")
+}
+
+// TestPerlReadsTheModesAsSttyDoes: the probe shell's perl reads the
+// flags the probe reports as stty -a shows them, for a terminal in each
+// combination of canonical mode and echo, and the probe starts no stty
+// for them (nor the mark: the waiting shells serve). The probe shell is
+// bash 5 here, reading its requests from a pipe, as over SSH.
+func TestPerlReadsTheModesAsSttyDoes(t *testing.T) {
+	testkit.Need(t, "bash", "perl", "stty", "cat")
+	arch, err := exec.Command("uname", "-m").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
+	if !ok {
+		t.Skip("an architecture remote.Archs does not list")
+	}
+	for _, c := range []struct{ set, want string }{
+		{"sane", "icanon echo"}, {"-echo", "icanon -echo"}, {"raw -echo", "-icanon -echo"}, {"-icanon echo", "-icanon echo"},
+	} {
+		cmd := exec.Command("bash", "-c", "stty "+c.set+"; echo ready; exec cat")
+		f, err := pty.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 256)
+		for seen := ""; !strings.Contains(seen, "ready"); {
+			n, err := f.Read(buf)
+			if err != nil {
+				t.Fatalf("stty %s: %v before ready", c.set, err)
+			}
+			seen += string(buf[:n])
+		}
+		go io.Copy(io.Discard, f) // the marks the probe writes
+		for _, perl := range []bool{true, false} {
+			script := remote.ServeScript() + fmt.Sprintf("\nQ=1 FN=x %s probe %d 0; echo \"w ${PL:-0} ${EF:-0} ${MF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
+			sh := exec.CommandContext(waitCtx(t), "bash", "--noprofile", "--norc")
+			sh.Env = append(os.Environ(), "NOPERL=") // empty: perl reads
+			if !perl {
+				sh.Env = append(sh.Env, "NOPERL=1")
+			}
+			sh.Stdin = strings.NewReader(script)
+			out, err := sh.Output()
+			if err != nil {
+				t.Fatalf("bash: %v\n%s", err, out)
+			}
+			if want := "1 stty " + c.want + "\n"; !strings.Contains(string(out), want) {
+				t.Errorf("stty %s, perl %v: the probe said\n%s\nwant %q", c.set, perl, out, want)
+			}
+			if want := fmt.Sprintf("\nw %d 0 0\n", map[bool]int{true: 1}[perl]); !strings.HasSuffix(string(out), want) {
+				t.Errorf("stty %s, perl %v: the probe shell says %q at the end; want %q (perl reading or not, no stty or mark of its own)", c.set, perl, out, want)
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+	}
 }
