@@ -97,7 +97,7 @@ hook_fence() {
 		# sh (dash) runs only for its next foreground job.
 		( { exec 6<&- 7>&- 8<&-; mark "$FN" "$Q" "$D"; } & )
 	fi
-	echo "$Q fence $Q"
+	say fence "$Q"
 }
 hook_runs() { runs "$1"; }
 # No process carries a mark: the command's session names its processes.
