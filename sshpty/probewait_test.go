@@ -333,14 +333,7 @@ func waitRead(t *testing.T, term agentpty.Terminal, what string) (fence int, ech
 // waiting shells, and a probe starts stty and the mark itself.
 func TestProbeShellUnderSh(t *testing.T) {
 	testkit.Need(t, "dash", "cat")
-	arch, err := exec.Command("uname", "-m").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
-	if !ok {
-		t.Skip("an architecture remote.Archs does not list")
-	}
+	calls := localCalls(t)
 	cmd := exec.Command("cat")
 	f, err := pty.Start(cmd)
 	if err != nil {
@@ -579,14 +572,7 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 // bash 5 here, reading its requests from a pipe, as over SSH.
 func TestPerlReadsTheModesAsSttyDoes(t *testing.T) {
 	testkit.Need(t, "bash", "perl", "stty", "cat")
-	arch, err := exec.Command("uname", "-m").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
-	if !ok {
-		t.Skip("an architecture remote.Archs does not list")
-	}
+	calls := localCalls(t)
 	for _, c := range []struct{ set, want string }{
 		{"sane", "icanon echo"}, {"-echo", "icanon -echo"}, {"raw -echo", "-icanon -echo"}, {"-icanon echo", "-icanon echo"},
 	} {
@@ -627,4 +613,19 @@ func TestPerlReadsTheModesAsSttyDoes(t *testing.T) {
 		cmd.Wait()
 		f.Close()
 	}
+}
+
+// localCalls are the system calls of this machine's architecture, which
+// the probe reads; t is skipped where remote.Archs does not list it.
+func localCalls(t *testing.T) remote.Calls {
+	t.Helper()
+	arch, err := exec.Command("uname", "-m").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
+	if !ok {
+		t.Skip("an architecture remote.Archs does not list")
+	}
+	return calls
 }
