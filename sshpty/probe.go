@@ -132,7 +132,7 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 	if bg {
 		// Not holding the waiting shells' fifo and pipes (see serve.sh).
 		// A grandchild: no zombie of it stays under the shell.
-		line = fmt.Sprintf("( { exec 6<&- 7>&- 8<&-; Q=%d; %s; echo \"$Q .\"; } & )\n", n, call)
+		line = fmt.Sprintf("( { exec 5<&- 6<&- 7>&- 8<&- 9<&-; Q=%d; %s; echo \"$Q .\"; } & )\n", n, call)
 	}
 	a := &answer{done: make(chan struct{})}
 	h.waiting[n] = a

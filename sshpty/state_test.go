@@ -133,7 +133,7 @@ func testProbeKeepsTheEchoFlag(t *testing.T, perl bool) {
 	if _, err := h.run(waitCtx(t), "PATH="+dir+":$PATH; hash -r", false); err != nil {
 		t.Fatal(err)
 	}
-	modesReader(t, askWaiting(t, b), perl)
+	modesReader(t, b, perl)
 	starts := func() int {
 		if perl {
 			out, err := h.run(waitCtx(t), `echo "$Q ${SR:-0} ${EF:-0}"`, false)
