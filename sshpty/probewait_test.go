@@ -359,17 +359,7 @@ func waitRead(t *testing.T, term agentpty.Terminal, what string) (fence int, ech
 func TestProbeShellUnderSh(t *testing.T) {
 	testkit.Need(t, "dash", "cat")
 	calls := localCalls(t)
-	cmd := exec.Command("cat")
-	f, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		f.Close()
-	}()
-	go io.Copy(io.Discard, f) // the marks the probe writes
+	cmd := catUnderPTY(t)
 	script := remote.ServeScript() + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
 	ctx := waitCtx(t)
 	for {
@@ -671,17 +661,7 @@ func TestSttyShellServesUntilPerlLoads(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "perl"), []byte("#!/bin/sh\nexec cat 3>&1 >/dev/null\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("cat")
-	f, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		f.Close()
-	}()
-	go io.Copy(io.Discard, f) // the marks the probe writes
+	cmd := catUnderPTY(t)
 	script := remote.ServeScript() + fmt.Sprintf("\nQ=1 FN=x %s probe %d 0; echo \"w ${SU:-0} ${SP:+1} ${EF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
 	sh := exec.CommandContext(waitCtx(t), "bash", "--noprofile", "--norc")
 	sh.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "NOPERL=")
@@ -693,4 +673,23 @@ func TestSttyShellServesUntilPerlLoads(t *testing.T) {
 	if !strings.Contains(string(out), "1 stty icanon echo\n") || !strings.HasSuffix(string(out), "\nw 8 1 0\n") {
 		t.Errorf("with a perl that never loads, the probe said\n%s\nwant the modes from the stty shell (w 8 1 0)", out)
 	}
+}
+
+// catUnderPTY starts cat on a terminal of this machine's for a probe run
+// here, and ends it when t ends; what cat's terminal shows (the probe's
+// marks) is read and dropped.
+func catUnderPTY(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("cat")
+	f, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+	})
+	go io.Copy(io.Discard, f)
+	return cmd
 }
