@@ -29,7 +29,7 @@ hook_sttywait() { w=''; }
 # output is stopped it waits there, and endall ends it with the session.
 hook_fence() {
 	{ exec env "AGENTPTY_ID=$FN" printf "$MARKFMT" "$FN" "$Q" >"$D"; } >/dev/null 2>&1 &
-	echo "$Q fence $Q"
+	say fence "$Q"
 }
 # The leader: the hint while it is alive and carries the nonce, else the
 # carrier that leads its own session.

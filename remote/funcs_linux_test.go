@@ -130,7 +130,7 @@ const plainHooks = `
 hook_runs() { runs "$1"; }
 hook_sttystart() { return 1; }
 hook_sttywait() { w=''; }
-hook_fence() { { mark "$FN" "$Q" "$D"; } >/dev/null 2>&1 & echo "$Q fence $Q"; }
+hook_fence() { { mark "$FN" "$Q" "$D"; } >/dev/null 2>&1 & say fence "$Q"; }
 hook_carriers() { M=''; }
 `
 

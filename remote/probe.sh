@@ -21,7 +21,7 @@
 #   hook_sttywait   set w to what that stty printed, or empty (echoflag
 #                   then runs stty itself, and counts it in EF);
 #   hook_fence      write a mark to $D that tells when the output before
-#                   it has arrived (see mark), and print "$Q fence $Q".
+#                   it has arrived (see mark), and say "fence $Q".
 # Shell variables are left unquoted where a list of numbers is meant to
 # split into words.
 # shellcheck disable=SC2086
@@ -52,7 +52,7 @@ echostart() {
 echoflag() {
 	w=
 	case $EB in
-	kept) eval "echo \"\$Q stty \$EW$P\""; return;;
+	kept) eval "say stty \$EW$P"; return;;
 	bg) hook_sttywait;;
 	esac
 	# Here when none ran in the background, or it did not answer (its
@@ -61,7 +61,7 @@ echoflag() {
 	[ -n "$w" ] || { [ "$EB" = again ] || EF=$((${EF:-0} + 1)); w=$(LC_ALL=C exec stty -a <"$D"); }
 	case " $w " in *[[:space:]]icanon[[:space:]]*) ic=icanon;; *) ic=-icanon;; esac
 	case " $w " in *[[:space:]]echo[[:space:]]*) ec='echo';; *) ec=-echo;; esac
-	echo "$Q stty $ic $ec"
+	say stty "$ic" "$ec"
 }
 # runs sets K to the foreground group $T and the run time (schedstat) of
 # every thread of process $1 and of every process below it; empty where
@@ -85,6 +85,18 @@ runs() {
 MARKFMT='\033]6973;%s;f%s\007'
 # shellcheck disable=SC2059 # the format is MARKFMT, the values its arguments
 mark() { printf "$MARKFMT" "$1" "$2" >"$3"; }
+# say adds a line to the answer, after "$Q "; probe prints the answer in
+# one write once it has all of it (a write a line wakes the transport,
+# sshd, once a line), and what it holds before a line would take it near
+# the size a pipe writes whole (PIPE_BUF, 4096 bytes on Linux; ${#...}
+# counts characters, and a process name may hold a few of UTF-8's): lines
+# that a request in the background prints never fall inside one of these.
+say() {
+	sl="$Q $*
+"
+	[ $((${#ANS} + ${#sl})) -le 3584 ] || { printf '%s' "$ANS"; ANS=''; }
+	ANS="$ANS$sl"
+}
 # look prints the lines of process $1: its state, and, when it sleeps, its
 # main thread's system call (see call); with more threads than one, each
 # other thread's state ("T TID STATE") and, when it sleeps, its call: a Go
@@ -92,7 +104,7 @@ mark() { printf "$MARKFMT" "$1" "$2" >"$3"; }
 look() {
 	st $1 || return 1
 	set -- $1 $R
-	echo "$Q p $1 $2 $C"
+	say p "$1" "$2" "$C"
 	case $2 in R|D) DEC=1; return 0;; S) ;; *) return 0;; esac
 	p=$1 nt=${19:-1} f=-
 	call /proc/$1
@@ -101,7 +113,7 @@ look() {
 		[ "${d##*/}" != "$p" ] || continue
 		st "$p/task/${d##*/}" || continue
 		set -- $R
-		echo "$Q T ${d##*/} $1"
+		say T "${d##*/}" "$1"
 		case $1 in R|D) DEC=1; return 0;; S) call "$d";; esac
 	done
 	return 0
@@ -112,13 +124,13 @@ look() {
 # epoll watches, the memory a timeout or a descriptor set is in.
 call() {
 	s=; { read -r s <$1/syscall; } 2>/dev/null
-	echo "$Q s $s"
+	say s "$s"
 	if [ -z "$s" ]; then W=1; return 0; fi
 	if [ "$f" = - ]; then
 		f=
 		# shellcheck disable=SC3013 # -ef: dash, bash and busybox sh all have it
 		for x in "/proc/$p/fd"/*; do if [ "$x" -ef "$D" ] || [ "$x" -ef /dev/tty ]; then f="$f ${x##*/}"; fi; done
-		echo "$Q f$f"
+		say "f$f"
 	fi
 	# Without the terminal among its descriptors it cannot wait on it: its
 	# memory is not read.
@@ -126,7 +138,7 @@ call() {
 	set -- $s
 	[ $# -ge 7 ] || return 0
 	case " $WS " in *" $1 "*) DEC=1 W=1;; esac
-	case " $EP " in *" $1 "*) while read -r k v r; do [ "$k" = tfd: ] && echo "$Q e $v $r"; done </proc/$p/fdinfo/$(($2));; esac
+	case " $EP " in *" $1 "*) while read -r k v r; do [ "$k" = tfd: ] && say e "$v" "$r"; done </proc/$p/fdinfo/$(($2));; esac
 	a=0
 	for sp in $TS; do
 		case $sp in "$1":*) eval "a=\${$((${sp#*:} + 2))}"; mem m $((a)) 16;; esac
@@ -138,24 +150,25 @@ call() {
 }
 mem() {
 	# shellcheck disable=SC2046 # od's words are the line's words
-	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && echo "$Q $1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
+	[ "$2" -ne 0 ] && [ "$3" -gt 0 ] && say "$1" $(dd if=/proc/$p/mem bs=1 skip=$2 count=$3 2>/dev/null | od -An -v -tx1)
 }
 tty() {
-	st $1 || { echo "$Q gone"; unset EK$1 EW$1 FK$1 FQ$1 DV$1 TV$1; return 1; }
+	st $1 || { say gone; unset EK$1 EW$1 FK$1 FQ$1 DV$1 TV$1; return 1; }
 	tp=$1; set -- $R; n=$5; T=$6
 	M=$(( (n >> 8) & 4095 )); m=$(( (n & 255) | ((n >> 12) & 1048320) ))
 	D=; if [ $M -ge 136 ] && [ $M -le 143 ]; then D=/dev/pts/$(( (M - 136) * 256 + m )); fi
 	# A container's /dev may lack it: the command's own descriptor then,
 	# when that is a terminal (a mark must never go into a file or pipe).
 	[ -z "$D" ] || [ -c "$D" ] || { D=; [ -c /proc/$tp/fd/0 ] && D=/proc/$tp/fd/0; }
-	echo "$Q t $T $D"
+	say t "$T" "$D"
 	[ -n "$D" ] && eval "DV$tp=\$D TV$tp=\$T"
 }
 # "probe PID 1" says that the command has likely run since the last
 # probe (output or input came): stty then starts as soon as the run times
 # are read (KH), for the terminal and the foreground group the last probe
 # found (echostart starts it again if the terminal changed).
-probe() {
+probe() { ANS=''; collect "$@"; printf '%s' "$ANS"; }
+collect() {
 	W='' P=$1 K='' EB='' NM='' KH=''
 	if [ "$2" = 1 ] && eval "D=\${DV$1-} T=\${TV$1-}" && [ -n "$D" ] && [ -n "$T" ]; then
 		hook_runs $P; KH=$K HT=$T HD=$D
@@ -182,7 +195,7 @@ probe() {
 	# command ran since the last mark (K, see echostart), nothing was
 	# written after it: that mark serves, and no mark is written.
 	if [ -n "$W" ]; then
-		if [ -n "$K" ] && eval "[ \"\$K\" = \"\${FK$P-}\" ]"; then eval "echo \"\$Q fence \$FQ$P\""
+		if [ -n "$K" ] && eval "[ \"\$K\" = \"\${FK$P-}\" ]"; then eval "say fence \$FQ$P"
 		else hook_fence; NM=1
 		fi
 	fi
@@ -200,7 +213,7 @@ look1() {
 	tty $1 || return 1
 	echostart
 	# shellcheck disable=SC3045 # bash only
-	if [ -n "$BASH_VERSION" ]; then read -t 0 <"$D" && echo "$Q unread"; fi
+	if [ -n "$BASH_VERSION" ]; then read -t 0 <"$D" && say unread; fi
 	[ "$T" -gt 0 ] || return 0
 	DEC=
 	look $T

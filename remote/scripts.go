@@ -30,12 +30,13 @@ var (
 // answers requests read from its standard input, one a line, "Q=N; CALL;
 // echo "$Q ."; prefork", where CALL is "probe PID HINT" after the
 // assignments of Vars and FN=NONCE, "sig PID NAME", or EndCall's; and
-// "( { exec 6<&- 7>&- 8<&-; Q=N; CALL; echo "$Q ."; } & )" for one that
+// "( { exec 5<&- 6<&- 7>&- 8<&- 9<&-; Q=N; CALL; echo "$Q ."; } & )" for one that
 // runs in the background (an end): not this shell's child, so that no
 // zombie of it stays (dash reaps a background job only at its next
 // foreground one). Every line of an answer begins with "N ".
 // It needs sh, stty, kill and sleep (and dd and od for a select or
-// poll's descriptors); with bash 5 a probe starts no process of its own.
+// poll's descriptors); with bash 5 a probe starts no process of its own,
+// and with perl too, no stty: one perl reads the terminals' modes.
 func ServeScript() string { return probeSh + endSh + serveSh }
 
 // ExecScript is the shell for a transport that starts a shell for each

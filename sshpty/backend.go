@@ -12,9 +12,10 @@
 // terminal lacks that capability and the session says so (ErrUnsupported,
 // a state of running). The probe shell that reads it is one channel of
 // the connection, shared by its sessions: a probe costs a round trip and
-// the shell's builtins there, and a stty for the echo flag when a process
-// of the command ran since the last; one probe serves a result's state,
-// echo flag and input_hidden.
+// the shell's builtins there, and a read of the echo flag when a process
+// of the command ran since the last (a line to one perl that reads every
+// terminal's modes, where the host has perl; else a stty); one probe
+// serves a result's state, echo flag and input_hidden.
 //
 // Nothing is copied to the remote side: commands start through a fixed
 // line run by the user's login shell, which prints the command's process
@@ -314,7 +315,10 @@ func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
 	nonce = hex.EncodeToString(nb[:])
 	term = "xterm-256color"
 	var b strings.Builder
-	b.WriteString(`nl=$(printf '\nx'); nl=${nl%x}; `) // see shWord
+	if strings.Contains(cmd.Dir+strings.Join(cmd.Env, "")+strings.Join(cmd.Argv, ""), "\n") {
+		// For shWord; a command substitution forks, so only when a word needs it.
+		b.WriteString(`nl=$(printf '\nx'); nl=${nl%x}; `)
+	}
 	if cmd.Dir != "" {
 		fmt.Fprintf(&b, "cd %s 2>/dev/null || { printf '%s' %s nodir; exit 1; }; ", shWord(cmd.Dir), remote.MarkFormat, nonce)
 	}

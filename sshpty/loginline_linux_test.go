@@ -3,6 +3,7 @@ package sshpty
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,6 +92,44 @@ func TestNologinLoginShell(t *testing.T) {
 		_, err := m.Start(agentptytest.Ctx(t), req)
 		if err == nil || !strings.Contains(err.Error(), "the login shell ran no command, saying") || !strings.Contains(err.Error(), "not nologin") {
 			t.Errorf("start %+v under a nologin login: %v; want the login shell's refusal", req, err)
+		}
+	}
+}
+
+// A start line forks a command substitution (for "$nl", see shWord) only
+// when a word of it holds a newline: on a host where a process start
+// costs milliseconds, one fork is a measurable part of a start. The
+// words come through whole either way. Before, every line forked.
+func TestCommandLineForksOnlyForANewline(t *testing.T) {
+	testkit.Need(t, "bash")
+	dir := t.TempDir()
+	nlDir := filepath.Join(dir, "a\nb")
+	if err := os.Mkdir(nlDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	print := []string{"bash", "-c", `printf '[%s|%s|%s]' "$1" "$PWD" "$V"`, "x"}
+	for _, c := range []struct {
+		name string
+		cmd  agentpty.Command
+		fork bool
+		want string
+	}{
+		{"none", agentpty.Command{Argv: append(print, "one"), Dir: dir, Env: []string{"V=v"}}, false, "[one|" + dir + "|v]"},
+		{"in an argument", agentpty.Command{Argv: append(print, "one\ntwo"), Env: []string{"V=v"}}, true, "[one\ntwo|"},
+		{"in a variable", agentpty.Command{Argv: append(print, "one"), Env: []string{"V=v\nw"}}, true, "|v\nw]"},
+		{"in the directory", agentpty.Command{Argv: append(print, "one"), Dir: nlDir}, true, "[one|" + nlDir + "|]"},
+	} {
+		c.cmd.Name, c.cmd.Cols, c.cmd.Rows = "pty-1", 80, 24
+		line, _, _, err := commandLine(c.cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fork := strings.Contains(line, "$("); fork != c.fork {
+			t.Errorf("%s: a command substitution in the line is %v, want %v: %s", c.name, fork, c.fork, line)
+		}
+		out, err := exec.Command("bash", "-c", line).Output()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: %q %v; want %q in it", c.name, out, err, c.want)
 		}
 	}
 }

@@ -19,9 +19,10 @@ import (
 
 // helper is a shell on the host that answers probes and runs kills: one
 // channel of the connection, shared by the backend's live terminals. A
-// probe then costs one round trip and the shell's builtins (plus stty
-// when a process of the command ran since the last, since the shell keeps
-// each command's echo flag, and dd and od for a select timeout), not a
+// probe then costs one round trip and the shell's builtins (plus a read
+// of the modes, by perl or stty, when a process of the command ran since
+// the last, since the shell keeps each command's echo flag, and dd and od
+// for a select timeout), not a
 // channel and a process start
 // each, which on a host whose login shell reads a heavy .bashrc (bash
 // does for commands sshd runs) is a second. Requests are numbered and
@@ -131,7 +132,7 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 	if bg {
 		// Not holding the waiting shells' fifo and pipes (see serve.sh).
 		// A grandchild: no zombie of it stays under the shell.
-		line = fmt.Sprintf("( { exec 6<&- 7>&- 8<&-; Q=%d; %s; echo \"$Q .\"; } & )\n", n, call)
+		line = fmt.Sprintf("( { exec 5<&- 6<&- 7>&- 8<&- 9<&-; Q=%d; %s; echo \"$Q .\"; } & )\n", n, call)
 	}
 	a := &answer{done: make(chan struct{})}
 	h.waiting[n] = a
@@ -235,9 +236,9 @@ func (t stateTerminal) EchoOff() bool {
 
 // Foreground reports the foreground program, read on the host through
 // the probe shell: one round trip on the connection's probe channel and a
-// few builtins of the shell there, plus a stty for the echo flag when a
-// process of the command ran since the shell last read it (see
-// remote.Funcs), a subshell that writes a mark when the program
+// few builtins of the shell there, plus a read of the echo flag (by
+// perl, or a stty) when a process of the command ran since the shell
+// last read it (see remote.Funcs), a subshell that writes a mark when the program
 // looks blocked on its terminal and ran since the last mark, and a dd and
 // od when it waits in select or poll with a timeout. The answer
 // serves EchoOff and Foreground for remote.StateFresh while nothing that could

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,12 +25,14 @@ import (
 
 // waiting is what the probe shell says of its waiting shells (see
 // remote.ServeScript): whether it keeps them, the pid of the shell that waits to
-// exec stty and of the one that waits to write a mark, its own pid, and
-// how often a probe started stty or the mark itself.
+// exec stty and of the one that waits to write a mark, its own pid, how
+// often a probe started stty or the mark itself, and the pid of the perl
+// that reads the modes (0: none).
 type waiting struct {
 	on                       bool
 	stty, mark, sh           int
 	sttyStarted, markStarted int
+	perl                     int
 }
 
 func askWaiting(t *testing.T, b *Backend) waiting {
@@ -38,17 +41,56 @@ func askWaiting(t *testing.T, b *Backend) waiting {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.run(waitCtx(t), `echo "$Q w ${PW:-0} ${SA:-0} ${SB:-0} $$ ${EF:-0} ${MF:-0}"`, false)
+	out, err := h.run(waitCtx(t), `echo "$Q w ${PW:-0} ${SA:-0} ${SB:-0} $$ ${EF:-0} ${MF:-0} ${SP:-0}"`, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var w waiting
 	var on int
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "w %d %d %d %d %d %d", &on, &w.stty, &w.mark, &w.sh, &w.sttyStarted, &w.markStarted); err != nil {
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "w %d %d %d %d %d %d %d", &on, &w.stty, &w.mark, &w.sh, &w.sttyStarted, &w.markStarted, &w.perl); err != nil {
 		t.Fatalf("the probe shell said %q: %v", out, err)
 	}
 	w.on = on == 1
 	return w
+}
+
+// eachModesReader runs test with perl reading the terminals' modes, where
+// the host has perl, and with the shells that exec stty (perl hidden from
+// the probe shell by NOPERL); perl says which, and whether askWaiting
+// must see it.
+func eachModesReader(t *testing.T, test func(t *testing.T, perl bool)) {
+	for _, perl := range []bool{true, false} {
+		t.Run(map[bool]string{true: "perl", false: "stty"}[perl], func(t *testing.T) {
+			if perl {
+				testkit.Need(t, "perl")
+			} else {
+				saved := probeShellLine
+				t.Cleanup(func() { probeShellLine = saved })
+				probeShellLine = "export NOPERL=1; " + saved
+			}
+			test(t, perl)
+		})
+	}
+}
+
+// modesReader fails t unless perl reads the modes exactly when it
+// should; where it does, it first waits, a bounded while, for perl to
+// have loaded (until then the stty shell serves). It returns what the
+// probe shell says then.
+func modesReader(t *testing.T, b *Backend, perl bool) waiting {
+	t.Helper()
+	if w := askWaiting(t, b); (w.perl != 0) != perl {
+		t.Fatalf("perl reads the modes: %v, want %v (%+v)", w.perl != 0, perl, w)
+	}
+	h, err := b.probeShell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, 10*time.Second, func() bool {
+		out, _ := h.run(waitCtx(t), `perlready && echo "$Q ready"`, false)
+		return !perl || strings.Contains(string(out), "ready")
+	}, "perl ready")
+	return askWaiting(t, b)
 }
 
 // parentOf is pid's parent on this machine (the server is local), or 0.
@@ -68,17 +110,29 @@ func gone(t *testing.T, pid int) {
 // stty nor the mark's writer itself; shells forked beforehand wait for
 // them, and new ones replace them. The fifo's name is gone from the host
 // at once; when the probe shell ends, so do the waiting shells.
+//
+// Where the host has perl, one perl reads the modes for every probe once
+// it has loaded: the stty shell is not used, perl is not replaced, and no
+// probe starts a process to read them. Before, each probe after a run
+// exec'd stty.
 func TestProbeWaitingShells(t *testing.T) {
+	eachModesReader(t, testProbeWaitingShells)
+}
+
+func testProbeWaitingShells(t *testing.T, perl bool) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `echo ready; read x; echo "got $x"; read -s y; echo "got2 $y"`)
 	out.waitFor(t, "ready")
 	fence, _ := waitRead(t, term, "read")
-	w := askWaiting(t, b)
+	w := modesReader(t, b, perl)
 	if !w.on || w.stty == 0 || w.mark == 0 {
 		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
 	}
-	for _, pid := range []int{w.stty, w.mark} {
+	for _, pid := range []int{w.stty, w.mark, w.perl} {
+		if pid == 0 {
+			continue // no perl
+		}
 		if p := parentOf(pid); p != w.sh {
 			t.Fatalf("waiting shell %d has parent %d, not the probe shell %d", pid, p, w.sh)
 		}
@@ -97,13 +151,15 @@ func TestProbeWaitingShells(t *testing.T) {
 		t.Errorf("at read -s: echo off %v, mark %d after %d; want echo off and a new mark", off, next, fence)
 	}
 	w2 := askWaiting(t, b)
-	if w2.stty == w.stty || w2.mark == w.mark || w2.stty == 0 || w2.mark == 0 {
-		t.Errorf("the waiting shells were not used and replaced: before %+v, after %+v", w, w2)
+	if kept := w2.stty == w.stty; kept != perl || w2.mark == w.mark || w2.stty == 0 || w2.mark == 0 || w2.perl != w.perl {
+		t.Errorf("the waiting shells were not used and replaced (where perl reads the modes, the stty shell is not used, and perl stays): before %+v, after %+v", w, w2)
 	}
 	if w2.sttyStarted != 0 || w2.markStarted != 0 {
 		t.Errorf("probes started stty %d times and the mark %d times themselves; want 0", w2.sttyStarted, w2.markStarted)
 	}
-	gone(t, w.stty)
+	if !perl {
+		gone(t, w.stty)
+	}
 	gone(t, w.mark)
 	if _, err := term.Write([]byte("pw\r")); err != nil {
 		t.Fatal(err)
@@ -112,24 +168,31 @@ func TestProbeWaitingShells(t *testing.T) {
 	closeTerm(term, out)
 	gone(t, w2.stty)
 	gone(t, w2.mark)
+	if perl {
+		gone(t, w2.perl)
+	}
 }
 
 // TestProbeShellKilled: when the probe shell is killed on the host, its
 // waiting shells end too, even while a request runs in its background
 // (a kill does), which holds none of their pipes.
 func TestProbeShellKilled(t *testing.T) {
+	eachModesReader(t, testProbeShellKilled)
+}
+
+func testProbeShellKilled(t *testing.T, perl bool) {
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `echo ready; exec cat`)
 	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
-	w := askWaiting(t, b)
+	w := modesReader(t, b, perl)
 	if !w.on || w.stty == 0 || w.mark == 0 {
 		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
 	}
 	t.Cleanup(func() { // what a failure left behind
-		for _, pid := range []int{w.stty, w.mark} {
-			if alive(pid) && parentOf(pid) == 1 {
+		for _, pid := range []int{w.stty, w.mark, w.perl} {
+			if pid != 0 && alive(pid) && parentOf(pid) == 1 {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -157,7 +220,7 @@ func TestProbeShellKilled(t *testing.T) {
 	if err := syscall.Kill(w.sh, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	within(t, 2*time.Second, func() bool { return !alive(w.stty) && !alive(w.mark) },
+	within(t, 2*time.Second, func() bool { return !alive(w.stty) && !alive(w.mark) && (w.perl == 0 || !alive(w.perl)) },
 		"the waiting shells gone while the background request still holds the probe shell's other descriptors")
 	if !alive(sleeper) {
 		t.Errorf("the background request ended before the waiting shells were seen gone: the test shows nothing")
@@ -180,9 +243,15 @@ func within(t *testing.T, d time.Duration, ok func() bool, what string) {
 
 // TestProbeWaitingShellKilled: when a waiting shell is killed on the
 // host, the probe still reads the echo flag and writes its mark, starting
-// them itself, and the waiting stops for that connection.
+// them itself, and the waiting stops for that connection (perl's too).
+// When perl is killed, the stty shell reads the modes, and the waiting
+// goes on.
 func TestProbeWaitingShellKilled(t *testing.T) {
-	for _, which := range []string{"stty", "mark"} {
+	eachModesReader(t, testProbeWaitingShellKilled)
+}
+
+func testProbeWaitingShellKilled(t *testing.T, perl bool) {
+	for _, which := range []string{map[bool]string{true: "perl", false: "stty"}[perl], "mark"} {
 		t.Run(which, func(t *testing.T) {
 			_, c := connect(t)
 			b := New(c)
@@ -193,11 +262,8 @@ func TestProbeWaitingShellKilled(t *testing.T) {
 			if !off {
 				t.Fatal("echo on at read -s")
 			}
-			w := askWaiting(t, b)
-			pid := w.stty
-			if which == "mark" {
-				pid = w.mark
-			}
+			w := modesReader(t, b, perl)
+			pid := map[string]int{"stty": w.stty, "mark": w.mark, "perl": w.perl}[which]
 			if pid == 0 {
 				t.Fatalf("no %s shell waits: %+v", which, w)
 			}
@@ -214,14 +280,22 @@ func TestProbeWaitingShellKilled(t *testing.T) {
 				t.Errorf("at read after the %s shell was killed: echo off %v, mark %d after %d; want echo on and a new mark", which, off, next, fence)
 			}
 			w2 := askWaiting(t, b)
-			if w2.on || w2.stty != 0 || w2.mark != 0 {
-				t.Errorf("the waiting went on after the %s shell was lost: %+v", which, w2)
-			}
-			if started := map[string]int{"stty": w2.sttyStarted, "mark": w2.markStarted}[which]; started == 0 {
-				t.Errorf("the probe did not start %s itself: %+v", which, w2)
-			}
-			for _, pid := range []int{w.stty, w.mark} {
-				gone(t, pid)
+			if which == "perl" {
+				if !w2.on || w2.perl != 0 || w2.stty == 0 || w2.sttyStarted != 0 {
+					t.Errorf("after perl was lost, the stty shell does not read the modes: %+v", w2)
+				}
+			} else {
+				if w2.on || w2.stty != 0 || w2.mark != 0 || w2.perl != 0 {
+					t.Errorf("the waiting went on after the %s shell was lost: %+v", which, w2)
+				}
+				if started := map[string]int{"stty": w2.sttyStarted, "mark": w2.markStarted}[which]; started == 0 {
+					t.Errorf("the probe did not start %s itself: %+v", which, w2)
+				}
+				for _, pid := range []int{w.stty, w.mark, w.perl} {
+					if pid != 0 {
+						gone(t, pid)
+					}
+				}
 			}
 			if _, err := term.Write([]byte("end\r")); err != nil {
 				t.Fatal(err)
@@ -284,25 +358,8 @@ func waitRead(t *testing.T, term agentpty.Terminal, what string) (fence int, ech
 // waiting shells, and a probe starts stty and the mark itself.
 func TestProbeShellUnderSh(t *testing.T) {
 	testkit.Need(t, "dash", "cat")
-	arch, err := exec.Command("uname", "-m").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
-	if !ok {
-		t.Skip("an architecture remote.Archs does not list")
-	}
-	cmd := exec.Command("cat")
-	f, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		f.Close()
-	}()
-	go io.Copy(io.Discard, f) // the marks the probe writes
+	calls := localCalls(t)
+	cmd := catUnderPTY(t)
 	script := remote.ServeScript() + fmt.Sprintf("\nQ=1 FN=x %s probe %d 1; echo \"$Q w ${PW:-0} ${EF:-0} ${MF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
 	ctx := waitCtx(t)
 	for {
@@ -521,4 +578,118 @@ func TestProbeOnAStoppedTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	oout.waitFor(t, "got y")
+}
+
+// TestPerlReadsTheModesAsSttyDoes: the probe shell's perl reads the
+// flags the probe reports as stty -a shows them, for a terminal in each
+// combination of canonical mode and echo, and the probe starts no stty
+// for them (nor the mark: the waiting shells serve); with NOPERL the
+// stty shell reads them (SU says which: 9 perl, 8 the stty shell). The
+// probe shell is bash 5 here, reading its requests from a pipe, as over
+// SSH.
+func TestPerlReadsTheModesAsSttyDoes(t *testing.T) {
+	testkit.Need(t, "bash", "perl", "stty", "cat")
+	calls := localCalls(t)
+	for _, c := range []struct{ set, want string }{
+		{"sane", "icanon echo"}, {"-echo", "icanon -echo"}, {"raw -echo", "-icanon -echo"}, {"-icanon echo", "-icanon echo"},
+	} {
+		cmd := exec.Command("bash", "-c", "stty "+c.set+"; echo ready; exec cat")
+		f, err := pty.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 256)
+		for seen := ""; !strings.Contains(seen, "ready"); {
+			n, err := f.Read(buf)
+			if err != nil {
+				t.Fatalf("stty %s: %v before ready", c.set, err)
+			}
+			seen += string(buf[:n])
+		}
+		go io.Copy(io.Discard, f) // the marks the probe writes
+		for _, perl := range []bool{true, false} {
+			// Once perl has loaded, where it reads (a bounded poll: 10 s).
+			ready := `i=0; while [ -n "$SP" ] && ! perlready && [ $i -lt 1000 ]; do sleep 0.01; i=$((i + 1)); done`
+			script := remote.ServeScript() + "\n" + ready + fmt.Sprintf("\nQ=1 FN=x %s probe %d 0; echo \"w ${SU:-0} ${EF:-0} ${MF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
+			sh := exec.CommandContext(waitCtx(t), "bash", "--noprofile", "--norc")
+			sh.Env = append(os.Environ(), "NOPERL=") // empty: perl reads
+			if !perl {
+				sh.Env = append(sh.Env, "NOPERL=1")
+			}
+			sh.Stdin = strings.NewReader(script)
+			out, err := sh.Output()
+			if err != nil {
+				t.Fatalf("bash: %v\n%s", err, out)
+			}
+			if want := "1 stty " + c.want + "\n"; !strings.Contains(string(out), want) {
+				t.Errorf("stty %s, perl %v: the probe said\n%s\nwant %q", c.set, perl, out, want)
+			}
+			if want := fmt.Sprintf("\nw %d 0 0\n", map[bool]int{true: 9, false: 8}[perl]); !strings.HasSuffix(string(out), want) {
+				t.Errorf("stty %s, perl %v: the probe shell says %q at the end; want %q (perl reading or not, no stty or mark of its own)", c.set, perl, out, want)
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+	}
+}
+
+// localCalls are the system calls of this machine's architecture, which
+// the probe reads; t is skipped where remote.Archs does not list it.
+func localCalls(t *testing.T) remote.Calls {
+	t.Helper()
+	arch, err := exec.Command("uname", "-m").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, ok := remote.Archs[strings.TrimSpace(string(arch))]
+	if !ok {
+		t.Skip("an architecture remote.Archs does not list")
+	}
+	return calls
+}
+
+// TestSttyShellServesUntilPerlLoads: a probe never waits for perl to
+// load (a probe shell starts with each first session): until perl says
+// it is ready, the stty shell reads the modes. Here a "perl" first in
+// PATH never says so (it reads its requests, holding its output open,
+// and writes nothing).
+func TestSttyShellServesUntilPerlLoads(t *testing.T) {
+	testkit.Need(t, "bash", "stty", "cat")
+	calls := localCalls(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "perl"), []byte("#!/bin/sh\nexec cat 3>&1 >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := catUnderPTY(t)
+	script := remote.ServeScript() + fmt.Sprintf("\nQ=1 FN=x %s probe %d 0; echo \"w ${SU:-0} ${SP:+1} ${EF:-0}\"\n", remote.Vars(calls), cmd.Process.Pid)
+	sh := exec.CommandContext(waitCtx(t), "bash", "--noprofile", "--norc")
+	sh.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "NOPERL=")
+	sh.Stdin = strings.NewReader(script)
+	out, err := sh.Output()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "1 stty icanon echo\n") || !strings.HasSuffix(string(out), "\nw 8 1 0\n") {
+		t.Errorf("with a perl that never loads, the probe said\n%s\nwant the modes from the stty shell (w 8 1 0)", out)
+	}
+}
+
+// catUnderPTY starts cat on a terminal of this machine's for a probe run
+// here, and ends it when t ends; what cat's terminal shows (the probe's
+// marks) is read and dropped.
+func catUnderPTY(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("cat")
+	f, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+	})
+	go io.Copy(io.Discard, f)
+	return cmd
 }

@@ -101,7 +101,13 @@ func TestOneProbePerState(t *testing.T) {
 // command ran. Once the program has run (it read a line, then turned echo
 // off for read -s), the probe that sees it wait reads the flag anew and
 // writes a new mark.
+//
+// Where perl reads the modes, the reads are the requests perl is sent.
 func TestProbeKeepsTheEchoFlag(t *testing.T) {
+	eachModesReader(t, testProbeKeepsTheEchoFlag)
+}
+
+func testProbeKeepsTheEchoFlag(t *testing.T, perl bool) {
 	testkit.Need(t, "stty")
 	real, err := exec.LookPath("stty")
 	if err != nil {
@@ -127,7 +133,16 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 	if _, err := h.run(waitCtx(t), "PATH="+dir+":$PATH; hash -r", false); err != nil {
 		t.Fatal(err)
 	}
+	modesReader(t, b, perl)
 	starts := func() int {
+		if perl {
+			out, err := h.run(waitCtx(t), `echo "$Q ${SR:-0} ${EF:-0}"`, false)
+			var sent, fallback int
+			if _, serr := fmt.Sscanf(strings.TrimSpace(string(out)), "%d %d", &sent, &fallback); err != nil || serr != nil {
+				t.Fatalf("the probe shell said %q: %v %v", out, err, serr)
+			}
+			return sent + fallback
+		}
 		b, _ := os.ReadFile(count)
 		return len(b)
 	}
