@@ -58,6 +58,8 @@ type Backend struct {
 	dial   dialer     // opens another connection to the host; nil: none
 	grow   sync.Mutex // one start at a time looks past the first connection
 
+	warming sync.WaitGroup // the probe shells acquire starts ahead (Close waits for them)
+
 	mu     sync.Mutex // guards the fields below
 	info   *hostInfo  // what the host offers, learnt at the first start
 	helper *helper    // the shell that answers probes, shared by the live terminals
@@ -118,6 +120,7 @@ func (b *Backend) Close() error {
 		b.stop()
 	}
 	err := b.client.Close()
+	b.warming.Wait() // a probe shell starting ahead fails on the closed connection
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
@@ -136,38 +139,74 @@ var noProc = false
 
 // acquire counts a terminal in and returns what the host offers, learnt
 // once through the probe shell. A terminal on a host without /proc does
-// not hold the shell.
+// not hold the shell. Once the host is known, a cold probe shell (it ends
+// with the last terminal) starts beside the session's own channel, not
+// at the first probe after it: a start with no other session live would
+// otherwise wait for the shell's channel, its start and its answer in
+// turn. The first start learns before its channel opens, so that the
+// probe shell has its channel before the sessions (MaxSessions).
 func (b *Backend) acquire(name string) (*hostInfo, error) {
 	if b.parent != nil {
 		return b.parent.acquire(name)
 	}
 	b.mu.Lock()
 	b.users++
-	info := b.info
+	info, cold := b.info, b.helper == nil
 	b.mu.Unlock()
 	if info == nil {
-		h, err := b.probeShell()
-		var out []byte
-		if err == nil {
-			out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
-		}
-		if err != nil {
-			b.release()
-			return nil, b.lostOr(name, err)
-		}
-		f := strings.Fields(string(out))
-		info = &hostInfo{linux: slices.Contains(f, "proc") && !noProc}
-		if len(f) > 0 {
-			info.arch = f[0]
-		}
-		b.mu.Lock()
-		b.info = info
-		b.mu.Unlock()
+		return b.learn(name)
 	}
+	if !info.linux {
+		b.release()
+	} else if cold {
+		b.warming.Go(b.warm)
+	}
+	return info, nil
+}
+
+// learn asks the probe shell what the host offers, for acquire, and
+// counts the terminal out again where it will not hold the shell.
+func (b *Backend) learn(name string) (*hostInfo, error) {
+	h, err := b.probeShell()
+	var out []byte
+	if err == nil {
+		out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
+	}
+	if err != nil {
+		b.release()
+		return nil, b.lostOr(name, err)
+	}
+	f := strings.Fields(string(out))
+	info := &hostInfo{linux: slices.Contains(f, "proc") && !noProc}
+	if len(f) > 0 {
+		info.arch = f[0]
+	}
+	b.mu.Lock()
+	b.info = info
+	b.mu.Unlock()
 	if !info.linux {
 		b.release()
 	}
 	return info, nil
+}
+
+// warm starts the probe shell for a terminal that will probe, and closes
+// it again if every terminal was counted out meanwhile (a start that
+// failed).
+func (b *Backend) warm() {
+	h, err := b.probeShell()
+	if err != nil {
+		return // the first probe tries again, and says what failed
+	}
+	b.mu.Lock()
+	idle := b.users == 0 && b.helper == h
+	if idle {
+		b.helper = nil
+	}
+	b.mu.Unlock()
+	if idle {
+		h.close()
+	}
 }
 
 // aliveWait bounds alive's question: a server that does not answer

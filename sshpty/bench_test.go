@@ -63,6 +63,7 @@ func TestBenchReport(t *testing.T) {
 
 	bt, st, wt := newBareTrip(t, c), newSendTrip(t, m), newWriteTrip(t, m)
 	startRows(t, c, b, m, 2*runs, row)
+	loneStartRow(t, srv, 2*runs, row)
 	trips := 100 * runs
 	p = pairs(trips, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, st) }) * 1e6 })
 	row("round trip, Send+Expect (µs)", p, "µs", "≤ 1.5×", 1.5)
@@ -166,6 +167,22 @@ func startRows(t *testing.T, c *ssh.Client, b *Backend, m *agentpty.Manager, n i
 	defer bs.close()
 	p = pairs(n, func() float64 { return startBareState(t, c, bs) * 1e3 }, func() float64 { return startLibrary(t, m) * 1e3 })
 	row("  vs bare start + stty (ms)", p, "ms", "", 0)
+}
+
+// loneStartRow measures a start with no other session live on its
+// connection, where the probe shell (which ends with the last session)
+// starts anew, beside a bare start on the same connection.
+func loneStartRow(t *testing.T, srv *sshdtest.Server, n int, row func(string, testkit.Paired, string, string, float64)) {
+	c, err := srv.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m := agentpty.NewManager(agentpty.Options{Backend: New(c), Shell: noProfile})
+	defer m.Close()
+	startLibrary(t, m) // the host is learnt once a Backend
+	p := pairs(n, func() float64 { return startBare(t, c) * 1e3 }, func() float64 { return startLibrary(t, m) * 1e3 })
+	row("  with no other session (ms)", p, "ms", "", 0)
 }
 
 // startBackend is Backend.Start until the first line has been read; the

@@ -107,3 +107,63 @@ func TestNoZombieOnTheFarSide(t *testing.T) {
 		})
 	}
 }
+
+// A start with no other session live starts the probe shell beside its
+// own channel (acquire's warm), and a start that fails after that leaves
+// no probe shell behind: the last terminal counted out closes the one
+// starting ahead too.
+func TestProbeShellStartedAheadEndsWithAFailedStart(t *testing.T) {
+	srv, c := connect(t)
+	b := New(c)
+	defer b.Close()
+	term, out := startTerm(t, b, "echo ready; exec cat")
+	out.waitFor(t, "ready")
+	closeTerm(term, out) // the host is known; the probe shell ended with it
+	waitFarSide(t, srv, 0)
+
+	// The start counts itself in, then fails (Start's deferred release).
+	if _, err := b.acquire("pty-2"); err != nil {
+		t.Fatal(err)
+	}
+	b.release()
+	b.warming.Wait()
+	b.mu.Lock()
+	h, users := b.helper, b.users
+	b.mu.Unlock()
+	if h != nil || users != 0 {
+		t.Fatalf("after a failed start the backend holds a probe shell (%v) for %d terminals", h != nil, users)
+	}
+	waitFarSide(t, srv, 0)
+
+	// One that lives finds the shell started ahead, and it serves.
+	if _, err := b.acquire("pty-3"); err != nil {
+		t.Fatal(err)
+	}
+	b.warming.Wait()
+	b.mu.Lock()
+	h = b.helper
+	b.mu.Unlock()
+	if h == nil {
+		t.Fatal("no probe shell was started ahead of a live start's first probe")
+	}
+	if out, err := h.run(context.Background(), `echo "$Q" up`, false); err != nil || !strings.Contains(string(out), "up") {
+		t.Fatalf("the probe shell started ahead: %q, %v", out, err)
+	}
+	b.release()
+	waitFarSide(t, srv, 0)
+}
+
+// waitFarSide waits (20 s at most) until n processes are left below the
+// server that are not servers (farSide).
+func waitFarSide(t *testing.T, srv *sshdtest.Server, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		all, _ := farSide(srv)
+		if len(all) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes under the server, want %d:\n%s", len(all), n, strings.Join(all, "\n"))
+		}
+	}
+}
