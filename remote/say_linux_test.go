@@ -96,3 +96,42 @@ func TestProbeAnswersInWholeWrites(t *testing.T) {
 		f.Close()
 	}
 }
+
+// ServeInput has bash read ServeScript in a few reads (its own line and
+// the request are still read a byte at a time), not a read(2) a
+// byte as bash reads a script from a pipe (about 20,000 of them, most of
+// a probe shell's start), and the shell it made answers as one that read
+// the script line by line; sh (dash) reads the script itself.
+func TestServeInputReadsTheScriptWhole(t *testing.T) {
+	testkit.Need(t, "bash", "dash", "strace")
+	request := `Q=7; echo "$Q up ${PW:-0} $(command -v probe)"; echo "$Q ."` + "\n"
+	for _, c := range []struct {
+		shell, pw string
+		most      int
+	}{{"bash", "1", 1000}, {"dash", "0", -1}} {
+		for _, input := range []string{ServeInput(), ServeScript() + "\n"} {
+			log := filepath.Join(t.TempDir(), "strace")
+			st := exec.Command("strace", "-f", "-qq", "-e", "trace=read", "-e", "signal=none", "-s", "0", "-o", log, c.shell)
+			st.Stdin = strings.NewReader(input + request)
+			out, err := st.Output()
+			if err != nil {
+				t.Fatalf("%s under strace: %v", c.shell, err)
+			}
+			if want := "7 up " + c.pw + " probe\n7 .\n"; string(out) != want {
+				t.Errorf("%s: answered %q, want %q", c.shell, out, want)
+			}
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads := len(regexp.MustCompile(`(?m)^\d+ +read\(0,`).FindAll(b, -1))
+			whole := input == ServeInput()
+			switch {
+			case c.most > 0 && whole && reads > c.most:
+				t.Errorf("%s read ServeInput from a pipe in %d reads, want at most %d", c.shell, reads, c.most)
+			case c.most > 0 && !whole && reads < len(input)/2:
+				t.Errorf("%s read the bare script in %d reads: the test shows nothing", c.shell, reads)
+			}
+		}
+	}
+}

@@ -39,6 +39,19 @@ var (
 // and with perl too, no stty: one perl reads the terminals' modes.
 func ServeScript() string { return probeSh + endSh + serveSh }
 
+// ServeInput is what a transport writes first to the shell it started to
+// serve requests: ServeScript, after a line with which bash reads all of
+// it in a few reads and evaluates it. bash reads a script from a pipe a
+// byte at a time (so that a command that reads standard input finds what
+// follows its line), which for the ~20 KB of ServeScript was a read(2) a
+// byte and most of the shell's start; sh reads the script itself, as
+// before.
+func ServeInput() string {
+	s := ServeScript() + "\n"
+	return `if [ -n "${BASH_VERSION-}" ]; then LC_ALL=C IFS= read -r -d '' -N ` + strconv.Itoa(len(s)) +
+		` AGENTPTY_SERVE; eval "$AGENTPTY_SERVE"; unset AGENTPTY_SERVE; fi` + "\n" + s
+}
+
 // ExecScript is the shell for a transport that starts a shell for each
 // request (kubepty's exec), run through ExecShell. Its arguments: the
 // session's nonce (the command runs under env AGENTPTY_ID=NONCE, which

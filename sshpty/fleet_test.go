@@ -148,9 +148,10 @@ func TestSessionLimitDials(t *testing.T) {
 			}
 			last := ids[len(ids)-1]
 			mustWrite(t, m, agentpty.WriteRequest{ID: last, Input: "far-side", Submit: true, WaitFor: "FAR-SIDE"})
-			s, _ := m.Session(last)
-			if st := s.State(); st.State != agentpty.StateWaitingInput {
-				t.Errorf("the session on the third connection: state %+v; want %s", st, agentpty.StateWaitingInput)
+			// tr reads again a moment after its answer: wait for it, which
+			// only the first connection's probe shell can tell.
+			if w := mustWrite(t, m, agentpty.WriteRequest{ID: last, WaitUntil: agentpty.WaitUntilInput}); w.State != agentpty.StateWaitingInput {
+				t.Errorf("the session on the third connection: state %q; want %s", w.State, agentpty.StateWaitingInput)
 			}
 		})
 	}

@@ -67,7 +67,7 @@ func startHelper(c *ssh.Client) (*helper, error) {
 		return nil, err
 	}
 	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
-	if _, err := io.WriteString(in, remote.ServeScript()+"\n"); err != nil {
+	if _, err := io.WriteString(in, remote.ServeInput()); err != nil {
 		s.Close()
 		return nil, err
 	}
