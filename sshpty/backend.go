@@ -194,18 +194,8 @@ func (b *Backend) learn(name string) (*hostInfo, error) {
 // it again if every terminal was counted out meanwhile (a start that
 // failed).
 func (b *Backend) warm() {
-	h, err := b.probeShell()
-	if err != nil {
-		return // the first probe tries again, and says what failed
-	}
-	b.mu.Lock()
-	idle := b.users == 0 && b.helper == h
-	if idle {
-		b.helper = nil
-	}
-	b.mu.Unlock()
-	if idle {
-		h.close()
+	if _, err := b.probeShell(); err == nil { // else the first probe tries again, and says what failed
+		b.closeIdle()
 	}
 }
 
@@ -433,6 +423,13 @@ func (b *Backend) release() {
 	}
 	b.mu.Lock()
 	b.users--
+	b.mu.Unlock()
+	b.closeIdle()
+}
+
+// closeIdle closes the probe shell when no terminal holds it.
+func (b *Backend) closeIdle() {
+	b.mu.Lock()
 	var h *helper
 	if b.users == 0 {
 		h, b.helper = b.helper, nil
