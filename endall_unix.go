@@ -100,7 +100,7 @@ func endGroups(ctx context.Context, h *contain.Host, cs []*cgroupContainer, grac
 		}
 		r.queue <- i
 	})
-	hup := endsched.HupAt(time.Now(), deadline)
+	hup := endsched.HupAt(time.Now(), endsched.HupDelay, deadline)
 	late := signalled.Load() > 0 && waitGroups(ctx, h, cs, hup) != nil && ctx.Err() == nil
 	rest := r.finish()
 	if late {
