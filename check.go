@@ -48,8 +48,8 @@ func checkStart(req StartRequest) (*waiter, error) {
 	if err := checkSize(ToolStart, req.Cols, req.Rows); err != nil {
 		return nil, err
 	}
-	if req.WaitMS != nil && *req.WaitMS < 0 {
-		return nil, errorf(ErrInvalid, "%s: wait_ms %d is negative", ToolStart, *req.WaitMS)
+	if err := checkWaitMS(ToolStart, req.WaitMS); err != nil {
+		return nil, err
 	}
 	if err := checkScreen(ToolStart, req.Screen); err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func checkStart(req StartRequest) (*waiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.waitMS, w.until = req.WaitMS, untilMode{input: req.WaitUntil == WaitUntilInput, settle: settle}
+	w.waitMS, w.until = req.WaitMS, untilFor(req.WaitUntil, settle)
 	w.view.screen = req.Screen
 	return w, nil
 }
@@ -67,8 +67,8 @@ func checkStart(req StartRequest) (*waiter, error) {
 // besides typing, and the keys it presses.
 func checkWrite(req WriteRequest) (*waiter, []key, error) {
 	who := ToolWrite + " " + req.ID
-	if req.WaitMS != nil && *req.WaitMS < 0 {
-		return nil, nil, errorf(ErrInvalid, "%s: wait_ms %d is negative", who, *req.WaitMS)
+	if err := checkWaitMS(who, req.WaitMS); err != nil {
+		return nil, nil, err
 	}
 	if err := checkWaitUntil(ToolWrite, req.ID, req.WaitUntil); err != nil {
 		return nil, nil, err
@@ -95,7 +95,7 @@ func checkWrite(req WriteRequest) (*waiter, []key, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w.waitMS, w.until, w.view = req.WaitMS, untilMode{input: req.WaitUntil == WaitUntilInput, settle: settle}, v
+	w.waitMS, w.until, w.view = req.WaitMS, untilFor(req.WaitUntil, settle), v
 	if n := len(req.Keys); n > maxWriteKeys {
 		return nil, nil, errorf(ErrInvalid, "%s: %d keys, more than the %d one write may press", who, n, maxWriteKeys)
 	}
@@ -113,8 +113,8 @@ func checkWrite(req WriteRequest) (*waiter, []key, error) {
 // its wait.
 func checkSecret(op string, req SecretRequest) (*waiter, error) {
 	who := op + " " + req.ID
-	if req.WaitMS != nil && *req.WaitMS < 0 {
-		return nil, errorf(ErrInvalid, "%s: wait_ms %d is negative", who, *req.WaitMS)
+	if err := checkWaitMS(who, req.WaitMS); err != nil {
+		return nil, err
 	}
 	if err := checkWaitUntil(op, req.ID, req.WaitUntil); err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func checkSecret(op string, req SecretRequest) (*waiter, error) {
 		}
 	}
 	settle, _ := settleFor(who, req.WaitUntil, nil) // "settled" waits its default
-	w.waitMS, w.until = req.WaitMS, untilMode{input: req.WaitUntil == WaitUntilInput, settle: settle}
+	w.waitMS, w.until = req.WaitMS, untilFor(req.WaitUntil, settle)
 	w.view.secret = true
 	return w, nil
 }
@@ -187,6 +187,20 @@ func checkPattern(who, lit, pattern string) (*waiter, error) {
 		return literalWait(lit), nil
 	}
 	return &waiter{}, nil
+}
+
+// checkWaitMS refuses a negative wait_ms.
+func checkWaitMS(who string, waitMS *int) error {
+	if waitMS != nil && *waitMS < 0 {
+		return errorf(ErrInvalid, "%s: wait_ms %d is negative", who, *waitMS)
+	}
+	return nil
+}
+
+// untilFor is the wait a checked wait_until asks for, with settle from
+// settleFor.
+func untilFor(waitUntil string, settle time.Duration) untilMode {
+	return untilMode{input: waitUntil == WaitUntilInput, settle: settle}
 }
 
 // checkWaitUntil checks a request's wait_until.

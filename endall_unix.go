@@ -100,7 +100,7 @@ func endGroups(ctx context.Context, h *contain.Host, cs []*cgroupContainer, grac
 		}
 		r.queue <- i
 	})
-	hup := endsched.HupAt(time.Now(), deadline)
+	hup := endsched.HupAt(time.Now(), endsched.HupDelay, deadline)
 	late := signalled.Load() > 0 && waitGroups(ctx, h, cs, hup) != nil && ctx.Err() == nil
 	rest := r.finish()
 	if late {
@@ -147,32 +147,35 @@ func killGroups(ctx context.Context, h *contain.Host, cs []*cgroupContainer, res
 // at once only spin on that lock. A group it cannot release now is left
 // to killGroups.
 type releaser struct {
-	cs       []*cgroupContainer
-	done     func(i int, err error)
-	released []bool
-	queue    chan int      // each index of cs, once, after its SIGTERM
-	stop     chan struct{} // closed: release only what is ready, wait for nothing
-	ended    chan struct{} // closed once every index has been taken
+	cs    []*cgroupContainer
+	done  func(i int, err error)
+	rest  []int         // the indexes it did not release, read once ended closes
+	queue chan int      // each index of cs, once, after its SIGTERM
+	stop  chan struct{} // closed: release only what is ready, wait for nothing
+	ended chan struct{} // closed once every index has been taken
 }
 
 func startReleaser(cs []*cgroupContainer, done func(i int, err error)) *releaser {
-	r := &releaser{cs: cs, done: done, released: make([]bool, len(cs)), queue: make(chan int, len(cs)),
+	r := &releaser{cs: cs, done: done, queue: make(chan int, len(cs)),
 		stop: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		defer close(r.ended)
 		for range len(cs) {
-			r.release(<-r.queue)
+			if i := <-r.queue; !r.release(i) {
+				r.rest = append(r.rest, i)
+			}
 		}
 	}()
 	return r
 }
 
 // release releases group i once its leader is reaped and nothing else is
-// left in it, or not at all where that is not so by the time stop closes.
-func (r *releaser) release(i int) {
+// left in it, or not at all (false) where that is not so by the time stop
+// closes.
+func (r *releaser) release(i int) bool {
 	c := r.cs[i]
 	if c.gone == nil || c.out {
-		return // the leader's session outside is followed by killGroups
+		return false // the leader's session outside is followed by killGroups
 	}
 	select {
 	case <-c.gone:
@@ -180,17 +183,18 @@ func (r *releaser) release(i int) {
 		select {
 		case <-c.gone:
 		default:
-			return
+			return false
 		}
 	}
 	// A cgroup is removed only once nothing is left in it, not even the
 	// dying: the removal itself is the check, one call where reading
 	// cgroup.events first would be two.
-	if c.g.TryRemove() == nil {
-		c.s.Release()
-		r.released[i] = true
-		r.done(i, nil)
+	if c.g.TryRemove() != nil {
+		return false
 	}
+	c.s.Release()
+	r.done(i, nil)
+	return true
 }
 
 // finish makes the releaser release what is ready without waiting,
@@ -199,13 +203,7 @@ func (r *releaser) release(i int) {
 func (r *releaser) finish() []int {
 	close(r.stop)
 	<-r.ended
-	var rest []int
-	for i, done := range r.released {
-		if !done {
-			rest = append(rest, i)
-		}
-	}
-	return rest
+	return r.rest
 }
 
 // waitGroups waits until no group of h, and no process of a session whose

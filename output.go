@@ -277,8 +277,6 @@ func (s *Session) take(p []byte) {
 	}
 }
 
-// --- added by parts-screen ---
-
 // unparsed returns the ring's bytes from off on (less where the ring has
 // dropped them), which the display has not parsed, where the ring ends,
 // and how many of them from their start the settler found plain text. The

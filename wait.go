@@ -104,17 +104,13 @@ func (w *waiter) pattern() bool { return w.lit != "" || w.re != nil }
 // limit turns the request's wait into a duration: wait_ms, else the
 // default of a wait for a pattern or a wait_until, else defaultWait.
 func (w *waiter) limit() time.Duration {
-	if (w.until.input || w.until.settle > 0) && w.waitMS == nil {
-		return defaultWaitFor
-	}
-	d := defaultWait
 	switch {
 	case w.waitMS != nil:
-		d = time.Duration(*w.waitMS) * time.Millisecond
-	case w.pattern():
-		d = defaultWaitFor
+		return min(time.Duration(*w.waitMS)*time.Millisecond, maxWait)
+	case w.pattern() || w.until.input || w.until.settle > 0:
+		return defaultWaitFor
 	}
-	return min(d, maxWait)
+	return defaultWait
 }
 
 // typed records that the call is about to type input, so that its echo

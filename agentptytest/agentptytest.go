@@ -63,14 +63,6 @@ type suite struct {
 	b agentpty.Backend // nil: this machine
 }
 
-var (
-	callCtx    = Ctx
-	mustStart  = MustStart
-	mustWrite  = MustWrite
-	mustRun    = MustRun
-	startShell = StartShell
-)
-
 func ms(n int) *int { return &n }
 
 // skipNoFiles skips a case about a backend's Files where there are none.
@@ -115,7 +107,7 @@ func (s *suite) far(t *testing.T, script string) string {
 	t.Helper()
 	const end = "__agentptytest_end__"
 	m := s.manager(t, agentpty.Options{})
-	res := mustStart(t, m, agentpty.StartRequest{Command: script + "\necho " + end, WaitFor: end, Cols: 1000})
+	res := MustStart(t, m, agentpty.StartRequest{Command: script + "\necho " + end, WaitFor: end, Cols: 1000})
 	out, _, _ := strings.Cut(res.Output, end)
 	return strings.TrimSpace(out)
 }
@@ -144,7 +136,7 @@ func (s *suite) exists(t *testing.T, path string) bool {
 func (s *suite) needState(t *testing.T) {
 	t.Helper()
 	m := s.manager(t, agentpty.Options{})
-	_, err := m.Start(callCtx(t), agentpty.StartRequest{Command: "read x", WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(5000)})
+	_, err := m.Start(Ctx(t), agentpty.StartRequest{Command: "read x", WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(5000)})
 	if errors.Is(err, agentpty.ErrUnsupported) {
 		t.Skipf("the backend's terminals are no StateReader: %v", err)
 	}

@@ -27,12 +27,12 @@ func approvalAndSandbox(t *testing.T, s *suite) {
 		return errors.New("not this one")
 	})
 	m := s.manager(t, agentpty.Options{Approver: deny})
-	if _, err := m.Start(callCtx(t), agentpty.StartRequest{Command: cmd, WaitMS: ms(500)}); !errors.Is(err, agentpty.ErrDenied) {
+	if _, err := m.Start(Ctx(t), agentpty.StartRequest{Command: cmd, WaitMS: ms(500)}); !errors.Is(err, agentpty.ErrDenied) {
 		t.Errorf("a denied start: %v; want ErrDenied", err)
 	}
 	if s.b != nil {
 		m2 := s.manager(t, agentpty.Options{Sandbox: allowAll{}})
-		_, err := m2.Start(callCtx(t), agentpty.StartRequest{Command: cmd, WaitMS: ms(500)})
+		_, err := m2.Start(Ctx(t), agentpty.StartRequest{Command: cmd, WaitMS: ms(500)})
 		if !errors.Is(err, agentpty.ErrInvalid) || !errors.Is(err, agentpty.ErrUnsupported) || !strings.Contains(err.Error(), "Options.Sandbox") {
 			t.Errorf("a sandboxed start on another machine: %v; want ErrInvalid and ErrUnsupported naming Options.Sandbox", err)
 		}
@@ -41,7 +41,7 @@ func approvalAndSandbox(t *testing.T, s *suite) {
 		t.Error("the command ran")
 	}
 	m3 := s.manager(t, agentpty.Options{})
-	mustStart(t, m3, agentpty.StartRequest{Command: cmd + "; echo done", WaitFor: "done"})
+	MustStart(t, m3, agentpty.StartRequest{Command: cmd + "; echo done", WaitFor: "done"})
 	if !s.exists(t, mark) {
 		t.Error("the allowed command did not run")
 	}

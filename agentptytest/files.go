@@ -16,7 +16,7 @@ func files(t *testing.T, s *suite) {
 	if !ok {
 		s.skipNoFiles(t)
 	}
-	dir, err := f.MkdirTemp(callCtx(t), "agentpty-test")
+	dir, err := f.MkdirTemp(Ctx(t), "agentpty-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func files(t *testing.T, s *suite) {
 	}
 	text := "PS1='$ '\nprintf '%s\\n' \"it's\" # quotes, $vars, `cmd` and \\ stay\n\tno newline at the end"
 	rc := dir + "/rc"
-	if err := f.WriteFile(callCtx(t), rc, []byte(text)); err != nil {
+	if err := f.WriteFile(Ctx(t), rc, []byte(text)); err != nil {
 		t.Fatal(err)
 	}
 	// Through base64, as the terminal would expand the tab.
@@ -34,25 +34,25 @@ func files(t *testing.T, s *suite) {
 	if err != nil || string(got) != text || strings.TrimSpace(mode) != "-rw-------" {
 		t.Fatalf("WriteFile wrote %q (%v), mode %q; want %q mode -rw-------", got, err, mode, text)
 	}
-	if err := f.WriteFile(callCtx(t), rc, []byte("again")); err == nil {
+	if err := f.WriteFile(Ctx(t), rc, []byte("again")); err == nil {
 		t.Error("WriteFile over an existing file succeeded")
 	}
 	// A symlink planted where the file goes is not written through.
 	target := dir + "/target"
 	s.far(t, "ln -s '"+target+"' '"+dir+"/link'")
-	if err := f.WriteFile(callCtx(t), dir+"/link", []byte("through")); err == nil {
+	if err := f.WriteFile(Ctx(t), dir+"/link", []byte("through")); err == nil {
 		t.Error("WriteFile through a dangling symlink succeeded")
 	}
 	if s.exists(t, target) {
 		t.Error("WriteFile created the symlink's target")
 	}
-	if err := f.RemoveAll(callCtx(t), dir); err != nil {
+	if err := f.RemoveAll(Ctx(t), dir); err != nil {
 		t.Fatal(err)
 	}
 	if s.exists(t, dir) {
 		t.Error("the directory is still there after RemoveAll")
 	}
-	if err := f.RemoveAll(callCtx(t), dir); err != nil {
+	if err := f.RemoveAll(Ctx(t), dir); err != nil {
 		t.Errorf("RemoveAll of a missing path: %v", err)
 	}
 }

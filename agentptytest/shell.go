@@ -36,9 +36,9 @@ var runCases = []struct {
 func shellRuns(t *testing.T, s *suite) {
 	s.needFiles(t)
 	m := s.manager(t, agentpty.Options{})
-	id := startShell(t, m).ID
+	id := StartShell(t, m).ID
 	for _, c := range runCases {
-		res := mustRun(t, m, id, c.command)
+		res := MustRun(t, m, id, c.command)
 		if res.Output != c.output || !res.PromptAfter || code(res.ExitCode) != c.code || res.State != agentpty.StateWaitingInput {
 			t.Errorf("run %q: output %q prompt_after %v exit_code %d state %q; want %q, true, %d, waiting_input",
 				c.command, res.Output, res.PromptAfter, code(res.ExitCode), res.State, c.output, c.code)
@@ -46,15 +46,15 @@ func shellRuns(t *testing.T, s *suite) {
 	}
 	// A command that waits for input: the run returns, pty-write goes on
 	// and its result carries the end.
-	res := mustRun(t, m, id, `read -p 'name? ' n; echo "hi $n"; (exit 3)`)
+	res := MustRun(t, m, id, `read -p 'name? ' n; echo "hi $n"; (exit 3)`)
 	if res.PromptAfter || res.ExitCode != nil || res.State != agentpty.StateWaitingInput || res.Output != "name? " {
 		t.Fatalf("read: %+v", res)
 	}
-	w, err := m.Write(callCtx(t), agentpty.WriteRequest{ID: id, Input: "bob", Submit: true, WaitUntil: agentpty.WaitUntilInput})
+	w, err := m.Write(Ctx(t), agentpty.WriteRequest{ID: id, Input: "bob", Submit: true, WaitUntil: agentpty.WaitUntilInput})
 	if err != nil || !w.PromptAfter || code(w.ExitCode) != 3 || !strings.Contains(w.Output, "hi bob") {
 		t.Fatalf("answer: %+v %v", w, err)
 	}
-	res = mustRun(t, m, id, "exit 4")
+	res = MustRun(t, m, id, "exit 4")
 	if !res.Exited || code(res.ExitCode) != 4 {
 		t.Errorf("exit 4: %+v", res)
 	}
@@ -67,8 +67,8 @@ func shellRuns(t *testing.T, s *suite) {
 func shellFiles(t *testing.T, s *suite) {
 	s.needFiles(t)
 	m := s.manager(t, agentpty.Options{})
-	id := startShell(t, m).ID
-	dir := mustRun(t, m, id, `dirname "$BASH_SOURCE"`).Output
+	id := StartShell(t, m).ID
+	dir := MustRun(t, m, id, `dirname "$BASH_SOURCE"`).Output
 	// ls -l's mode column: the directory, then every entry.
 	modes := strings.Fields(s.far(t, "ls -ld '"+dir+"' | cut -c1-10; ls -lA '"+dir+"' | grep -v '^total' | cut -c1-10"))
 	if !strings.HasPrefix(dir, "/") || len(modes) == 0 || modes[0] != "drwx------" {
@@ -82,15 +82,15 @@ func shellFiles(t *testing.T, s *suite) {
 	if len(modes) < 2 {
 		t.Errorf("%s holds nothing; want the rcfile at least", dir)
 	}
-	if _, err := m.Kill(callCtx(t), id); err != nil {
+	if _, err := m.Kill(Ctx(t), id); err != nil {
 		t.Fatal(err)
 	}
 	if s.exists(t, dir) {
 		t.Errorf("%s is still there after Kill", dir)
 	}
 	m2 := s.manager(t, agentpty.Options{})
-	id = startShell(t, m2).ID
-	dir = mustRun(t, m2, id, `dirname "$BASH_SOURCE"`).Output
+	id = StartShell(t, m2).ID
+	dir = MustRun(t, m2, id, `dirname "$BASH_SOURCE"`).Output
 	if err := m2.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -118,22 +118,22 @@ func shellNeedsFiles(t *testing.T, s *suite) {
 		t.Skip("this machine's sessions need no Files")
 	}
 	bare := s.manager(t, agentpty.Options{Backend: plain{s.b}})
-	_, err := bare.Start(callCtx(t), agentpty.StartRequest{Shell: true})
+	_, err := bare.Start(Ctx(t), agentpty.StartRequest{Shell: true})
 	if !errors.Is(err, agentpty.ErrUnsupported) || !strings.Contains(err.Error(), "Files") {
 		t.Errorf("a shell session on a backend without Files: %v; want ErrUnsupported naming Files", err)
 	}
 	if n := len(bare.List()); n != 0 {
 		t.Errorf("%d sessions after the refusal", n)
 	}
-	res, err := bare.Start(callCtx(t), agentpty.StartRequest{Command: "echo plain-ok", WaitFor: "plain-ok"})
+	res, err := bare.Start(Ctx(t), agentpty.StartRequest{Command: "echo plain-ok", WaitFor: "plain-ok"})
 	if err != nil || !res.Matched {
 		t.Fatalf("a command on the same backend: %+v %v", res, err)
 	}
-	if _, err := bare.Run(callCtx(t), agentpty.RunRequest{ID: res.ID, Command: "true"}); !errors.Is(err, agentpty.ErrInvalid) {
+	if _, err := bare.Run(Ctx(t), agentpty.RunRequest{ID: res.ID, Command: "true"}); !errors.Is(err, agentpty.ErrInvalid) {
 		t.Errorf("pty-run on a session that is not a shell: %v; want ErrInvalid", err)
 	}
 	snap := s.manager(t, agentpty.Options{ShellSnapshot: true})
-	res, err = snap.Start(callCtx(t), agentpty.StartRequest{Command: "echo snap-ok", WaitFor: "snap-ok"})
+	res, err = snap.Start(Ctx(t), agentpty.StartRequest{Command: "echo snap-ok", WaitFor: "snap-ok"})
 	if err != nil || !strings.Contains(res.Notice, "ShellSnapshot") {
 		t.Errorf("ShellSnapshot on another machine: %+v %v; want a Notice saying it does not apply", res, err)
 	}
@@ -189,7 +189,7 @@ func shellFileCalls(t *testing.T, s *suite) {
 	}
 	c := &counted{Backend: s.b, fs: fs}
 	m := s.manager(t, agentpty.Options{Backend: c})
-	id := startShell(t, m).ID
+	id := StartShell(t, m).ID
 	start := c.take()
 	if len(start) != 2 || !strings.HasPrefix(start[0], "MkdirTemp /") || !strings.HasPrefix(start[1], "WriteFile "+strings.TrimPrefix(start[0], "MkdirTemp ")+"/") {
 		t.Fatalf("a shell session's start called %q; want MkdirTemp, then WriteFile in that directory", start)
@@ -197,7 +197,7 @@ func shellFileCalls(t *testing.T, s *suite) {
 	dir := strings.TrimPrefix(start[0], "MkdirTemp ")
 	var files []string
 	for i := range 3 {
-		mustRun(t, m, id, "echo run"+strconv.Itoa(i))
+		MustRun(t, m, id, "echo run"+strconv.Itoa(i))
 		run := c.take()
 		if len(run) != 1 || !strings.HasPrefix(run[0], "WriteFile "+dir+"/") {
 			t.Fatalf("run %d called %q; want one WriteFile in %s", i, run, dir)
@@ -209,7 +209,7 @@ func shellFileCalls(t *testing.T, s *suite) {
 			t.Errorf("a run's file %s is gone before Kill", f)
 		}
 	}
-	if _, err := m.Kill(callCtx(t), id); err != nil {
+	if _, err := m.Kill(Ctx(t), id); err != nil {
 		t.Fatal(err)
 	}
 	if kill := c.take(); len(kill) != 1 || kill[0] != "RemoveAll "+dir {

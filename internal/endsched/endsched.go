@@ -19,11 +19,11 @@ const HupDelay = 200 * time.Millisecond
 // the processes still there are named as survivors.
 const KillBound = 5 * time.Second
 
-// HupAt is when SIGHUP follows a SIGTERM sent at start: HupDelay later,
-// and never after deadline, when SIGKILL is due.
-func HupAt(start, deadline time.Time) time.Time {
-	if hup := start.Add(HupDelay); hup.Before(deadline) {
-		return hup
+// HupAt is when SIGHUP follows a SIGTERM sent at start: hup later
+// (HupDelay but in a test), and never after deadline, when SIGKILL is due.
+func HupAt(start time.Time, hup time.Duration, deadline time.Time) time.Time {
+	if at := start.Add(hup); at.Before(deadline) {
+		return at
 	}
 	return deadline
 }
@@ -47,11 +47,7 @@ type Target interface {
 func Polite(ctx context.Context, t Target, hup time.Duration, deadline time.Time) error {
 	err := context.DeadlineExceeded
 	if !t.IgnoreTerm() {
-		at := time.Now().Add(hup)
-		if at.After(deadline) {
-			at = deadline
-		}
-		hctx, cancel := context.WithDeadline(ctx, at)
+		hctx, cancel := context.WithDeadline(ctx, HupAt(time.Now(), hup, deadline))
 		err = t.WaitEmpty(hctx)
 		cancel()
 	}
