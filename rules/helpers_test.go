@@ -2,7 +2,10 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -72,3 +75,54 @@ func newSandbox(t *testing.T, p agentpty.SandboxPolicy) agentpty.Sandbox {
 }
 
 func ms(n int) *int { return &n }
+
+// The prompt tests (controlchars, exec, history, replies, terminal...)
+// type lines into an interactive bash, unconfined for the control and
+// under the rules.
+
+// promptManager returns a manager whose commands run through bash -c (no
+// login profile). Confined, Rules decide its starts and, with
+// ApproveWrites, its writes; unconfined, nothing is asked: the control.
+func promptManager(t *testing.T, rules Rules, confined bool) *agentpty.Manager {
+	opts := agentpty.Options{Shell: []string{"bash", "-c"}}
+	if confined {
+		opts.Approver, opts.ApproveWrites = rules, true
+	}
+	return newManager(t, opts)
+}
+
+// promptCommand runs an interactive bash at its prompt after pre.
+func promptCommand(pre string) string {
+	const sh = "exec bash --norc --noprofile -i"
+	if pre == "" {
+		return sh
+	}
+	return pre + "; " + sh
+}
+
+// promptSession starts promptCommand(pre) in a new directory holding the
+// directory d and returns the start and the directory; the manager's
+// rules must allow the command.
+func promptSession(t *testing.T, m *agentpty.Manager, pre string) (agentpty.StartResult, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := mustStart(t, m, agentpty.StartRequest{Command: promptCommand(pre), Cwd: dir, WaitUntil: agentpty.WaitUntilInput})
+	if res.State != agentpty.StateWaitingInput || res.Foreground != "bash" {
+		t.Fatalf("bash is not at its prompt: %+v", res)
+	}
+	return res, dir
+}
+
+// removed reports whether dir's directory d is gone.
+func removed(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "d"))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// typeLine types line and Enter, waiting for the prompt after it.
+func typeLine(ctx context.Context, m *agentpty.Manager, id, line string) (agentpty.WriteResult, error) {
+	return m.Write(ctx, agentpty.WriteRequest{ID: id, Input: line, Literal: true, Submit: true, WaitUntil: agentpty.WaitUntilInput, WaitMS: ms(10000)})
+}

@@ -186,6 +186,11 @@ func TestHundredSessions(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	noZombie(t, srv)
+	// Control: Descendants sees the sessions (a tr each), or finding no
+	// zombie now and nothing left after Close would prove nothing.
+	if d := srv.Descendants(); len(d) < n {
+		t.Fatalf("%d processes below the server for %d live sessions: Descendants does not see them", len(d), n)
+	}
 	window := 3 * time.Second
 	server, local := treeCPU(srv.Pid()), cpuTime()
 	if server == 0 {

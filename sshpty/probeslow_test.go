@@ -25,17 +25,28 @@ func TestSlowProbeServesTheResult(t *testing.T) {
 	remote.StateFresh = 20 * time.Millisecond
 	st.changed() // as input does: the last answer is not reused
 	n := probes()
-	// The server stops answering for 100 ms: the probe takes five times
-	// remote.StateFresh.
+	// The server stops answering for 100 ms from when the probe is sent:
+	// the probe takes five times remote.StateFresh.
 	thaw := srv.Freeze()
 	thawed := make(chan struct{})
 	go func() {
 		defer close(thawed)
+		defer thaw()
+		for deadline := time.Now().Add(20 * time.Second); probes() == n && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // polls for the probe being sent
+		}
 		time.Sleep(100 * time.Millisecond) // the slow host, not synchronisation
-		thaw()
 	}()
-	echo, fg, echo2 := st.EchoOff(), st.Foreground(), st.EchoOff()
+	begin := time.Now()
+	echo := st.EchoOff()
+	took := time.Since(begin)
+	fg, echo2 := st.Foreground(), st.EchoOff()
 	<-thawed
+	// Control: the probe was slower than remote.StateFresh, or the count
+	// below would hold without the fix too.
+	if took <= remote.StateFresh {
+		t.Fatalf("the probe took %v, not over remote.StateFresh (%v): the server did not freeze", took, remote.StateFresh)
+	}
 	if got := probes() - n; got != 1 {
 		t.Errorf("three reads right after a slow probe cost %d probes; want 1", got)
 	}

@@ -63,6 +63,18 @@ func TestNoZombieOnTheFarSide(t *testing.T) {
 			term, out := startTerm(t, b, `sleep 1000 & echo "job=$!."; while read -s x; do echo "got $x"; done`)
 			defer closeTerm(term, out)
 			out.waitFor(t, "job=")
+			// Control: farSide sees what the session runs on the host (the
+			// job once it has exec'd sleep), or finding nothing left below
+			// would prove nothing.
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				all, _ := farSide(srv)
+				if strings.Contains(strings.Join(all, "\n"), " sleep (") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("farSide does not see the session's sleep job:\n%s", strings.Join(all, "\n"))
+				}
+			}
 			sr := term.(agentpty.StateReader)
 			for i := 0; i < 3; i++ {
 				waitRead(t, term, "read")

@@ -1,0 +1,43 @@
+package rules
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestOnlyRulesImportsTheParser: the README promises that of the
+// library's packages only rules imports mvdan.cc/sh, and only its syntax
+// package, so a host that brings its own Approver does not build the bash
+// parser. go list names every package of the module and its imports.
+func TestOnlyRulesImportsTheParser(t *testing.T) {
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(goTool, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...")
+	cmd.Dir = ".."
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	const self = "github.com/agentpty/agentpty/rules"
+	var importers []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			if !strings.HasPrefix(imp, "mvdan.cc/sh/") {
+				continue
+			}
+			importers = append(importers, pkg)
+			if pkg != self || imp != "mvdan.cc/sh/v3/syntax" {
+				t.Errorf("%s imports %s: only %s may, and only mvdan.cc/sh/v3/syntax", pkg, imp, self)
+			}
+		}
+	}
+	if !slices.Contains(importers, self) {
+		t.Fatalf("go list shows no import of mvdan.cc/sh by %s, so this test checks nothing:\n%s", self, out)
+	}
+}
