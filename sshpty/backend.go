@@ -167,11 +167,7 @@ func (b *Backend) acquire(name string) (*hostInfo, error) {
 // learn asks the probe shell what the host offers, for acquire, and
 // counts the terminal out again where it will not hold the shell.
 func (b *Backend) learn(name string) (*hostInfo, error) {
-	h, err := b.probeShell()
-	var out []byte
-	if err == nil {
-		out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
-	}
+	out, err := b.shellRun(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
 	if err != nil {
 		b.release()
 		return nil, b.lostOr(name, err)

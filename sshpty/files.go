@@ -66,10 +66,6 @@ func (b *Backend) fileCall(ctx context.Context, call string) (string, error) {
 	b.users++
 	b.mu.Unlock()
 	defer b.release()
-	h, err := b.probeShell()
-	if err != nil {
-		return "", err
-	}
-	out, err := h.run(ctx, call, false)
+	out, err := b.shellRun(ctx, call, false)
 	return string(out), err
 }
