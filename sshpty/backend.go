@@ -186,23 +186,22 @@ func (b *Backend) learn(name string) (*hostInfo, error) {
 	return info, nil
 }
 
-// warm starts the probe shell for a terminal that will probe, and closes
-// it again if every terminal was counted out meanwhile (a start that
-// failed).
+// warm starts the probe shell for a terminal that will probe. It holds
+// the shell while it starts it, as a terminal does: when every terminal
+// was counted out meanwhile (a start that failed), its release is the
+// last and closes the shell.
 func (b *Backend) warm() {
-	h, err := b.probeShell()
-	if err != nil {
-		return // the first probe tries again, and says what failed
-	}
+	b.hold()
+	defer b.release()
+	_, _ = b.probeShell() // on failure the first probe tries again, and says what failed
+}
+
+// hold counts a holder of the probe shell in, as acquire counts a
+// terminal; release counts it out.
+func (b *Backend) hold() {
 	b.mu.Lock()
-	idle := b.users == 0 && b.helper == h
-	if idle {
-		b.helper = nil
-	}
+	b.users++
 	b.mu.Unlock()
-	if idle {
-		h.close()
-	}
 }
 
 // aliveWait bounds alive's question: a server that does not answer
