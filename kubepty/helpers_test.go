@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/agentpty/agentpty"
+	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
@@ -99,7 +100,7 @@ func carriers(term agentpty.Terminal) []int {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && bytes.Contains(env, mark) && alive(pid) {
+		if err == nil && bytes.Contains(env, mark) && proc.Alive(pid) {
 			out = append(out, pid)
 		}
 	}
@@ -222,11 +223,4 @@ func bothProtocols(t *testing.T, f func(t *testing.T, spdyOnly bool, srv *kubete
 			f(t, spdyOnly, srv, b)
 		})
 	}
-}
-
-// alive reports a live process of this machine (a zombie has ended).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	i := bytes.LastIndexByte(b, ')')
-	return err == nil && i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }

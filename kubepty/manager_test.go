@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentpty/agentpty"
 	"github.com/agentpty/agentpty/agentptytest"
+	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/testkit"
 	"github.com/agentpty/agentpty/kubepty/kubetest"
 )
@@ -63,7 +64,7 @@ func withArg(arg string) []int {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !alive(pid) {
+		if err != nil || !proc.Alive(pid) {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")

@@ -5,19 +5,13 @@ import (
 	"strconv"
 )
 
-// StripFences takes the probes' marks (prefix, a number, BEL) out of
-// data and returns the rest, the tail that may be the start of a mark
-// (held for the next read, unless at the end), and the last mark's
-// number. A chunk without a mark, nearly every one, comes back as it is:
-// the rest is then data's own array, which the caller copies before it
-// reads into that array again.
-func StripFences(data, prefix []byte, end bool) (out, carry []byte, last int) {
-	out, carry = StripMarks(data, prefix, end, func(n int) { last = max(last, n) })
-	return out, carry, last
-}
-
-// StripMarks is StripFences calling seen with each mark's number, for a
-// reader whose probes may write their marks out of their order.
+// StripMarks takes the probes' marks (prefix, a number, BEL) out of
+// data, calling seen with each mark's number (probes may write their
+// marks out of their order), and returns the rest and the tail that may
+// be the start of a mark (held for the next read, unless at the end). A
+// chunk without a mark, nearly every one, comes back as it is: the rest
+// is then data's own array, which the caller copies before it reads into
+// that array again.
 func StripMarks(data, prefix []byte, end bool, seen func(int)) (out, carry []byte) {
 	i := bytes.Index(data, prefix)
 	if i < 0 {

@@ -104,7 +104,7 @@ var probeLines = map[string]func(p *probeParse, kind, rest string){
 	"unread": func(p *probeParse, _, _ string) { p.unread = true },
 	"fence":  func(p *probeParse, _, rest string) { p.r.Fence, _ = strconv.Atoi(rest) },
 	"t":      func(p *probeParse, _, rest string) { p.pgrp, _ = strconv.Atoi(strings.Fields(rest + " 0")[0]) },
-	"stty":   func(p *probeParse, _, rest string) { p.r.EchoOff, p.r.EchoRead = EchoOffWords(rest), true },
+	"stty":   func(p *probeParse, _, rest string) { p.r.EchoOff, p.r.EchoRead = echoOffWords(rest), true },
 	"p":      (*probeParse).process,
 	"T":      (*probeParse).thread,
 	"s":      func(p *probeParse, _, rest string) { p.with(func(q *probeProc) { q.syscall(rest) }) },
@@ -285,9 +285,9 @@ func (k probeKernel) Epoll(pid int, epfd uint64, each func(fd uint64, events uin
 
 func (k probeKernel) EchoOff() bool { return k.echoOff }
 
-// EchoOffWords reads stty -a (or words in its form, "icanon -echo"):
+// echoOffWords reads stty -a (or words in its form, "icanon -echo"):
 // echo off in line mode.
-func EchoOffWords(s string) bool {
+func echoOffWords(s string) bool {
 	echo, icanon := false, false
 	for _, w := range strings.Fields(s) {
 		switch strings.TrimSuffix(w, ";") {

@@ -57,8 +57,8 @@ func TestEchoOffWords(t *testing.T) {
 		"speed 38400 baud; line = 0; -parenb icanon -echo echoe": true,
 		"icanon echo": false, "-icanon -echo": false, "icanon -echo": true, "": false,
 	} {
-		if EchoOffWords(s) != want {
-			t.Errorf("EchoOffWords(%q) = %v", s, !want)
+		if echoOffWords(s) != want {
+			t.Errorf("echoOffWords(%q) = %v", s, !want)
 		}
 	}
 }

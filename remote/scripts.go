@@ -37,7 +37,16 @@ var (
 // It needs sh, stty, kill and sleep (and dd and od for a select or
 // poll's descriptors); with bash 5 a probe starts no process of its own,
 // and with perl too, no stty: one perl reads the terminals' modes.
-func ServeScript() string { return probeSh + endSh + serveSh }
+func ServeScript() string { return serveScript }
+
+// The scripts as sent, joined once: a kubepty probe sends ExecScript, and
+// each probe shell's start ServeInput.
+var (
+	serveScript = probeSh + endSh + serveSh
+	serveInput  = `if [ -n "${BASH_VERSION-}" ]; then LC_ALL=C IFS= read -r -d '' -N ` + strconv.Itoa(len(serveScript)+1) +
+		` AGENTPTY_SERVE; eval "$AGENTPTY_SERVE"; unset AGENTPTY_SERVE; fi` + "\n" + serveScript + "\n"
+	execScript = probeSh + endSh + execSh
+)
 
 // ServeInput is what a transport writes first to the shell it started to
 // serve requests: ServeScript, after a line with which bash reads all of
@@ -46,11 +55,7 @@ func ServeScript() string { return probeSh + endSh + serveSh }
 // follows its line), which for the ~20 KB of ServeScript was a read(2) a
 // byte and most of the shell's start; sh reads the script itself, as
 // before.
-func ServeInput() string {
-	s := ServeScript() + "\n"
-	return `if [ -n "${BASH_VERSION-}" ]; then LC_ALL=C IFS= read -r -d '' -N ` + strconv.Itoa(len(s)) +
-		` AGENTPTY_SERVE; eval "$AGENTPTY_SERVE"; unset AGENTPTY_SERVE; fi` + "\n" + s
-}
+func ServeInput() string { return serveInput }
 
 // ExecScript is the shell for a transport that starts a shell for each
 // request (kubepty's exec), run through ExecShell. Its arguments: the
@@ -59,7 +64,7 @@ func ServeInput() string {
 // number N, and one of "state VARS" (Vars), "arch", "sig NAME", and "end"
 // with EndArgs. Every line begins with "N "; "N ." ends the answer, and
 // "N leader PID" names the leader when the hint was not it.
-func ExecScript() string { return probeSh + endSh + execSh }
+func ExecScript() string { return execScript }
 
 // ExecShell is the command line (sh -c ExecShell sh ExecScript ARGS...)
 // that runs ExecScript in bash where there is one: dash reads files a

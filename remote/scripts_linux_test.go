@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentpty/agentpty/internal/proc"
 	"github.com/agentpty/agentpty/internal/testkit"
 )
 
@@ -66,7 +67,7 @@ func TestEndScriptUnderShells(t *testing.T) {
 				t.Errorf("the leader, which ignores SIGTERM, did not get SIGHUP (its log: %q)", b)
 			}
 			for _, p := range append(kids, pid) {
-				if alive(p) {
+				if proc.Alive(p) {
 					t.Errorf("process %d is still running", p)
 				}
 			}

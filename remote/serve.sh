@@ -29,7 +29,7 @@ trap '' PIPE
 # DEVICE" line. stty's own process start is most of a probe's time after
 # the command ran, and of a session's start, whose first probe always
 # reads the modes. NOPERL=1 in the environment keeps to stty (the tests).
-PW='' SA='' SB='' SP='' PR='' d=''
+PW='' SA='' SB='' SP='' PR='' PT='' d=''
 # shellcheck disable=SC3028 # a POSIX sh has none: the fallback
 if [ "${BASH_VERSINFO:-0}" -ge 5 ] && d=$(mktemp -d) && mkfifo -m 600 "$d/a" "$d/b" && exec 6<>"$d/a" 5<>"$d/b"; then PW=1; fi
 [ -z "$d" ] || rm -rf "$d"

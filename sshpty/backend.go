@@ -167,11 +167,7 @@ func (b *Backend) acquire(name string) (*hostInfo, error) {
 // learn asks the probe shell what the host offers, for acquire, and
 // counts the terminal out again where it will not hold the shell.
 func (b *Backend) learn(name string) (*hostInfo, error) {
-	h, err := b.probeShell()
-	var out []byte
-	if err == nil {
-		out, err = h.run(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
-	}
+	out, err := b.shellRun(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
 	if err != nil {
 		b.release()
 		return nil, b.lostOr(name, err)
@@ -190,13 +186,22 @@ func (b *Backend) learn(name string) (*hostInfo, error) {
 	return info, nil
 }
 
-// warm starts the probe shell for a terminal that will probe, and closes
-// it again if every terminal was counted out meanwhile (a start that
-// failed).
+// warm starts the probe shell for a terminal that will probe. It holds
+// the shell while it starts it, as a terminal does: when every terminal
+// was counted out meanwhile (a start that failed), its release is the
+// last and closes the shell.
 func (b *Backend) warm() {
-	if _, err := b.probeShell(); err == nil { // else the first probe tries again, and says what failed
-		b.closeIdle()
-	}
+	b.hold()
+	defer b.release()
+	_, _ = b.probeShell() // on failure the first probe tries again, and says what failed
+}
+
+// hold counts a holder of the probe shell in, as acquire counts a
+// terminal; release counts it out.
+func (b *Backend) hold() {
+	b.mu.Lock()
+	b.users++
+	b.mu.Unlock()
 }
 
 // aliveWait bounds alive's question: a server that does not answer
@@ -423,13 +428,6 @@ func (b *Backend) release() {
 	}
 	b.mu.Lock()
 	b.users--
-	b.mu.Unlock()
-	b.closeIdle()
-}
-
-// closeIdle closes the probe shell when no terminal holds it.
-func (b *Backend) closeIdle() {
-	b.mu.Lock()
 	var h *helper
 	if b.users == 0 {
 		h, b.helper = b.helper, nil

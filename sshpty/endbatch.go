@@ -85,12 +85,8 @@ func (b *Backend) runBatch(batch []*endAsk) {
 	for i, a := range batch {
 		pids[i] = a.pid
 	}
-	var out []byte
-	h, err := b.probeShell()
-	if err == nil {
-		// Each asker bounds its own wait; endall's own bounds end it.
-		out, err = h.run(context.Background(), remote.EndCall(pids, batch[0].hup, batch[0].grace), true)
-	}
+	// Each asker bounds its own wait; endall's own bounds end it.
+	out, err := b.shellRun(context.Background(), remote.EndCall(pids, batch[0].hup, batch[0].grace), true)
 	for _, a := range batch {
 		a.out, a.err = string(out), err
 		close(a.done)

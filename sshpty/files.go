@@ -62,14 +62,8 @@ func (b *Backend) RemoveAll(ctx context.Context, path string) error {
 
 // fileCall runs call in the probe shell, holding it for the call.
 func (b *Backend) fileCall(ctx context.Context, call string) (string, error) {
-	b.mu.Lock()
-	b.users++
-	b.mu.Unlock()
+	b.hold()
 	defer b.release()
-	h, err := b.probeShell()
-	if err != nil {
-		return "", err
-	}
-	out, err := h.run(ctx, call, false)
+	out, err := b.shellRun(ctx, call, false)
 	return string(out), err
 }

@@ -183,7 +183,13 @@ func (h *helper) close() {
 
 // helperRun runs call in the backend's probe shell.
 func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte, error) {
-	h, err := t.b.probeShell()
+	return t.b.shellRun(ctx, call, bg)
+}
+
+// shellRun runs call in the probe shell, starting it if needed (see
+// helper.run).
+func (b *Backend) shellRun(ctx context.Context, call string, bg bool) ([]byte, error) {
+	h, err := b.probeShell()
 	if err != nil {
 		return nil, err
 	}
@@ -209,11 +215,7 @@ func (t stateTerminal) probe() remote.Result {
 // shell did not answer.
 func (t *terminal) probeNow() (remote.Result, bool) {
 	c, known := remote.Archs[t.info.arch]
-	h, err := t.b.probeShell()
-	var out []byte
-	if err == nil {
-		out, err = h.run(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remote.Vars(c), t.pid, t.cache.Hint()), false)
-	}
+	out, err := t.helperRun(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remote.Vars(c), t.pid, t.cache.Hint()), false)
 	if err != nil {
 		return remote.Result{}, false
 	}
