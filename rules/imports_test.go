@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -39,5 +42,42 @@ func TestOnlyRulesImportsTheParser(t *testing.T) {
 	}
 	if !slices.Contains(importers, self) {
 		t.Fatalf("go list shows no import of mvdan.cc/sh by %s, so this test checks nothing:\n%s", self, out)
+	}
+}
+
+// TestRulesUsesOnlyTheApprovalTypes: docs/architecture.md says rules
+// imports the root for the approval types only: the request it judges,
+// the tool names in it, and the error that refuses. Its code (doc
+// comments aside) names nothing else of the root.
+func TestRulesUsesOnlyTheApprovalTypes(t *testing.T) {
+	allowed := map[string]bool{"ApprovalRequest": true, "ErrDenied": true}
+	fset := gotoken.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "agentpty" {
+					used[sel.Sel.Name] = true
+					if !allowed[sel.Sel.Name] && !strings.HasPrefix(sel.Sel.Name, "Tool") {
+						t.Errorf("%s: rules uses agentpty.%s, not an approval type", fset.Position(sel.Pos()), sel.Sel.Name)
+					}
+				}
+			}
+			return true
+		})
+	}
+	if !used["ApprovalRequest"] {
+		t.Fatalf("no use of agentpty.ApprovalRequest found (%v): this test checks nothing", used)
 	}
 }
