@@ -179,14 +179,16 @@ collect() {
 	# (woken by input, it read a line, turned echo off and reads again):
 	# seen waiting, its run times are read again, and where they changed,
 	# the modes read or kept before are read anew and a new mark written.
+	# The new read goes to hook_sttystart where it can begin one (perl can
+	# at once; the stty shell was used up by the first), else echoflag
+	# runs stty. A start's first probe meets this often: the command's
+	# first line can come before the exec of the program that reads.
 	if [ -n "$W" ] && [ -n "$K" ]; then
 		KB=$K; hook_runs $P
 		if [ "$K" != "$KB" ]; then
 			KH=
-			case $EB in
-			bg) hook_sttywait; EB=again;;
-			kept) if hook_sttystart; then EB='bg'; else EB=again; fi;;
-			esac
+			[ "$EB" != bg ] || hook_sttywait # begun before the run: stale
+			case $EB in bg|kept) if hook_sttystart; then EB='bg'; else EB=again; fi;; esac
 		fi
 	fi
 	# A program that looks blocked on the terminal may have written output

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -131,7 +132,21 @@ func (b *Backend) Close() error {
 type hostInfo struct {
 	linux bool   // /proc can be read: state, echo and containment by session
 	arch  string // uname -m, for the numbers of system calls
+	posix bool   // the user's login shell reads POSIX sh: a start's script goes to it directly
 }
+
+// posixShells are the login shells that run a start's script as /bin/sh
+// would, so that it needs no /bin/sh of its own (see commandLine).
+var posixShells = []string{"sh", "bash", "dash", "ksh", "ksh93", "mksh", "zsh", "ash", "yash"}
+
+// learnLine prints the host's architecture, "proc" where /proc can be
+// read, and the user's login shell as the password database names it
+// (the shell sshd runs; $SHELL is the user's to change): from
+// /etc/passwd with the shell's builtins, else getent (a directory's
+// users).
+const learnLine = `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"; ` +
+	`u=${UID:-$(id -u)} l=''; while IFS=: read -r _ _ i _ _ _ s; do [ "$i" != "$u" ] || { l=$s; break; }; done </etc/passwd; ` +
+	`[ -n "$l" ] || { l=$(getent passwd "$u"); l=${l##*:}; }; echo "$Q shell $l"`
 
 // noProc makes every host look like one without /proc, for the tests of
 // what sessions say there.
@@ -167,15 +182,22 @@ func (b *Backend) acquire(name string) (*hostInfo, error) {
 // learn asks the probe shell what the host offers, for acquire, and
 // counts the terminal out again where it will not hold the shell.
 func (b *Backend) learn(name string) (*hostInfo, error) {
-	out, err := b.shellRun(context.Background(), `echo "$Q" $(uname -m); [ -r /proc/self/stat ] && [ -r /proc/self/syscall ] && echo "$Q proc"`, false)
+	out, err := b.shellRun(context.Background(), learnLine, false)
 	if err != nil {
 		b.release()
 		return nil, b.lostOr(name, err)
 	}
-	f := strings.Fields(string(out))
-	info := &hostInfo{linux: slices.Contains(f, "proc") && !noProc}
-	if len(f) > 0 {
-		info.arch = f[0]
+	info := &hostInfo{}
+	for i, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case i == 0 && len(f) > 0:
+			info.arch = f[0]
+		case len(f) == 1 && f[0] == "proc":
+			info.linux = !noProc
+		case len(f) == 2 && f[0] == "shell":
+			info.posix = slices.Contains(posixShells, path.Base(f[1]))
+		}
 	}
 	b.mu.Lock()
 	b.info = info
@@ -262,7 +284,7 @@ func (e *LostError) Unwrap() []error { return []error{agentpty.ErrClosed, e.Err}
 // the host has reported the command's process id (or the command ended
 // before it could). It implements agentpty.Backend.
 func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpty.Terminal, err error) {
-	line, termName, nonce, err := commandLine(cmd)
+	script, termName, nonce, err := commandLine(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +294,10 @@ func (b *Backend) Start(ctx context.Context, cmd agentpty.Command) (term agentpt
 	info, err := b.acquire(cmd.Name)
 	if err != nil {
 		return nil, err
+	}
+	line := script
+	if !info.posix {
+		line = loginLine(script)
 	}
 	if info.linux {
 		defer func() {
@@ -334,10 +360,11 @@ func (b *Backend) openSession(ctx context.Context, cmd agentpty.Command, termNam
 	return conn, sess, in, out, nil
 }
 
-// commandLine is the line the user's login shell runs for cmd, TERM, and
-// the nonce of its process-id mark. The line only hands a script to
-// /bin/sh (see loginLine), so the login shell may be fish or tcsh.
-func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
+// commandLine is the script that starts cmd, in POSIX sh, TERM, and the
+// nonce of its process-id mark. A login shell that reads POSIX sh
+// (posixShells) is given it as it is; any other (fish, tcsh) hands it to
+// /bin/sh (see loginLine), one process start more.
+func commandLine(cmd agentpty.Command) (script, term, nonce string, err error) {
 	if len(cmd.Argv) == 0 || cmd.Argv[0] == "" {
 		return "", "", "", fmt.Errorf("%w: %s: no command to run", agentpty.ErrInvalid, cmd.Name)
 	}
@@ -371,7 +398,7 @@ func commandLine(cmd agentpty.Command) (line, term, nonce string, err error) {
 	for _, a := range cmd.Argv {
 		b.WriteString(" " + shWord(a))
 	}
-	return loginLine(b.String()), term, nonce, nil
+	return b.String(), term, nonce, nil
 }
 
 // loginLine is the line that has the login shell (sshd runs "$SHELL -c

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 
 // The line a login shell is given reads as the same word to every shell
 // sshd may run it with (each one installed here): /bin/sh then gets the
-// script whole, awkward characters and all.
+// script whole, awkward characters and all; a POSIX login shell reads the
+// script itself as /bin/sh would.
 func TestLoginLineEveryShell(t *testing.T) {
 	const nasty = "it's \"q\" $HOME `x` \\ \\\\ \\' !! !$ ~ * a\nb\tc {} ; & | # end"
 	script := `printf '[%s]' ` + shWord(nasty) + `; printf '(%s)' "$0"`
@@ -25,9 +27,18 @@ func TestLoginLineEveryShell(t *testing.T) {
 			continue
 		}
 		ran++
-		out, err := exec.Command(path, "-c", loginLine(`nl=$(printf '\nx'); nl=${nl%x}; `+script)).CombinedOutput()
+		whole := `nl=$(printf '\nx'); nl=${nl%x}; ` + script
+		out, err := exec.Command(path, "-c", loginLine(whole)).CombinedOutput()
 		if want := "[" + nasty + "](/bin/sh)"; err != nil || string(out) != want {
 			t.Errorf("%s -c LINE: %q %v; want %q", shell, out, err, want)
+		}
+		if !slices.Contains(posixShells, shell) {
+			continue
+		}
+		// A POSIX login shell is given the script itself.
+		out, err = exec.Command(path, "-c", whole).CombinedOutput()
+		if want := "[" + nasty + "](" + path + ")"; err != nil || string(out) != want {
+			t.Errorf("%s -c SCRIPT: %q %v; want %q", shell, out, err, want)
 		}
 	}
 	if ran < 3 {
@@ -131,5 +142,73 @@ func TestCommandLineForksOnlyForANewline(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), c.want) {
 			t.Errorf("%s: %q %v; want %q in it", c.name, out, err, c.want)
 		}
+	}
+}
+
+// A login shell that reads POSIX sh (named so in the password database)
+// is given a start's script itself; any other hands it to /bin/sh, one
+// process start more. Each login shell here is bash behind a wrapper
+// that notes the line sshd gives it: named "bash", its line is the
+// script, and the session's command runs with its words, variables,
+// directory and exit code; named otherwise, the line hands the same
+// script to /bin/sh. Before, every start went through /bin/sh.
+func TestPOSIXLoginShellRunsTheScript(t *testing.T) {
+	testkit.Need(t, "bash")
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "aptyshell") // t.TempDir's parent is the test's user's alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lines := filepath.Join(dir, "lines")
+	if err := os.WriteFile(lines, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(lines, 0o666); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		direct bool
+	}{{"bash", true}, {"aptyshell", false}} {
+		t.Run(c.name, func(t *testing.T) { loginShellGets(t, bash, dir, lines, c.name, c.direct) })
+	}
+}
+
+// loginShellGets starts a session as a user whose login shell is bash
+// behind a wrapper named name in dir, which notes its line in lines, and
+// checks that the line is the script itself when direct, else /bin/sh's.
+func loginShellGets(t *testing.T, bash, dir, lines, name string, direct bool) {
+	shell := filepath.Join(dir, name, name)
+	if err := os.MkdirAll(filepath.Dir(shell), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The probe shell's line holds "command -v bash": only the start's is noted.
+	wrapper := "#!" + bash + "\ncase $2 in *AGENTPTY_LT*) printf '%s\\n' \"$2\" >>" + lines + ";; esac\nexec " + bash + " \"$@\"\n"
+	if err := os.WriteFile(shell, []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(lines, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, cl := connectUserWith(t, shell)
+	m := newManager(t, cl, agentpty.Options{Env: []string{"AGENTPTY_LT=it's $x"}})
+	res := mustStart(t, m, agentpty.StartRequest{Command: `printf '[%s|%s]\n' "$AGENTPTY_LT" "$PWD"; exit 4`, Cwd: dir, WaitMS: ms(10000)})
+	if want := "[it's $x|" + dir + "]"; !strings.Contains(res.Output, want) || !res.Exited || res.ExitCode == nil || *res.ExitCode != 4 {
+		t.Errorf("login shell %s: %+v; want %q and exit 4", name, res, want)
+	}
+	b, err := os.ReadFile(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(string(b))
+	if sh := strings.HasPrefix(line, "exec /bin/sh -c "); line == "" || sh == direct {
+		t.Errorf("login shell %s was given %q; want the script itself: %v", name, line, direct)
 	}
 }

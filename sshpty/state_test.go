@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -242,6 +243,83 @@ func TestProbeSeesARunBetweenItsReads(t *testing.T) {
 	r, ok := st.probeNow()
 	if !ok || !r.Fg.Waiting || !r.EchoOff || r.Fence <= mark {
 		t.Errorf("bash ran stty -echo and read again between the probe's reads: %+v %v; want it waiting, echo off, a new mark after %d", r, ok, mark)
+	}
+}
+
+// A program that ran since the last probe, and runs again between the
+// probe's read of its run times and its look (a start's first probe
+// meets this when the first line comes before the program's exec), has
+// its modes read anew by perl, where perl reads them, not by a stty the
+// probe shell starts: here 1.2 ms of a 4 ms start. The probe shell wakes
+// bash with a signal before the reads (its trap turns echo off) and
+// again between them (echo on): the answer says echo on, perl was sent
+// both reads, and no stty started. Before, the second read was a stty.
+func TestProbeRereadsByPerlAfterARun(t *testing.T) {
+	testkit.Need(t, "stty", "perl")
+	real, err := exec.LookPath("stty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, `trap 'stty -echo' USR1; trap 'stty echo' USR2; echo ready; while :; do read x; done`)
+	defer closeTerm(term, out)
+	out.waitFor(t, "ready")
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	wrapper := fmt.Sprintf("#!/bin/sh\necho >>%s\nexec %s \"$@\"\n", count, real)
+	if err := os.WriteFile(filepath.Join(dir, "stty"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err := b.probeShell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	modesReader(t, b, true)
+	// kick SIG wakes bash with SIG and waits until it ran and is back at
+	// its read; echostart is wrapped to kick it before and after its read
+	// of the run times, when RACE is set. One line, as every request.
+	hook := `PATH=` + dir + `:$PATH; hash -r; ` +
+		`kick() { read -r RA0 RB </proc/$P/schedstat; read -r RN0 RB </proc/$P/syscall; kill -$1 $P; RI=0; ` +
+		`while [ $RI -lt 1000 ]; do RI=$((RI + 1)); read -r RA RB </proc/$P/schedstat; read -r RN RB </proc/$P/syscall; ` +
+		`[ "$RA" != "$RA0" ] && [ "$RN" = "$RN0" ] && return 0; sleep 0.01; done; }; ` +
+		`eval "$(declare -f echostart | sed '1s/^echostart/echostart0/')"; ` +
+		`echostart() { [ -n "$RACE" ] || { echostart0; return 0; }; RACE=; kick USR1; echostart0; kick USR2; }`
+	if _, err := h.run(waitCtx(t), hook, false); err != nil {
+		t.Fatal(err)
+	}
+	st := term.(stateTerminal)
+	ctx := waitCtx(t)
+	for {
+		a, b := probeTwice(st)
+		if a.Fg.Waiting && b.Fg.Waiting && a.Fence == b.Fence && !b.EchoOff {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("bash never came to rest at read")
+		}
+	}
+	reads := func() int {
+		out, err := h.run(waitCtx(t), `echo "$Q ${SR:-0}"`, false)
+		n, serr := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil || serr != nil {
+			t.Fatalf("the probe shell said %q: %v %v", out, err, serr)
+		}
+		return n
+	}
+	n := reads()
+	if _, err := h.run(waitCtx(t), "RACE=1", false); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := st.probeNow()
+	if !ok || !r.Fg.Waiting || r.EchoOff {
+		t.Errorf("bash turned echo off, then on between the probe's reads: %+v %v; want it waiting, echo on", r, ok)
+	}
+	if got := reads() - n; got != 2 {
+		t.Errorf("the probe sent perl %d reads of the modes; want 2: one before the run, one after", got)
+	}
+	if b, _ := os.ReadFile(count); len(b) != 0 {
+		t.Errorf("the probe started stty %d times; want 0: perl reads the modes again", len(b))
 	}
 }
 
