@@ -110,23 +110,12 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 
 func testProbeKeepsTheEchoFlag(t *testing.T, perl bool) {
 	testkit.Need(t, "stty")
-	real, err := exec.LookPath("stty")
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `echo ready; read x; echo "got $x"; read -s y; echo done`)
 	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
-	// The server is local: a stty first in the probe shell's PATH counts
-	// the starts.
-	dir := t.TempDir()
-	count := filepath.Join(dir, "count")
-	wrapper := fmt.Sprintf("#!/bin/sh\necho >>%s\nexec %s \"$@\"\n", count, real)
-	if err := os.WriteFile(filepath.Join(dir, "stty"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, sttyStarts := sttyCounter(t)
 	h, err := b.probeShell()
 	if err != nil {
 		t.Fatal(err)
@@ -144,8 +133,7 @@ func testProbeKeepsTheEchoFlag(t *testing.T, perl bool) {
 			}
 			return sent + fallback
 		}
-		b, _ := os.ReadFile(count)
-		return len(b)
+		return sttyStarts()
 	}
 	st := term.(stateTerminal)
 	ctx := waitCtx(t)
@@ -256,21 +244,12 @@ func TestProbeSeesARunBetweenItsReads(t *testing.T) {
 // both reads, and no stty started. Before, the second read was a stty.
 func TestProbeRereadsByPerlAfterARun(t *testing.T) {
 	testkit.Need(t, "stty", "perl")
-	real, err := exec.LookPath("stty")
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, c := connect(t)
 	b := New(c)
 	term, out := startTerm(t, b, `trap 'stty -echo' USR1; trap 'stty echo' USR2; echo ready; while :; do read x; done`)
 	defer closeTerm(term, out)
 	out.waitFor(t, "ready")
-	dir := t.TempDir()
-	count := filepath.Join(dir, "count")
-	wrapper := fmt.Sprintf("#!/bin/sh\necho >>%s\nexec %s \"$@\"\n", count, real)
-	if err := os.WriteFile(filepath.Join(dir, "stty"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, sttyStarts := sttyCounter(t)
 	h, err := b.probeShell()
 	if err != nil {
 		t.Fatal(err)
@@ -318,8 +297,30 @@ func TestProbeRereadsByPerlAfterARun(t *testing.T) {
 	if got := reads() - n; got != 2 {
 		t.Errorf("the probe sent perl %d reads of the modes; want 2: one before the run, one after", got)
 	}
-	if b, _ := os.ReadFile(count); len(b) != 0 {
-		t.Errorf("the probe started stty %d times; want 0: perl reads the modes again", len(b))
+	if n := sttyStarts(); n != 0 {
+		t.Errorf("the probe started stty %d times; want 0: perl reads the modes again", n)
+	}
+}
+
+// sttyCounter writes, in a directory of t's, a stty that counts its
+// starts and runs the real one. The server is local: first in the probe
+// shell's PATH, it counts the stty starts of the probes. It returns the
+// directory and what reads the count.
+func sttyCounter(t *testing.T) (dir string, starts func() int) {
+	t.Helper()
+	real, err := exec.LookPath("stty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	count := filepath.Join(dir, "count")
+	wrapper := fmt.Sprintf("#!/bin/sh\necho >>%s\nexec %s \"$@\"\n", count, real)
+	if err := os.WriteFile(filepath.Join(dir, "stty"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, func() int {
+		b, _ := os.ReadFile(count)
+		return len(b)
 	}
 }
 
