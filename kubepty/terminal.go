@@ -2,8 +2,6 @@ package kubepty
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -114,10 +112,8 @@ type terminal struct {
 type leader struct{ pid int }
 
 func newTerminal(b *Backend, cmd agentpty.Command) *terminal {
-	var n [12]byte
-	_, _ = rand.Read(n[:])
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &terminal{b: b, name: cmd.Name, nonce: hex.EncodeToString(n[:]), ctx: ctx, cancel: cancel,
+	t := &terminal{b: b, name: cmd.Name, nonce: remote.NewNonce(), ctx: ctx, cancel: cancel,
 		in: remote.NewInput(), sizes: make(chan remotecommand.TerminalSize, 1), exited: make(chan struct{})}
 	t.out = remote.NewOutput(t.nonce, t.cache.Output)
 	t.sizes <- remotecommand.TerminalSize{Width: uint16(cmd.Cols), Height: uint16(cmd.Rows)}

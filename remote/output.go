@@ -3,6 +3,8 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"strconv"
 	"sync"
@@ -19,6 +21,14 @@ const oscNumber = "6973"
 // MarkFormat is the printf format, for the shell, of a mark: its
 // arguments are the nonce and the payload.
 const MarkFormat = `\033]` + oscNumber + `;%s;%s\007`
+
+// NewNonce returns a new terminal's nonce, the word its marks carry: 16
+// hex digits from crypto/rand, which no program's output can guess.
+func NewNonce() string {
+	var n [8]byte
+	_, _ = rand.Read(n[:])
+	return hex.EncodeToString(n[:])
+}
 
 // FencePrefix is what begins the marks a probe's fence (see probe.sh)
 // writes to a terminal for nonce: the prefix, the probe's number, BEL.

@@ -28,8 +28,6 @@ package sshpty
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -371,9 +369,7 @@ func commandLine(cmd agentpty.Command) (script, term, nonce string, err error) {
 	if cmd.Cols < 1 || cmd.Rows < 1 {
 		return "", "", "", fmt.Errorf("%w: %s: terminal size %dx%d", agentpty.ErrInvalid, cmd.Name, cmd.Cols, cmd.Rows)
 	}
-	var nb [8]byte
-	_, _ = rand.Read(nb[:])
-	nonce = hex.EncodeToString(nb[:])
+	nonce = remote.NewNonce()
 	term = "xterm-256color"
 	var b strings.Builder
 	if strings.Contains(cmd.Dir+strings.Join(cmd.Env, "")+strings.Join(cmd.Argv, ""), "\n") {
