@@ -139,11 +139,10 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 	_, err := io.WriteString(h.in, line)
 	if err != nil {
 		delete(h.waiting, n)
-		h.dead = err
 	}
 	h.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return nil, h.lost(ctx, err)
 	}
 	select {
 	case <-a.done:
@@ -159,6 +158,26 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 		return nil, h.dead
 	}
 	return a.out.Bytes(), nil
+}
+
+// lost is the error of a request the shell could not be sent (err): its
+// channel is ending, and the reader says why once it has read the rest
+// (a login shell that runs no command says so before it ends). err where
+// the reader has not ended within aliveWait, or ctx ends first.
+func (h *helper) lost(ctx context.Context, err error) error {
+	tm := time.NewTimer(aliveWait)
+	defer tm.Stop()
+	select {
+	case <-h.done:
+	case <-tm.C:
+	case <-ctx.Done():
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dead == nil {
+		h.dead = err
+	}
+	return h.dead
 }
 
 func (h *helper) err() error {

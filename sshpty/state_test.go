@@ -387,9 +387,11 @@ func TestEchoChangedFromOutside(t *testing.T) {
 		seenAtOnce   bool
 	}{
 		{"reading", `trap 'echo ran' USR1; echo "on $(tty) ready"; while :; do read x; done`, true},
-		{"paused", `echo "on $(tty) ready"; exec /usr/bin/python3 -c '
-import signal
+		// python says ready once it has loaded, which takes it 20 ms of CPU.
+		{"paused", `exec /usr/bin/python3 -c '
+import os, signal
 signal.signal(signal.SIGUSR1, lambda *a: print("ran", flush=True))
+print("on", os.ttyname(0), "ready", flush=True)
 while True: signal.pause()
 '`, false},
 	} {
@@ -397,9 +399,19 @@ while True: signal.pause()
 		out.waitFor(t, "ready")
 		dev := strings.Fields(strings.SplitN(out.String(), "on ", 2)[1])[0]
 		st := term.(stateTerminal)
-		// At rest: two probes alike, the second from the kept flag.
+		// The server is local: the terminal is this machine's, and so are
+		// the command's run times.
+		ran := fmt.Sprintf("/proc/%d/schedstat", term.PID())
+		// At rest: two probes alike, the second from the kept flag, with
+		// no run of the program between them.
 		ctx := waitCtx(t)
-		for a, b := probeTwice(st); a != b; a, b = probeTwice(st) {
+		for {
+			before, _ := os.ReadFile(ran)
+			a, b := probeTwice(st)
+			after, _ := os.ReadFile(ran)
+			if a == b && string(before) == string(after) {
+				break
+			}
 			if ctx.Err() != nil {
 				t.Fatalf("%s: the program never came to rest", tc.name)
 			}
@@ -407,9 +419,6 @@ while True: signal.pause()
 		if r, _ := st.probeNow(); r.EchoOff {
 			t.Fatalf("%s: echo off before the change", tc.name)
 		}
-		// The server is local: the terminal is this machine's, and so are
-		// the command's run times.
-		ran := fmt.Sprintf("/proc/%d/schedstat", term.PID())
 		before, err := os.ReadFile(ran)
 		if err != nil {
 			t.Fatal(err)
