@@ -67,11 +67,12 @@ func startHelper(c *ssh.Client) (*helper, error) {
 		return nil, err
 	}
 	h := &helper{sess: s, in: in, done: make(chan struct{}), waiting: map[int]*answer{}}
+	go h.read(out)
 	if _, err := io.WriteString(in, remote.ServeInput()); err != nil {
+		err = h.lost(context.Background(), err)
 		s.Close()
 		return nil, err
 	}
-	go h.read(out)
 	return h, nil
 }
 
