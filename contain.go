@@ -61,6 +61,7 @@ func awaitReaped(ctx context.Context, reaped <-chan struct{}, pid int) error {
 // where the host cannot make one.
 func (m *Manager) containHost() *contain.Host {
 	m.containOnce.Do(func() {
+		m.room.open()
 		h, err := contain.NewHost(contain.Limits{SessionPids: m.opts.MaxProcesses,
 			TotalPids: m.opts.MaxProcessesTotal, Memory: m.opts.MaxMemory})
 		if err == nil {

@@ -44,6 +44,8 @@ type limitReport struct {
 	KidsAfter    []int // this process's children, before and after it
 	GroupLeft    string
 	LeftAtClose  []int // processes of the sessions still running after Close
+	Filled       int   // descriptors opened to reach the limit before the ending
+	KillErr      string
 	CloseErr     string
 	GroupsClosed bool // the Manager's cgroup is gone after Close
 }
@@ -90,8 +92,18 @@ func limitChild(limit func(r *limitReport)) {
 		break
 	}
 	host := hostDir(m)
+	// At the limit: every descriptor left is taken, as on a farm's host
+	// that reached it. Ending sessions still works (see fdRoom).
+	fill := fillFDs()
+	if _, err := m.Kill(context.Background(), "pty-1"); err != nil {
+		r.KillErr = err.Error()
+	}
 	if err := m.Close(); err != nil {
 		r.CloseErr = err.Error()
+	}
+	r.Filled = len(fill)
+	for _, f := range fill {
+		f.Close()
 	}
 	for _, pid := range pids {
 		r.LeftAtClose = append(r.LeftAtClose, proc.Members(pid)...)
@@ -100,17 +112,13 @@ func limitChild(limit func(r *limitReport)) {
 	r.GroupsClosed = host == "" || errors.Is(err, os.ErrNotExist)
 }
 
-// lowerFDLimit leaves this process room for a few more sessions.
+// lowerFDLimit leaves this process room for a few more sessions: the
+// limit caps a new descriptor's number, and a new one takes the lowest
+// number free.
 func lowerFDLimit(*limitReport) {
-	fds := openFDList()
-	high := 0
-	for _, fd := range fds {
-		n, _ := strconv.Atoi(fd)
-		high = max(high, n)
-	}
 	var lim unix.Rlimit
 	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &lim)
-	lim.Cur = uint64(high + 8*fdsPerSession)
+	lim.Cur = uint64(len(openFDList()) + 8*fdsPerSession)
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		fmt.Fprintln(os.Stderr, "setrlimit:", err)
 		os.Exit(1)
@@ -139,6 +147,30 @@ func openFDList() []string {
 		out = append(out, e.Name()+" "+target)
 	}
 	return out
+}
+
+// fillFDs brings this process to its descriptor limit: the limit comes
+// down to just above its highest descriptor, and os.DevNull is opened
+// into every number free below it until the limit refuses it. It returns
+// what it opened.
+func fillFDs() []*os.File {
+	high := 0
+	for _, fd := range openFDList() {
+		n, _ := strconv.Atoi(strings.Fields(fd)[0])
+		high = max(high, n)
+	}
+	var lim unix.Rlimit
+	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &lim)
+	lim.Cur = min(lim.Cur, uint64(high+1))
+	_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
+	var fs []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return fs
+		}
+		fs = append(fs, f)
+	}
 }
 
 // childPids lists the live (not zombie) children of this process.
@@ -233,8 +265,8 @@ func checkRefusal(t *testing.T, r limitReport, errno string, words ...string) {
 	if r.GroupLeft != "" {
 		t.Errorf("the refused start left its cgroup %s", r.GroupLeft)
 	}
-	if len(r.LeftAtClose) > 0 || r.CloseErr != "" || !r.GroupsClosed {
-		t.Errorf("after Close: processes %v, error %q, cgroups removed %v", r.LeftAtClose, r.CloseErr, r.GroupsClosed)
+	if len(r.LeftAtClose) > 0 || r.KillErr != "" || r.CloseErr != "" || !r.GroupsClosed {
+		t.Errorf("Kill and Close with every descriptor taken (%d more opened): processes left %v, errors %q and %q, cgroups removed %v", r.Filled, r.LeftAtClose, r.KillErr, r.CloseErr, r.GroupsClosed)
 	}
 }
 

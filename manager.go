@@ -48,6 +48,7 @@ type Manager struct {
 	eventsWG   sync.WaitGroup
 
 	containOnce sync.Once
+	room        fdRoom        // descriptors held for endings, taken with the first local start
 	contain     *contain.Host // the sessions' cgroups, made on first start; nil where the host has none
 
 	invalid error      // what Options.Validate said, returned by every Start
@@ -290,7 +291,9 @@ func (m *Manager) Kill(ctx context.Context, id string) (KillResult, error) {
 
 // end kills s, removes it, and reports it with kind.
 func (m *Manager) end(ctx context.Context, s *Session, kind EventKind) (KillResult, error) {
+	done := m.room.use()
 	res, err := s.kill(ctx)
+	done()
 	m.mu.Lock()
 	removed := m.sessions[s.id] == s
 	if removed {
@@ -318,6 +321,7 @@ func (m *Manager) Close() error {
 	// Close returns only after that.
 	m.starting.Wait()
 	m.containOnce.Do(func() {})   // no cgroup is made after this
+	m.room.close()                // the endings below may need those descriptors
 	together := m.endTogether(ss) // claims their End before their kills can
 
 	errs := make([]error, len(ss))
