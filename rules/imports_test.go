@@ -6,7 +6,6 @@ import (
 	gotoken "go/token"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,11 @@ import (
 // package, so a host that brings its own Approver does not build the bash
 // parser. go list names every package of the module and its imports.
 func TestOnlyRulesImportsTheParser(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// go test puts its own go first in PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(goTool, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...")
 	cmd.Dir = ".."
 	var stderr strings.Builder
