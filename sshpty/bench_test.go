@@ -62,7 +62,7 @@ func TestBenchReport(t *testing.T) {
 	row("drain seq, 20 MB (s)", p, "s", "≤ 1.2×", 1.2)
 
 	bt, st, wt := newBareTrip(t, c), newSendTrip(t, m), newWriteTrip(t, m)
-	startRows(t, c, b, m, 2*runs, row)
+	startRows(t, c, b, m, 8*runs, row) // a start is a few ms: more pairs, a steadier median
 	loneStartRow(t, srv, 2*runs, row)
 	trips := 100 * runs
 	p = pairs(trips, func() float64 { return timeIt(func() { mustTrip(t, bt) }) * 1e6 }, func() float64 { return timeIt(func() { mustTrip(t, st) }) * 1e6 })
