@@ -34,12 +34,10 @@ type container interface {
 // forks then is born outside too. The session is scanned only then, so a
 // kill that nothing fought costs no walk through /proc.
 type cgroupContainer struct {
-	g      *contain.Group
-	s      sessionContainer                  // follows what is not in the cgroup
-	out    bool                              // the leader was seen outside the cgroup
-	leader func(sigs ...syscall.Signal) bool // signals the leader alone, by its pidfd; false where it cannot
-	reaped func(time.Duration)               // waits a while for the leader to be reaped; nil: nothing to wait for
-	gone   <-chan struct{}                   // closed once the leader is reaped; nil where nothing says
+	g     *contain.Group
+	s     sessionContainer // follows what is not in the cgroup
+	out   bool             // the leader was seen outside the cgroup
+	child childWaiter      // the leader's reaper: it signals the leader alone, and says when it is reaped
 }
 
 // look notes a leader that lives outside the cgroup.
@@ -57,8 +55,8 @@ func (c *cgroupContainer) Signal(sigs ...syscall.Signal) int {
 	// a pidfd per process, the listing again, and /proc's word on where
 	// the leader is. A process born after the listing is left to the
 	// signals that follow, as one born during Group.Signal is.
-	if !c.out && c.leader != nil {
-		if pids := c.g.Members(); len(pids) == 1 && pids[0] == c.s.sid && c.leader(sigs...) {
+	if !c.out {
+		if pids := c.g.Members(); len(pids) == 1 && pids[0] == c.s.sid && c.child.signal(sigs...) {
 			return 1
 		}
 	}
@@ -101,8 +99,8 @@ func (c *cgroupContainer) Release() error {
 	c.s.Release()
 	// A leader that has exited holds its cgroup until it is reaped; one
 	// still running (frozen, say), or outside, is not waited for.
-	if c.reaped != nil && !c.out && !c.g.Populated() {
-		c.reaped(contain.DyingBound)
+	if !c.out && !c.g.Populated() {
+		c.child.awaitReaped(contain.DyingBound)
 	}
 	return c.g.Remove()
 }

@@ -174,14 +174,15 @@ func startReleaser(cs []*cgroupContainer, done func(i int, err error)) *releaser
 // closes.
 func (r *releaser) release(i int) bool {
 	c := r.cs[i]
-	if c.gone == nil || c.out {
+	gone := c.child.gone()
+	if gone == nil || c.out {
 		return false // the leader's session outside is followed by killGroups
 	}
 	select {
-	case <-c.gone:
+	case <-gone:
 	case <-r.stop:
 		select {
-		case <-c.gone:
+		case <-gone:
 		default:
 			return false
 		}

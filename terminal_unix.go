@@ -162,7 +162,7 @@ func (t *localTerminal) containment() container {
 	sc := sessionContainer{Tracker: proc.NewTracker(pid), sid: pid, exited: t.exited.Load}
 	if t.group != nil {
 		sc.Except = t.group.Members
-		return &cgroupContainer{g: t.group, s: sc, leader: t.child.signal, reaped: t.child.awaitReaped, gone: t.child.gone()}
+		return &cgroupContainer{g: t.group, s: sc, child: t.child}
 	}
 	return sc
 }

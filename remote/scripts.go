@@ -30,7 +30,7 @@ var (
 // answers requests read from its standard input, one a line, "Q=N; CALL;
 // echo "$Q ."; prefork", where CALL is "probe PID HINT" after the
 // assignments of Vars and FN=NONCE, "sig PID NAME", or EndCall's; and
-// "( { exec 5<&- 6<&- 7>&- 8<&- 9<&-; Q=N; CALL; echo "$Q ."; } & )" for one that
+// "( { unwait; Q=N; CALL; echo "$Q ."; } & )" for one that
 // runs in the background (an end): not this shell's child, so that no
 // zombie of it stays (dash reaps a background job only at its next
 // foreground one). Every line of an answer begins with "N ".

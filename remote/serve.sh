@@ -1,9 +1,9 @@
 # serve.sh: a shell that answers numbered requests on its standard input,
 # one a line: "Q=N; CALL; echo "$Q ."; prefork" (see sshpty), or
-# "( { exec 5<&- 6<&- 7>&- 8<&- 9<&-; Q=N; CALL; echo "$Q ."; } & )" for
-# one that runs in the background (an end): a grandchild, so that no
-# zombie of it waits under this shell (see hook_fence). It has the
-# functions of probe.sh and end.sh, and defines their hooks.
+# "( { unwait; Q=N; CALL; echo "$Q ."; } & )" for one that runs in the
+# background (an end): a grandchild, so that no zombie of it waits under
+# this shell (see hook_fence). It has the functions of probe.sh and
+# end.sh, and defines their hooks.
 # Lists of pids are left unquoted: they split into words.
 # shellcheck disable=SC2086
 exec 2>/dev/null
@@ -47,26 +47,30 @@ prefork() {
 	o=$!
 	if [ -z "$PT" ]; then
 		PT=1 # perl starts once
-		if [ -z "${NOPERL-}" ] && command -v perl >/dev/null && eval 'exec 9< <(exec </dev/fd/5 5<&- 6<&- 7>&- 8<&-; exec perl -MPOSIX -e "$PLS")'; then SP=$!
+		if [ -z "${NOPERL-}" ] && command -v perl >/dev/null && eval 'exec 9< <(exec </dev/fd/5; unwait; exec perl -MPOSIX -e "$PLS")'; then SP=$!
 		else [ "$!" = "$o" ] || kill $!
 		fi
 	fi
 	o=$!
 	if [ -z "$SA" ]; then
-		if eval 'exec 8< <(exec </dev/fd/6 5<&- 6<&- 7>&- 9<&-; read -r q d && printf "%s " "$q" && LC_ALL=C exec stty -a <"$d")'; then SA=$!
+		if eval 'exec 8< <(exec </dev/fd/6; unwait; read -r q d && printf "%s " "$q" && LC_ALL=C exec stty -a <"$d")'; then SA=$!
 		else [ "$!" = "$o" ] || kill $!; nowait; return 0
 		fi
 	fi
 	o=$!
 	if [ -z "$SB" ]; then
-		if eval 'exec 7> >(exec >/dev/null 5<&- 6<&- 8<&- 9<&-; read -r q d f && mark "$f" "$q" "$d")'; then SB=$!
+		if eval 'exec 7> >(exec >/dev/null; unwait; read -r q d f && mark "$f" "$q" "$d")'; then SB=$!
 		else [ "$!" = "$o" ] || kill $!; nowait
 		fi
 	fi
 }
 # nowait stops the waiting for good on this connection: a waiting shell
 # was lost (killed on the host), or could not start. perl goes with them.
-nowait() { kill $SA $SB $SP; SA='' SB='' SP='' PW=''; exec 5<&- 6<&- 7>&- 8<&- 9<&-; }
+nowait() { kill $SA $SB $SP; SA='' SB='' SP='' PW=''; unwait; }
+# unwait closes this shell's ends of the waiting shells' fifos and pipes:
+# each waiting shell and what runs in the background calls it, so that
+# none holds another's open.
+unwait() { exec 5<&- 6<&- 7>&- 8<&- 9<&-; }
 # noperl stops asking perl: it ended, or answered out of turn.
 noperl() { kill $SP; SP='' PR=''; exec 9<&-; }
 # perlready says whether perl has said it is ready, without waiting.
@@ -111,7 +115,7 @@ hook_fence() {
 		# In a subshell that ends at once: the mark's writer is then no
 		# child of this shell, and no zombie waits here for a wait that
 		# sh (dash) runs only for its next foreground job.
-		( { exec 5<&- 6<&- 7>&- 8<&- 9<&-; mark "$FN" "$Q" "$D"; } & )
+		( { unwait; mark "$FN" "$Q" "$D"; } & )
 	fi
 	say fence "$Q"
 }

@@ -44,6 +44,19 @@ func dial(t *testing.T, srv *sshdtest.Server, cfg *ssh.ClientConfig) *ssh.Client
 	return c
 }
 
+// readyTerm starts script (which says "ready") on a backend of a server
+// of t's own and waits for it to say so; the terminal is closed when t
+// ends.
+func readyTerm(t *testing.T, script string) (*Backend, agentpty.Terminal, *pump) {
+	t.Helper()
+	_, c := connect(t)
+	b := New(c)
+	term, out := startTerm(t, b, script)
+	t.Cleanup(func() { closeTerm(term, out) })
+	out.waitFor(t, "ready")
+	return b, term, out
+}
+
 // closeTerm closes term and waits for its pump to end.
 func closeTerm(term agentpty.Terminal, out *pump) {
 	term.Close()

@@ -133,7 +133,7 @@ func (h *helper) run(ctx context.Context, call string, bg bool) ([]byte, error) 
 	if bg {
 		// Not holding the waiting shells' fifo and pipes (see serve.sh).
 		// A grandchild: no zombie of it stays under the shell.
-		line = fmt.Sprintf("( { exec 5<&- 6<&- 7>&- 8<&- 9<&-; Q=%d; %s; echo \"$Q .\"; } & )\n", n, call)
+		line = fmt.Sprintf("( { unwait; Q=%d; %s; echo \"$Q .\"; } & )\n", n, call)
 	}
 	a := &answer{done: make(chan struct{})}
 	h.waiting[n] = a
@@ -201,11 +201,6 @@ func (h *helper) close() {
 	}
 }
 
-// helperRun runs call in the backend's probe shell.
-func (t *terminal) helperRun(ctx context.Context, call string, bg bool) ([]byte, error) {
-	return t.b.shellRun(ctx, call, bg)
-}
-
 // shellRun runs call in the probe shell, starting it if needed (see
 // helper.run).
 func (b *Backend) shellRun(ctx context.Context, call string, bg bool) ([]byte, error) {
@@ -235,7 +230,7 @@ func (t stateTerminal) probe() remote.Result {
 // shell did not answer.
 func (t *terminal) probeNow() (remote.Result, bool) {
 	c, known := remote.Archs[t.info.arch]
-	out, err := t.helperRun(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remote.Vars(c), t.pid, t.cache.Hint()), false)
+	out, err := t.b.shellRun(context.Background(), fmt.Sprintf("FN=%s %s probe %d %d", t.nonce, remote.Vars(c), t.pid, t.cache.Hint()), false)
 	if err != nil {
 		return remote.Result{}, false
 	}

@@ -181,11 +181,7 @@ func TestProbeShellKilled(t *testing.T) {
 }
 
 func testProbeShellKilled(t *testing.T, perl bool) {
-	_, c := connect(t)
-	b := New(c)
-	term, out := startTerm(t, b, `echo ready; exec cat`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
+	b, _, _ := readyTerm(t, `echo ready; exec cat`)
 	w := modesReader(t, b, perl)
 	if !w.on || w.stty == 0 || w.mark == 0 {
 		t.Fatalf("no shells wait for a probe's stty and mark: %+v", w)
@@ -253,11 +249,7 @@ func TestProbeWaitingShellKilled(t *testing.T) {
 func testProbeWaitingShellKilled(t *testing.T, perl bool) {
 	for _, which := range []string{map[bool]string{true: "perl", false: "stty"}[perl], "mark"} {
 		t.Run(which, func(t *testing.T) {
-			_, c := connect(t)
-			b := New(c)
-			term, out := startTerm(t, b, `echo ready; read -s x; echo "got $x"; read y; echo "done $y"`)
-			defer closeTerm(term, out)
-			out.waitFor(t, "ready")
+			b, term, out := readyTerm(t, `echo ready; read -s x; echo "got $x"; read y; echo "done $y"`)
 			fence, off := waitRead(t, term, "read -s")
 			if !off {
 				t.Fatal("echo on at read -s")
@@ -309,11 +301,7 @@ func testProbeWaitingShellKilled(t *testing.T, perl bool) {
 // out with its bytes still on the way; a probe after it answers at once
 // instead of waiting for them.
 func TestProbeAfterABlockedWrite(t *testing.T) {
-	_, c := connect(t)
-	b := New(c)
-	term, out := startTerm(t, b, `stty raw -echo; echo ready; exec sleep 30`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
+	_, term, _ := readyTerm(t, `stty raw -echo; echo ready; exec sleep 30`)
 	if err := term.(interface{ SetWriteDeadline(time.Time) error }).SetWriteDeadline(time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -396,11 +384,7 @@ func TestProbeShellUnderSh(t *testing.T) {
 // it).
 func TestProbeSeesEchoTurnedOff(t *testing.T) {
 	testkit.Need(t, "python3")
-	_, c := connect(t)
-	b := New(c)
-	term, out := startTerm(t, b, `python3 -c "import threading,time,subprocess; [threading.Thread(target=time.sleep,args=(60,),daemon=True).start() for _ in range(400)]; print('ready',flush=True); subprocess.call(['bash','--norc','-c','read x; for i in {1..3000}; do :; done; read -s y; echo done'])"`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
+	_, term, out := readyTerm(t, `python3 -c "import threading,time,subprocess; [threading.Thread(target=time.sleep,args=(60,),daemon=True).start() for _ in range(400)]; print('ready',flush=True); subprocess.call(['bash','--norc','-c','read x; for i in {1..3000}; do :; done; read -s y; echo done'])"`)
 	waitRead(t, term, "read")
 	if _, err := term.Write([]byte("a\r")); err != nil {
 		t.Fatal(err)

@@ -110,11 +110,7 @@ func TestProbeKeepsTheEchoFlag(t *testing.T) {
 
 func testProbeKeepsTheEchoFlag(t *testing.T, perl bool) {
 	testkit.Need(t, "stty")
-	_, c := connect(t)
-	b := New(c)
-	term, out := startTerm(t, b, `echo ready; read x; echo "got $x"; read -s y; echo done`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
+	b, term, out := readyTerm(t, `echo ready; read x; echo "got $x"; read -s y; echo done`)
 	dir, sttyStarts := sttyCounter(t)
 	h, err := b.probeShell()
 	if err != nil {
@@ -194,11 +190,7 @@ func testProbeKeepsTheEchoFlag(t *testing.T, perl bool) {
 // runs stty -echo) and to wait until it is back at its read.
 func TestProbeSeesARunBetweenItsReads(t *testing.T) {
 	testkit.Need(t, "stty")
-	_, c := connect(t)
-	b := New(c)
-	term, out := startTerm(t, b, `trap 'stty -echo' USR1; echo ready; while :; do read x; done`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
+	b, term, _ := readyTerm(t, `trap 'stty -echo' USR1; echo ready; while :; do read x; done`)
 	h, err := b.probeShell()
 	if err != nil {
 		t.Fatal(err)
@@ -244,11 +236,7 @@ func TestProbeSeesARunBetweenItsReads(t *testing.T) {
 // both reads, and no stty started. Before, the second read was a stty.
 func TestProbeRereadsByPerlAfterARun(t *testing.T) {
 	testkit.Need(t, "stty", "perl")
-	_, c := connect(t)
-	b := New(c)
-	term, out := startTerm(t, b, `trap 'stty -echo' USR1; trap 'stty echo' USR2; echo ready; while :; do read x; done`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
+	b, term, _ := readyTerm(t, `trap 'stty -echo' USR1; trap 'stty echo' USR2; echo ready; while :; do read x; done`)
 	dir, sttyStarts := sttyCounter(t)
 	h, err := b.probeShell()
 	if err != nil {
@@ -329,11 +317,7 @@ func sttyCounter(t *testing.T) (dir string, starts func() int) {
 // fresh the answer. The control, the same reads with nothing in between,
 // is answered from the last probe.
 func TestInputResizeSignalEndTheReuse(t *testing.T) {
-	_, c := connect(t)
-	b := New(c)
-	term, out := startTerm(t, b, `trap '' USR1; echo ready; read x; echo "got $x"`)
-	defer closeTerm(term, out)
-	out.waitFor(t, "ready")
+	_, term, out := readyTerm(t, `trap '' USR1; echo ready; read x; echo "got $x"`)
 	waitRead(t, term, "read")
 	st := term.(stateTerminal)
 	lastAt := func() time.Time {

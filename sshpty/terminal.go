@@ -135,7 +135,7 @@ func (t *terminal) Signal(sig os.Signal) error {
 	}
 	defer t.changed()
 	if t.held {
-		if out, err := t.helperRun(context.Background(), fmt.Sprintf("sig %d %s", t.pid, name), false); err == nil && bytes.Contains(out, []byte("sent")) {
+		if out, err := t.b.shellRun(context.Background(), fmt.Sprintf("sig %d %s", t.pid, name), false); err == nil && bytes.Contains(out, []byte("sent")) {
 			return nil
 		}
 	}
